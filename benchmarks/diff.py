@@ -1,0 +1,70 @@
+"""Benchmark of ``diff_night`` alone on a generated night: median seconds, rows/s and peak RSS.
+
+    python benchmarks/diff.py --n 1000000 --repeat 3 [--json]
+
+Rows/s counts ``n`` (the provider records; the ledger holds about as many entries) over the median
+time. Generation is not timed. Peak RSS is the whole process's (generation included), from
+``getrusage``, which Linux reports in KiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.datagen import generate_night  # noqa: E402
+from recon_pipeline.reconcile.diff import diff_night  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="provider records in the night")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs; the median is reported")
+    parser.add_argument("--rate", type=float, default=0.01, help="share of rows with an injected finding")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON line instead of text")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.repeat < 1:
+        parser.error("--n and --repeat must be positive")
+
+    night = generate_night(args.n, args.rate, args.seed)
+    seconds = []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        result = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
+        seconds.append(time.perf_counter() - started)
+    median = statistics.median(seconds)
+    figures = {
+        "n": args.n,
+        "ledger_rows": len(night.ledger_records),
+        "repeat": args.repeat,
+        "median_seconds": round(median, 4),
+        "rows_per_second": round(args.n / median),
+        "discrepancies": len(result.discrepancies),
+        "injected": sum(night.injected.values()),
+        "by_category": {str(k): int(v) for k, v in result.discrepancies["category"].value_counts().items()},
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    else:
+        print(
+            f"N                  {figures['n']:,} provider records, {figures['ledger_rows']:,} ledger entries"
+        )
+        runs = ", ".join(f"{run:.3f}" for run in seconds)
+        print(f"diff_night median  {median:.3f} s over {args.repeat} runs ({runs})")
+        print(f"throughput         {figures['rows_per_second']:,} rows/s")
+        print(f"discrepancies      {figures['discrepancies']:,} (injected {figures['injected']:,})")
+        print(f"peak RSS           {figures['peak_rss_mb']:,} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

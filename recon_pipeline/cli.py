@@ -1,0 +1,110 @@
+"""The `recon` command line. Every command exits non-zero with a one-line reason on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from recon_pipeline import config
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def cmd_db_init(_args: argparse.Namespace) -> int:
+    from recon_pipeline.db.engine import init_db, make_engine
+
+    created = init_db(make_engine(config.database_url()))
+    print(f"created tables: {', '.join(created)}" if created else "all tables already exist")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from recon_pipeline.demo.run import run_demo
+
+    outcomes = run_demo(bookings_per_night=args.bookings, seed=args.seed)
+    mismatched = [o.property_id for o in outcomes if o.found != o.planted]
+    if mismatched:
+        print(
+            f"error: findings differ from the planted discrepancies for {', '.join(mismatched)}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def cmd_simulator_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from recon_pipeline.demo.run import demo_nights
+    from recon_pipeline.demo.world import build_world
+    from recon_pipeline.simulator.app import build_app
+    from recon_pipeline.simulator.store import SimulatorStore
+
+    if args.data:
+        store = SimulatorStore.from_json(args.data)
+    else:
+        store = build_world(demo_nights(datetime.now(UTC)), args.bookings, args.seed).store
+    print(f"simulator on http://{args.host}:{args.port} ({len(store.charges)} charges)", flush=True)
+    # With RECON_PROVIDER_API_KEY set, the simulator demands it as the bearer key, as Stripe would.
+    api_key = os.environ.get("RECON_PROVIDER_API_KEY") or None
+    uvicorn.run(build_app(store, api_key=api_key), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def positive(text: str) -> int:
+    try:
+        return config.positive_int("value", text)
+    except config.ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="recon", description="Nightly payment reconciliation on Dagster.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    db = commands.add_parser("db", help="the reconciliation database").add_subparsers(
+        dest="db_command", required=True
+    )
+    init = db.add_parser("init", help="create the contract's tables in RECON_DATABASE_URL (idempotent)")
+    init.set_defaults(handler=cmd_db_init)
+
+    demo = commands.add_parser(
+        "demo", help="seed, simulate and reconcile last night of three demo properties"
+    )
+    demo.add_argument("--bookings", type=positive, default=1000, help="ordinary bookings per property (1000)")
+    demo.add_argument("--seed", type=int, default=7, help="seed of the demo world (7)")
+    demo.set_defaults(handler=cmd_demo)
+
+    simulator = commands.add_parser("simulator", help="the provider simulator").add_subparsers(
+        dest="simulator_command", required=True
+    )
+    serve = simulator.add_parser("serve", help="serve the Stripe subset from seeded data")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=12111)
+    serve.add_argument("--seed", type=int, default=7)
+    serve.add_argument("--bookings", type=positive, default=1000)
+    serve.add_argument(
+        "--data", help="serve this JSON store (SimulatorStore.to_json) instead of the demo world"
+    )
+    serve.set_defaults(handler=cmd_simulator_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `recon` console script."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except (config.ConfigError, ValueError, LookupError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Settings from the environment (the contract's variables), resolved in one place.
+
+Nothing here is read at import time: commands and Dagster resources call these functions when they run,
+so a test or a deployment can set the variables first.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PROVIDER_KINDS = ("simulator", "stripe", "razorpay")
+PUBLIC_API_ROOTS = {"stripe": "https://api.stripe.com", "razorpay": "https://api.razorpay.com"}
+DEFAULT_MAX_CONCURRENCY = 8
+
+
+class ConfigError(ValueError):
+    """Bad or missing configuration: commands print it as a one-line reason and exit non-zero."""
+
+
+def recon_home() -> Path:
+    """Folder of the embedded default's files (SQLite database, reports, demo Dagster home)."""
+    return Path(os.environ.get("RECON_HOME", "./.recon")).resolve()
+
+
+def database_url() -> str:
+    """SQLAlchemy URL of the reconciliation database; a SQLite file under RECON_HOME by default."""
+    url = os.environ.get("RECON_DATABASE_URL", "").strip()
+    return url or f"sqlite:///{recon_home() / 'recon.sqlite'}"
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """Where and how to reach the payment provider."""
+
+    kind: str
+    base_url: str
+    api_key: str | None
+    max_concurrency: int
+
+    def __repr__(self) -> str:  # never show the key
+        return f"ProviderSettings(kind={self.kind!r}, base_url={self.base_url!r}, api_key=***)"
+
+
+def provider_settings(
+    kind: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_concurrency: int | None = None,
+) -> ProviderSettings:
+    """Provider settings: each argument given wins, the rest come from the RECON_PROVIDER* variables."""
+    kind = kind or os.environ.get("RECON_PROVIDER", "").strip() or "simulator"
+    if kind not in PROVIDER_KINDS:
+        raise ConfigError(f"RECON_PROVIDER must be one of {', '.join(PROVIDER_KINDS)}, not {kind!r}")
+    base_url = base_url or os.environ.get("RECON_PROVIDER_BASE_URL", "").strip()
+    if not base_url:
+        if kind == "simulator":
+            raise ConfigError(
+                "RECON_PROVIDER=simulator needs RECON_PROVIDER_BASE_URL (the simulator's address)"
+            )
+        base_url = PUBLIC_API_ROOTS[kind]
+    api_key = api_key or os.environ.get("RECON_PROVIDER_API_KEY") or None
+    if kind != "simulator" and not api_key:
+        raise ConfigError(f"RECON_PROVIDER={kind} needs RECON_PROVIDER_API_KEY")
+    return ProviderSettings(
+        kind, base_url.rstrip("/"), api_key, max_concurrency or max_concurrency_from_env()
+    )
+
+
+def max_concurrency_from_env() -> int:
+    """RECON_PROVIDER_MAX_CONCURRENCY as a positive integer."""
+    raw = os.environ.get("RECON_PROVIDER_MAX_CONCURRENCY", str(DEFAULT_MAX_CONCURRENCY))
+    return positive_int("RECON_PROVIDER_MAX_CONCURRENCY", raw)
+
+
+def positive_int(name: str, raw: str) -> int:
+    """Parse a positive integer setting or raise a ConfigError naming it."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a positive integer, not {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive integer, not {raw!r}")
+    return value

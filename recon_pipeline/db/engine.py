@@ -1,0 +1,52 @@
+"""Engines for the reconciliation database and the idempotent ``recon db init``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from recon_pipeline.config import ConfigError
+from recon_pipeline.db.schema import metadata
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def make_engine(url: str, pool_size: int = 5) -> Engine:
+    """An engine for ``url``; SQLite gets WAL and a busy timeout so readers and one writer coexist."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError("RECON_DATABASE_URL is not a valid SQLAlchemy URL") from None
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, parsed.database)
+    if parsed.get_backend_name() != "postgresql":
+        raise ConfigError(
+            f"unsupported database backend {parsed.get_backend_name()!r}: use sqlite or postgresql"
+        )
+    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: str, database: str | None) -> Engine:
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    return engine
+
+
+def init_db(engine: Engine) -> list[str]:
+    """Create the contract's tables that do not exist yet; returns the names it created."""
+    existing = set(inspect(engine).get_table_names())
+    metadata.create_all(engine, checkfirst=True)
+    return [name for name in metadata.tables if name not in existing]

@@ -1,0 +1,130 @@
+"""The data contract's tables in SQLAlchemy Core: one definition that runs on SQLite and PostgreSQL.
+
+Columns the PMS writes are the contract's; every column this project adds is nullable or has a default,
+because other systems insert into these tables with only the contract's columns.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from recon_pipeline.db.types import UtcDateTime
+
+metadata = MetaData()
+
+UTC_TIMESTAMP = UtcDateTime()
+
+properties = Table(
+    "properties",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("timezone", Text, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("night_cutoff", Text, nullable=False, server_default="00:00"),
+    Column("provider_account", Text, nullable=True),
+)
+
+bookings = Table(
+    "bookings",
+    metadata,
+    Column("booking_id", Text, primary_key=True),
+    Column("property_id", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+    Column("updated_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_bookings_property_status", "property_id", "status"),
+)
+
+payment_orders = Table(
+    "payment_orders",
+    metadata,
+    Column("provider_payment_id", Text, primary_key=True),
+    Column("property_id", Text, nullable=False),
+    Column("booking_id", Text, nullable=True),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("amount_refunded_minor", BigInteger, nullable=False, server_default="0"),
+    Column("currency", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("captured_at", UTC_TIMESTAMP, nullable=True),
+    Column("updated_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_payment_orders_property_captured", "property_id", "captured_at"),
+)
+
+payment_events = Table(
+    "payment_events",
+    metadata,
+    Column("event_id", Text, primary_key=True),
+    Column("provider", Text, nullable=False),
+    Column("event_type", Text, nullable=False),
+    Column("provider_payment_id", Text, nullable=True),
+    Column("payload", Text, nullable=False),
+    Column("received_at", UTC_TIMESTAMP, nullable=False),
+)
+
+ledger_entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("entry_id", Text, primary_key=True),
+    Column("property_id", Text, nullable=False),
+    Column("booking_id", Text, nullable=True),
+    Column("provider_record_id", Text, nullable=True),
+    Column("kind", Text, nullable=False),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("posted_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_ledger_entries_property_posted", "property_id", "posted_at"),
+)
+
+adjustments = Table(
+    "adjustments",
+    metadata,
+    Column("adjustment_id", Text, primary_key=True),
+    Column("idempotency_key", Text, nullable=False, unique=True),
+    Column("property_id", Text, nullable=False),
+    Column("night", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("provider_record_id", Text, nullable=True),
+    Column("ledger_entry_id", Text, nullable=True),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status", Text, nullable=False, server_default="proposed"),
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+    Column("run_id", Text, nullable=True),
+    Index("ix_adjustments_property_night", "property_id", "night"),
+)
+
+discrepancies = Table(
+    "discrepancies",
+    metadata,
+    Column("discrepancy_id", Integer, primary_key=True, autoincrement=True),
+    Column("property_id", Text, nullable=False),
+    Column("night", Text, nullable=False),
+    Column("category", Text, nullable=False),
+    Column("record_key", Text, nullable=False),
+    Column("kind", Text, nullable=True),
+    Column("provider_record_id", Text, nullable=True),
+    Column("ledger_entry_id", Text, nullable=True),
+    Column("booking_id", Text, nullable=True),
+    Column("provider_amount_minor", BigInteger, nullable=True),
+    Column("ledger_amount_minor", BigInteger, nullable=True),
+    Column("difference_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("detail", Text, nullable=True),
+    Column("detected_at", UTC_TIMESTAMP, nullable=False),
+    Column("run_id", Text, nullable=True),
+    Column("review_status", Text, nullable=False, server_default="open"),
+    UniqueConstraint("property_id", "night", "category", "record_key", name="uq_discrepancies_finding"),
+)

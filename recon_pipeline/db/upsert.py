@@ -1,0 +1,57 @@
+"""``INSERT … ON CONFLICT`` for both dialects, reporting how many rows were really new."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.dialects import postgresql, sqlite
+
+
+def _insert(connection: Connection, table: Table) -> Any:
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise ValueError(f"no ON CONFLICT support for dialect {dialect!r}")
+
+
+def insert_new(
+    connection: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    conflict_columns: Sequence[str],
+) -> int:
+    """Insert ``rows``, silently skipping those whose ``conflict_columns`` already exist.
+
+    Returns the number of rows inserted; ``len(rows) - inserted`` were duplicates suppressed by the
+    database itself, which is what makes a concurrent or repeated writer safe.
+    """
+    if not rows:
+        return 0
+    statement = (
+        _insert(connection, table)
+        .on_conflict_do_nothing(index_elements=list(conflict_columns))
+        .returning(table.c[conflict_columns[0]])
+    )
+    return len(connection.execute(statement, list(rows)).all())
+
+
+def upsert(
+    connection: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    conflict_columns: Sequence[str],
+    update_columns: Sequence[str],
+) -> None:
+    """Insert ``rows`` or overwrite only ``update_columns`` of the existing row with the same key."""
+    if not rows:
+        return
+    statement = _insert(connection, table)
+    statement = statement.on_conflict_do_update(
+        index_elements=list(conflict_columns),
+        set_={name: statement.excluded[name] for name in update_columns},
+    )
+    connection.execute(statement, list(rows))

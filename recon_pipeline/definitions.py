@@ -1,0 +1,32 @@
+"""The code location: every Dagster definition of recon-pipeline, bound to its resources."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from recon_pipeline.defs.assets import reconciliation_assets
+from recon_pipeline.defs.jobs import reconcile_night_job
+from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.defs.sensors import property_partitions_sensor
+
+
+def _from_env(name: str) -> dg.EnvVar | None:
+    """An EnvVar (resolved when a run starts, never stored in run config) if the variable is set."""
+    return dg.EnvVar(name) if os.environ.get(name) else None
+
+
+def build_definitions() -> dg.Definitions:
+    return dg.Definitions(
+        assets=reconciliation_assets,
+        jobs=[reconcile_night_job],
+        sensors=[property_partitions_sensor],
+        resources={
+            "recon_db": ReconDatabase(database_url=_from_env("RECON_DATABASE_URL")),
+            "provider": ProviderResource(api_key=_from_env("RECON_PROVIDER_API_KEY")),
+        },
+    )
+
+
+defs = build_definitions()

@@ -1,0 +1,217 @@
+"""The reconciliation assets of one (property, night) partition: thin wrappers over the pure logic.
+
+provider_records ─┐
+ledger_records ───┴─> reconciliation ─┬─> adjustments
+provider_records ──> orphaned_captured_payments ─┴─> discrepancy_report
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+import pandas as pd
+
+from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.defs.partitions import property_night, property_night_partitions
+from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.ledger.queries import (
+    PropertyRow,
+    load_bookings,
+    load_captured_payment_orders,
+    load_ledger_records,
+    load_property,
+)
+from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.provider.records import empty_provider_records
+from recon_pipeline.provider.stripe import PropertyAccount
+from recon_pipeline.reconcile.adjustments import plan_adjustments
+from recon_pipeline.reconcile.captured import captured_payments_from_provider
+from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.reconcile.report import build_night_report
+
+GROUP = "reconciliation"
+PROVIDER_POOL = "provider_api"
+
+
+@dataclass(frozen=True)
+class NightTarget:
+    """What one partition is about: the property's row, its night and the night's UTC window."""
+
+    property_row: PropertyRow
+    night: str
+    window: NightWindow
+
+    @property
+    def account(self) -> PropertyAccount:
+        return PropertyAccount(self.property_row.property_id, self.property_row.provider_account)
+
+
+def night_target(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> NightTarget:
+    """Resolve the partition key to the property's window, from the properties table."""
+    key = property_night(context.partition_key)
+    with recon_db.engine().connect() as connection:
+        row = load_property(connection, key.property_id)
+    return NightTarget(row, key.night, night_window(key.night, row.timezone, row.night_cutoff))
+
+
+def window_metadata(target: NightTarget) -> dict[str, str]:
+    return {
+        "window_start_utc": target.window.start.isoformat(),
+        "window_end_utc": target.window.end.isoformat(),
+        "window_hours": f"{target.window.duration.total_seconds() / 3600:g}",
+    }
+
+
+@dg.asset(
+    partitions_def=property_night_partitions, group_name=GROUP, pool=PROVIDER_POOL, kinds={"stripe", "pandas"}
+)
+def provider_records(
+    context: dg.AssetExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
+) -> dg.Output[pd.DataFrame]:
+    """Every charge, fee and refund the provider holds for the property's night; a partial pull fails."""
+    target = night_target(context, recon_db)
+    with provider.adapter() as adapter:
+        frame = adapter.pull_night(target.account, target.window.start, target.window.end)
+    context.log.info(
+        f"pulled {len(frame)} provider records for {target.property_row.property_id} {target.night}"
+    )
+    return dg.Output(
+        frame,
+        metadata={
+            "dagster/row_count": len(frame),
+            **{f"rows/{kind}": int(n) for kind, n in frame["kind"].value_counts().items()},
+            **window_metadata(target),
+        },
+    )
+
+
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
+def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[pd.DataFrame]:
+    """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences."""
+    target = night_target(context, recon_db)
+    with recon_db.engine().connect() as connection:
+        frame = load_ledger_records(connection, target.property_row.property_id, target.window)
+    return dg.Output(
+        frame,
+        metadata={
+            "dagster/row_count": len(frame),
+            "in_night": int(frame["in_night"].sum()),
+            "adjacent_nights": int((~frame["in_night"]).sum()),
+            **window_metadata(target),
+        },
+    )
+
+
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, pool=PROVIDER_POOL, kinds={"pandas"})
+def reconciliation(
+    context: dg.AssetExecutionContext,
+    recon_db: ReconDatabase,
+    provider: ProviderResource,
+    provider_records: pd.DataFrame,
+    ledger_records: pd.DataFrame,
+) -> dg.Output[DiffResult]:
+    """Diff of provider against ledger; ledger records absent from the pull are looked up by id first."""
+    target = night_target(context, recon_db)
+    unmatched = unmatched_ledger_record_ids(provider_records, ledger_records)
+    elsewhere = empty_provider_records()
+    if unmatched:
+        with provider.adapter() as adapter:
+            elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
+    result = diff_night(provider_records, ledger_records, elsewhere)
+    context.log.info(
+        f"{len(result.discrepancies)} findings, {result.matched_count} matched, "
+        f"{result.timing_difference_count} timing differences"
+    )
+    return dg.Output(
+        result,
+        metadata={
+            "findings": len(result.discrepancies),
+            "matched": result.matched_count,
+            "timing_differences": result.timing_difference_count,
+            "looked_up_by_id": len(unmatched),
+            "found_in_other_nights": len(elsewhere),
+        },
+    )
+
+
+class OrphanConfig(dg.Config):
+    """How long a captured payment may wait for its booking to be confirmed before it is an orphan."""
+
+    grace_minutes: int = 60
+
+
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
+def orphaned_captured_payments(
+    context: dg.AssetExecutionContext,
+    config: OrphanConfig,
+    recon_db: ReconDatabase,
+    provider_records: pd.DataFrame,
+) -> dg.Output[pd.DataFrame]:
+    """Money captured (at the provider or in payment_orders) whose booking is still not confirmed."""
+    target = night_target(context, recon_db)
+    with recon_db.engine().connect() as connection:
+        local = load_captured_payment_orders(connection, target.property_row.property_id, target.window)
+        captured = pd.concat([captured_payments_from_provider(provider_records), local], ignore_index=True)
+        booking_states = load_bookings(connection, captured["booking_id"].dropna())
+    orphans = find_orphaned_captured_payments(
+        captured, booking_states, datetime.now(UTC), timedelta(minutes=config.grace_minutes)
+    )
+    return dg.Output(
+        orphans, metadata={"dagster/row_count": len(orphans), "grace_minutes": config.grace_minutes}
+    )
+
+
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
+def adjustments(
+    context: dg.AssetExecutionContext, recon_db: ReconDatabase, reconciliation: DiffResult
+) -> dg.MaterializeResult:
+    """Proposed ledger corrections, inserted once per business key (a re-run writes nothing new)."""
+    key = property_night(context.partition_key)
+    rows = plan_adjustments(
+        key.property_id, key.night, reconciliation.discrepancies, context.run_id, datetime.now(UTC)
+    )
+    with recon_db.engine().begin() as connection:
+        counts = write_adjustments(connection, rows)
+    context.log.info(f"adjustments: {counts.new} new, {counts.already_present} already committed")
+    return dg.MaterializeResult(
+        metadata={"proposed": len(rows), "new": counts.new, "duplicates_suppressed": counts.already_present}
+    )
+
+
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
+def discrepancy_report(
+    context: dg.AssetExecutionContext,
+    recon_db: ReconDatabase,
+    reconciliation: DiffResult,
+    orphaned_captured_payments: pd.DataFrame,
+) -> dg.MaterializeResult:
+    """The night's findings, upserted into ``discrepancies`` and summarised for the analyst in the UI."""
+    key = property_night(context.partition_key)
+    findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
+    with recon_db.engine().begin() as connection:
+        counts = save_discrepancies(
+            connection, key.property_id, key.night, findings, context.run_id, datetime.now(UTC)
+        )
+    report = build_night_report(reconciliation, orphaned_captured_payments)
+    return dg.MaterializeResult(
+        metadata={
+            **report.as_metadata(),
+            "dagster/row_count": len(findings),
+            "discrepancies_new": counts.new,
+            "discrepancies_unchanged": counts.already_present,
+            "discrepancies_cleared": counts.removed,
+            "categories": dg.MetadataValue.md(report.summary_markdown()),
+            "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+        }
+    )
+
+
+reconciliation_assets = [
+    provider_records,
+    ledger_records,
+    reconciliation,
+    orphaned_captured_payments,
+    adjustments,
+    discrepancy_report,
+]

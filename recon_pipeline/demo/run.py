@@ -1,0 +1,155 @@
+"""`recon demo`: the embedded default end to end, on a persistent Dagster instance.
+
+Seed three properties, serve the provider half from the simulator on 127.0.0.1, reconcile last night of
+every property through the real ``reconcile_night`` job, then print what was found against what was
+planted. A second run finds the same discrepancies and writes no new adjustments.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import dagster as dg
+from sqlalchemy import Engine, func, select
+
+from recon_pipeline import config
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.seed import seed_world
+from recon_pipeline.demo.world import World, build_world
+from recon_pipeline.nights import last_closed_night
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulator.app import build_app
+
+LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
+
+
+@dataclass(frozen=True)
+class NightOutcome:
+    """What one property-night's run did, read back from Dagster and the database."""
+
+    property_id: str
+    night: str
+    run_id: str
+    provider_records: int
+    adjustments_new: int
+    adjustments_suppressed: int
+    found: dict[str, int]
+    planted: dict[str, int]
+    top_discrepancies: str
+
+
+def demo_nights(now: datetime) -> dict[str, date]:
+    """Last closed night of every demo property, each in its own timezone and cutoff."""
+    return {p.property_id: last_closed_night(now, p.timezone, p.night_cutoff) for p in DEMO_PROPERTIES}
+
+
+def prepare_dagster_home() -> Path:
+    """DAGSTER_HOME, or RECON_HOME/dagster_home with the project's local dagster.yaml, so runs persist."""
+    home = Path(os.environ.get("DAGSTER_HOME") or config.recon_home() / "dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists() and LOCAL_INSTANCE_YAML.exists():
+        shutil.copy(LOCAL_INSTANCE_YAML, home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def run_demo(
+    bookings_per_night: int = 1000, seed: int = 7, echo: Callable[[str], None] = print
+) -> list[NightOutcome]:
+    """Seed, serve, reconcile and report; returns one outcome per property."""
+    started = time.monotonic()
+    home = config.recon_home()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("RECON_DATABASE_URL", config.database_url())
+    engine = make_engine(os.environ["RECON_DATABASE_URL"])
+    init_db(engine)
+    world = build_world(demo_nights(datetime.now(UTC)), bookings_per_night, seed)
+    inserted = seed_world(engine, world)
+    echo(f"RECON_HOME={home}")
+    echo("seeded: " + ", ".join(f"{table} +{n}" for table, n in inserted.items()))
+    dagster_home = prepare_dagster_home()
+    with ServerThread(build_app(world.store)) as simulator, dg.DagsterInstance.get() as instance:
+        os.environ["RECON_PROVIDER"] = "simulator"
+        os.environ["RECON_PROVIDER_BASE_URL"] = simulator.base_url
+        store = world.store
+        echo(f"simulator: {simulator.base_url} ({len(store.charges)} charges, {len(store.refunds)} refunds)")
+        echo(f"DAGSTER_HOME={dagster_home}")
+        outcomes = [reconcile(instance, engine, world, p.property_id) for p in DEMO_PROPERTIES]
+    for outcome in outcomes:
+        echo(render_outcome(outcome))
+    echo(f"demo finished in {time.monotonic() - started:.1f}s")
+    echo(f"see the runs with: DAGSTER_HOME={dagster_home} dagster dev")
+    return outcomes
+
+
+def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, property_id: str) -> NightOutcome:
+    """Run the reconcile_night job for the property's demo night and read back what it did."""
+    from recon_pipeline.definitions import build_definitions  # after the environment is set
+
+    night = next(n for (p, n, _c) in world.expected if p == property_id)
+    if not instance.has_dynamic_partition(PROPERTY_DIMENSION, property_id):
+        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [property_id])
+    job = build_definitions().resolve_job_def("reconcile_night")
+    result = job.execute_in_process(
+        partition_key=PropertyNight(property_id, night).partition_key, instance=instance
+    )
+    return NightOutcome(
+        property_id=property_id,
+        night=night,
+        run_id=result.run_id,
+        provider_records=_metadata_int(result, "provider_records", "dagster/row_count"),
+        adjustments_new=_metadata_int(result, "adjustments", "new"),
+        adjustments_suppressed=_metadata_int(result, "adjustments", "duplicates_suppressed"),
+        found=found_by_category(engine, property_id, night),
+        planted={cat: n for (p, nt, cat), n in world.expected.items() if p == property_id and nt == night},
+        top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
+    )
+
+
+def found_by_category(engine: Engine, property_id: str, night: str) -> dict[str, int]:
+    """Rows in ``discrepancies`` for the property-night, per category."""
+    query = (
+        select(discrepancies.c.category, func.count())
+        .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
+        .group_by(discrepancies.c.category)
+    )
+    with engine.connect() as connection:
+        return {category: int(count) for category, count in connection.execute(query).tuples()}
+
+
+def _metadata(result: dg.ExecuteInProcessResult, node: str, key: str) -> object:
+    materialization = result.asset_materializations_for_node(node)[0]
+    return materialization.metadata[key].value
+
+
+def _metadata_int(result: dg.ExecuteInProcessResult, node: str, key: str) -> int:
+    value = _metadata(result, node, key)
+    assert isinstance(value, int)
+    return value
+
+
+def render_outcome(outcome: NightOutcome) -> str:
+    """A plain-text block per property: findings against what was planted, then the largest findings."""
+    lines = [
+        "",
+        f"== {outcome.property_id}  night {outcome.night}  run {outcome.run_id[:8]}",
+        f"   provider records {outcome.provider_records};  adjustments: {outcome.adjustments_new} new, "
+        f"{outcome.adjustments_suppressed} already committed",
+        f"   {'category':<28}{'found':>7}{'planted':>9}",
+    ]
+    for category in ALL_CATEGORIES:
+        found, planted = outcome.found.get(category, 0), outcome.planted.get(category, 0)
+        mark = "" if found == planted else "   <-- differs"
+        lines.append(f"   {category:<28}{found:>7}{planted:>9}{mark}")
+    lines.append(outcome.top_discrepancies)
+    return "\n".join(lines)

@@ -1,0 +1,29 @@
+"""Write the PMS half of a demo world into the database, once per row id (a re-seed adds nothing)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
+from recon_pipeline.db.upsert import insert_new
+from recon_pipeline.demo.world import World
+
+SEED_BATCH = 2_000
+
+
+def seed_world(engine: Engine, world: World) -> dict[str, int]:
+    """Insert the world's PMS rows; returns rows newly inserted per table."""
+    plan = (
+        (properties, world.properties, "property_id"),
+        (bookings, world.bookings, "booking_id"),
+        (payment_orders, world.payment_orders, "provider_payment_id"),
+        (ledger_entries, world.ledger_entries, "entry_id"),
+    )
+    inserted: dict[str, int] = {}
+    with engine.begin() as connection:
+        for table, rows, key in plan:
+            inserted[table.name] = sum(
+                insert_new(connection, table, rows[start : start + SEED_BATCH], [key])
+                for start in range(0, len(rows), SEED_BATCH)
+            )
+    return inserted

@@ -1,0 +1,321 @@
+"""A deterministic demo world: the provider's records and the PMS's tables for some property-nights.
+
+The same seed and nights always give the same ids, amounts and times, so the simulator can serve the
+provider half while the PMS half is written to the database, and a second demo run changes nothing.
+Known discrepancies of every category are planted and counted in ``World.expected`` so that the demo
+(and the tests) can check that the pipeline finds exactly what was planted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DemoProperty
+from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.reconcile import categories as c
+from recon_pipeline.simulator.store import SimulatorStore
+
+AMOUNT_RANGE = {"JPY": (9_000, 60_000)}
+DEFAULT_AMOUNT_RANGE = (8_000, 45_000)
+
+
+@dataclass
+class World:
+    """Both halves of the demo data, plus how many findings of each category were planted."""
+
+    properties: list[dict[str, Any]] = field(default_factory=list)
+    bookings: list[dict[str, Any]] = field(default_factory=list)
+    payment_orders: list[dict[str, Any]] = field(default_factory=list)
+    ledger_entries: list[dict[str, Any]] = field(default_factory=list)
+    store: SimulatorStore = field(default_factory=SimulatorStore)
+    expected: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (property, night, category)
+
+
+def build_world(
+    nights: dict[str, date],
+    bookings_per_night: int = 1000,
+    seed: int = 7,
+    properties: tuple[DemoProperty, ...] = DEMO_PROPERTIES,
+) -> World:
+    """The demo world for ``nights`` (property_id → night) of ``properties``."""
+    world = World()
+    for prop in properties:
+        world.properties.append(prop.row())
+        night = nights[prop.property_id]
+        _NightBuilder(world, prop, night, random.Random(f"{seed}/{prop.property_id}/{night}")).build(
+            bookings_per_night
+        )
+    world.store.reindex()
+    return world
+
+
+def unix(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def fee_for(amount: int, currency: str) -> int:
+    """A card fee shaped like Stripe's: a percentage plus a fixed part in the currency's minor unit."""
+    return round(amount * 0.036) if currency == "JPY" else round(amount * 0.029) + 30
+
+
+class _NightBuilder:
+    """Writes one property-night of ordinary activity, then plants one set of known discrepancies."""
+
+    def __init__(self, world: World, prop: DemoProperty, night: date, rng: random.Random) -> None:
+        self.world, self.prop, self.rng = world, prop, rng
+        self.night = night.isoformat()
+        self.window: NightWindow = night_window(night, prop.timezone, prop.night_cutoff)
+        self.tag = f"{prop.property_id.split('-')[0]}{night:%Y%m%d}"
+        self.serial = 0
+
+    # ----- ids, times, amounts -------------------------------------------------------------------
+    def next_id(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{prefix}_{self.tag}{self.serial:05d}"
+
+    def inside(self, margin_s: int = 900) -> datetime:
+        span = int(self.window.duration.total_seconds()) - 2 * margin_s
+        return self.window.start + timedelta(seconds=margin_s + self.rng.randrange(span))
+
+    def amount(self) -> int:
+        low, high = AMOUNT_RANGE.get(self.prop.currency, DEFAULT_AMOUNT_RANGE)
+        step = 100 if self.prop.currency == "JPY" else 50
+        return self.rng.randrange(low, high, step)
+
+    # ----- the two halves ---------------------------------------------------------------------------
+    def payment(
+        self, created: datetime, amount: int, *, status: str = "succeeded", booking_status: str = "confirmed"
+    ) -> dict[str, Any]:
+        """A booking paid by one charge: provider objects, booking, payment order. No ledger entries."""
+        booking_id, pi_id, charge_id = self.next_id("bk"), self.next_id("pi"), self.next_id("ch")
+        succeeded = status == "succeeded"
+        fee = fee_for(amount, self.prop.currency) if succeeded else 0
+        cur = self.prop.currency.lower()
+        metadata = {"booking_id": booking_id}
+        if self.prop.provider_account is None:
+            metadata["property_id"] = self.prop.property_id
+        charge = {
+            "id": charge_id,
+            "object": "charge",
+            "amount": amount,
+            "amount_captured": amount if succeeded else 0,
+            "amount_refunded": 0,
+            "currency": cur,
+            "created": unix(created),
+            "status": status,
+            "captured": succeeded,
+            "paid": succeeded,
+            "refunded": False,
+            "payment_intent": pi_id,
+            "metadata": metadata,
+            "account": self.prop.provider_account,
+            "balance_transaction": (
+                {
+                    "id": self.next_id("txn"),
+                    "object": "balance_transaction",
+                    "amount": amount,
+                    "fee": fee,
+                    "net": amount - fee,
+                    "currency": cur,
+                }
+                if succeeded
+                else None
+            ),
+        }
+        self.world.store.charges.append(charge)
+        self.world.store.payment_intents.append(
+            {
+                "id": pi_id,
+                "object": "payment_intent",
+                "amount": amount,
+                "amount_received": amount if succeeded else 0,
+                "currency": cur,
+                "status": "succeeded" if succeeded else "requires_payment_method",
+                "latest_charge": charge_id,
+                "metadata": metadata,
+                "created": unix(created) - 5,
+                "account": self.prop.provider_account,
+            }
+        )
+        self.world.bookings.append(
+            {
+                "booking_id": booking_id,
+                "property_id": self.prop.property_id,
+                "status": booking_status if succeeded else "pending",
+                "amount_minor": amount,
+                "currency": self.prop.currency,
+                "created_at": created - timedelta(minutes=10),
+                "updated_at": created + timedelta(minutes=1),
+            }
+        )
+        self.world.payment_orders.append(
+            {
+                "provider_payment_id": pi_id,
+                "property_id": self.prop.property_id,
+                "booking_id": booking_id,
+                "amount_minor": amount,
+                "amount_refunded_minor": 0,
+                "currency": self.prop.currency,
+                "status": "captured" if succeeded else "failed",
+                "captured_at": created if succeeded else None,
+                "updated_at": created + timedelta(minutes=1),
+            }
+        )
+        return charge
+
+    def refund(self, charge: dict[str, Any], created: datetime, amount: int) -> dict[str, Any]:
+        refund = {
+            "id": self.next_id("re"),
+            "object": "refund",
+            "amount": amount,
+            "charge": charge["id"],
+            "payment_intent": charge["payment_intent"],
+            "currency": charge["currency"],
+            "created": unix(created),
+            "status": "succeeded",
+            "metadata": {},
+            "account": self.prop.provider_account,
+        }
+        self.world.store.refunds.append(refund)
+        charge["amount_refunded"] += amount
+        charge["refunded"] = charge["amount_refunded"] >= charge["amount"]
+        order = next(
+            o for o in self.world.payment_orders if o["provider_payment_id"] == charge["payment_intent"]
+        )
+        order["amount_refunded_minor"] = charge["amount_refunded"]
+        order["status"] = "refunded" if charge["refunded"] else "partially_refunded"
+        return refund
+
+    def entry(
+        self,
+        kind: str,
+        record_id: str | None,
+        amount: int,
+        posted: datetime,
+        booking_id: str | None = None,
+        currency: str | None = None,
+    ) -> None:
+        self.world.ledger_entries.append(
+            {
+                "entry_id": self.next_id("le"),
+                "property_id": self.prop.property_id,
+                "booking_id": booking_id,
+                "provider_record_id": record_id,
+                "kind": kind,
+                "amount_minor": amount,
+                "currency": currency or self.prop.currency,
+                "posted_at": posted,
+            }
+        )
+
+    def book_charge(
+        self,
+        charge: dict[str, Any],
+        delay: timedelta,
+        *,
+        amount: int | None = None,
+        currency: str | None = None,
+        with_fee: bool = True,
+    ) -> None:
+        """The ledger's entries for a charge: its payment, and its fee."""
+        posted = datetime.fromtimestamp(charge["created"], UTC) + delay
+        booking_id = charge["metadata"]["booking_id"]
+        self.entry(
+            "payment",
+            charge["id"],
+            charge["amount"] if amount is None else amount,
+            posted,
+            booking_id,
+            currency,
+        )
+        fee = (charge["balance_transaction"] or {}).get("fee", 0)
+        if with_fee and fee:
+            self.entry("fee", charge["id"], -fee, posted + timedelta(seconds=1), booking_id)
+
+    def book_refund(self, refund: dict[str, Any], charge: dict[str, Any], delay: timedelta) -> None:
+        posted = datetime.fromtimestamp(refund["created"], UTC) + delay
+        self.entry("refund", refund["id"], -refund["amount"], posted, charge["metadata"]["booking_id"])
+
+    def plant(self, category: str, count: int = 1) -> None:
+        self.world.expected[(self.prop.property_id, self.night, category)] += count
+
+    # ----- the night -------------------------------------------------------------------------------
+    def build(self, bookings: int) -> None:
+        charges = [self.ordinary_booking() for _ in range(bookings)]
+        self.plant_discrepancies(charges)
+        self.plant_timing_differences()
+
+    def ordinary_booking(self) -> dict[str, Any]:
+        charge = self.payment(self.inside(), self.amount())
+        self.book_charge(charge, timedelta(seconds=self.rng.randrange(30, 300)))
+        roll = self.rng.random()
+        if roll < 0.10:  # partial refunds; one in five charges gets a second one
+            for share in (0.25, 0.15) if roll < 0.02 else (0.3,):
+                self.refund_in_night(charge, round(charge["amount"] * share))
+        return charge
+
+    def refund_in_night(self, charge: dict[str, Any], amount: int) -> None:
+        created = datetime.fromtimestamp(charge["created"], UTC) + timedelta(
+            minutes=self.rng.randrange(5, 90)
+        )
+        if created >= self.window.end - timedelta(minutes=5):
+            return
+        refund = self.refund(charge, created, amount)
+        self.book_refund(refund, charge, timedelta(seconds=20))
+
+    def plant_discrepancies(self, charges: list[dict[str, Any]]) -> None:
+        for _ in range(3):
+            charge = self.payment(self.inside(), self.amount())
+            self.book_charge(charge, timedelta(seconds=60), with_fee=True)
+            self.world.ledger_entries.pop(-2)  # the payment entry goes missing, its fee stays
+            self.plant(c.MISSING_IN_LEDGER)
+        unbooked = self.refund(
+            charges[0],
+            datetime.fromtimestamp(charges[0]["created"], UTC) + timedelta(minutes=3),
+            round(charges[0]["amount"] * 0.1),
+        )
+        assert unbooked["amount"] > 0
+        self.plant(c.MISSING_IN_LEDGER)
+        for _ in range(2):
+            self.entry("payment", self.next_id("ch_ghost"), self.amount(), self.inside())
+            self.plant(c.MISSING_AT_PROVIDER)
+        self.entry("payment", None, self.amount(), self.inside())
+        self.plant(c.MISSING_AT_PROVIDER)
+        for _ in range(2):
+            charge = self.payment(self.inside(), self.amount())
+            self.book_charge(charge, timedelta(seconds=45), amount=charge["amount"] - 500)
+            self.plant(c.AMOUNT_MISMATCH)
+        charge = self.payment(self.inside(), self.amount())
+        self.book_charge(
+            charge, timedelta(seconds=45), currency="GBP" if self.prop.currency != "GBP" else "EUR"
+        )
+        self.plant(c.CURRENCY_MISMATCH)
+        for _ in range(2):
+            charge = self.payment(self.inside(), self.amount())
+            self.book_charge(charge, timedelta(seconds=45))
+            self.book_charge(charge, timedelta(seconds=105), with_fee=False)
+            self.plant(c.DUPLICATE_IN_LEDGER)
+        failed = self.payment(self.inside(), self.amount(), status="failed")
+        self.book_charge(failed, timedelta(seconds=45))
+        self.plant(c.STATUS_MISMATCH)
+        for _ in range(2):
+            charge = self.payment(self.inside(), self.amount(), booking_status="confirming")
+            self.book_charge(charge, timedelta(seconds=45))
+            self.plant(c.ORPHANED_CAPTURED_PAYMENT)
+
+    def plant_timing_differences(self) -> None:
+        """Records on one side of the night's edge whose other half is on the other side: not findings."""
+        for seconds_before_end in (40, 90, 150):
+            charge = self.payment(self.window.end - timedelta(seconds=seconds_before_end), self.amount())
+            self.book_charge(charge, timedelta(seconds=seconds_before_end + 120))
+        for seconds_before_start in (60, 200):
+            charge = self.payment(self.window.start - timedelta(seconds=seconds_before_start), self.amount())
+            self.book_charge(charge, timedelta(seconds=seconds_before_start + 30))
+        earlier = self.payment(self.window.start - timedelta(hours=5), self.amount())
+        self.book_charge(earlier, timedelta(seconds=30))
+        refund = self.refund(earlier, self.window.start + timedelta(hours=2), round(earlier["amount"] * 0.5))
+        self.book_refund(refund, earlier, timedelta(seconds=30))

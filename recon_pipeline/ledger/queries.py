@@ -1,0 +1,117 @@
+"""Reads of the PMS tables (properties, ledger entries, payment orders, bookings) for one property-night."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pandas as pd
+from sqlalchemy import Connection, select
+
+from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, empty_ledger_records
+from recon_pipeline.nights import NightWindow
+
+ADJACENT_NIGHT_MARGIN = timedelta(days=1)
+IN_CLAUSE_CHUNK = 500
+CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
+
+
+class UnknownPropertyError(LookupError):
+    """A partition names a property that the ``properties`` table does not hold."""
+
+
+@dataclass(frozen=True)
+class PropertyRow:
+    """One row of ``properties``: what the pipeline needs to know about a property."""
+
+    property_id: str
+    name: str
+    timezone: str
+    currency: str
+    night_cutoff: str
+    provider_account: str | None
+
+
+def load_property(connection: Connection, property_id: str) -> PropertyRow:
+    """The property's row, or UnknownPropertyError naming it."""
+    row = connection.execute(select(properties).where(properties.c.property_id == property_id)).first()
+    if row is None:
+        raise UnknownPropertyError(f"property {property_id!r} is not in the properties table")
+    return PropertyRow(**row._asdict())
+
+
+def list_property_ids(connection: Connection) -> list[str]:
+    """Every property id, sorted."""
+    return list(
+        connection.execute(select(properties.c.property_id).order_by(properties.c.property_id)).scalars()
+    )
+
+
+def load_ledger_records(
+    connection: Connection,
+    property_id: str,
+    window: NightWindow,
+    margin: timedelta = ADJACENT_NIGHT_MARGIN,
+) -> pd.DataFrame:
+    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``)."""
+    wide = window.widened(margin)
+    query = (
+        select(*(ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"))
+        .where(ledger_entries.c.property_id == property_id)
+        .where(ledger_entries.c.posted_at >= wide.start, ledger_entries.c.posted_at < wide.end)
+        .order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
+    )
+    rows = connection.execute(query).all()
+    if not rows:
+        return empty_ledger_records()
+    frame = pd.DataFrame.from_records([row._asdict() for row in rows])
+    frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True)
+    frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
+    return frame.astype(LEDGER_RECORD_COLUMNS)
+
+
+def load_captured_payment_orders(
+    connection: Connection, property_id: str, window: NightWindow
+) -> pd.DataFrame:
+    """Payment orders the PMS itself saw captured during the night (the local half of orphan detection)."""
+    query = (
+        select(
+            payment_orders.c.provider_payment_id.label("payment_id"),
+            payment_orders.c.booking_id,
+            payment_orders.c.amount_minor,
+            payment_orders.c.currency,
+            payment_orders.c.captured_at,
+        )
+        .where(payment_orders.c.property_id == property_id)
+        .where(payment_orders.c.status.in_(CAPTURED_ORDER_STATUSES))
+        .where(payment_orders.c.captured_at >= window.start, payment_orders.c.captured_at < window.end)
+    )
+    frame = pd.DataFrame.from_records(
+        [row._asdict() for row in connection.execute(query)],
+        columns=["payment_id", "booking_id", "amount_minor", "currency", "captured_at"],
+    )
+    frame["captured_at"] = pd.to_datetime(frame["captured_at"], utc=True)
+    frame["amount_minor"] = frame["amount_minor"].astype("int64")
+    frame["source"] = "payment_orders"
+    return frame
+
+
+def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.DataFrame:
+    """Status of the given bookings (ids absent from the table are absent from the frame)."""
+    wanted = sorted({booking_id for booking_id in booking_ids if isinstance(booking_id, str)})
+    records: list[dict[str, object]] = []
+    for chunk in _chunks(wanted, IN_CLAUSE_CHUNK):
+        query = select(bookings.c.booking_id, bookings.c.status, bookings.c.updated_at).where(
+            bookings.c.booking_id.in_(chunk)
+        )
+        records.extend(row._asdict() for row in connection.execute(query))
+    frame = pd.DataFrame.from_records(records, columns=["booking_id", "status", "updated_at"])
+    frame["updated_at"] = pd.to_datetime(frame["updated_at"], utc=True)
+    return frame
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,29 @@
+"""Provider failures, split by what the caller must do about them.
+
+The split matters for correctness, not just for messages: *unavailable* is an unknown outcome (retry the
+run later, never read it as "the record is missing"), *rejected* is our bug or bad configuration (retrying
+will not help), and an *incomplete pull* must fail the partition rather than let a partial frame be diffed
+into false ``missing_at_provider`` discrepancies.
+"""
+
+from __future__ import annotations
+
+
+class ProviderError(Exception):
+    """Base of every provider failure."""
+
+
+class ProviderUnavailable(ProviderError):
+    """Retries exhausted on 429/5xx/transport errors/invalid bodies: the outcome is unknown, retry later."""
+
+
+class ProviderRequestRejected(ProviderError):
+    """A 4xx other than 404/429: our request is wrong (bug or configuration); not retried."""
+
+
+class IncompletePullError(ProviderError):
+    """A pull could not be completed; the partition must fail, never diff a partial frame."""
+
+
+class ProviderDataError(ProviderError):
+    """A response whose shape violates the contract (missing id or amount, bad currency, broken paging)."""

@@ -1,0 +1,175 @@
+"""One HTTP client per process for a provider's API: bounded concurrency, bounded retries, no secrets in logs.
+
+The provider rate-limits per key, so every request of the process shares one ``BoundedSemaphore``
+(``RECON_PROVIDER_MAX_CONCURRENCY``) and one connection pool. Transient failures (429, 5xx, transport
+errors, bodies that are not JSON) are retried with capped exponential backoff and full jitter, so that many
+workers hitting the same outage do not retry in lockstep; once the bound is reached the failure surfaces
+as ``ProviderUnavailable`` (an unknown outcome), never as an empty answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from recon_pipeline.provider.errors import ProviderRequestRejected, ProviderUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry; ``timeout_s`` bounds each attempt."""
+
+    max_attempts: int = 5
+    base_delay_s: float = 0.25
+    max_delay_s: float = 8.0
+    max_retry_after_s: float = 30.0
+    timeout_s: float = 15.0
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Full jitter after the ``attempt``-th (0-based) failed attempt."""
+        return rng.uniform(0, min(self.max_delay_s, self.base_delay_s * 2**attempt))
+
+
+class ProviderHttp:
+    """A thread-safe JSON GET client over one ``httpx.Client``; use as a context manager or ``close()``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.retry = retry or RetryPolicy()
+        self.max_concurrency = max_concurrency
+        self._api_key = api_key
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._rng_lock = threading.Lock()
+        # The semaphore is the bound; the pool is sized to match so no socket idles. Waiting happens on the
+        # semaphore, before the request, so a queued request does not spend its timeout in httpx's pool.
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            base_url=base_url,
+            headers=headers,
+            timeout=httpx.Timeout(self.retry.timeout_s),
+            limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
+        )
+
+    def get_json(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any] | None:
+        """GET ``path`` and return its JSON object, or None for 404.
+
+        Raises ProviderUnavailable when retries are exhausted, ProviderRequestRejected on another 4xx.
+        """
+        last_problem = "no attempt made"
+        for attempt in range(self.retry.max_attempts):
+            retry_after: float | None = None
+            try:
+                with self._slots:
+                    response = self._client.get(path, params=params, headers=headers)
+            except (httpx.TransportError, httpx.DecodingError) as error:
+                last_problem = f"{type(error).__name__}: {error}"
+                status: int | str = type(error).__name__
+            else:
+                status = response.status_code
+                if status == 404:
+                    return None
+                if status == 429 or status >= 500:
+                    last_problem = f"HTTP {status}"
+                    if status == 429:
+                        retry_after = _retry_after_s(response)
+                elif status >= 400:
+                    raise ProviderRequestRejected(
+                        f"GET {path} rejected: HTTP {status}: {self._redact(_provider_message(response))}"
+                    )
+                else:
+                    try:
+                        body = response.json()
+                    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                        last_problem = f"invalid JSON body (HTTP {status}): {error}"
+                        status = "invalid-json"
+                    else:
+                        if isinstance(body, dict):
+                            return body
+                        last_problem = f"JSON body is not an object (HTTP {status})"
+                        status = "invalid-json"
+            if attempt + 1 >= self.retry.max_attempts:
+                break
+            delay = self._delay(attempt, retry_after)
+            logger.warning(
+                "provider GET %s failed (%s); attempt %d/%d, retrying in %.2f s",
+                path,
+                status,
+                attempt + 1,
+                self.retry.max_attempts,
+                delay,
+            )
+            self._sleep(delay)
+        raise ProviderUnavailable(
+            f"GET {path} failed after {self.retry.max_attempts} attempts; last: {last_problem}"
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.retry.max_retry_after_s)
+        with self._rng_lock:  # random.Random is not documented as thread-safe
+            return self.retry.backoff(attempt, self._rng)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> ProviderHttp:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    """``Retry-After`` in seconds; None when absent or an HTTP date (then the backoff applies)."""
+    raw = response.headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+def _provider_message(response: httpx.Response) -> str:
+    """The provider's own error message (Stripe: ``error.message``), else a cut of the body."""
+    try:
+        error = response.json().get("error", {})
+        message = error.get("message") if isinstance(error, dict) else None
+    except (ValueError, AttributeError):
+        message = None
+    return str(message) if message else response.text[:200]

@@ -1,0 +1,30 @@
+"""The provider-record frame: what a provider pull yields for one property-night, whatever the provider.
+
+One row per provider record. A charge yields a ``payment`` row and, when the provider took a fee, a
+``fee`` row with the same ``provider_record_id``; every refund is a ``refund`` row of its own. Amounts are
+signed as the ledger signs them: payments positive, refunds and fees negative. The match key against the
+ledger is (``provider_record_id``, ``kind``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+PROVIDER_RECORD_COLUMNS: dict[str, str] = {
+    "provider_record_id": "object",  # ch_..., re_... (a fee row carries its charge's id)
+    "kind": "object",  # payment | refund | fee
+    "charge_id": "object",  # the charge the record belongs to (its own id for a payment)
+    "property_id": "object",
+    "booking_id": "object",  # nullable
+    "payment_intent_id": "object",  # nullable: the pi_... the charge belongs to
+    "amount_minor": "int64",  # signed minor units
+    "currency": "object",  # ISO 4217 upper case
+    "status": "object",  # the provider's own status word (succeeded, pending, failed, canceled...)
+    "settled": "bool",  # money actually moved: succeeded+captured charge, succeeded refund
+    "created_at": "datetime64[ns, UTC]",
+}
+
+
+def empty_provider_records() -> pd.DataFrame:
+    """A zero-row frame with the contract's columns and dtypes (a night with no activity)."""
+    return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in PROVIDER_RECORD_COLUMNS.items()})

@@ -1,0 +1,407 @@
+"""Stripe adapter: one property-night of charges and refunds as the provider-record frame (``records.py``).
+
+The reconciliation diffs this frame against the ledger, so a wrong or partial frame turns into false
+discrepancies and possibly wrong adjustments. Hence: every record's shape is validated, any failure of a
+pull raises ``IncompletePullError`` (never a partial frame), and a by-id lookup that cannot reach the
+provider raises rather than reporting the record as missing.
+
+Attribution follows DESIGN.md: a property with a connected account is scoped by ``Stripe-Account`` (every
+record is the property's); otherwise a charge belongs to the property named by ``metadata.property_id``.
+A refund carries no property metadata, so it is attributed through its charge, fetched by id when the
+charge was created in an earlier night.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import pandas as pd
+
+from recon_pipeline.money import normalize_currency
+from recon_pipeline.provider.errors import IncompletePullError, ProviderDataError, ProviderError
+from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
+
+StripeObject = dict[str, Any]
+Row = dict[str, Any]
+T = TypeVar("T")
+
+PAGE_LIMIT = 100
+# Stripe gives charges of some payment methods "py_" ids and their refunds "pyr_" ids.
+CHARGE_ID_PREFIXES = ("ch_", "py_")
+REFUND_ID_PREFIXES = ("re_", "pyr_")
+
+
+@dataclass(frozen=True)
+class PropertyAccount:
+    """Where a property's records live at Stripe: its connected account, or the platform (None)."""
+
+    property_id: str
+    provider_account: str | None = None
+
+
+# --- pure mapping: Stripe JSON -> provider-record rows ------------------------------------------------
+
+
+def _value(obj: StripeObject, name: str, types: type | tuple[type, ...], what: str) -> Any:
+    value = obj.get(name)
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
+        expected = " or ".join(t.__name__ for t in _as_tuple(types))
+        raise ProviderDataError(f"{what} {obj.get('id')!r}: field {name!r} is {value!r}, expected {expected}")
+    return value
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _amount(obj: StripeObject, name: str, what: str) -> int:
+    value: int = _value(obj, name, int, what)
+    if value < 0:
+        raise ProviderDataError(f"{what} {obj.get('id')!r}: field {name!r} is negative ({value})")
+    return value
+
+
+def _currency(obj: StripeObject, what: str) -> str:
+    raw: str = _value(obj, "currency", str, what)
+    try:
+        return normalize_currency(raw)
+    except ValueError as error:
+        raise ProviderDataError(f"{what} {obj.get('id')!r}: field 'currency': {error}") from None
+
+
+def _record_id(obj: StripeObject, what: str) -> str:
+    value: str = _value(obj, "id", str, what)
+    if not value:
+        raise ProviderDataError(f"{what} without id")
+    return value
+
+
+def _created_at(obj: StripeObject, what: str) -> datetime:
+    return datetime.fromtimestamp(_value(obj, "created", int, what), tz=UTC)
+
+
+def _metadata(obj: StripeObject, what: str) -> dict[str, Any]:
+    metadata = obj.get("metadata")
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ProviderDataError(f"{what} {obj.get('id')!r}: field 'metadata' is {metadata!r}")
+    return metadata
+
+
+def belongs_to(charge: StripeObject, account: PropertyAccount) -> bool:
+    """Whether the charge is the property's: always under its connected account, else by metadata."""
+    if account.provider_account is not None:
+        return True
+    return _metadata(charge, "charge").get("property_id") == account.property_id
+
+
+def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
+    """A charge's ``payment`` row, and its ``fee`` row when Stripe took a fee.
+
+    The payment is what was captured (a partial capture captures less than ``amount``); it is settled only
+    when the charge succeeded and was captured. The fee is in the balance transaction's currency (the
+    settlement currency, which may differ from the charge's) and needs ``balance_transaction`` expanded.
+    """
+    charge_id = _record_id(charge, "charge")
+    status: str = _value(charge, "status", str, "charge")
+    captured: bool = _value(charge, "captured", bool, "charge")
+    amount, amount_captured = (
+        _amount(charge, "amount", "charge"),
+        _amount(charge, "amount_captured", "charge"),
+    )
+    settled = status == "succeeded" and captured
+    metadata = _metadata(charge, "charge")
+    base: Row = {
+        "provider_record_id": charge_id,
+        "charge_id": charge_id,
+        "property_id": property_id,
+        "booking_id": metadata.get("booking_id") or None,
+        "payment_intent_id": _value(charge, "payment_intent", (str, type(None)), "charge"),
+        "status": status,
+        "settled": settled,
+        "created_at": _created_at(charge, "charge"),
+    }
+    rows = [
+        {
+            **base,
+            "kind": "payment",
+            "amount_minor": amount_captured if captured else amount,
+            "currency": _currency(charge, "charge"),
+        }
+    ]
+    transaction = charge.get("balance_transaction")
+    if transaction is None:  # pending and failed charges have no balance transaction yet
+        return rows
+    if not isinstance(transaction, dict):
+        raise ProviderDataError(
+            f"charge {charge_id!r}: field 'balance_transaction' is not expanded ({transaction!r})"
+        )
+    what = f"balance transaction of charge {charge_id!r}"
+    fee = _amount(transaction, "fee", what)
+    if fee > 0:
+        rows.append({**base, "kind": "fee", "amount_minor": -fee, "currency": _currency(transaction, what)})
+    return rows
+
+
+def refund_charge_id(refund: StripeObject) -> str:
+    """The id of the charge a refund belongs to (required: it is how the refund is attributed)."""
+    value: str = _value(refund, "charge", str, "refund")
+    return value
+
+
+def refund_row(refund: StripeObject, charge: StripeObject, property_id: str) -> Row:
+    """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge."""
+    refund_id = _record_id(refund, "refund")
+    charge_id = refund_charge_id(refund)
+    if charge.get("id") != charge_id:
+        raise ProviderDataError(f"refund {refund_id!r}: charge {charge_id!r} given {charge.get('id')!r}")
+    status: str = _value(refund, "status", str, "refund")
+    payment_intent = charge.get("payment_intent") or refund.get("payment_intent")
+    return {
+        "provider_record_id": refund_id,
+        "kind": "refund",
+        "charge_id": charge_id,
+        "property_id": property_id,
+        "booking_id": _metadata(charge, "charge").get("booking_id") or None,
+        "payment_intent_id": payment_intent if isinstance(payment_intent, str) else None,
+        "amount_minor": -_amount(refund, "amount", "refund"),
+        "currency": _currency(refund, "refund"),
+        "status": status,
+        "settled": status == "succeeded",
+        "created_at": _created_at(refund, "refund"),
+    }
+
+
+def records_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """The contract frame of ``rows`` (exact dtypes), ordered by (created_at, record id, kind)."""
+    if not rows:
+        return empty_provider_records()
+    frame = pd.DataFrame(
+        {
+            name: pd.Series([row[name] for row in rows], dtype=dtype)
+            for name, dtype in PROVIDER_RECORD_COLUMNS.items()
+        }
+    )
+    return frame.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)
+
+
+# --- the adapter ---------------------------------------------------------------------------------------
+
+
+class StripeAdapter:
+    """Pulls and looks up a property's Stripe records over a shared ``ProviderHttp``."""
+
+    def __init__(self, http: ProviderHttp, max_pages: int = 10_000) -> None:
+        self._http = http
+        self.max_pages = max_pages
+
+    def pull_night(
+        self, account: PropertyAccount, window_start: datetime, window_end: datetime
+    ) -> pd.DataFrame:
+        """The property's charges and refunds created in ``[window_start, window_end)`` as the frame.
+
+        Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
+        """
+        gte, lt = _unix(window_start), _unix(window_end)
+        if gte >= lt:
+            raise ValueError(f"empty window [{window_start}, {window_end})")
+        params = {"created[gte]": gte, "created[lt]": lt, "limit": PAGE_LIMIT}
+        headers = _headers(account)
+        try:
+            abort = threading.Event()
+            charges, refunds = _gather(
+                [
+                    lambda: self._list_all(
+                        "/v1/charges", {**params, "expand[]": "data.balance_transaction"}, headers, abort
+                    ),
+                    lambda: self._list_all("/v1/refunds", params, headers, abort),
+                ],
+                max_workers=2,
+                abort=abort,
+            )
+            for record in (*charges, *refunds):
+                created = _value(record, "created", int, "record")
+                if not gte <= created < lt:
+                    raise ProviderDataError(
+                        f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
+                    )
+            rows = [
+                row
+                for charge in charges
+                if belongs_to(charge, account)
+                for row in charge_rows(charge, account.property_id)
+            ]
+            rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
+        except IncompletePullError:
+            raise
+        except ProviderError as error:
+            raise IncompletePullError(
+                f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()}) "
+                f"failed: {error}"
+            ) from error
+        return records_frame(rows)
+
+    def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
+        """The frame for explicit charge/refund ids; ids unknown to the provider (404) are absent, as are
+        records of another property. Raises IncompletePullError when the provider cannot be read: an
+        unavailable provider never makes a record look missing."""
+        ids = list(dict.fromkeys(record_ids))
+        unknown = [i for i in ids if not i.startswith(CHARGE_ID_PREFIXES + REFUND_ID_PREFIXES)]
+        if unknown:
+            raise ValueError(f"not charge or refund ids: {unknown}")
+        charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
+        refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIXES)]
+        headers = _headers(account)
+        try:
+            found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids, headers).values() if r]
+            charges = self._fetch_many(
+                "/v1/charges",
+                list(dict.fromkeys(charge_ids + [refund_charge_id(r) for r in found_refunds])),
+                headers,
+            )
+            rows = [
+                row
+                for charge_id in charge_ids
+                if (charge := charges[charge_id]) is not None and belongs_to(charge, account)
+                for row in charge_rows(charge, account.property_id)
+            ]
+            rows += self._refund_rows(
+                account, found_refunds, {i: c for i, c in charges.items() if c is not None}
+            )
+        except ProviderError as error:
+            raise IncompletePullError(
+                f"lookup of {len(ids)} records of {account.property_id} failed: {error}"
+            ) from error
+        return records_frame(rows)
+
+    def fetch_charge(self, account: PropertyAccount, charge_id: str) -> StripeObject | None:
+        """The charge's current state (balance transaction expanded), or None when Stripe does not know it.
+
+        Raises ProviderUnavailable / ProviderRequestRejected as ``ProviderHttp`` does."""
+        return self._http.get_json(
+            f"/v1/charges/{quote(charge_id, safe='')}",
+            params={"expand[]": "balance_transaction"},
+            headers=_headers(account),
+        )
+
+    def fetch_payment_intent(self, account: PropertyAccount, payment_intent_id: str) -> StripeObject | None:
+        """The payment intent's current state, or None when Stripe does not know it."""
+        return self._http.get_json(
+            f"/v1/payment_intents/{quote(payment_intent_id, safe='')}", headers=_headers(account)
+        )
+
+    def _refund_rows(
+        self,
+        account: PropertyAccount,
+        refunds: Sequence[StripeObject],
+        known_charges: dict[str, StripeObject],
+    ) -> list[Row]:
+        """Rows of the refunds whose charge is the property's, fetching charges not in ``known_charges``."""
+        missing = sorted({refund_charge_id(r) for r in refunds} - known_charges.keys())
+        charges = {**known_charges, **self._fetch_many("/v1/charges", missing, _headers(account))}
+        rows = []
+        for refund in refunds:
+            charge = charges[refund_charge_id(refund)]
+            if charge is None:
+                raise ProviderDataError(
+                    f"refund {refund.get('id')!r}: its charge {refund['charge']!r} is unknown"
+                )
+            if belongs_to(charge, account):
+                rows.append(refund_row(refund, charge, account.property_id))
+        return rows
+
+    def _list_all(
+        self, path: str, params: dict[str, Any], headers: dict[str, str] | None, abort: threading.Event
+    ) -> list[StripeObject]:
+        """Every object of a list, newest first, following ``starting_after`` until ``has_more`` is false."""
+        records: list[StripeObject] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        for _ in range(self.max_pages):
+            if abort.is_set():
+                raise IncompletePullError(f"{path}: pull aborted")
+            page_params = params if cursor is None else {**params, "starting_after": cursor}
+            page = self._http.get_json(path, params=page_params, headers=headers)
+            if page is None:
+                raise ProviderDataError(f"{path}: list answered 404")
+            data, has_more = page.get("data"), page.get("has_more")
+            if page.get("object") != "list" or not isinstance(data, list) or not isinstance(has_more, bool):
+                raise ProviderDataError(f"{path}: not a list response (keys {sorted(page)})")
+            if has_more and not data:
+                raise ProviderDataError(f"{path}: has_more is true with an empty page")
+            for record in data:
+                if not isinstance(record, dict):
+                    raise ProviderDataError(f"{path}: list item is not an object: {record!r}")
+                record_id = _record_id(record, path)
+                if record_id in seen:
+                    raise ProviderDataError(f"{path}: record {record_id!r} returned twice")
+                seen.add(record_id)
+            records.extend(data)
+            if not has_more:
+                return records
+            cursor = data[-1]["id"]
+        raise IncompletePullError(f"{path}: more than {self.max_pages} pages")
+
+    def _fetch_many(
+        self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None
+    ) -> dict[str, StripeObject | None]:
+        """``GET {path}/{id}`` for each id, concurrently (bounded by the client's semaphore); None for 404."""
+        params = {"expand[]": "balance_transaction"} if path == "/v1/charges" else None
+
+        def fetch(object_id: str) -> Callable[[], StripeObject | None]:
+            def run() -> StripeObject | None:
+                obj = self._http.get_json(
+                    f"{path}/{quote(object_id, safe='')}", params=params, headers=headers
+                )
+                if obj is not None and obj.get("id") != object_id:
+                    raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
+                return obj
+
+            return run
+
+        if not object_ids:
+            return {}
+        results = _gather(
+            [fetch(i) for i in object_ids],
+            max_workers=min(len(object_ids), self._http.max_concurrency),
+        )
+        return dict(zip(object_ids, results, strict=True))
+
+
+def _gather(
+    tasks: Sequence[Callable[[], T]], max_workers: int, abort: threading.Event | None = None
+) -> list[T]:
+    """Run tasks on a pool and return their results in order; on the first failure, set ``abort`` (so that
+    multi-request tasks stop at their next request), cancel what has not started, and raise that failure."""
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failure = next((f.exception() for f in futures if f in done and f.exception() is not None), None)
+        if failure is not None:
+            if abort is not None:
+                abort.set()
+            for future in futures:
+                future.cancel()
+            raise failure
+        return [future.result() for future in futures]
+
+
+def _headers(account: PropertyAccount) -> dict[str, str] | None:
+    return {"Stripe-Account": account.provider_account} if account.provider_account else None
+
+
+def _unix(moment: datetime) -> int:
+    """A timezone-aware instant as unix seconds, rounded up (``created`` is whole seconds, so
+    ``created >= t`` is ``created >= ceil(t)`` and ``created < t`` is ``created < ceil(t)``)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"window bound must be timezone-aware: {moment!r}")
+    return math.ceil(moment.timestamp())

@@ -1,0 +1,717 @@
+"""The diff of one property-night: provider records against ledger entries, matched on (id, kind).
+
+Every finding belongs to exactly one night, so that a re-run or the neighbouring night never proposes
+the same correction twice (adjustment keys carry the night):
+
+- a finding about a ledger entry (duplicate, amount or currency mismatch, status mismatch, missing at
+  the provider) is reported in the night the entry was *posted* in;
+- a provider record nobody booked (missing in the ledger) is reported in the night it was *created* in.
+
+Hence a provider record of this night that only an adjacent-night entry books is counted as a timing
+difference here and compared in the entry's own night, where the record arrives via
+``provider_elsewhere``; and an extra entry of a duplicate group is reported only when it is in-night.
+
+Matching 10^6 against 10^6 rows within a second rules out pandas' string merges and hash tables (about
+0.4 µs a string on the reference machine). Instead each id is read once through Arrow, and each key
+becomes one fixed-width row of bytes (id, length, kind); the rows' 64-bit words are mixed into one
+integer, and the row number is packed into that integer's low bits so that one plain ``np.sort``
+groups equal keys. Neighbours of equal hash are then compared word by word, so the grouping is exact;
+the rare colliding runs are sorted exactly on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from recon_pipeline.money import format_minor
+from recon_pipeline.provider.records import empty_provider_records
+from recon_pipeline.reconcile.categories import (
+    AMOUNT_MISMATCH,
+    CURRENCY_MISMATCH,
+    DISCREPANCY_COLUMNS,
+    DUPLICATE_IN_LEDGER,
+    MISSING_AT_PROVIDER,
+    MISSING_IN_LEDGER,
+    STATUS_MISMATCH,
+)
+
+KINDS: Final = ("payment", "refund", "fee", "adjustment")
+_ADJUSTMENT: Final = KINDS.index("adjustment")
+
+# Nullable amounts are Int64; text stays object, as in the provider and ledger frame contracts.
+DISCREPANCY_DTYPES: Final[Mapping[str, str]] = {
+    name: "Int64" if name in ("provider_amount_minor", "ledger_amount_minor") else "object"
+    for name in DISCREPANCY_COLUMNS
+} | {"difference_minor": "int64"}
+
+_GOLDEN: Final = np.uint64(0x9E3779B97F4A7C15)
+_LONGEST_ID: Final = 0xFFFF
+_INDEX: Final = np.intp  # dtype of row and group numbers (numpy indexes with intp without a cast)
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """What the diff of one night found, and the figures an analyst checks the findings against."""
+
+    discrepancies: pd.DataFrame  # DISCREPANCY_COLUMNS, ordered by (category, record_key)
+    matched_count: int  # settled provider records booked in-night with the same amount and currency
+    matched_amount_by_currency: dict[str, int]
+    timing_difference_count: int  # pairs whose two sides lie on either side of a night boundary
+    provider_total_by_currency: dict[str, int]  # settled provider records of the night
+    ledger_total_by_currency: dict[str, int]  # in-night ledger entries, adjustments excluded
+
+
+def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes."""
+    return pd.DataFrame(
+        {name: pd.Series(columns.get(name, []), dtype=dtype) for name, dtype in DISCREPANCY_DTYPES.items()},
+        columns=list(DISCREPANCY_COLUMNS),
+    )
+
+
+def empty_discrepancies() -> pd.DataFrame:
+    """A zero-row discrepancy frame (a night with nothing to report)."""
+    return discrepancy_frame({})
+
+
+def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: pd.DataFrame) -> list[str]:
+    """Sorted distinct provider ids of in-night ledger entries that no record of the night's pull matches.
+
+    The caller fetches these from the provider by id: a record found there was created in another night
+    (a timing difference), a record not found does not exist (missing at the provider).
+    """
+    ledger = _LedgerArrays.of(ledger_records)
+    provider = _ProviderArrays.of(provider_records)
+    keys = _match_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]))
+    provider_by_group = _position_by_group(keys.groups[0], keys.count)
+    unmatched = ledger.in_night[ledger.keyed] & (provider_by_group[keys.groups[1]] < 0)
+    ids = ledger_records["provider_record_id"].to_numpy()[np.flatnonzero(ledger.keyed)[unmatched]]
+    return sorted({str(record_id) for record_id in ids})
+
+
+def diff_night(
+    provider_records: pd.DataFrame,
+    ledger_records: pd.DataFrame,
+    provider_elsewhere: pd.DataFrame | None = None,
+) -> DiffResult:
+    """Compare one night's provider records with the ledger entries posted in and around it.
+
+    ``provider_elsewhere`` holds records the provider has but created outside the night (fetched by the
+    ids of :func:`unmatched_ledger_record_ids`); an in-night entry matching one is a timing difference.
+    """
+    elsewhere = empty_provider_records() if provider_elsewhere is None else provider_elsewhere
+    provider = _ProviderArrays.of(provider_records)
+    other = _ProviderArrays.of(elsewhere)
+    ledger = _LedgerArrays.of(ledger_records)
+    currencies, (provider_currency, other_currency, ledger_currency) = _currency_codes(
+        provider_records["currency"].to_numpy(),
+        elsewhere["currency"].to_numpy(),
+        ledger_records["currency"].to_numpy(),
+    )
+    keys = _match_keys(
+        (provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]), (other.ids, other.kinds)
+    )
+    provider_group, keyed_group, other_group = keys.groups
+    provider_by_group = _unique_position_by_group("provider_records", provider_group, keys.count)
+    other_by_group = _unique_position_by_group("provider_elsewhere", other_group, keys.count)
+
+    keyed = np.flatnonzero(ledger.keyed)  # ledger positions of the entries that carry a match key
+    keyed_in_night = ledger.in_night[keyed]
+    primary_by_group, extras = _primaries(ledger_records, keyed, keyed_group, keys.count)
+    pairs = _ProviderPairs.classify(
+        provider, provider_currency, primary_by_group[provider_group], keyed, ledger, ledger_currency
+    )
+
+    is_primary = primary_by_group[keyed_group] == np.arange(len(keyed), dtype=_INDEX)
+    unpaired = is_primary & keyed_in_night & (provider_by_group[keyed_group] < 0)
+    late = _LateEntries.classify(
+        keyed[unpaired],
+        other_by_group[keyed_group[unpaired]],
+        other,
+        other_currency,
+        ledger,
+        ledger_currency,
+    )
+
+    in_night_counted = ledger.in_night & (ledger.kinds != _ADJUSTMENT)
+    unkeyed = np.flatnonzero(in_night_counted & ~ledger.keyed)
+    findings = _Findings(provider_records, elsewhere, ledger_records)
+    discrepancies = _frame_of(
+        [
+            findings.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
+            *(
+                findings.pairs(category, np.flatnonzero(mask), pairs.entry[mask])
+                for category, mask in (
+                    (AMOUNT_MISMATCH, pairs.amount_mismatch),
+                    (CURRENCY_MISMATCH, pairs.currency_mismatch),
+                    (STATUS_MISMATCH, pairs.status_mismatch),
+                )
+            ),
+            *(
+                findings.pairs(category, records, entries, elsewhere=True)
+                for category, (entries, records) in (
+                    (AMOUNT_MISMATCH, late.amount_mismatch),
+                    (CURRENCY_MISMATCH, late.currency_mismatch),
+                    (STATUS_MISMATCH, late.status_mismatch),
+                )
+            ),
+            findings.missing_at_provider(late.missing),
+            findings.missing_at_provider_unkeyed(unkeyed),
+            findings.duplicates(keyed[extras], keyed[primary_by_group[keyed_group[extras]]]),
+        ]
+    )
+
+    return DiffResult(
+        discrepancies=discrepancies,
+        matched_count=int(pairs.matched.sum()),
+        matched_amount_by_currency=_totals(provider.amounts, provider_currency, pairs.matched, currencies),
+        timing_difference_count=int(pairs.timing.sum()) + late.timing_count,
+        provider_total_by_currency=_totals(provider.amounts, provider_currency, provider.settled, currencies),
+        ledger_total_by_currency=_totals(ledger.amounts, ledger_currency, in_night_counted, currencies),
+    )
+
+
+# --- frame columns as arrays -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ProviderArrays:
+    """The columns of a provider-record frame the diff computes on, as numpy arrays."""
+
+    ids: _IdBytes
+    kinds: np.ndarray
+    amounts: np.ndarray
+    settled: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _ProviderArrays:
+        ids = _IdBytes.of(frame["provider_record_id"])
+        if ids.null.any():
+            raise ValueError("provider records must all carry a provider_record_id")
+        return cls(
+            ids=ids,
+            kinds=_kind_codes(frame["kind"].to_numpy()),
+            amounts=frame["amount_minor"].to_numpy(dtype=np.int64),
+            settled=frame["settled"].to_numpy(dtype=bool),
+        )
+
+
+@dataclass(frozen=True)
+class _LedgerArrays:
+    """Ledger columns as arrays; ``keyed`` marks the payment/refund/fee entries that carry an id."""
+
+    ids: _IdBytes  # of the keyed entries only
+    kinds: np.ndarray
+    amounts: np.ndarray
+    in_night: np.ndarray
+    keyed: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _LedgerArrays:
+        kinds = _kind_codes(frame["kind"].to_numpy())
+        all_ids = _IdBytes.of(frame["provider_record_id"])
+        keyed = (kinds != _ADJUSTMENT) & ~all_ids.null
+        return cls(
+            ids=all_ids.select(keyed),
+            kinds=kinds,
+            amounts=frame["amount_minor"].to_numpy(dtype=np.int64),
+            in_night=frame["in_night"].to_numpy(dtype=bool),
+            keyed=keyed,
+        )
+
+
+def _kind_codes(kinds: np.ndarray) -> np.ndarray:
+    """Index into KINDS of every row; an unknown or null kind is a contract violation."""
+    codes, uniques = pd.factorize(kinds)
+    unknown = sorted({str(kind) for kind in uniques if kind not in KINDS})
+    if unknown or (codes < 0).any():
+        raise ValueError(f"unknown record kinds {unknown or ['<null>']}; expected one of {KINDS}")
+    return np.array([KINDS.index(kind) for kind in uniques], dtype=np.int8)[codes]
+
+
+def _currency_codes(*arrays: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+    """Sorted currency names and, per array, each row's index into them (one shared numbering)."""
+    factorized = [pd.factorize(values) for values in arrays]
+    if any((codes < 0).any() for codes, _ in factorized):
+        raise ValueError("every provider record and ledger entry must carry a currency")
+    names = sorted({str(name) for _, uniques in factorized for name in uniques})
+    position = {name: index for index, name in enumerate(names)}
+    return names, [
+        np.array([position[str(name)] for name in uniques], dtype=np.int32)[codes]
+        for codes, uniques in factorized
+    ]
+
+
+def _totals(amounts: np.ndarray, currency: np.ndarray, mask: np.ndarray, names: list[str]) -> dict[str, int]:
+    """Exact integer sums of ``amounts[mask]`` per currency that occurs there."""
+    codes = currency[mask]
+    sums = np.zeros(len(names), dtype=np.int64)
+    np.add.at(sums, codes, amounts[mask])
+    return {names[code]: int(sums[code]) for code in np.flatnonzero(np.bincount(codes, minlength=len(names)))}
+
+
+# --- exact grouping of match keys --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """Dense group numbers of the match key, one array per input part, and how many groups exist."""
+
+    groups: list[np.ndarray]
+    count: int
+
+
+def _match_keys(*parts: tuple[_IdBytes, np.ndarray]) -> _Keys:
+    """Number the distinct (id, kind) keys across ``parts``; equal keys get equal numbers in every part.
+
+    Each part is (ids, kind codes).
+    """
+    sizes = [len(ids.lengths) for ids, _ in parts]
+    groups, count = _group(_key_words(parts))
+    bounds = np.cumsum([0, *sizes])
+    return _Keys([groups[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)], count)
+
+
+@dataclass(frozen=True)
+class _IdBytes:
+    """Ids as UTF-8 bytes (Arrow's layout: one buffer, per-row start and length) and which are null."""
+
+    data: np.ndarray  # uint8
+    starts: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+    null: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, ids: pd.Series) -> _IdBytes:
+        """One pass over the string objects (Arrow's converter is the fastest there is to hand)."""
+        text = pa.array(ids, type=pa.large_string(), from_pandas=True)
+        validity, offsets, data = text.buffers()
+        bounds = np.frombuffer(offsets, dtype=np.int64)[text.offset : text.offset + len(text) + 1]
+        return cls(
+            data=np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, dtype=np.uint8),
+            starts=bounds[:-1],
+            lengths=np.diff(bounds),
+            null=text.is_null().to_numpy(zero_copy_only=False)
+            if text.null_count
+            else np.zeros(len(text), bool),
+        )
+
+    def select(self, rows: np.ndarray) -> _IdBytes:
+        return _IdBytes(self.data, self.starts[rows], self.lengths[rows], self.null[rows])
+
+
+def _key_words(parts: Sequence[tuple[_IdBytes, np.ndarray]]) -> np.ndarray:
+    """Each key as one row of uint64 words: the id's bytes, NUL padding, its length (2 bytes), its kind.
+
+    Two rows are equal exactly when the keys are: the length keeps "ab" and "ab\\0" apart. Rows are
+    copied per distinct id length (a provider's ids come in a handful) as whole windows of the buffer.
+    A 32-byte row (ids up to 29 bytes, Stripe's are 27) also lets numpy gather rows as single items.
+    """
+    lengths = np.concatenate([ids.lengths for ids, _ in parts])
+    longest = int(lengths.max(initial=0))
+    if longest > _LONGEST_ID:
+        raise ValueError(f"a provider_record_id of {longest} bytes is longer than {_LONGEST_ID}")
+    width = -(-(longest + 3) // 8) * 8
+    words = np.empty((len(lengths), width // 8), dtype=np.uint64)
+    as_bytes = words.view(np.uint8)
+    as_bytes[:, width - 3] = lengths & 0xFF
+    as_bytes[:, width - 2] = lengths >> 8
+    as_bytes[:, width - 1] = np.concatenate([kinds for _, kinds in parts])
+    base = 0
+    for ids, _ in parts:
+        size = len(ids.lengths)
+        for length in np.flatnonzero(np.bincount(ids.lengths)):
+            if ids.lengths[0] == length and (ids.lengths == length).all():
+                rows: slice | np.ndarray = slice(base, base + size)
+                starts = ids.starts
+            else:
+                chosen = np.flatnonzero(ids.lengths == length)
+                rows, starts = base + chosen, ids.starts[chosen]
+            if length:
+                windows = np.lib.stride_tricks.sliding_window_view(ids.data, int(length))
+                as_bytes[rows, :length] = windows[starts]
+            as_bytes[rows, length : width - 3] = 0
+        base += size
+    return words
+
+
+def _key_hash(words: np.ndarray) -> np.ndarray:
+    """A well-mixed 64-bit hash of each row; only its high bits are used."""
+    hashed = np.zeros(len(words), dtype=np.uint64)
+    for column in words.T:
+        hashed ^= column
+        hashed *= _GOLDEN
+    hashed ^= hashed >> np.uint64(29)
+    hashed *= _GOLDEN
+    return hashed
+
+
+def _group(words: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense group number per row such that rows share a number exactly when they are equal."""
+    size = len(words)
+    if size == 0:
+        return np.empty(0, dtype=_INDEX), 0
+    index_bits = max(1, (size - 1).bit_length())
+    low = np.uint64((1 << index_bits) - 1)
+    packed = _key_hash(words)
+    packed &= ~low
+    packed |= np.arange(size, dtype=np.uint64)
+    packed.sort()
+    order = (packed & low).astype(_INDEX)
+    hashes = packed >> np.uint64(index_bits)
+    same_hash = hashes[1:] == hashes[:-1]
+    sorted_words = np.take(words, order, axis=0)
+    same_key = _adjacent_equal(sorted_words)
+    if (same_hash & ~same_key).any():
+        order, sorted_words = _untangle(order, sorted_words, same_hash, same_key)
+        same_key = _adjacent_equal(sorted_words)
+    starts = np.empty(size, dtype=bool)
+    starts[0] = True
+    np.logical_not(same_key, out=starts[1:])
+    sorted_groups = np.cumsum(starts, dtype=_INDEX) - 1
+    groups = np.empty(size, dtype=_INDEX)
+    groups[order] = sorted_groups
+    return groups, int(sorted_groups[-1]) + 1
+
+
+def _adjacent_equal(words: np.ndarray) -> np.ndarray:
+    """Whether each row equals the previous row, word by word."""
+    equal = words[1:, 0] == words[:-1, 0]
+    for column in range(1, words.shape[1]):
+        equal &= words[1:, column] == words[:-1, column]
+    return equal
+
+
+def _untangle(
+    order: np.ndarray, words: np.ndarray, same_hash: np.ndarray, same_key: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sort the runs of equal hash that hold different keys exactly, so that equal keys are adjacent."""
+    run = np.concatenate([[0], np.cumsum(~same_hash)])
+    rows = np.flatnonzero(np.isin(run, run[1:][same_hash & ~same_key]))
+    sort_keys = [*(words[rows, column] for column in reversed(range(words.shape[1]))), run[rows]]
+    rows_sorted = rows[np.lexsort(sort_keys)]
+    order, words = order.copy(), words.copy()
+    order[rows], words[rows] = order[rows_sorted], words[rows_sorted]
+    return order, words
+
+
+def _position_by_group(groups: np.ndarray, count: int) -> np.ndarray:
+    """For each group number, the (last) position holding it, or -1."""
+    position = np.full(count, -1, dtype=_INDEX)
+    position[groups] = np.arange(len(groups), dtype=_INDEX)
+    return position
+
+
+def _unique_position_by_group(name: str, groups: np.ndarray, count: int) -> np.ndarray:
+    """As _position_by_group, for provider records, whose keys the provider guarantees unique."""
+    position = _position_by_group(groups, count)
+    if np.count_nonzero(position >= 0) != len(groups):
+        raise ValueError(f"{name} holds more than one record with the same (provider_record_id, kind)")
+    return position
+
+
+# --- ledger groups and pairs -------------------------------------------------------------------------
+
+
+def _primaries(
+    ledger_records: pd.DataFrame, keyed: np.ndarray, groups: np.ndarray, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per key group its matched entry (earliest posted, then smallest entry_id), and in-night extras.
+
+    Both are positions into ``keyed``. Only the few groups with several entries need sorting.
+    """
+    primary = _position_by_group(groups, count)
+    crowded = np.flatnonzero((np.bincount(groups, minlength=count) > 1)[groups])
+    if len(crowded) == 0:
+        return primary, crowded
+    rows = ledger_records[["posted_at", "entry_id"]].iloc[keyed[crowded]]
+    members = pd.DataFrame(
+        {
+            "group": groups[crowded],
+            "posted_at": rows["posted_at"].to_numpy(dtype="datetime64[ns]"),
+            "entry_id": rows["entry_id"].to_numpy(),
+            "position": crowded,
+        }
+    ).sort_values(["group", "posted_at", "entry_id"], kind="stable")
+    first = ~members["group"].duplicated().to_numpy()
+    positions = members["position"].to_numpy()
+    primary[members["group"].to_numpy()[first]] = positions[first]
+    extras = np.sort(positions[~first])
+    in_night = ledger_records["in_night"].to_numpy(dtype=bool)[keyed[extras]]
+    return primary, extras[in_night]
+
+
+@dataclass(frozen=True)
+class _ProviderPairs:
+    """Each provider record of the night against the ledger entry its key matches (``entry`` -1: none)."""
+
+    entry: np.ndarray  # ledger position of the matched entry
+    matched: np.ndarray
+    timing: np.ndarray
+    amount_mismatch: np.ndarray
+    currency_mismatch: np.ndarray
+    status_mismatch: np.ndarray
+    missing_in_ledger: np.ndarray
+
+    @classmethod
+    def classify(
+        cls,
+        provider: _ProviderArrays,
+        provider_currency: np.ndarray,
+        primary: np.ndarray,
+        keyed: np.ndarray,
+        ledger: _LedgerArrays,
+        ledger_currency: np.ndarray,
+    ) -> _ProviderPairs:
+        booked = primary >= 0
+        entry = np.full(len(primary), -1, dtype=_INDEX)
+        entry[booked] = keyed[primary[booked]]
+        safe_entry = np.maximum(entry, 0)
+        in_night = booked & _gather(ledger.in_night, safe_entry, False)
+        settled_in_night = provider.settled & in_night
+        same_currency = provider_currency == _gather(ledger_currency, safe_entry, -1)
+        same_amount = provider.amounts == _gather(ledger.amounts, safe_entry, 0)
+        return cls(
+            entry=entry,
+            matched=settled_in_night & same_currency & same_amount,
+            timing=provider.settled & booked & ~in_night,
+            amount_mismatch=settled_in_night & same_currency & ~same_amount,
+            currency_mismatch=settled_in_night & ~same_currency,
+            status_mismatch=~provider.settled & in_night,
+            missing_in_ledger=provider.settled & ~booked,
+        )
+
+
+@dataclass(frozen=True)
+class _LateEntries:
+    """In-night primary entries that no record of the night matches, against ``provider_elsewhere``.
+
+    ``pairs`` are (ledger position, elsewhere position) of the entries found there; ``missing`` are the
+    ledger positions of entries the provider does not know at all.
+    """
+
+    missing: np.ndarray
+    amount_mismatch: tuple[np.ndarray, np.ndarray]
+    currency_mismatch: tuple[np.ndarray, np.ndarray]
+    status_mismatch: tuple[np.ndarray, np.ndarray]
+    timing_count: int
+
+    @classmethod
+    def classify(
+        cls,
+        entries: np.ndarray,
+        other_match: np.ndarray,
+        other: _ProviderArrays,
+        other_currency: np.ndarray,
+        ledger: _LedgerArrays,
+        ledger_currency: np.ndarray,
+    ) -> _LateEntries:
+        found = other_match >= 0
+        entry, record = entries[found], other_match[found]
+        settled = other.settled[record]
+        same_currency = other_currency[record] == ledger_currency[entry]
+        same_amount = other.amounts[record] == ledger.amounts[entry]
+
+        def select(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return entry[mask], record[mask]
+
+        return cls(
+            missing=entries[~found],
+            amount_mismatch=select(settled & same_currency & ~same_amount),
+            currency_mismatch=select(settled & ~same_currency),
+            status_mismatch=select(~settled),
+            timing_count=int(settled.sum()),
+        )
+
+
+def _gather(values: np.ndarray, positions: np.ndarray, fill: Any) -> np.ndarray:
+    """``values[positions]``, or ``fill`` everywhere when there are no values to take from."""
+    if len(values) == 0:
+        return np.full(len(positions), fill, dtype=values.dtype)
+    return values[positions]
+
+
+# --- finding rows ------------------------------------------------------------------------------------
+
+_Rows = dict[str, list[Any]]
+_PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "amount_minor", "currency", "status")
+_LEDGER_FIELDS: Final = ("entry_id", "provider_record_id", "kind", "booking_id", "amount_minor", "currency")
+
+
+class _Findings:
+    """Builds the discrepancy rows as plain columns; runs per finding only, never per input row."""
+
+    def __init__(
+        self, provider_records: pd.DataFrame, elsewhere: pd.DataFrame, ledger_records: pd.DataFrame
+    ) -> None:
+        self._provider = provider_records
+        self._elsewhere = elsewhere
+        self._ledger = ledger_records
+
+    def missing_in_ledger(self, records: np.ndarray) -> _Rows:
+        record = _take(self._provider, records, _PROVIDER_FIELDS)
+        return _rows(
+            MISSING_IN_LEDGER,
+            record,
+            None,
+            difference=record["amount_minor"],
+            detail=[
+                f"provider {kind} {rid} of {format_minor(amount, cur)} settled "
+                "but the ledger has no entry for it"
+                for kind, rid, amount, cur in _columns(
+                    record, "kind", "provider_record_id", "amount_minor", "currency"
+                )
+            ],
+        )
+
+    def pairs(
+        self, category: str, records: np.ndarray, entries: np.ndarray, elsewhere: bool = False
+    ) -> _Rows:
+        """An amount, currency or status mismatch between a provider record and the entry booking it."""
+        record = _take(self._elsewhere if elsewhere else self._provider, records, _PROVIDER_FIELDS)
+        entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        provider_amounts, ledger_amounts = record["amount_minor"], entry["amount_minor"]
+        if category == AMOUNT_MISMATCH:
+            difference = [
+                paid - posted for paid, posted in zip(provider_amounts, ledger_amounts, strict=True)
+            ]
+        elif category == CURRENCY_MISMATCH:
+            difference = [0] * len(provider_amounts)
+        else:  # status mismatch: no money moved at the provider, so the whole entry is the difference
+            difference = [-posted for posted in ledger_amounts]
+        across = " (created in another night)" if elsewhere else ""
+        sentences = []
+        for (kind, rid, amount, cur, status), (eid, posted, posted_cur) in zip(
+            _columns(record, "kind", "provider_record_id", "amount_minor", "currency", "status"),
+            _columns(entry, "entry_id", "amount_minor", "currency"),
+            strict=True,
+        ):
+            if category == AMOUNT_MISMATCH:
+                sentence = (
+                    f"provider {kind} {rid}{across} is {format_minor(amount, cur)} "
+                    f"but ledger entry {eid} posts {format_minor(posted, posted_cur)}"
+                )
+            elif category == CURRENCY_MISMATCH:
+                sentence = (
+                    f"provider {kind} {rid}{across} is in {cur} ({format_minor(amount, cur)}) "
+                    f"but ledger entry {eid} posts it in {posted_cur} ({format_minor(posted, posted_cur)})"
+                )
+            else:
+                sentence = f"provider status {status} but ledger posted {kind}"
+            sentences.append(sentence)
+        return _rows(category, record, entry, difference=difference, detail=sentences)
+
+    def missing_at_provider(self, entries: np.ndarray) -> _Rows:
+        entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        return _rows(
+            MISSING_AT_PROVIDER,
+            None,
+            entry,
+            difference=[-posted for posted in entry["amount_minor"]],
+            detail=[
+                f"ledger entry {eid} posts {kind} {rid} of {format_minor(amount, cur)} "
+                "but the provider has no such record"
+                for eid, kind, rid, amount, cur in _columns(
+                    entry, "entry_id", "kind", "provider_record_id", "amount_minor", "currency"
+                )
+            ],
+        )
+
+    def missing_at_provider_unkeyed(self, entries: np.ndarray) -> _Rows:
+        entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        return _rows(
+            MISSING_AT_PROVIDER,
+            None,
+            entry,
+            difference=[-posted for posted in entry["amount_minor"]],
+            detail=[
+                f"ledger entry {eid} posts a {kind} of {format_minor(amount, cur)} "
+                "without a provider record id"
+                for eid, kind, amount, cur in _columns(entry, "entry_id", "kind", "amount_minor", "currency")
+            ],
+            record_key=[f"entry:{eid}" for eid in entry["entry_id"]],
+        )
+
+    def duplicates(self, extras: np.ndarray, primaries: np.ndarray) -> _Rows:
+        entry = _take(self._ledger, extras, _LEDGER_FIELDS)
+        first = _take(self._ledger, primaries, ("entry_id",))["entry_id"]
+        return _rows(
+            DUPLICATE_IN_LEDGER,
+            None,
+            entry,
+            difference=[-posted for posted in entry["amount_minor"]],
+            detail=[
+                f"ledger entry {eid} posts {kind} {rid} again; entry {primary} already posts it"
+                for (eid, kind, rid), primary in zip(
+                    _columns(entry, "entry_id", "kind", "provider_record_id"), first, strict=True
+                )
+            ],
+            record_key=[
+                f"{rid}:{kind}:dup:{eid}"
+                for rid, kind, eid in _columns(entry, "provider_record_id", "kind", "entry_id")
+            ],
+        )
+
+
+def _take(frame: pd.DataFrame, rows: np.ndarray, names: Sequence[str]) -> _Rows:
+    """The named columns at ``rows`` as Python lists (zero-copy column views, then a small gather)."""
+    return {name: frame[name].to_numpy()[rows].tolist() for name in names}
+
+
+def _columns(picked: _Rows, *names: str) -> zip[tuple[Any, ...]]:
+    return zip(*(picked[name] for name in names), strict=True)
+
+
+def _rows(
+    category: str,
+    record: _Rows | None,
+    entry: _Rows | None,
+    *,
+    difference: list[int],
+    detail: list[str],
+    record_key: list[str] | None = None,
+) -> _Rows:
+    """Discrepancy columns from the provider and/or ledger rows of each finding (aligned, same length)."""
+    main = record if record is not None else entry
+    assert main is not None
+    nothing = [None] * len(difference)
+    booking = main["booking_id"]
+    if record is not None and entry is not None:
+        booking = [
+            ours if _present(ours) else theirs
+            for ours, theirs in zip(booking, entry["booking_id"], strict=True)
+        ]
+    if record_key is None:
+        record_key = [f"{rid}:{kind}" for rid, kind in _columns(main, "provider_record_id", "kind")]
+    return {
+        "category": [category] * len(difference),
+        "record_key": record_key,
+        "kind": main["kind"],
+        "provider_record_id": main["provider_record_id"],
+        "ledger_entry_id": entry["entry_id"] if entry is not None else nothing,
+        "booking_id": booking,
+        "provider_amount_minor": record["amount_minor"] if record is not None else nothing,
+        "ledger_amount_minor": entry["amount_minor"] if entry is not None else nothing,
+        "difference_minor": difference,
+        "currency": main["currency"],
+        "detail": detail,
+    }
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not pd.isna(value)
+
+
+def _frame_of(parts: list[_Rows]) -> pd.DataFrame:
+    """All findings in one frame, ordered by (category, record_key)."""
+    frame = discrepancy_frame(
+        {name: [value for part in parts for value in part[name]] for name in DISCREPANCY_COLUMNS}
+    )
+    order = np.lexsort((frame["record_key"].to_numpy(dtype=str), frame["category"].to_numpy(dtype=str)))
+    return frame.take(order).reset_index(drop=True)

@@ -1,0 +1,87 @@
+"""Captured money whose booking never got confirmed: the guest paid, the property holds no stay for it.
+
+A payment is seen by the provider and, usually, by the PMS's own ``payment_orders``; both sightings
+arrive here and count once, the provider's winning because it is the authority on money that moved.
+A capture younger than ``grace`` is still in flight (the confirmation webhook may not have arrived),
+so it is not reported yet.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pandas as pd
+
+from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
+from recon_pipeline.reconcile.diff import discrepancy_frame
+
+CONFIRMED = "confirmed"
+_SOURCE_PREFERENCE = {"provider": 0, "payment_orders": 1}
+
+
+def find_orphaned_captured_payments(
+    captured_payments: pd.DataFrame, bookings: pd.DataFrame, now: datetime, grace: timedelta
+) -> pd.DataFrame:
+    """Discrepancy rows (category ``orphaned_captured_payment``) ordered by record_key."""
+    payments = _one_per_payment(captured_payments)
+    payments = payments[payments["captured_at"] <= pd.Timestamp(now) - grace]
+    states = bookings.drop_duplicates("booking_id").set_index("booking_id")["status"]
+    status = payments["booking_id"].map(states)
+    orphans = payments[status.ne(CONFIRMED).to_numpy()].assign(status=status)
+    orphans = orphans.sort_values("payment_id", kind="stable")
+    amounts = orphans["amount_minor"].astype("int64").tolist()
+    return discrepancy_frame(
+        {
+            "category": [ORPHANED_CAPTURED_PAYMENT] * len(orphans),
+            "record_key": [f"payment:{payment_id}" for payment_id in orphans["payment_id"]],
+            "kind": ["payment"] * len(orphans),
+            "provider_record_id": orphans["payment_id"].tolist(),
+            "ledger_entry_id": [None] * len(orphans),
+            "booking_id": [_or_none(booking) for booking in orphans["booking_id"]],
+            "provider_amount_minor": amounts,
+            "ledger_amount_minor": [None] * len(orphans),
+            "difference_minor": amounts,
+            "currency": orphans["currency"].tolist(),
+            "detail": [
+                f"captured {format_age(pd.Timestamp(now) - captured)} ago; {_booking_state(booking, state)}"
+                for captured, booking, state in zip(
+                    orphans["captured_at"], orphans["booking_id"], orphans["status"], strict=True
+                )
+            ],
+        }
+    )
+
+
+def format_age(age: timedelta) -> str:
+    """A compact age such as ``3h12m`` or ``2d04h05m`` (minutes, rounded down)."""
+    minutes = max(0, int(age.total_seconds() // 60))
+    days, minutes = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(minutes, 60)
+    if days:
+        return f"{days}d{hours:02d}h{minutes:02d}m"
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+
+
+def _one_per_payment(captured_payments: pd.DataFrame) -> pd.DataFrame:
+    """Each payment once, as the provider saw it when it did, else as payment_orders recorded it."""
+    preference = captured_payments["source"].map(_SOURCE_PREFERENCE).fillna(len(_SOURCE_PREFERENCE))
+    ranked = captured_payments.assign(_preference=preference.to_numpy(dtype=np.int64))
+    ranked = ranked.sort_values(["payment_id", "_preference"], kind="stable")
+    return ranked.drop_duplicates("payment_id", keep="first").drop(columns="_preference")
+
+
+def _booking_state(booking: object, status: object) -> str:
+    if not _present(booking):
+        return "it names no booking"
+    if not _present(status):
+        return f"booking {booking} does not exist"
+    return f"booking {booking} is {status}"
+
+
+def _present(value: object) -> bool:
+    return value is not None and not pd.isna(value)
+
+
+def _or_none(value: object) -> object:
+    return value if _present(value) else None

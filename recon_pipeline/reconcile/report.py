@@ -1,0 +1,186 @@
+"""The night's report: what an analyst reads first, as frames, markdown, plain text and flat metadata.
+
+Plain values only (no Dagster here): the asset wraps ``as_metadata()`` and the markdown into its own
+metadata types. The category summary always lists all seven categories in the contract's order, so a
+night's report has the same shape whatever it found; a category without findings is one row with
+count 0, amount 0 and an empty currency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from recon_pipeline.money import format_minor
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.reconcile.diff import DiffResult, empty_discrepancies
+
+SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
+_NONE = "—"
+
+
+@dataclass(frozen=True)
+class NightReport:
+    """All findings of a property-night (diff and orphans) and the diff's reference figures."""
+
+    findings: pd.DataFrame
+    matched_count: int
+    timing_difference_count: int
+    matched_amount_by_currency: dict[str, int] = field(default_factory=dict)
+    provider_total_by_currency: dict[str, int] = field(default_factory=dict)
+    ledger_total_by_currency: dict[str, int] = field(default_factory=dict)
+
+    def category_summary(self) -> pd.DataFrame:
+        """One row per (category, currency): findings and the sum of |difference| in minor units."""
+        findings = self.findings.assign(magnitude=self.findings["difference_minor"].astype("int64").abs())
+        grouped = findings.groupby(["category", "currency"], sort=True).agg(
+            count=("record_key", "size"), amount_minor=("magnitude", "sum")
+        )
+        rows: list[tuple[str, str, int, int]] = []
+        for category in ALL_CATEGORIES:
+            if category in grouped.index.get_level_values("category"):
+                part = grouped.loc[category]
+                rows.extend(
+                    (category, str(currency), int(count), int(amount))
+                    for currency, count, amount in zip(
+                        part.index, part["count"], part["amount_minor"], strict=True
+                    )
+                )
+            else:
+                rows.append((category, "", 0, 0))
+        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype(
+            {"category": "object", "currency": "object", "count": "int64", "amount_minor": "int64"}
+        )
+
+    def top_discrepancies(self, limit: int = 10) -> pd.DataFrame:
+        """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
+        ranked = self.findings.assign(magnitude=self.findings["difference_minor"].astype("int64").abs())
+        ranked = ranked.sort_values(
+            ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
+        )
+        return ranked.head(limit).drop(columns="magnitude").reset_index(drop=True)
+
+    def top_discrepancies_markdown(self, limit: int = 10) -> str:
+        """A markdown table of the largest findings, amounts in major units of their currency."""
+        rows = [
+            [
+                category,
+                f"`{key}`",
+                _money(provider, currency),
+                _money(ledger, currency),
+                _money(difference, currency),
+                detail,
+            ]
+            for category, key, provider, ledger, difference, currency, detail in self._top_rows(limit)
+        ]
+        if not rows:
+            return "_No discrepancies._"
+        return _markdown(["category", "record", "provider", "ledger", "difference", "detail"], rows)
+
+    def summary_markdown(self) -> str:
+        """A markdown table of :meth:`category_summary`."""
+        rows = [
+            [category, currency or _NONE, str(count), format_minor(amount, currency) if currency else _NONE]
+            for category, currency, count, amount in self.category_summary().itertuples(index=False)
+        ]
+        return _markdown(["category", "currency", "findings", "sum of abs. difference"], rows)
+
+    def as_metadata(self) -> dict[str, int | float | str]:
+        """Flat plain values: ``count/<category>``, ``amount/<category>/<CUR>``, matched, totals."""
+        summary = self.category_summary()
+        metadata: dict[str, int | float | str] = {
+            "findings": len(self.findings),
+            "matched": self.matched_count,
+            "timing_differences": self.timing_difference_count,
+        }
+        for category in ALL_CATEGORIES:
+            metadata[f"count/{category}"] = int(summary.loc[summary["category"] == category, "count"].sum())
+        for category, currency, count, amount in summary.itertuples(index=False):
+            if count:
+                metadata[f"amount/{category}/{currency}"] = int(amount)
+        for name, totals in (
+            ("matched_amount", self.matched_amount_by_currency),
+            ("provider_total", self.provider_total_by_currency),
+            ("ledger_total", self.ledger_total_by_currency),
+        ):
+            metadata.update({f"{name}/{currency}": int(total) for currency, total in sorted(totals.items())})
+        return metadata
+
+    def as_text(self, limit: int = 10) -> str:
+        """A plain-text report for a terminal: figures, the category summary, the largest findings."""
+        lines = [
+            f"findings {len(self.findings)}   matched {self.matched_count}   "
+            f"timing differences {self.timing_difference_count}",
+        ]
+        provider, ledger = self.provider_total_by_currency, self.ledger_total_by_currency
+        lines += [
+            f"  {currency}: provider {format_minor(provider.get(currency, 0), currency)}, "
+            f"ledger {format_minor(ledger.get(currency, 0), currency)}"
+            for currency in sorted(set(provider) | set(ledger))
+        ]
+        summary = [
+            [category, currency or "-", str(count), format_minor(amount, currency) if currency else "-"]
+            for category, currency, count, amount in self.category_summary().itertuples(index=False)
+        ]
+        lines += ["", _plain(["category", "currency", "findings", "sum of abs. difference"], summary)]
+        top = [
+            [category, key, _money(difference, currency, "-"), detail]
+            for category, key, _, _, difference, currency, detail in self._top_rows(limit)
+        ]
+        if top:
+            lines += [
+                "",
+                f"largest {len(top)} findings",
+                _plain(["category", "record", "difference", "detail"], top),
+            ]
+        return "\n".join(lines)
+
+    def _top_rows(self, limit: int) -> list[tuple[object, ...]]:
+        columns = [
+            "category",
+            "record_key",
+            "provider_amount_minor",
+            "ledger_amount_minor",
+            "difference_minor",
+        ]
+        top = self.top_discrepancies(limit)
+        return list(top[[*columns, "currency", "detail"]].itertuples(index=False, name=None))
+
+
+def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport:
+    """The report over the diff's findings and the orphaned captured payments."""
+    parts = [frame for frame in (result.discrepancies, orphans) if len(frame)]
+    findings = pd.concat(parts, ignore_index=True) if parts else empty_discrepancies()
+    return NightReport(
+        findings=findings,
+        matched_count=result.matched_count,
+        timing_difference_count=result.timing_difference_count,
+        matched_amount_by_currency=dict(result.matched_amount_by_currency),
+        provider_total_by_currency=dict(result.provider_total_by_currency),
+        ledger_total_by_currency=dict(result.ledger_total_by_currency),
+    )
+
+
+def _money(amount: Any, currency: Any, missing: str = _NONE) -> str:
+    if amount is None or pd.isna(amount):
+        return missing
+    return format_minor(int(amount), str(currency))
+
+
+def _markdown(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+    def line(cells: Sequence[object]) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)])
+
+
+def _plain(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[object]) -> str:
+        return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)])

@@ -1,0 +1,205 @@
+"""The provider simulator: a Starlette app serving the Stripe API subset of DESIGN.md from a SimulatorStore.
+
+It speaks Stripe's wire semantics (newest-first lists, ``created[...]`` filters, ``starting_after`` cursors,
+``expand[]``, ``Stripe-Account``, Stripe-style error JSON) so the adapter tested against it is the adapter
+that talks to Stripe. Fault switches (``faults.py``) apply to ``/v1`` paths only; the ``/_simulator``
+control endpoints are never faulted nor authenticated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from recon_pipeline.simulator.faults import FaultSwitches
+from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
+
+ApiResult = tuple[int, dict[str, Any]]
+ApiHandler = Callable[[Request, str | None], ApiResult]
+
+_OBJECT_NAMES: dict[Kind, str] = {
+    "charges": "charge",
+    "refunds": "refund",
+    "payment_intents": "payment_intent",
+    "events": "event",
+}
+
+
+class InvalidRequest(Exception):
+    """A request Stripe would answer with 400 ``invalid_request_error``."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def stripe_error(message: str, error_type: str = "invalid_request_error", **extra: Any) -> dict[str, Any]:
+    """Stripe's error envelope."""
+    return {"error": {"type": error_type, "message": message, **extra}}
+
+
+def render(obj: StripeObject, expand_balance_transaction: bool = False) -> StripeObject:
+    """The object as Stripe sends it: without the simulator's ``account`` key, and a charge's
+    ``balance_transaction`` as its id unless expanded."""
+    out = {key: value for key, value in obj.items() if key != "account"}
+    transaction = out.get("balance_transaction")
+    if isinstance(transaction, dict) and not expand_balance_transaction:
+        out["balance_transaction"] = transaction["id"]
+    return out
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidRequest(f"Invalid integer: {raw}", param=name) from None
+
+
+def _created_bounds(request: Request) -> tuple[int | None, int | None]:
+    """``created[gte|gt|lte|lt]`` as a half-open [gte, lt) range, the tightest of those given."""
+    lows = [v for v in (_int_param(request, "created[gte]"),) if v is not None]
+    gt = _int_param(request, "created[gt]")
+    if gt is not None:
+        lows.append(gt + 1)
+    highs = [v for v in (_int_param(request, "created[lt]"),) if v is not None]
+    lte = _int_param(request, "created[lte]")
+    if lte is not None:
+        highs.append(lte + 1)
+    return (max(lows) if lows else None), (min(highs) if highs else None)
+
+
+def _list(
+    store: SimulatorStore,
+    kind: Kind,
+    request: Request,
+    account: str | None,
+    filter_param: str | None = None,
+) -> ApiResult:
+    limit = _int_param(request, "limit")
+    limit = 10 if limit is None else limit
+    if not 1 <= limit <= 100:
+        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
+    gte, lt = _created_bounds(request)
+    filter_value = request.query_params.get(filter_param) if filter_param else None
+    view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
+    starting_after = request.query_params.get("starting_after")
+    try:
+        data, has_more = view.page(gte, lt, starting_after, limit)
+    except KeyError:
+        raise InvalidRequest(
+            f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
+        ) from None
+    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
+    return 200, {
+        "object": "list",
+        "data": [render(obj, expand) for obj in data],
+        "has_more": has_more,
+        "url": f"/v1/{kind}",
+    }
+
+
+def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str | None) -> ApiResult:
+    object_id = request.path_params["object_id"]
+    obj = store.get(kind, object_id)
+    if obj is None or obj.get("account") != account:
+        message = f"No such {_OBJECT_NAMES[kind]}: '{object_id}'"
+        return 404, stripe_error(message, code="resource_missing", param="id")
+    expand = "balance_transaction" in request.query_params.getlist("expand[]")
+    return 200, render(obj, expand)
+
+
+def _authorized(request: Request, api_key: str | None) -> bool:
+    return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
+
+
+def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
+    """The simulator app over ``store``; with ``api_key``, ``/v1`` requires ``Authorization: Bearer``.
+
+    The fault switches are at ``app.state.faults`` (a ``FaultSwitches``) as well as over HTTP.
+    """
+    faults = FaultSwitches()
+
+    def api(handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
+        """Wrap a /v1 handler with counting, faults, auth and Stripe-Account scoping."""
+
+        async def endpoint(request: Request) -> Response:
+            decision = faults.begin(request.url.path)
+            status = 500
+            try:
+                if decision.delay_s:
+                    await asyncio.sleep(decision.delay_s)
+                if decision.status is not None:
+                    status = decision.status
+                    return _injected(status, decision.retry_after)
+                if not _authorized(request, api_key):
+                    status = 401
+                    return JSONResponse(stripe_error("Invalid API Key provided."), status_code=401)
+                try:
+                    status, payload = handler(request, request.headers.get("stripe-account"))
+                except InvalidRequest as error:
+                    status, payload = 400, stripe_error(str(error), param=error.param)
+                body = json.dumps(payload).encode()
+                if decision.truncate and status == 200:
+                    body = body[: len(body) // 2]
+                return Response(body, status_code=status, media_type="application/json")
+            finally:
+                faults.end(decision, status)
+
+        return endpoint
+
+    async def set_faults(request: Request) -> Response:
+        try:
+            settings = await request.json()
+            if not isinstance(settings, dict):
+                raise ValueError("body must be a JSON object")
+            return JSONResponse(faults.configure(settings))
+        except ValueError as error:
+            return JSONResponse(stripe_error(str(error)), status_code=400)
+
+    async def reset_faults(request: Request) -> Response:
+        faults.reset()
+        return JSONResponse(faults.state())
+
+    async def get_stats(request: Request) -> Response:
+        return JSONResponse(faults.stats())
+
+    async def reset_stats(request: Request) -> Response:
+        faults.reset_stats()
+        return JSONResponse(faults.stats())
+
+    routes = [
+        Route("/v1/charges", api(lambda r, a: _list(store, "charges", r, a))),
+        Route("/v1/charges/{object_id}", api(lambda r, a: _retrieve(store, "charges", r, a))),
+        Route("/v1/refunds", api(lambda r, a: _list(store, "refunds", r, a, filter_param="charge"))),
+        Route("/v1/refunds/{object_id}", api(lambda r, a: _retrieve(store, "refunds", r, a))),
+        Route("/v1/payment_intents/{object_id}", api(lambda r, a: _retrieve(store, "payment_intents", r, a))),
+        Route("/v1/events", api(lambda r, a: _list(store, "events", r, a, filter_param="type"))),
+        Route("/_simulator/faults", set_faults, methods=["POST"]),
+        Route("/_simulator/faults", reset_faults, methods=["DELETE"]),
+        Route("/_simulator/stats", get_stats, methods=["GET"]),
+        Route("/_simulator/reset-stats", reset_stats, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.faults = faults
+    return app
+
+
+def _injected(status: int, retry_after: str | None) -> Response:
+    if status == 429:
+        error = stripe_error("Too many requests made to the API too quickly", code="rate_limit")
+    elif status >= 500:
+        error = stripe_error("Simulated provider failure", error_type="api_error")
+    else:
+        error = stripe_error(f"Simulated HTTP {status}")
+    headers = {"Retry-After": retry_after} if retry_after is not None else None
+    return JSONResponse(error, status_code=status, headers=headers)

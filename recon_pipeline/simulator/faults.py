@@ -1,0 +1,159 @@
+"""Fault switches and traffic counters of the simulator, shared by the HTTP control endpoints and the API.
+
+A client that survives only the happy path is not tested: these switches make the simulator answer like a
+real provider on a bad day (rate limits, 5xx, a pull that dies mid-way, slow replies, cut-off bodies), and
+the counters let a test assert what the client actually did (retries, concurrency bound).
+Every method takes the lock, so the switches may be set from a test thread while the server serves.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FaultDecision:
+    """What to do with one API request: an injected status (None: serve it), and whether to cut the body."""
+
+    status: int | None
+    retry_after: str | None
+    truncate: bool
+    delay_s: float
+    in_scope: bool  # the path matches ``path_prefix``: its success counts toward ``fail_after_requests``
+
+
+_NO_FAULT = FaultDecision(status=None, retry_after=None, truncate=False, delay_s=0.0, in_scope=False)
+
+
+_SETTABLE = frozenset(
+    {"statuses", "retry_after", "fail_after_requests", "slow_ms", "truncate_next", "path_prefix"}
+)
+
+
+class FaultSwitches:
+    """Thread-safe switches (see ``configure``) plus counters (see ``stats``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+        self.reset_stats()
+
+    def reset(self) -> None:
+        """All faults off."""
+        with self._lock:
+            self._statuses: list[int] = []
+            self._retry_after = "0"
+            self._fail_after: int | None = None
+            self._successes_since_armed = 0
+            self._slow_ms = 0
+            self._truncate_next = 0
+            self._path_prefix: str | None = None
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self._requests = 0
+            self._by_status: Counter[int] = Counter()
+            self._by_path: Counter[str] = Counter()
+            self._in_flight = 0
+            self._max_in_flight = 0
+
+    def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Set the given switches, leave the others; raise ValueError on an unknown or ill-typed one.
+
+        ``statuses``: statuses for the next N (matching) API requests, e.g. ``[429, 503]``;
+        ``retry_after``: the ``Retry-After`` of injected 429s (seconds, default ``"0"``);
+        ``fail_after_requests``: after that many successful requests from now, every request gets 500;
+        ``slow_ms``: delay every response; ``truncate_next``: cut the next N bodies in half;
+        ``path_prefix``: limit all of the above to paths starting with it.
+        """
+        unknown = set(settings) - _SETTABLE
+        if unknown:
+            raise ValueError(f"unknown fault switches: {sorted(unknown)}")
+        statuses = settings.get("statuses")
+        if statuses is not None and not (
+            isinstance(statuses, list) and all(_is_int(s) and 400 <= s <= 599 for s in statuses)
+        ):
+            raise ValueError("statuses must be a list of integers in 400..599")
+        for name in ("fail_after_requests", "slow_ms", "truncate_next"):
+            value = settings.get(name)
+            if value is not None and not (_is_int(value) and value >= 0):
+                raise ValueError(f"{name} must be a non-negative integer")
+        with self._lock:
+            if statuses is not None:
+                self._statuses = list(statuses)
+            if "retry_after" in settings:
+                self._retry_after = str(settings["retry_after"])
+            if "fail_after_requests" in settings:
+                self._fail_after = settings["fail_after_requests"]
+                self._successes_since_armed = 0
+            if settings.get("slow_ms") is not None:
+                self._slow_ms = settings["slow_ms"]
+            if settings.get("truncate_next") is not None:
+                self._truncate_next = settings["truncate_next"]
+            if "path_prefix" in settings:
+                self._path_prefix = settings["path_prefix"]
+        return self.state()
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "statuses": list(self._statuses),
+                "retry_after": self._retry_after,
+                "fail_after_requests": self._fail_after,
+                "successes_since_armed": self._successes_since_armed,
+                "slow_ms": self._slow_ms,
+                "truncate_next": self._truncate_next,
+                "path_prefix": self._path_prefix,
+            }
+
+    def begin(self, path: str) -> FaultDecision:
+        """Count an API request as arrived and in flight, and decide its fault."""
+        with self._lock:
+            self._requests += 1
+            self._by_path[path] += 1
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            if self._path_prefix is not None and not path.startswith(self._path_prefix):
+                return _NO_FAULT
+            delay_s = self._slow_ms / 1000
+            if self._statuses:
+                status = self._statuses.pop(0)
+                retry_after = self._retry_after if status == 429 else None
+                return FaultDecision(
+                    status=status, retry_after=retry_after, truncate=False, delay_s=delay_s, in_scope=True
+                )
+            if self._fail_after is not None and self._successes_since_armed >= self._fail_after:
+                return FaultDecision(
+                    status=500, retry_after=None, truncate=False, delay_s=delay_s, in_scope=True
+                )
+            truncate = self._truncate_next > 0
+            if truncate:
+                self._truncate_next -= 1
+            return FaultDecision(
+                status=None, retry_after=None, truncate=truncate, delay_s=delay_s, in_scope=True
+            )
+
+    def end(self, decision: FaultDecision, status: int) -> None:
+        """Count the response of an API request and take it out of flight."""
+        with self._lock:
+            self._in_flight -= 1
+            self._by_status[status] += 1
+            if decision.in_scope and status < 400:
+                self._successes_since_armed += 1
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "api_requests": self._requests,
+                "responses_by_status": {str(status): n for status, n in sorted(self._by_status.items())},
+                "requests_by_path": dict(self._by_path),
+                "in_flight": self._in_flight,
+                "max_in_flight": self._max_in_flight,
+            }
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

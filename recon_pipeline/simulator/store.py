@@ -1,0 +1,124 @@
+"""The simulator's data: Stripe-shaped objects, indexed by id and pre-sorted for list pagination.
+
+Objects are kept exactly as Stripe renders them plus one simulator-only key, ``"account"`` (a connected
+account id, or None for the platform), which the app uses for ``Stripe-Account`` filtering and strips from
+responses. Charges keep ``balance_transaction`` expanded (a dict); the app renders it as its id unless the
+request asks for the expansion.
+
+Lists are served from ``SortedView``s built once per (kind, account[, filter]) so that paging through
+~100k charges costs a bisect and a slice per page, not a scan.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StripeObject = dict[str, Any]
+Kind = Literal["charges", "refunds", "payment_intents", "events"]
+KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events")
+
+
+@dataclass(frozen=True)
+class SortedView:
+    """Objects ascending by (created, id); lists are served from the end (Stripe lists newest first)."""
+
+    objects: list[StripeObject]
+    created: list[int]
+    position: dict[str, int]
+
+    @classmethod
+    def of(cls, objects: list[StripeObject]) -> SortedView:
+        ordered = sorted(objects, key=lambda obj: (obj["created"], obj["id"]))
+        return cls(
+            objects=ordered,
+            created=[obj["created"] for obj in ordered],
+            position={obj["id"]: index for index, obj in enumerate(ordered)},
+        )
+
+    def page(
+        self, gte: int | None, lt: int | None, starting_after: str | None, limit: int
+    ) -> tuple[list[StripeObject], bool]:
+        """Newest-first page of objects with ``gte <= created < lt`` after the cursor, and has_more.
+
+        Raises KeyError when ``starting_after`` is not an object of this view.
+        """
+        low = 0 if gte is None else bisect.bisect_left(self.created, gte)
+        high = len(self.objects) if lt is None else bisect.bisect_left(self.created, lt)
+        if starting_after is not None:
+            high = min(high, self.position[starting_after])
+        start = max(low, high - limit)
+        return self.objects[start:high][::-1], start > low
+
+
+_EMPTY_VIEW = SortedView(objects=[], created=[], position={})
+
+
+@dataclass
+class SimulatorStore:
+    """Stripe-shaped charges, refunds, payment intents and events. Call ``reindex()`` after adding or
+    removing objects or changing an id, ``created`` or ``account`` (in-place status changes need not)."""
+
+    charges: list[StripeObject] = field(default_factory=list)
+    refunds: list[StripeObject] = field(default_factory=list)
+    payment_intents: list[StripeObject] = field(default_factory=list)
+    events: list[StripeObject] = field(default_factory=list)
+    _by_id: dict[str, dict[str, StripeObject]] = field(init=False, repr=False, compare=False)
+    _views: dict[tuple[str, str | None, str | None], dict[Any, SortedView]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        self.reindex()
+
+    def reindex(self) -> None:
+        """Rebuild the id indexes and drop the sorted views (rebuilt lazily); reject duplicate ids."""
+        by_id: dict[str, dict[str, StripeObject]] = {}
+        for kind in KINDS:
+            index: dict[str, StripeObject] = {}
+            for obj in getattr(self, kind):
+                if obj["id"] in index:
+                    raise ValueError(f"duplicate {kind} id {obj['id']!r}")
+                index[obj["id"]] = obj
+            by_id[kind] = index
+        self._by_id = by_id
+        self._views = {}
+
+    def get(self, kind: Kind, object_id: str) -> StripeObject | None:
+        """The stored object (with its ``account`` key) or None."""
+        return self._by_id[kind].get(object_id)
+
+    def view(
+        self, kind: Kind, account: str | None, field_name: str | None = None, value: Any = None
+    ) -> SortedView:
+        """The sorted view of ``kind`` objects of ``account``, optionally only those with
+        ``obj[field_name] == value`` (the refunds list's ``charge=``, the events list's ``type=``).
+
+        A filtered view is built for every value of the field in one pass, so that many ``charge=``
+        queries cost one partition of the list, not one scan each."""
+        key = (kind, account, field_name)
+        groups = self._views.get(key)
+        if groups is None:
+            members = [obj for obj in getattr(self, kind) if obj.get("account") == account]
+            if field_name is None:
+                groups = {None: SortedView.of(members)}
+            else:
+                partition: dict[Any, list[StripeObject]] = {}
+                for obj in members:
+                    partition.setdefault(obj.get(field_name), []).append(obj)
+                groups = {group: SortedView.of(objs) for group, objs in partition.items()}
+            self._views[key] = groups
+        return groups.get(value) or _EMPTY_VIEW
+
+    def to_json(self, path: str | os.PathLike[str]) -> None:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({kind: getattr(self, kind) for kind in KINDS}, handle)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> SimulatorStore:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return cls(**{kind: data.get(kind, []) for kind in KINDS})

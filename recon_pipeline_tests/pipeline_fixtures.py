@@ -1,0 +1,102 @@
+"""A seeded property-night world, served by the simulator, reconciled through Dagster's own APIs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import dagster as dg
+import httpx
+import pytest
+from sqlalchemy import Engine, select
+
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.defs.assets import reconciliation_assets
+from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.seed import seed_world
+from recon_pipeline.demo.world import World, build_world
+from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulator.app import build_app
+
+NIGHT = date(2026, 11, 30)
+BOOKINGS_PER_NIGHT = 120  # > 100 platform charges per window: every pull spans several pages
+
+
+@dataclass
+class SeededPipeline:
+    """Everything a pipeline test touches: the database, the simulator, a Dagster instance."""
+
+    engine: Engine
+    world: World
+    simulator: ServerThread
+    instance: dg.DagsterInstance
+    resources: dict[str, Any]
+
+    def materialize(self, property_id: str, **kwargs: Any) -> dg.ExecuteInProcessResult:
+        key = PropertyNight(property_id, NIGHT.isoformat()).partition_key
+        return dg.materialize(
+            reconciliation_assets,
+            partition_key=str(key),
+            instance=self.instance,
+            resources=self.resources,
+            **kwargs,
+        )
+
+    def faults(self, **settings: Any) -> None:
+        httpx.post(
+            f"{self.simulator.base_url}/_simulator/faults", json=settings, timeout=5
+        ).raise_for_status()
+
+    def stats(self) -> dict[str, Any]:
+        response = httpx.get(f"{self.simulator.base_url}/_simulator/stats", timeout=5)
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        return result
+
+    def found(self, property_id: str) -> dict[str, int]:
+        with self.engine.connect() as connection:
+            categories = connection.execute(
+                select(discrepancies.c.category).where(discrepancies.c.property_id == property_id)
+            ).scalars()
+            counts: dict[str, int] = {}
+            for category in categories:
+                counts[category] = counts.get(category, 0) + 1
+            return counts
+
+    def planted(self, property_id: str) -> dict[str, int]:
+        return {cat: n for (p, _night, cat), n in self.world.expected.items() if p == property_id}
+
+    def table(self, table: Any) -> list[tuple[Any, ...]]:
+        with self.engine.connect() as connection:
+            return [
+                tuple(row) for row in connection.execute(select(table).order_by(*table.primary_key.columns))
+            ]
+
+
+@pytest.fixture
+def seeded_pipeline(database_url: str) -> Iterator[SeededPipeline]:
+    engine = make_engine(database_url)
+    init_db(engine)
+    world = build_world(
+        {p.property_id: NIGHT for p in DEMO_PROPERTIES}, bookings_per_night=BOOKINGS_PER_NIGHT
+    )
+    seed_world(engine, world)
+    with ServerThread(build_app(world.store)) as simulator, dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p.property_id for p in DEMO_PROPERTIES])
+        resources = {
+            "recon_db": ReconDatabase(database_url=database_url),
+            "provider": ProviderResource(
+                provider="simulator",
+                base_url=simulator.base_url,
+                max_concurrency=4,
+                base_delay_s=0.01,
+                max_delay_s=0.05,
+            ),
+        }
+        yield SeededPipeline(engine, world, simulator, instance, resources)
+    engine.dispose()

@@ -1,0 +1,176 @@
+"""Schema creation and the idempotent writers, on a real SQLite file and a real PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+from sqlalchemy import func, inspect, select
+
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
+from recon_pipeline.reconcile.adjustments import plan_adjustments
+from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
+
+NOW = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
+
+
+def finding(category: str, record_key: str, difference: int, **extra: object) -> dict[str, object]:
+    row: dict[str, object] = dict.fromkeys(DISCREPANCY_COLUMNS)
+    row.update(
+        category=category,
+        record_key=record_key,
+        kind="payment",
+        difference_minor=difference,
+        currency="EUR",
+        detail=f"{category} of {record_key}",
+    )
+    row.update(extra)
+    return row
+
+
+def findings_frame(*rows: dict[str, object]) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows), columns=list(DISCREPANCY_COLUMNS))
+    for column in ("provider_amount_minor", "ledger_amount_minor"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+FINDINGS = findings_frame(
+    finding("missing_in_ledger", "ch_1:payment", 1000, provider_record_id="ch_1", provider_amount_minor=1000),
+    finding("missing_at_provider", "ch_9:payment", -700, ledger_entry_id="le_9", ledger_amount_minor=700),
+    finding(
+        "amount_mismatch",
+        "ch_2:payment",
+        50,
+        provider_record_id="ch_2",
+        ledger_entry_id="le_2",
+        provider_amount_minor=1050,
+        ledger_amount_minor=1000,
+    ),
+    finding(
+        "status_mismatch",
+        "ch_3:payment",
+        0,
+        provider_record_id="ch_3",
+        ledger_entry_id="le_3",
+        provider_amount_minor=900,
+        ledger_amount_minor=900,
+    ),
+)
+
+
+def test_init_creates_every_contract_table_and_is_idempotent(database_url: str) -> None:
+    engine = make_engine(database_url)
+    assert sorted(init_db(engine)) == sorted(metadata.tables)
+    assert init_db(engine) == []
+    columns = {c["name"] for c in inspect(engine).get_columns("discrepancies")}
+    assert {"property_id", "night", "category", "record_key", "review_status", "run_id"} <= columns
+
+
+def test_timestamps_round_trip_as_aware_utc(database_url: str) -> None:
+    engine = make_engine(database_url)
+    init_db(engine)
+    posted = datetime(2026, 3, 29, 1, 30, tzinfo=timezone(timedelta(hours=1)))
+    with engine.begin() as connection:
+        connection.execute(
+            ledger_entries.insert(),
+            [
+                {
+                    "entry_id": "le_1",
+                    "property_id": "p1",
+                    "kind": "payment",
+                    "amount_minor": 5,
+                    "currency": "EUR",
+                    "posted_at": posted,
+                }
+            ],
+        )
+        stored = connection.execute(select(ledger_entries.c.posted_at)).scalar_one()
+    assert stored == posted and stored.utcoffset() == timedelta(0)
+
+
+def test_naive_timestamps_are_refused(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    init_db(engine)
+    with pytest.raises(Exception, match="timezone-aware"), engine.begin() as connection:
+        connection.execute(
+            ledger_entries.insert(),
+            [
+                {
+                    "entry_id": "le_1",
+                    "property_id": "p1",
+                    "kind": "payment",
+                    "amount_minor": 5,
+                    "currency": "EUR",
+                    "posted_at": datetime(2026, 1, 1),
+                }
+            ],
+        )
+
+
+def test_adjustments_are_written_once_per_business_key(database_url: str) -> None:
+    engine = make_engine(database_url)
+    init_db(engine)
+    first = plan_adjustments("p1", "2026-11-30", FINDINGS, "run-a", NOW)
+    replay = plan_adjustments("p1", "2026-11-30", FINDINGS, "run-b", NOW + timedelta(hours=1))
+    assert [r["kind"] for r in first] == [
+        "post_missing_payment",
+        "reverse_unmatched_payment",
+        "correct_amount_payment",
+    ]
+    assert [r["amount_minor"] for r in first] == [1000, -700, 50]
+    with engine.begin() as connection:
+        assert write_adjustments(connection, first).new == 3
+    with engine.begin() as connection:
+        counts = write_adjustments(connection, replay)
+    assert (counts.new, counts.already_present) == (0, 3)
+    with engine.connect() as connection:
+        rows = connection.execute(select(adjustments.c.run_id, adjustments.c.idempotency_key)).all()
+    assert {run for run, _ in rows} == {"run-a"}
+    assert sorted(key for _, key in rows) == sorted(r["idempotency_key"] for r in first)
+
+
+def test_discrepancies_upsert_leaves_a_rerun_identical(database_url: str) -> None:
+    engine = make_engine(database_url)
+    init_db(engine)
+    with engine.begin() as connection:
+        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
+    assert (counts.new, counts.already_present, counts.removed) == (4, 0, 0)
+    snapshot = _discrepancy_rows(engine)
+    with engine.begin() as connection:
+        counts = save_discrepancies(
+            connection, "p1", "2026-11-30", FINDINGS, "run-b", NOW + timedelta(hours=2)
+        )
+    assert (counts.new, counts.already_present, counts.removed) == (0, 4, 0)
+    assert _discrepancy_rows(engine) == snapshot
+
+
+def test_cleared_findings_leave_unless_reviewed(database_url: str) -> None:
+    engine = make_engine(database_url)
+    init_db(engine)
+    with engine.begin() as connection:
+        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
+        connection.execute(
+            discrepancies.update()
+            .where(discrepancies.c.record_key == "ch_9:payment")
+            .values(review_status="acknowledged")
+        )
+        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", NOW)
+        remaining = connection.execute(
+            select(discrepancies.c.record_key).order_by(discrepancies.c.record_key)
+        ).scalars()
+        assert counts.removed == 2
+        assert list(remaining) == ["ch_1:payment", "ch_9:payment"]
+        other_night = connection.execute(select(func.count()).select_from(discrepancies)).scalar_one()
+        assert other_night == 2
+
+
+def _discrepancy_rows(engine) -> list[tuple]:  # type: ignore[no-untyped-def]
+    with engine.connect() as connection:
+        return [
+            tuple(row)
+            for row in connection.execute(select(discrepancies).order_by(discrepancies.c.record_key))
+        ]

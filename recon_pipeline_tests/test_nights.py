@@ -1,0 +1,69 @@
+"""Night windows in each property's own timezone and cutoff, DST nights included."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from recon_pipeline.nights import last_closed_night, night_window
+
+
+def test_plain_night_in_utc_plus_nine() -> None:
+    window = night_window("2026-11-01", "Asia/Tokyo")
+    assert window.start == datetime(2026, 10, 31, 15, 0, tzinfo=UTC)
+    assert window.end == datetime(2026, 11, 1, 15, 0, tzinfo=UTC)
+    assert window.duration == timedelta(hours=24)
+
+
+def test_cutoff_moves_the_window() -> None:
+    window = night_window("2026-11-10", "America/Denver", "03:00")
+    assert window.start == datetime(2026, 11, 10, 10, 0, tzinfo=UTC)  # 03:00 MST = 10:00 UTC
+    assert window.end == datetime(2026, 11, 11, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("night", "timezone", "hours"),
+    [
+        ("2026-03-29", "Europe/Lisbon", 23),  # clocks forward at 01:00 UTC
+        ("2026-10-25", "Europe/Lisbon", 25),  # clocks back
+        ("2026-03-08", "America/Denver", 23),
+        ("2026-11-01", "America/Denver", 25),
+        ("2026-03-28", "Europe/Lisbon", 24),  # the night before is ordinary
+        ("2026-03-29", "Asia/Tokyo", 24),  # no DST in Japan
+    ],
+)
+def test_dst_nights_have_wall_clock_length(night: str, timezone: str, hours: int) -> None:
+    assert night_window(night, timezone).duration == timedelta(hours=hours)
+
+
+def test_cutoff_after_the_change_puts_the_long_night_first() -> None:
+    # Denver falls back at 02:00 on Nov 1: with a 03:00 cutoff the 25-hour night is Oct 31's.
+    window = night_window("2026-10-31", "America/Denver", "03:00")
+    assert window.start == datetime(2026, 10, 31, 9, 0, tzinfo=UTC)  # 03:00 MDT
+    assert window.end == datetime(2026, 11, 1, 10, 0, tzinfo=UTC)  # 03:00 MST
+    assert window.duration == timedelta(hours=25)
+    assert night_window("2026-11-01", "America/Denver", "03:00").duration == timedelta(hours=24)
+
+
+def test_consecutive_nights_tile_without_gaps() -> None:
+    day = date(2026, 10, 20)
+    for offset in range(14):
+        this = night_window(day + timedelta(days=offset), "Europe/Lisbon", "04:00")
+        following = night_window(day + timedelta(days=offset + 1), "Europe/Lisbon", "04:00")
+        assert this.end == following.start
+
+
+def test_last_closed_night_per_timezone() -> None:
+    now = datetime(2026, 12, 2, 16, 0, tzinfo=UTC)  # 01:00 on Dec 3 in Tokyo, 09:00 on Dec 2 in Denver
+    assert last_closed_night(now, "Asia/Tokyo") == date(2026, 12, 2)
+    assert last_closed_night(now, "America/Denver") == date(2026, 12, 1)
+    assert last_closed_night(now, "America/Denver", "10:00") == date(2026, 11, 30)
+
+
+@pytest.mark.parametrize(
+    ("timezone", "cutoff"), [("Mars/Olympus", "00:00"), ("Europe/Lisbon", "25:99"), ("UTC", "x")]
+)
+def test_bad_timezone_or_cutoff_is_a_clear_error(timezone: str, cutoff: str) -> None:
+    with pytest.raises(ValueError, match="timezone|night_cutoff|hour|minute"):
+        night_window("2026-11-01", timezone, cutoff)

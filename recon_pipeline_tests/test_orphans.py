@@ -1,0 +1,133 @@
+"""Orphaned captured payments: money captured, booking still not confirmed after the grace period."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+
+from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments, format_age
+
+NOW = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
+GRACE = timedelta(hours=1)
+
+
+def captured(
+    payment_id: str,
+    booking: str | None,
+    ago: timedelta,
+    amount: int = 10_000,
+    currency: str = "EUR",
+    source: str = "provider",
+) -> dict[str, Any]:
+    return {
+        "payment_id": payment_id,
+        "booking_id": booking,
+        "amount_minor": amount,
+        "currency": currency,
+        "captured_at": pd.Timestamp(NOW - ago),
+        "source": source,
+    }
+
+
+def payments(*rows: dict[str, Any]) -> pd.DataFrame:
+    columns = ["payment_id", "booking_id", "amount_minor", "currency", "captured_at", "source"]
+    frame = pd.DataFrame(list(rows), columns=columns)
+    return frame.astype({"amount_minor": "int64", "captured_at": "datetime64[ns, UTC]"})
+
+
+def bookings(**statuses: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "booking_id": list(statuses),
+            "status": list(statuses.values()),
+            "updated_at": [pd.Timestamp(NOW)] * len(statuses),
+        }
+    )
+
+
+def test_captured_payments_of_unconfirmed_or_unknown_bookings_are_orphans() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("pi_1", "bk_1", timedelta(hours=3, minutes=12)),
+            captured("pi_2", "bk_2", timedelta(hours=5)),
+            captured("pi_3", "bk_3", timedelta(days=2, hours=4, minutes=5), amount=30_000, currency="JPY"),
+            captured("pi_4", "bk_4", timedelta(hours=2)),
+            captured("pi_5", "bk_9", timedelta(minutes=90)),
+            captured("pi_6", None, timedelta(minutes=61)),
+        ),
+        bookings(bk_1="confirming", bk_2="confirmed", bk_3="cancelled", bk_4="pending"),
+        NOW,
+        GRACE,
+    )
+    assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+    assert orphans["record_key"].tolist() == [
+        "payment:pi_1",
+        "payment:pi_3",
+        "payment:pi_4",
+        "payment:pi_5",
+        "payment:pi_6",
+    ]
+    assert orphans["detail"].tolist() == [
+        "captured 3h12m ago; booking bk_1 is confirming",
+        "captured 2d04h05m ago; booking bk_3 is cancelled",
+        "captured 2h00m ago; booking bk_4 is pending",
+        "captured 1h30m ago; booking bk_9 does not exist",
+        "captured 1h01m ago; it names no booking",
+    ]
+    first = orphans.iloc[1].to_dict()
+    assert first | {"detail": None} == {
+        "category": "orphaned_captured_payment",
+        "record_key": "payment:pi_3",
+        "kind": "payment",
+        "provider_record_id": "pi_3",
+        "ledger_entry_id": None,
+        "booking_id": "bk_3",
+        "provider_amount_minor": 30_000,
+        "ledger_amount_minor": None,
+        "difference_minor": 30_000,
+        "currency": "JPY",
+        "detail": None,
+    }
+    assert orphans["booking_id"].tolist()[-1] is None
+    assert str(orphans["ledger_amount_minor"].dtype) == "Int64"
+
+
+def test_captures_younger_than_the_grace_period_wait() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(captured("pi_1", "bk_1", timedelta(minutes=59)), captured("pi_2", "bk_1", GRACE)),
+        bookings(bk_1="pending"),
+        NOW,
+        GRACE,
+    )
+    assert orphans["record_key"].tolist() == ["payment:pi_2"]
+
+
+def test_a_payment_seen_by_both_sources_counts_once_as_the_provider_saw_it() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("pi_1", "bk_1", timedelta(hours=2), amount=9_000, source="payment_orders"),
+            captured("pi_1", "bk_1", timedelta(hours=2), amount=10_000, source="provider"),
+            captured("pi_2", "bk_1", timedelta(hours=2), amount=5_000, source="payment_orders"),
+        ),
+        bookings(bk_1="confirming"),
+        NOW,
+        GRACE,
+    )
+    assert orphans["record_key"].tolist() == ["payment:pi_1", "payment:pi_2"]
+    assert orphans["provider_amount_minor"].tolist() == [10_000, 5_000]
+
+
+def test_no_captures_no_orphans() -> None:
+    orphans = find_orphaned_captured_payments(payments(), bookings(), NOW, GRACE)
+    assert orphans.empty
+    assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+
+
+def test_format_age() -> None:
+    assert format_age(timedelta(minutes=5, seconds=59)) == "5m"
+    assert format_age(timedelta(hours=3, minutes=12)) == "3h12m"
+    assert format_age(timedelta(days=1, minutes=1)) == "1d00h01m"
+    assert format_age(timedelta(seconds=-5)) == "0m"

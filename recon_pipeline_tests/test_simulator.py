@@ -1,0 +1,232 @@
+"""The simulator speaks the Stripe subset of DESIGN.md over real HTTP, and its fault switches work."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulator.app import build_app
+from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline_tests.provider_fixtures import (
+    T0,
+    RunningSimulator,
+    StartSimulator,
+    make_charge,
+    make_payment_intent,
+    make_refund,
+    simulator_fixture,  # noqa: F401  (fixtures)
+    simulator_server_fixture,  # noqa: F401
+)
+
+
+def _get(
+    sim: RunningSimulator,
+    path: str,
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, Any] | None = None,
+    **more_params: Any,
+) -> httpx.Response:
+    return sim.client.get(path, params={**(params or {}), **more_params}, headers=headers)
+
+
+def _ids(response: httpx.Response) -> list[str]:
+    return [obj["id"] for obj in response.json()["data"]]
+
+
+def _charges(n: int, start: int = T0, step: int = 10) -> list[dict[str, Any]]:
+    return [make_charge(f"ch_{i:05d}", start + i * step) for i in range(n)]
+
+
+def test_list_pages_newest_first_without_duplicates(simulator: StartSimulator) -> None:
+    charges = _charges(250)
+    charges.append(make_charge("ch_tie_b", T0 + 500))  # same created as ch_00050: ordered by id desc
+    sim = simulator(SimulatorStore(charges=charges))
+    seen: list[str] = []
+    pages = []
+    cursor: dict[str, str] = {}
+    for _ in range(10):
+        body = _get(sim, "/v1/charges", limit=100, params=cursor).json()
+        assert body["object"] == "list" and body["url"] == "/v1/charges"
+        pages.append(len(body["data"]))
+        seen += [c["id"] for c in body["data"]]
+        if not body["has_more"]:
+            break
+        cursor = {"starting_after": body["data"][-1]["id"]}
+    assert pages == [100, 100, 51]
+    assert len(set(seen)) == 251
+    expected = sorted(charges, key=lambda c: (c["created"], c["id"]), reverse=True)
+    assert seen == [c["id"] for c in expected]
+    assert seen.index("ch_tie_b") == seen.index("ch_00050") - 1
+
+
+def test_created_filters_and_default_limit(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(30)))  # created T0, T0+10, ..., T0+290
+    window = _get(sim, "/v1/charges", limit=100, params={"created[gte]": T0 + 100, "created[lt]": T0 + 200})
+    assert _ids(window) == [f"ch_{i:05d}" for i in range(19, 9, -1)]  # 100 included, 200 excluded
+    other = _get(sim, "/v1/charges", limit=100, params={"created[gt]": T0 + 100, "created[lte]": T0 + 200})
+    assert _ids(other) == [f"ch_{i:05d}" for i in range(20, 10, -1)]
+    default = _get(sim, "/v1/charges")
+    assert len(default.json()["data"]) == 10 and default.json()["has_more"] is True
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"limit": 0}, {"limit": 101}, {"limit": "ten"}, {"starting_after": "ch_nope"}, {"created[gte]": "x"}],
+)
+def test_bad_list_parameters_are_stripe_errors(simulator: StartSimulator, params: dict[str, Any]) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(3)))
+    response = _get(sim, "/v1/charges", **params)
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_expand_balance_transaction_and_account_key_hidden(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=[make_charge("ch_1", T0, fee=250)]))
+    plain = _get(sim, "/v1/charges").json()["data"][0]
+    assert plain["balance_transaction"] == "txn_1" and "account" not in plain
+    expanded = sim.client.get("/v1/charges", params=[("expand[]", "data.balance_transaction")]).json()[
+        "data"
+    ][0]
+    assert expanded["balance_transaction"]["fee"] == 250
+    by_id = _get(sim, "/v1/charges/ch_1", params={"expand[]": "balance_transaction"}).json()
+    assert by_id["balance_transaction"]["id"] == "txn_1" and "account" not in by_id
+    assert _get(sim, "/v1/charges/ch_1").json()["balance_transaction"] == "txn_1"
+
+
+def test_stripe_account_scopes_lists_and_retrievals(simulator: StartSimulator) -> None:
+    platform = make_charge("ch_p", T0)
+    connected = make_charge("ch_c", T0 + 1, account="acct_1", property_id=None)
+    sim = simulator(
+        SimulatorStore(charges=[platform, connected], payment_intents=[make_payment_intent(connected)])
+    )
+    acct = {"Stripe-Account": "acct_1"}
+    assert _ids(_get(sim, "/v1/charges")) == ["ch_p"]
+    assert _ids(_get(sim, "/v1/charges", headers=acct)) == ["ch_c"]
+    assert _ids(_get(sim, "/v1/charges", headers={"Stripe-Account": "acct_2"})) == []
+    assert _get(sim, "/v1/charges/ch_c", headers=acct).status_code == 200
+    missing = _get(sim, "/v1/charges/ch_c")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "resource_missing"
+    assert _get(sim, "/v1/payment_intents/pi_c", headers=acct).json()["latest_charge"] == "ch_c"
+    assert _get(sim, "/v1/payment_intents/pi_c").status_code == 404
+
+
+def test_refunds_list_by_charge_and_by_id(simulator: StartSimulator) -> None:
+    first, second = make_charge("ch_1", T0), make_charge("ch_2", T0 + 1)
+    refunds = [
+        make_refund("re_1", first, T0 + 10, 1000),
+        make_refund("re_2", first, T0 + 20, 2000),
+        make_refund("re_3", second, T0 + 30, 500),
+    ]
+    sim = simulator(SimulatorStore(charges=[first, second], refunds=refunds))
+    assert _ids(_get(sim, "/v1/refunds", charge="ch_1")) == ["re_2", "re_1"]
+    assert _ids(_get(sim, "/v1/refunds")) == ["re_3", "re_2", "re_1"]
+    assert _ids(_get(sim, "/v1/refunds", charge="ch_none")) == []
+    assert _get(sim, "/v1/refunds/re_3").json()["charge"] == "ch_2"
+    assert _get(sim, "/v1/refunds/re_9").status_code == 404
+
+
+def test_events_list_filters(simulator: StartSimulator) -> None:
+    events = [
+        {
+            "id": f"evt_{i}",
+            "object": "event",
+            "type": "charge.succeeded" if i % 2 else "charge.refunded",
+            "created": T0 + i,
+            "data": {"object": {"id": f"ch_{i}"}},
+            "account": None,
+        }
+        for i in range(6)
+    ]
+    sim = simulator(SimulatorStore(events=events))
+    assert _ids(_get(sim, "/v1/events", params={"created[gte]": T0 + 3})) == ["evt_5", "evt_4", "evt_3"]
+    assert _ids(_get(sim, "/v1/events", type="charge.succeeded")) == ["evt_5", "evt_3", "evt_1"]
+    assert _ids(_get(sim, "/v1/events", starting_after="evt_2", limit=1)) == ["evt_1"]
+
+
+def test_api_key_required_when_set(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(1)), api_key="sk_test_secret")
+    assert _get(sim, "/v1/charges").status_code == 401
+    wrong = _get(sim, "/v1/charges", headers={"Authorization": "Bearer sk_test_other"})
+    assert wrong.status_code == 401 and "sk_test" not in wrong.text
+    assert _get(sim, "/v1/charges", headers={"Authorization": "Bearer sk_test_secret"}).status_code == 200
+    assert sim.stats()["api_requests"] == 3  # control endpoints need no key and are not counted
+
+
+def test_injected_statuses_retry_after_and_stats(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(1)))
+    state = sim.set_faults(statuses=[429, 503], retry_after="7")
+    assert state["statuses"] == [429, 503]
+    first = _get(sim, "/v1/charges")
+    assert first.status_code == 429 and first.headers["Retry-After"] == "7"
+    assert _get(sim, "/v1/charges").status_code == 503
+    assert _get(sim, "/v1/charges").status_code == 200
+    stats = sim.stats()
+    assert stats["api_requests"] == 3
+    assert stats["responses_by_status"] == {"200": 1, "429": 1, "503": 1}
+    assert stats["requests_by_path"] == {"/v1/charges": 3}
+    sim.client.post("/_simulator/reset-stats")
+    assert sim.stats()["api_requests"] == 0
+
+
+def test_fail_after_requests_and_reset(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(1)))
+    sim.set_faults(fail_after_requests=2)
+    assert [_get(sim, "/v1/charges").status_code for _ in range(4)] == [200, 200, 500, 500]
+    sim.client.delete("/_simulator/faults")
+    assert _get(sim, "/v1/charges").status_code == 200
+
+
+def test_truncated_body_has_matching_content_length(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(3)))
+    sim.set_faults(truncate_next=1)
+    cut = _get(sim, "/v1/charges")
+    assert cut.status_code == 200 and int(cut.headers["content-length"]) == len(cut.content)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cut.content)
+    assert len(_get(sim, "/v1/charges").json()["data"]) == 3
+
+
+def test_slow_ms_and_path_prefix(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore(charges=_charges(1), refunds=[make_refund("re_1", _charges(1)[0], T0, 1)]))
+    sim.set_faults(slow_ms=150, statuses=[500], path_prefix="/v1/refunds")
+    began = time.monotonic()
+    assert _get(sim, "/v1/charges").status_code == 200
+    assert time.monotonic() - began < 0.15
+    began = time.monotonic()
+    assert _get(sim, "/v1/refunds").status_code == 500
+    assert time.monotonic() - began >= 0.15
+
+
+def test_bad_fault_settings_are_rejected(simulator: StartSimulator) -> None:
+    sim = simulator(SimulatorStore())
+    for body in ({"statuses": [200]}, {"slow_ms": -1}, {"nonsense": 1}):
+        response = sim.client.post("/_simulator/faults", json=body)
+        assert response.status_code == 400, body
+
+
+def test_store_json_round_trip_and_duplicate_ids(tmp_path: Path) -> None:
+    charge = make_charge("ch_1", T0)
+    store = SimulatorStore(charges=[charge], refunds=[make_refund("re_1", charge, T0 + 5, 100)])
+    store.to_json(tmp_path / "store.json")
+    loaded = SimulatorStore.from_json(tmp_path / "store.json")
+    assert loaded == store
+    assert loaded.get("refunds", "re_1") == store.refunds[0]
+    assert loaded.get("charges", "ch_2") is None
+    with pytest.raises(ValueError, match="duplicate"):
+        SimulatorStore(charges=[charge, dict(charge)])
+
+
+def test_server_thread_binds_loopback_and_stops() -> None:
+    with ServerThread(build_app(SimulatorStore())) as server:
+        assert server.base_url.startswith("http://127.0.0.1:")
+        url = f"{server.base_url}/_simulator/stats"
+        assert httpx.get(url, timeout=5).status_code == 200
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url, timeout=2)
