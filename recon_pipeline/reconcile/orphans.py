@@ -3,7 +3,8 @@
 A payment is seen by the provider and, usually, by the PMS's own ``payment_orders``; both sightings
 arrive here and count once, the provider's winning because it is the authority on money that moved.
 A capture younger than ``grace`` is still in flight (the confirmation webhook may not have arrived),
-so it is not reported yet.
+so it is not reported yet. The detail names the capture time, not an age, so that re-detecting the
+same orphan later leaves its row unchanged.
 """
 
 from __future__ import annotations
@@ -44,23 +45,13 @@ def find_orphaned_captured_payments(
             "difference_minor": amounts,
             "currency": orphans["currency"].tolist(),
             "detail": [
-                f"captured {format_age(pd.Timestamp(now) - captured)} ago; {_booking_state(booking, state)}"
+                f"captured {captured:%Y-%m-%d %H:%M} UTC; {_booking_state(booking, state)}"
                 for captured, booking, state in zip(
                     orphans["captured_at"], orphans["booking_id"], orphans["status"], strict=True
                 )
             ],
         }
     )
-
-
-def format_age(age: timedelta) -> str:
-    """A compact age such as ``3h12m`` or ``2d04h05m`` (minutes, rounded down)."""
-    minutes = max(0, int(age.total_seconds() // 60))
-    days, minutes = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(minutes, 60)
-    if days:
-        return f"{days}d{hours:02d}h{minutes:02d}m"
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
 
 
 def _one_per_payment(captured_payments: pd.DataFrame) -> pd.DataFrame:
