@@ -124,5 +124,3 @@ def test_no_captures_no_orphans() -> None:
     orphans = find_orphaned_captured_payments(payments(), bookings(), NOW, GRACE)
     assert orphans.empty
     assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
-
-
