@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-pytest_plugins = ["recon_pipeline_tests.pipeline_fixtures"]
+pytest_plugins = ["recon_pipeline_tests.pipeline_fixtures", "recon_pipeline_tests.provider_fixtures"]
 
 ADMIN_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

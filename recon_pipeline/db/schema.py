@@ -128,3 +128,59 @@ discrepancies = Table(
     Column("review_status", Text, nullable=False, server_default="open"),
     UniqueConstraint("property_id", "night", "category", "record_key", name="uq_discrepancies_finding"),
 )
+
+# ----- event processing (beside payment_events, never inside the raw payload) ------------------------
+
+payment_event_processing = Table(
+    "payment_event_processing",
+    metadata,
+    # seq: arrival order, the sensor's cursor and the source of its run keys.
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("event_id", Text, nullable=False, unique=True),
+    Column("provider", Text, nullable=False),
+    Column("provider_payment_id", Text, nullable=True),
+    Column("account", Text, nullable=True),  # connected account the event came from, if any
+    # pending → processing → processed | failed (retried at available_at) → dead after N attempts
+    Column("status", Text, nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("available_at", UTC_TIMESTAMP, nullable=False),
+    Column("locked_until", UTC_TIMESTAMP, nullable=True),
+    Column("locked_by", Text, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("outcome", Text, nullable=True),
+    Column("processed_at", UTC_TIMESTAMP, nullable=True),
+    Column("property_id", Text, nullable=True),
+    Column("night", Text, nullable=True),
+    Index("ix_payment_event_processing_due", "status", "available_at"),
+)
+
+# One row per booking the processor ever confirmed: the proof that a booking is confirmed once.
+booking_confirmations = Table(
+    "booking_confirmations",
+    metadata,
+    Column("booking_id", Text, primary_key=True),
+    Column("event_id", Text, nullable=False),
+    Column("provider_payment_id", Text, nullable=False),
+    Column("confirmed_at", UTC_TIMESTAMP, nullable=False),
+)
+
+# A night touched by an event after it closed: the sensor re-requests it once per generation
+# (the run key carries the generation, so a re-evaluated tick never launches twice).
+stale_nights = Table(
+    "stale_nights",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("night", Text, primary_key=True),
+    Column("reason", Text, nullable=False),
+    Column("marked_at", UTC_TIMESTAMP, nullable=False),
+    Column("generation", Integer, nullable=False, server_default="1"),
+)
+
+# Named positions in provider streams (e.g. the last /v1/events id recovered).
+provider_cursors = Table(
+    "provider_cursors",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", UTC_TIMESTAMP, nullable=False),
+)

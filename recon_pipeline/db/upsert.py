@@ -9,7 +9,8 @@ from sqlalchemy import Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 
-def _insert(connection: Connection, table: Table) -> Any:
+def dialect_insert(connection: Connection, table: Table) -> Any:
+    """The dialect's own INSERT construct, the one that knows ON CONFLICT."""
     dialect = connection.dialect.name
     if dialect == "postgresql":
         return postgresql.insert(table)
@@ -32,7 +33,7 @@ def insert_new(
     if not rows:
         return 0
     statement = (
-        _insert(connection, table)
+        dialect_insert(connection, table)
         .on_conflict_do_nothing(index_elements=list(conflict_columns))
         .returning(table.c[conflict_columns[0]])
     )
@@ -49,7 +50,7 @@ def upsert(
     """Insert ``rows`` or overwrite only ``update_columns`` of the existing row with the same key."""
     if not rows:
         return
-    statement = _insert(connection, table)
+    statement = dialect_insert(connection, table)
     statement = statement.on_conflict_do_update(
         index_elements=list(conflict_columns),
         set_={name: statement.excluded[name] for name in update_columns},

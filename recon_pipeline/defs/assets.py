@@ -12,6 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import (
@@ -31,7 +32,6 @@ from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import build_night_report
 
 GROUP = "reconciliation"
-PROVIDER_POOL = "provider_api"
 
 
 @dataclass(frozen=True)

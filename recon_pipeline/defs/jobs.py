@@ -5,10 +5,8 @@ from __future__ import annotations
 import dagster as dg
 
 from recon_pipeline.defs.assets import GROUP
+from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.defs.partitions import property_night_partitions
-
-# Runs with this tag call the provider; dagster.yaml caps how many run at once.
-PROVIDER_BOUND_TAG = "recon/provider_bound"
 
 reconcile_night_job = dg.define_asset_job(
     "reconcile_night",

@@ -299,6 +299,22 @@ class StripeAdapter:
             f"/v1/payment_intents/{quote(payment_intent_id, safe='')}", headers=_headers(account)
         )
 
+    def list_events(self, provider_account: str | None, created_gte: int) -> list[StripeObject]:
+        """Every event of the platform (or of a connected account) created at or after ``created_gte``.
+
+        Used to recover webhooks that never arrived; raises IncompletePullError rather than return part
+        of the stream, so a recovery cursor never moves past events it did not see."""
+        headers = _account_header(provider_account)
+        params = {"created[gte]": created_gte, "limit": PAGE_LIMIT}
+        try:
+            return self._list_all("/v1/events", params, headers, threading.Event())
+        except IncompletePullError:
+            raise
+        except ProviderError as error:
+            raise IncompletePullError(
+                f"events since {created_gte} ({provider_account or 'platform'}): {error}"
+            ) from error
+
     def _refund_rows(
         self,
         account: PropertyAccount,
@@ -396,7 +412,11 @@ def _gather(
 
 
 def _headers(account: PropertyAccount) -> dict[str, str] | None:
-    return {"Stripe-Account": account.provider_account} if account.provider_account else None
+    return _account_header(account.provider_account)
+
+
+def _account_header(provider_account: str | None) -> dict[str, str] | None:
+    return {"Stripe-Account": provider_account} if provider_account else None
 
 
 def _unix(moment: datetime) -> int:

@@ -1,0 +1,131 @@
+"""Recovery: what webhooks alone would miss, queued exactly like a webhook so one processor handles all.
+
+- ``recover_missed_events`` pulls the provider's ``/v1/events`` since the last cursor (per account) and
+  stores each event once; events already delivered by webhook are no-ops on their event id.
+- ``enqueue_orphaned_payments`` queues a synthetic ``recovery.orphaned_payment`` event for each captured
+  payment whose booking is still not confirmed after a grace, so the processor fetches its current state
+  and confirms the booking if the money really is there. One per payment per day at most.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, Engine, and_, or_, select
+
+from recon_pipeline.db.schema import bookings, discrepancies, payment_orders, properties, provider_cursors
+from recon_pipeline.db.upsert import upsert
+from recon_pipeline.events.parse import ProviderEvent, parse_stripe_event
+from recon_pipeline.events.store import store_event
+from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
+from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
+
+logger = logging.getLogger(__name__)
+
+FIRST_RECOVERY_LOOKBACK = timedelta(days=3)
+# Events created in the same second as the cursor may arrive after it was written: re-read a margin.
+CURSOR_OVERLAP_S = 300
+ORPHAN_EVENT_TYPE = "recovery.orphaned_payment"
+RECOVERY_PROVIDER = "recovery"
+
+
+@dataclass(frozen=True)
+class RecoveryCounts:
+    seen: int
+    stored: int
+
+
+def recover_missed_events(engine: Engine, adapter: StripeAdapter, now: datetime) -> RecoveryCounts:
+    """Store every provider event since each account's cursor; a cursor only moves after its events commit."""
+    seen = stored = 0
+    for account in [None, *_connected_accounts(engine)]:
+        cursor_name = f"stripe_events:{account or 'platform'}"
+        with engine.connect() as connection:
+            since = _read_cursor(connection, cursor_name) or int((now - FIRST_RECOVERY_LOOKBACK).timestamp())
+        events = adapter.list_events(account, max(0, since - CURSOR_OVERLAP_S))
+        with engine.begin() as connection:
+            for raw in events:
+                event = parse_stripe_event(json.dumps(raw))
+                if event.account is None and account is not None:
+                    event = replace(event, account=account)
+                stored += store_event(connection, "stripe", event, json.dumps(raw), now)
+            newest = max((int(raw["created"]) for raw in events), default=since)
+            _write_cursor(connection, cursor_name, max(since, newest), now)
+        seen += len(events)
+        logger.info("recovered %d events of %s since %d", len(events), account or "platform", since)
+    return RecoveryCounts(seen=seen, stored=stored)
+
+
+def enqueue_orphaned_payments(engine: Engine, now: datetime, grace: timedelta) -> RecoveryCounts:
+    """Queue a processing event for each captured payment whose booking is not confirmed after ``grace``."""
+    with engine.begin() as connection:
+        candidates = _orphan_candidates(connection, now - grace)
+        stored = 0
+        for payment_id, account in candidates:
+            event = ProviderEvent(
+                event_id=f"rcv_orphan_{payment_id}_{now:%Y%m%d}",
+                event_type=ORPHAN_EVENT_TYPE,
+                created=int(now.timestamp()),
+                provider_payment_id=payment_id,
+                account=account,
+            )
+            payload = {
+                "id": event.event_id,
+                "type": event.event_type,
+                "created": event.created,
+                "data": {"object": {"object": "payment_intent", "id": payment_id}},
+            }
+            stored += store_event(connection, RECOVERY_PROVIDER, event, json.dumps(payload), now)
+    return RecoveryCounts(seen=len(candidates), stored=stored)
+
+
+def _orphan_candidates(connection: Connection, captured_before: datetime) -> list[tuple[str, str | None]]:
+    """(payment id, connected account) of local orphans and of open orphan findings of the reconciliation."""
+    local = (
+        select(payment_orders.c.provider_payment_id, properties.c.provider_account)
+        .join(properties, properties.c.property_id == payment_orders.c.property_id)
+        .outerjoin(bookings, bookings.c.booking_id == payment_orders.c.booking_id)
+        .where(payment_orders.c.status.in_(CAPTURED_ORDER_STATUSES))
+        .where(payment_orders.c.captured_at <= captured_before)
+        .where(or_(bookings.c.status.is_(None), bookings.c.status != "confirmed"))
+    )
+    found = (
+        select(discrepancies.c.provider_record_id, properties.c.provider_account)
+        .join(properties, properties.c.property_id == discrepancies.c.property_id)
+        .where(
+            and_(
+                discrepancies.c.category == ORPHANED_CAPTURED_PAYMENT, discrepancies.c.review_status == "open"
+            )
+        )
+    )
+    rows = {(payment_id, account) for payment_id, account in connection.execute(local.union(found)).tuples()}
+    return sorted((payment_id, account) for payment_id, account in rows if payment_id)
+
+
+def _connected_accounts(engine: Engine) -> list[str]:
+    with engine.connect() as connection:
+        query = (
+            select(properties.c.provider_account).where(properties.c.provider_account.is_not(None)).distinct()
+        )
+        return sorted(connection.execute(query).scalars())
+
+
+def _read_cursor(connection: Connection, name: str) -> int | None:
+    value = connection.execute(
+        select(provider_cursors.c.value).where(provider_cursors.c.name == name)
+    ).scalar()
+    return int(value) if value is not None else None
+
+
+def _write_cursor(connection: Connection, name: str, value: int, now: datetime) -> None:
+    upsert(
+        connection,
+        provider_cursors,
+        [{"name": name, "value": str(value), "updated_at": now}],
+        ["name"],
+        ["value", "updated_at"],
+    )
