@@ -9,6 +9,7 @@ import dagster as dg
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
 from recon_pipeline.defs.sensors import property_partitions_sensor
 
 
@@ -22,6 +23,7 @@ def build_definitions() -> dg.Definitions:
         assets=reconciliation_assets,
         jobs=[reconcile_night_job],
         sensors=[property_partitions_sensor],
+        schedules=[nightly_reconciliation_schedule],
         resources={
             "recon_db": ReconDatabase(database_url=_from_env("RECON_DATABASE_URL")),
             "provider": ProviderResource(api_key=_from_env("RECON_PROVIDER_API_KEY")),

@@ -42,6 +42,12 @@ def load_property(connection: Connection, property_id: str) -> PropertyRow:
     return PropertyRow(**row._asdict())
 
 
+def list_properties(connection: Connection) -> list[PropertyRow]:
+    """Every property's row, sorted by id."""
+    rows = connection.execute(select(properties).order_by(properties.c.property_id))
+    return [PropertyRow(**row._asdict()) for row in rows]
+
+
 def list_property_ids(connection: Connection) -> list[str]:
     """Every property id, sorted."""
     return list(
