@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nights import last_closed_night
+from recon_pipeline.nights import last_closed_night, property_zone
 
 
 @dataclass(frozen=True)
@@ -37,3 +37,20 @@ def nightly_requests(
                 key = f"nightly:{prop.property_id}:{closed.isoformat()}:{night.isoformat()}"
                 requests.append(NightRequest(prop.property_id, night, key, back))
     return requests
+
+
+def due_nights(
+    properties: Iterable[PropertyRow], now: datetime, morning_close: time
+) -> list[tuple[str, date]]:
+    """Per property, the latest night whose morning-close deadline has passed at ``now``.
+
+    Night N of a property is due by ``morning_close`` local time on the day its window ends (N + 1 with
+    a cutoff before the close); before that moment the night before it is the one that must be done.
+    """
+    due = []
+    for prop in properties:
+        zone = property_zone(prop.timezone)
+        closed = last_closed_night(now, prop.timezone, prop.night_cutoff)
+        deadline = datetime.combine(closed + timedelta(days=1), morning_close, tzinfo=zone)
+        due.append((prop.property_id, closed if now >= deadline else closed - timedelta(days=1)))
+    return due

@@ -15,6 +15,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+# Step retries of provider-bound assets wait seconds in production; tests keep them short.
+os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")
+
 pytest_plugins = ["recon_pipeline_tests.pipeline_fixtures", "recon_pipeline_tests.provider_fixtures"]
 
 ADMIN_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")

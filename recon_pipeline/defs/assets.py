@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from recon_pipeline.db.results import save_discrepancies, write_adjustments
-from recon_pipeline.defs.concurrency import PROVIDER_POOL
+from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import (
@@ -64,7 +64,11 @@ def window_metadata(target: NightTarget) -> dict[str, str]:
 
 
 @dg.asset(
-    partitions_def=property_night_partitions, group_name=GROUP, pool=PROVIDER_POOL, kinds={"stripe", "pandas"}
+    partitions_def=property_night_partitions,
+    group_name=GROUP,
+    pool=PROVIDER_POOL,
+    retry_policy=provider_step_retry_policy(),
+    kinds={"stripe", "pandas"},
 )
 def provider_records(
     context: dg.AssetExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
@@ -103,7 +107,13 @@ def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -
     )
 
 
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, pool=PROVIDER_POOL, kinds={"pandas"})
+@dg.asset(
+    partitions_def=property_night_partitions,
+    group_name=GROUP,
+    pool=PROVIDER_POOL,
+    retry_policy=provider_step_retry_policy(),
+    kinds={"pandas"},
+)
 def reconciliation(
     context: dg.AssetExecutionContext,
     recon_db: ReconDatabase,
