@@ -55,6 +55,43 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_webhooks_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from recon_pipeline.db.engine import init_db, make_engine
+    from recon_pipeline.webhooks import receiver
+
+    # Workers are processes built by the factory from the environment: pass the option that way, and
+    # validate what they will read here, so bad configuration is one line, before the database is touched.
+    if args.max_body_bytes is not None:
+        os.environ[receiver.MAX_BODY_BYTES_ENV] = str(args.max_body_bytes)
+    receiver.max_body_bytes_from_env()
+    receiver.webhook_secrets_from_env()
+    engine = make_engine(config.database_url())
+    try:
+        init_db(engine)
+    except SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0]
+        raise config.ConfigError(f"cannot initialise the database: {reason}") from None
+    finally:
+        engine.dispose()
+    print(
+        f"webhook receiver on http://{args.host}:{args.port}/webhooks/stripe ({args.workers} workers)",
+        flush=True,
+    )
+    uvicorn.run(
+        "recon_pipeline.webhooks.receiver:app_from_env",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_config=receiver.uvicorn_log_config(),
+        access_log=False,  # the receiver logs each event by id; requests carry nothing more worth keeping
+    )
+    return 0
+
+
 def positive(text: str) -> int:
     try:
         return config.positive_int("value", text)
@@ -91,6 +128,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--data", help="serve this JSON store (SimulatorStore.to_json) instead of the demo world"
     )
     serve.set_defaults(handler=cmd_simulator_serve)
+
+    webhooks = commands.add_parser("webhooks", help="the webhook receiver").add_subparsers(
+        dest="webhooks_command", required=True
+    )
+    receive = webhooks.add_parser(
+        "serve", help="receive Stripe webhooks (RECON_WEBHOOK_SECRET) into payment_events"
+    )
+    receive.add_argument("--host", default="127.0.0.1")
+    receive.add_argument("--port", type=int, default=12112)
+    receive.add_argument(
+        "--max-body-bytes",
+        type=positive,
+        help="larger bodies get 413 (RECON_WEBHOOK_MAX_BODY_BYTES, 256 KiB)",
+    )
+    receive.add_argument("--workers", type=positive, default=1, help="uvicorn worker processes (1)")
+    receive.set_defaults(handler=cmd_webhooks_serve)
     return parser
 
 

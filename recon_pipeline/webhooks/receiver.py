@@ -1,0 +1,246 @@
+"""The webhook receiver: ``POST /webhooks/stripe`` verifies, parses and stores an event; nothing more.
+
+It never calls the provider and never acts on the payload: the event is stored raw with a pending
+processing row (``store_event``), and the process job later fetches the payment's current state. So the
+only things that can go wrong here are the caller's (413/400, nothing stored) or the database's (503, which
+makes Stripe retry). A repeated delivery is a 200 that stores nothing, because Stripe retries until it
+sees a 2xx and an endpoint that answers duplicates with an error would be retried for days.
+
+Blocking database work runs in Starlette's thread pool, on one engine per process, and concurrent
+deliveries share transactions (``EventWriter``); logs carry ids and reasons, never bodies, headers or
+secrets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import uvicorn.config
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from recon_pipeline import config
+from recon_pipeline.db.engine import make_engine
+from recon_pipeline.events.parse import EventFormatError, ProviderEvent, parse_stripe_event
+from recon_pipeline.events.store import store_event
+from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, SignatureError, verify
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "stripe"
+# Stripe's events are a few KiB; 256 KiB leaves room for large metadata yet bounds memory per request.
+DEFAULT_MAX_BODY_BYTES = 256 * 1024
+MAX_BODY_BYTES_ENV = "RECON_WEBHOOK_MAX_BODY_BYTES"
+SECRET_ENV = "RECON_WEBHOOK_SECRET"
+# Transactions one worker runs at once: two keeps PostgreSQL busy while the other waits for its commit's
+# fsync; more made smaller batches and more threads fighting over the GIL (benchmarks/webhooks.py: 4 in
+# flight cost about 2.7 ms of receiver CPU per delivery, 2 about 1.7 ms, 1 gave up throughput).
+MAX_IN_FLIGHT_BATCHES = 2
+MAX_BATCH = 64
+# make_engine allows as many overflow connections again: room for health checks beside the batches, and
+# a few workers stay far below PostgreSQL's default 100 connections.
+POOL_SIZE = MAX_IN_FLIGHT_BATCHES
+HEALTH_TIMEOUT_S = 5.0
+
+
+class BodyTooLarge(Exception):
+    """The body exceeds the limit: declared by Content-Length or counted while streaming."""
+
+
+@dataclass
+class _Pending:
+    event: ProviderEvent
+    payload: str
+    received_at: datetime
+    stored: asyncio.Future[bool]
+
+
+class EventWriter:
+    """Stores events with ``store_event``, concurrent deliveries sharing one transaction (group commit).
+
+    A request still waits for the commit of the transaction its event went into, so a 200 means durably
+    stored. While ``max_in_flight`` transactions run, new events queue, and the next transaction takes all
+    of them (up to ``max_batch``). There is no timer: a lone event is written at once, and only under load
+    do events share the per-transaction costs (pool checkout, BEGIN, the COMMIT's fsync, the thread hop),
+    which were most of a delivery's cost when each had its own. A failed transaction fails every event in
+    it (503: the provider retries each). Each batch is written in event-id order, so two transactions that
+    both hold redelivered ids lock them in the same order and cannot deadlock.
+    """
+
+    def __init__(
+        self, engine: Engine, max_batch: int = MAX_BATCH, max_in_flight: int = MAX_IN_FLIGHT_BATCHES
+    ) -> None:
+        self._engine = engine
+        self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
+        self._queue: list[_Pending] = []
+        self._in_flight: set[asyncio.Task[None]] = set()
+
+    async def store(self, event: ProviderEvent, payload: str, received_at: datetime) -> bool:
+        """True when the event is new, False for a duplicate; raises what its transaction raised."""
+        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Pending(event, payload, received_at, stored))
+        self._start_batches()
+        return await stored
+
+    def _start_batches(self) -> None:
+        while self._queue and len(self._in_flight) < self._max_in_flight:
+            batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+            task = asyncio.create_task(self._write(batch))
+            self._in_flight.add(task)
+            task.add_done_callback(self._batch_done)
+
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self._start_batches()
+
+    async def _write(self, batch: list[_Pending]) -> None:
+        try:
+            new = await run_in_threadpool(self._store_batch, batch)
+        except Exception as error:  # noqa: BLE001 - handed to every waiting request, which decides
+            for pending in batch:
+                if not pending.stored.done():  # done: the request was cancelled (client gone)
+                    pending.stored.set_exception(error)
+            return
+        for pending, is_new in zip(batch, new, strict=True):
+            if not pending.stored.done():
+                pending.stored.set_result(is_new)
+
+    def _store_batch(self, batch: list[_Pending]) -> list[bool]:
+        new = dict.fromkeys(range(len(batch)), False)
+        with self._engine.begin() as connection:
+            for index in sorted(range(len(batch)), key=lambda i: batch[i].event.event_id):
+                pending = batch[index]
+                new[index] = store_event(
+                    connection, PROVIDER, pending.event, pending.payload, pending.received_at
+                )
+        return [new[index] for index in range(len(batch))]
+
+
+def webhook_secrets_from_env() -> list[str]:
+    """RECON_WEBHOOK_SECRET as a list (comma-separated during a rotation), or a ConfigError.
+
+    The error names the variable, never its value.
+    """
+    secrets = [part.strip() for part in os.environ.get(SECRET_ENV, "").split(",") if part.strip()]
+    if not secrets:
+        raise config.ConfigError(f"{SECRET_ENV} is not set: the receiver needs the webhook signing secret")
+    return secrets
+
+
+def max_body_bytes_from_env() -> int:
+    """RECON_WEBHOOK_MAX_BODY_BYTES (how ``recon webhooks serve`` hands its option to every worker)."""
+    return config.positive_int(
+        MAX_BODY_BYTES_ENV, os.environ.get(MAX_BODY_BYTES_ENV, str(DEFAULT_MAX_BODY_BYTES))
+    )
+
+
+def app_from_env() -> Starlette:
+    """The receiver configured from the environment: the uvicorn factory each worker process calls."""
+    engine = make_engine(config.database_url(), pool_size=POOL_SIZE)
+    return build_receiver(engine, webhook_secrets_from_env(), max_body_bytes=max_body_bytes_from_env())
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's logging plus this package's INFO lines (accepted events), applied in every worker process:
+    spawned workers inherit no logging setup from the ``recon`` process."""
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"]["recon_pipeline"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return log_config
+
+
+def build_receiver(
+    engine: Engine,
+    secrets: Sequence[str],
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    tolerance_s: int = DEFAULT_TOLERANCE_S,
+) -> Starlette:
+    """The Starlette app: ``POST /webhooks/stripe`` and ``GET /healthz``; disposes ``engine`` on shutdown."""
+    if not secrets:
+        raise config.ConfigError("the webhook receiver needs at least one signing secret")
+    secret_list = list(secrets)
+    writer = EventWriter(engine)
+
+    async def receive_stripe(request: Request) -> JSONResponse:
+        try:
+            raw_body = await read_limited_body(request, max_body_bytes)
+        except BodyTooLarge:
+            return _rejected(413, "body_too_large", headers={"Connection": "close"})
+        try:
+            verify(raw_body, request.headers.get(HEADER), secret_list, tolerance_s)
+        except SignatureError as error:
+            return _rejected(400, error.reason)
+        try:
+            payload = raw_body.decode("utf-8")
+            event = parse_stripe_event(payload)
+        except (UnicodeDecodeError, EventFormatError):
+            return _rejected(400, "malformed_event")
+        try:
+            new = await writer.store(event, payload, datetime.now(UTC))
+        except SQLAlchemyError as error:
+            logger.error(
+                "could not store webhook event %s: database unavailable (%s)",
+                event.event_id,
+                type(error).__name__,
+            )
+            return JSONResponse({"error": "database_unavailable"}, status_code=503)
+        logger.info("webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, not new)
+        return JSONResponse({"received": True, "duplicate": not new})
+
+    async def healthz(_request: Request) -> JSONResponse:
+        try:
+            await asyncio.wait_for(run_in_threadpool(_ping, engine), HEALTH_TIMEOUT_S)
+        except (SQLAlchemyError, TimeoutError) as error:
+            logger.warning("health check: database unreachable (%s)", type(error).__name__)
+            return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
+        return JSONResponse({"status": "ok", "database": "reachable"})
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    return Starlette(
+        routes=[
+            Route("/webhooks/stripe", receive_stripe, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def read_limited_body(request: Request, limit: int) -> bytes:
+    """The raw body, refusing more than ``limit`` bytes before reading (Content-Length) and while reading
+    (a chunked body, or a client that sends more than it declared)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge
+    return bytes(body)
+
+
+def _ping(engine: Engine) -> None:
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+
+
+def _rejected(status: int, reason: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    logger.warning("webhook rejected: %s", reason)
+    return JSONResponse({"error": reason}, status_code=status, headers=headers)
