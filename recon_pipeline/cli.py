@@ -92,13 +92,6 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def positive(text: str) -> int:
-    try:
-        return config.positive_int("value", text)
-    except config.ConfigError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recon", description="Nightly payment reconciliation on Dagster.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -112,7 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="seed, simulate and reconcile last night of three demo properties"
     )
-    demo.add_argument("--bookings", type=positive, default=1000, help="ordinary bookings per property (1000)")
+    demo.add_argument(
+        "--bookings",
+        type=config.positive_argument,
+        default=1000,
+        help="ordinary bookings per property (1000)",
+    )
     demo.add_argument("--seed", type=int, default=7, help="seed of the demo world (7)")
     demo.set_defaults(handler=cmd_demo)
 
@@ -123,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=12111)
     serve.add_argument("--seed", type=int, default=7)
-    serve.add_argument("--bookings", type=positive, default=1000)
+    serve.add_argument("--bookings", type=config.positive_argument, default=1000)
     serve.add_argument(
         "--data", help="serve this JSON store (SimulatorStore.to_json) instead of the demo world"
     )
@@ -139,10 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     receive.add_argument("--port", type=int, default=12112)
     receive.add_argument(
         "--max-body-bytes",
-        type=positive,
+        type=config.positive_argument,
         help="larger bodies get 413 (RECON_WEBHOOK_MAX_BODY_BYTES, 256 KiB)",
     )
-    receive.add_argument("--workers", type=positive, default=1, help="uvicorn worker processes (1)")
+    receive.add_argument(
+        "--workers", type=config.positive_argument, default=1, help="uvicorn worker processes (1)"
+    )
     receive.set_defaults(handler=cmd_webhooks_serve)
     return parser
 

@@ -6,6 +6,7 @@ so a test or a deployment can set the variables first.
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,3 +84,11 @@ def positive_int(name: str, raw: str) -> int:
     if value < 1:
         raise ConfigError(f"{name} must be a positive integer, not {raw!r}")
     return value
+
+
+def positive_argument(text: str) -> int:
+    """An argparse ``type=`` for positive integer options."""
+    try:
+        return positive_int("value", text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

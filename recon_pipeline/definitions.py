@@ -8,6 +8,7 @@ import dagster as dg
 
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.checks import payment_events_backlog, slo_checks, slo_checks_job, slo_checks_schedule
+from recon_pipeline.defs.events import event_jobs, event_sensors, recovery_schedules
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
@@ -23,9 +24,9 @@ def build_definitions() -> dg.Definitions:
     return dg.Definitions(
         assets=[*reconciliation_assets, payment_events_backlog],
         asset_checks=slo_checks,
-        jobs=[reconcile_night_job, slo_checks_job],
-        sensors=[property_partitions_sensor],
-        schedules=[nightly_reconciliation_schedule, slo_checks_schedule],
+        jobs=[reconcile_night_job, slo_checks_job, *event_jobs],
+        sensors=[property_partitions_sensor, *event_sensors],
+        schedules=[nightly_reconciliation_schedule, slo_checks_schedule, *recovery_schedules],
         resources={
             "recon_db": ReconDatabase(database_url=_from_env("RECON_DATABASE_URL")),
             "provider": ProviderResource(api_key=_from_env("RECON_PROVIDER_API_KEY")),

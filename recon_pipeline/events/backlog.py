@@ -6,12 +6,11 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import Connection, func, select
 
 from recon_pipeline.db.schema import payment_event_processing as processing
 from recon_pipeline.db.schema import payment_events
-
-AWAITING = ("pending", "failed")
+from recon_pipeline.events.queue import AWAITING_STATUSES, due
 
 
 @dataclass(frozen=True)
@@ -30,21 +29,20 @@ class Backlog:
 
 def read_backlog(connection: Connection, now: datetime, limit: int = 1000) -> Backlog:
     """Events a worker may claim now (awaiting and available, or with an expired lease), and totals."""
-    due_now = or_(
-        and_(processing.c.status.in_(AWAITING), processing.c.available_at <= now),
-        and_(processing.c.status == "processing", processing.c.locked_until < now),
-    )
-    due = connection.execute(
-        select(processing.c.seq, processing.c.attempts).where(due_now).order_by(processing.c.seq).limit(limit)
+    due_now = connection.execute(
+        select(processing.c.seq, processing.c.attempts)
+        .where(due(now))
+        .order_by(processing.c.seq)
+        .limit(limit)
     ).tuples()
     waiting, oldest = connection.execute(
         select(func.count(), func.min(payment_events.c.received_at))
         .select_from(processing.join(payment_events, payment_events.c.event_id == processing.c.event_id))
-        .where(processing.c.status.in_(AWAITING))
+        .where(processing.c.status.in_(AWAITING_STATUSES))
     ).one()
     dead = connection.execute(select(func.count()).where(processing.c.status == "dead")).scalar_one()
     newest = connection.execute(select(func.max(processing.c.seq))).scalar()
-    return Backlog(list(due), int(waiting), int(dead), oldest, int(newest or 0))
+    return Backlog(list(due_now), int(waiting), int(dead), oldest, int(newest or 0))
 
 
 def events_run_key(due: list[tuple[int, int]]) -> str:

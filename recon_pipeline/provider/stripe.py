@@ -50,7 +50,7 @@ class PropertyAccount:
 # --- pure mapping: Stripe JSON -> provider-record rows ------------------------------------------------
 
 
-def _value(obj: StripeObject, name: str, types: type | tuple[type, ...], what: str) -> Any:
+def field_value(obj: StripeObject, name: str, types: type | tuple[type, ...], what: str) -> Any:
     value = obj.get(name)
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
         expected = " or ".join(t.__name__ for t in _as_tuple(types))
@@ -62,15 +62,15 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
 
 
-def _amount(obj: StripeObject, name: str, what: str) -> int:
-    value: int = _value(obj, name, int, what)
+def amount_field(obj: StripeObject, name: str, what: str) -> int:
+    value: int = field_value(obj, name, int, what)
     if value < 0:
         raise ProviderDataError(f"{what} {obj.get('id')!r}: field {name!r} is negative ({value})")
     return value
 
 
-def _currency(obj: StripeObject, what: str) -> str:
-    raw: str = _value(obj, "currency", str, what)
+def currency_field(obj: StripeObject, what: str) -> str:
+    raw: str = field_value(obj, "currency", str, what)
     try:
         return normalize_currency(raw)
     except ValueError as error:
@@ -78,17 +78,17 @@ def _currency(obj: StripeObject, what: str) -> str:
 
 
 def _record_id(obj: StripeObject, what: str) -> str:
-    value: str = _value(obj, "id", str, what)
+    value: str = field_value(obj, "id", str, what)
     if not value:
         raise ProviderDataError(f"{what} without id")
     return value
 
 
-def _created_at(obj: StripeObject, what: str) -> datetime:
-    return datetime.fromtimestamp(_value(obj, "created", int, what), tz=UTC)
+def created_at_field(obj: StripeObject, what: str) -> datetime:
+    return datetime.fromtimestamp(field_value(obj, "created", int, what), tz=UTC)
 
 
-def _metadata(obj: StripeObject, what: str) -> dict[str, Any]:
+def metadata_field(obj: StripeObject, what: str) -> dict[str, Any]:
     metadata = obj.get("metadata")
     if metadata is None:
         return {}
@@ -101,7 +101,7 @@ def belongs_to(charge: StripeObject, account: PropertyAccount) -> bool:
     """Whether the charge is the property's: always under its connected account, else by metadata."""
     if account.provider_account is not None:
         return True
-    return _metadata(charge, "charge").get("property_id") == account.property_id
+    return metadata_field(charge, "charge").get("property_id") == account.property_id
 
 
 def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
@@ -112,30 +112,30 @@ def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
     settlement currency, which may differ from the charge's) and needs ``balance_transaction`` expanded.
     """
     charge_id = _record_id(charge, "charge")
-    status: str = _value(charge, "status", str, "charge")
-    captured: bool = _value(charge, "captured", bool, "charge")
+    status: str = field_value(charge, "status", str, "charge")
+    captured: bool = field_value(charge, "captured", bool, "charge")
     amount, amount_captured = (
-        _amount(charge, "amount", "charge"),
-        _amount(charge, "amount_captured", "charge"),
+        amount_field(charge, "amount", "charge"),
+        amount_field(charge, "amount_captured", "charge"),
     )
     settled = status == "succeeded" and captured
-    metadata = _metadata(charge, "charge")
+    metadata = metadata_field(charge, "charge")
     base: Row = {
         "provider_record_id": charge_id,
         "charge_id": charge_id,
         "property_id": property_id,
         "booking_id": metadata.get("booking_id") or None,
-        "payment_intent_id": _value(charge, "payment_intent", (str, type(None)), "charge"),
+        "payment_intent_id": field_value(charge, "payment_intent", (str, type(None)), "charge"),
         "status": status,
         "settled": settled,
-        "created_at": _created_at(charge, "charge"),
+        "created_at": created_at_field(charge, "charge"),
     }
     rows = [
         {
             **base,
             "kind": "payment",
             "amount_minor": amount_captured if captured else amount,
-            "currency": _currency(charge, "charge"),
+            "currency": currency_field(charge, "charge"),
         }
     ]
     transaction = charge.get("balance_transaction")
@@ -146,15 +146,17 @@ def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
             f"charge {charge_id!r}: field 'balance_transaction' is not expanded ({transaction!r})"
         )
     what = f"balance transaction of charge {charge_id!r}"
-    fee = _amount(transaction, "fee", what)
+    fee = amount_field(transaction, "fee", what)
     if fee > 0:
-        rows.append({**base, "kind": "fee", "amount_minor": -fee, "currency": _currency(transaction, what)})
+        rows.append(
+            {**base, "kind": "fee", "amount_minor": -fee, "currency": currency_field(transaction, what)}
+        )
     return rows
 
 
 def refund_charge_id(refund: StripeObject) -> str:
     """The id of the charge a refund belongs to (required: it is how the refund is attributed)."""
-    value: str = _value(refund, "charge", str, "refund")
+    value: str = field_value(refund, "charge", str, "refund")
     return value
 
 
@@ -164,20 +166,20 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str) -> 
     charge_id = refund_charge_id(refund)
     if charge.get("id") != charge_id:
         raise ProviderDataError(f"refund {refund_id!r}: charge {charge_id!r} given {charge.get('id')!r}")
-    status: str = _value(refund, "status", str, "refund")
+    status: str = field_value(refund, "status", str, "refund")
     payment_intent = charge.get("payment_intent") or refund.get("payment_intent")
     return {
         "provider_record_id": refund_id,
         "kind": "refund",
         "charge_id": charge_id,
         "property_id": property_id,
-        "booking_id": _metadata(charge, "charge").get("booking_id") or None,
+        "booking_id": metadata_field(charge, "charge").get("booking_id") or None,
         "payment_intent_id": payment_intent if isinstance(payment_intent, str) else None,
-        "amount_minor": -_amount(refund, "amount", "refund"),
-        "currency": _currency(refund, "refund"),
+        "amount_minor": -amount_field(refund, "amount", "refund"),
+        "currency": currency_field(refund, "refund"),
         "status": status,
         "settled": status == "succeeded",
-        "created_at": _created_at(refund, "refund"),
+        "created_at": created_at_field(refund, "refund"),
     }
 
 
@@ -229,7 +231,7 @@ class StripeAdapter:
                 abort=abort,
             )
             for record in (*charges, *refunds):
-                created = _value(record, "created", int, "record")
+                created = field_value(record, "created", int, "record")
                 if not gte <= created < lt:
                     raise ProviderDataError(
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"

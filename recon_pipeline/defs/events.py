@@ -1,0 +1,169 @@
+"""Dagster wiring of event processing: the pending-events sensor, the processor job, recovery schedules,
+and the sensor that re-opens nights touched by late events. Thin wrappers over ``recon_pipeline.events``."""
+
+import os
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+
+from recon_pipeline.config import positive_int
+from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL
+from recon_pipeline.defs.jobs import reconcile_night_job
+from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.events.backlog import events_run_key, read_backlog
+from recon_pipeline.events.processor import process_available
+from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
+from recon_pipeline.events.stale import recent_stale_nights
+
+REPORT_ASSET = dg.AssetKey("discrepancy_report")
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+STALE_LOOKBACK = timedelta(days=14)
+
+
+def _setting(name: str, default: int) -> int:
+    return positive_int(name, os.environ.get(name, str(default)))
+
+
+class ProcessEventsConfig(dg.Config):
+    """How much one processor run drains before it ends (the sensor starts another if work remains)."""
+
+    batch_size: int = 100
+    max_batches: int = 50
+
+
+@dg.op(pool=PROVIDER_POOL)
+def process_payment_events(
+    context: dg.OpExecutionContext,
+    config: ProcessEventsConfig,
+    recon_db: ReconDatabase,
+    provider: ProviderResource,
+) -> None:
+    """Claim due events, fetch each payment's current state from the provider, apply it, mark processed."""
+    with provider.adapter() as adapter:
+        counts = process_available(
+            recon_db.engine(),
+            adapter,
+            context.run_id,
+            batch_size=config.batch_size,
+            max_batches=config.max_batches,
+        )
+    context.log.info(f"processed events: {counts}")
+
+
+@dg.job(tags={PROVIDER_BOUND_TAG: "true"}, description="Drain due payment events (claimed with SKIP LOCKED).")
+def process_payment_events_job() -> None:
+    process_payment_events()
+
+
+@dg.sensor(
+    job=process_payment_events_job,
+    minimum_interval_seconds=_setting("RECON_EVENTS_SENSOR_INTERVAL_S", 15),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
+    """Request a processor run for the events due now; the run key is derived from those events."""
+    now = datetime.now(UTC)
+    with recon_db.engine().connect() as connection:
+        backlog = read_backlog(connection, now)
+    cursor = str(max(int(context.cursor or 0), backlog.newest_seq))
+    age_s = backlog.oldest_age_s(now)
+    context.log.info(
+        f"backlog: {backlog.waiting} waiting, {len(backlog.due)} due, "
+        f"oldest {age_s:.0f}s, {backlog.dead} dead"
+    )
+    if not backlog.due:
+        return dg.SensorResult(skip_reason="no events due", cursor=cursor)
+    max_runs = _setting("RECON_EVENTS_MAX_RUNS", 2)
+    in_flight = context.instance.get_runs_count(
+        dg.RunsFilter(job_name=process_payment_events_job.name, statuses=IN_FLIGHT)
+    )
+    if in_flight >= max_runs:
+        return dg.SensorResult(skip_reason=f"{in_flight} processor runs already in flight", cursor=cursor)
+    request = dg.RunRequest(
+        run_key=events_run_key(backlog.due),
+        tags={"recon/backlog_depth": str(backlog.waiting), "recon/oldest_pending_age_s": f"{age_s:.0f}"},
+    )
+    return dg.SensorResult(run_requests=[request], cursor=cursor)
+
+
+@dg.sensor(
+    job=reconcile_night_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING
+)
+def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
+    """Re-materialize a reconciled night that a late event touched, once per stale generation."""
+    since = datetime.now(UTC) - STALE_LOOKBACK
+    with recon_db.engine().connect() as connection:
+        marks = recent_stale_nights(connection, since)
+    reconciled = context.instance.get_materialized_partitions(REPORT_ASSET)
+    properties = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
+    requests = []
+    for property_id, night, generation in marks:
+        key = PropertyNight(property_id, night).partition_key
+        if property_id in properties and str(key) in reconciled:
+            requests.append(
+                dg.RunRequest(
+                    partition_key=key,
+                    run_key=f"reopen:{key}:g{generation}",
+                    tags={"recon/reason": "late_event"},
+                )
+            )
+    return dg.SensorResult(
+        run_requests=requests, skip_reason=None if requests else "no reconciled night went stale"
+    )
+
+
+class OrphanSweepConfig(dg.Config):
+    grace_minutes: int = 60
+
+
+@dg.op(pool=PROVIDER_POOL)
+def recover_missed_events_op(
+    context: dg.OpExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
+) -> None:
+    """Store provider events that no webhook delivered (``/v1/events`` since the cursor)."""
+    with provider.adapter() as adapter:
+        counts = recover_missed_events(recon_db.engine(), adapter, datetime.now(UTC))
+    context.log.info(f"recovery: {counts.seen} events seen, {counts.stored} new")
+
+
+@dg.op
+def enqueue_orphaned_payments_op(
+    context: dg.OpExecutionContext, config: OrphanSweepConfig, recon_db: ReconDatabase
+) -> None:
+    """Queue captured payments whose booking is still not confirmed, for the processor to settle."""
+    counts = enqueue_orphaned_payments(
+        recon_db.engine(), datetime.now(UTC), timedelta(minutes=config.grace_minutes)
+    )
+    context.log.info(f"orphan sweep: {counts.seen} orphaned payments, {counts.stored} newly queued")
+
+
+@dg.job(tags={PROVIDER_BOUND_TAG: "true"})
+def recover_missed_events_job() -> None:
+    recover_missed_events_op()
+
+
+@dg.job
+def enqueue_orphaned_payments_job() -> None:
+    enqueue_orphaned_payments_op()
+
+
+recovery_schedules = [
+    dg.ScheduleDefinition(
+        job=recover_missed_events_job,
+        cron_schedule="*/15 * * * *",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    ),
+    dg.ScheduleDefinition(
+        job=enqueue_orphaned_payments_job,
+        cron_schedule="7 * * * *",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    ),
+]
+event_jobs = [process_payment_events_job, recover_missed_events_job, enqueue_orphaned_payments_job]
+event_sensors = [pending_events_sensor, stale_nights_sensor]

@@ -1,0 +1,654 @@
+"""Real Dagster processes for deployment tests: a PostgreSQL-backed instance built from deploy/dagster.yaml,
+the code server, dagster-webserver and dagster-daemon as subprocesses, and a GraphQL client that talks to
+the webserver the way the UI does.
+
+Every wait is bounded; every process is started in its own session (process group) and stopped by that
+group's id, so the run workers the code server spawns go down with it. Traffic stays on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import dagster as dg
+import httpx
+import pytest
+import yaml
+from sqlalchemy import URL, create_engine, text
+from sqlalchemy.engine import make_url
+
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.defs.partitions import PropertyNight
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DemoProperty
+from recon_pipeline.demo.seed import seed_world
+from recon_pipeline.demo.world import World, build_world
+from recon_pipeline.reconcile import categories as c
+from recon_pipeline.simulator.store import SimulatorStore
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEPLOY_DIR = REPO_ROOT / "deploy"
+BIN_DIR = Path(sys.executable).parent  # the environment running pytest has the dagster entry points
+LOCATION_NAME = "recon_pipeline"
+REPOSITORY_NAME = "__repository__"  # the implicit repository of a Definitions object
+JOB_NAME = "reconcile_night"
+ADJUSTED_CATEGORIES = (c.MISSING_IN_LEDGER, c.MISSING_AT_PROVIDER, c.AMOUNT_MISMATCH, c.DUPLICATE_IN_LEDGER)
+LOCALHOST = "127.0.0.1"
+# Run config that executes a run's steps in the run worker itself instead of one process per step
+# (the default multiprocess executor): six fewer interpreter start-ups per run on a small test machine.
+IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
+
+T = TypeVar("T")
+
+
+# ----- PostgreSQL ---------------------------------------------------------------------------------------
+def admin_url() -> str:
+    return os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@contextmanager
+def fresh_postgres_database(prefix: str) -> Iterator[URL]:
+    """A new, empty database on the test server, dropped (connections forced closed) afterwards.
+
+    Unreachable PostgreSQL skips the test, or fails it under ``RECON_REQUIRE_POSTGRES=1`` (CI)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url(), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as error:  # noqa: BLE001 - any connection failure means "no PostgreSQL"
+        admin.dispose()
+        reason = str(error).splitlines()[0]
+        if os.environ.get("RECON_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL is required here but unavailable: {reason}")
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
+    try:
+        yield make_url(admin_url()).set(database=name)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def url_string(url: URL) -> str:
+    return url.render_as_string(hide_password=False)
+
+
+def dagster_pg_env(url: URL) -> dict[str, str]:
+    """The DAGSTER_PG_* variables deploy/dagster.yaml reads, pointing at ``url``'s database."""
+    return {
+        "DAGSTER_PG_HOST": url.host or LOCALHOST,
+        "DAGSTER_PG_PORT": str(url.port or 5432),
+        "DAGSTER_PG_USER": url.username or "postgres",
+        # `{env: ...}` fails on an unset variable, so trust auth needs it set and empty.
+        "DAGSTER_PG_PASSWORD": url.password or "",
+        "DAGSTER_PG_DB": str(url.database),
+    }
+
+
+# ----- the Dagster instance -----------------------------------------------------------------------------
+def _merged(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    result = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(result.get(key), dict):
+            result[key] = _merged(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def write_dagster_home(home: Path, overrides: Mapping[str, Any] | None = None) -> Path:
+    """``home``/dagster.yaml = deploy/dagster.yaml with ``overrides`` merged in (mappings deep-merged)."""
+    home.mkdir(parents=True, exist_ok=True)
+    source = DEPLOY_DIR / "dagster.yaml"
+    if not overrides:
+        shutil.copyfile(source, home / "dagster.yaml")
+        return home
+    config = yaml.safe_load(source.read_text())
+    (home / "dagster.yaml").write_text(yaml.safe_dump(_merged(config, overrides), sort_keys=False))
+    return home
+
+
+@contextmanager
+def instance_from_home(home: Path, env: Mapping[str, str]) -> Iterator[dg.DagsterInstance]:
+    """A DagsterInstance loaded from ``home``/dagster.yaml with ``env`` (DAGSTER_PG_*) set meanwhile."""
+    with _environ(env), dg.DagsterInstance.from_config(str(home)) as instance:
+        yield instance
+
+
+@contextmanager
+def _environ(env: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# ----- a seeded world over several nights ---------------------------------------------------------------
+@dataclass
+class NightsWorld:
+    """The demo world for every (property, night) of ``properties`` × ``nights``, merged into one."""
+
+    world: World
+    properties: tuple[DemoProperty, ...]
+    nights: tuple[date, ...]
+
+    @property
+    def property_ids(self) -> list[str]:
+        return [p.property_id for p in self.properties]
+
+    def partition_keys(self) -> list[str]:
+        return [
+            str(PropertyNight(p, night.isoformat()).partition_key)
+            for night in self.nights
+            for p in self.property_ids
+        ]
+
+    def planted_adjustments(self) -> int:
+        return sum(n for (_p, _night, cat), n in self.world.expected.items() if cat in ADJUSTED_CATEGORIES)
+
+
+def build_nights_world(
+    nights: Sequence[date],
+    bookings_per_night: int,
+    properties: tuple[DemoProperty, ...] = DEMO_PROPERTIES,
+) -> NightsWorld:
+    """One ``build_world`` per night (ids carry the night, so they never collide), merged."""
+    merged = World()
+    charges: list[dict[str, Any]] = []
+    refunds: list[dict[str, Any]] = []
+    intents: list[dict[str, Any]] = []
+    expected: Counter[tuple[str, str, str]] = Counter()
+    for night in nights:
+        part = build_world(
+            {p.property_id: night for p in properties}, bookings_per_night, properties=properties
+        )
+        merged.properties = part.properties
+        merged.bookings += part.bookings
+        merged.payment_orders += part.payment_orders
+        merged.ledger_entries += part.ledger_entries
+        charges += part.store.charges
+        refunds += part.store.refunds
+        intents += part.store.payment_intents
+        expected += part.expected
+    merged.store = SimulatorStore(charges=charges, refunds=refunds, payment_intents=intents)
+    merged.expected = expected
+    return NightsWorld(merged, properties, tuple(nights))
+
+
+def seed_database(url: str, world: NightsWorld) -> None:
+    engine = make_engine(url)
+    try:
+        init_db(engine)
+        seed_world(engine, world.world)
+    finally:
+        engine.dispose()
+
+
+# ----- processes ----------------------------------------------------------------------------------------
+def free_port() -> int:
+    """A port free right now on 127.0.0.1 (the child binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOCALHOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(what: str, probe: Callable[[], T | None], timeout_s: float, interval_s: float = 0.5) -> T:
+    """Call ``probe`` until it returns something other than None, at most ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = probe()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout_s:g} s")
+        time.sleep(interval_s)
+
+
+@dataclass
+class ManagedProcess:
+    """A child process in its own session, its output in a log file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            text_lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text_lines[-lines:])
+
+    def check_alive(self) -> None:
+        if not self.alive():
+            raise RuntimeError(f"{self.name} exited with {self.popen.returncode}; log tail:\n{self.tail()}")
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM the process group this process leads, then SIGKILL it if it overruns the bound."""
+        if self.popen.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout_s)
+        # Children (run workers, spawned code servers) may outlive a leader that exited on SIGTERM.
+        self._signal_group(signal.SIGKILL)
+        if self.popen.poll() is None:
+            self.popen.wait(5)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, sig)  # the group id is the leader's pid (start_new_session)
+
+
+def start_process(name: str, args: Sequence[str], env: Mapping[str, str], log_dir: Path) -> ManagedProcess:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log:
+        popen = subprocess.Popen(
+            list(args),
+            env=dict(env),
+            cwd=log_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return ManagedProcess(name, popen, log_path)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((LOCALHOST, port)) == 0
+
+
+@dataclass
+class DagsterDeployment:
+    """The production process layout on one machine: code server, webserver, daemon (started apart, so
+    a test can stop the code's schedules and sensors before the daemon would tick them).
+
+    ``env`` must hold DAGSTER_HOME, DAGSTER_PG_* and the RECON_* variables; run workers inherit the code
+    server's environment, so that is where RECON_* matter."""
+
+    env: Mapping[str, str]
+    log_dir: Path
+    code_port: int = field(default_factory=free_port)
+    web_port: int = field(default_factory=free_port)
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    @property
+    def process_env(self) -> dict[str, str]:
+        inherited = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(("RECON_", "DAGSTER_"))  # hermetic: only what the test sets
+        }
+        return {
+            **inherited,
+            **self.env,
+            "PATH": f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+            "DAGSTER_CODE_SERVER_HOST": LOCALHOST,
+            "DAGSTER_CODE_SERVER_PORT": str(self.code_port),
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{LOCALHOST}:{self.web_port}"
+
+    def _start(self, name: str, args: Sequence[str]) -> ManagedProcess:
+        process = start_process(name, args, self.process_env, self.log_dir)
+        self.processes.append(process)
+        return process
+
+    def start_code_server(self, timeout_s: float = 60) -> ManagedProcess:
+        process = self._start(
+            "code-server",
+            [
+                str(BIN_DIR / "dagster"),
+                "code-server",
+                "start",
+                "-m",
+                "recon_pipeline.definitions",
+                "--location-name",
+                LOCATION_NAME,
+                "--use-python-environment-entry-point",
+                "--startup-timeout",
+                str(int(timeout_s)),
+            ],
+        )
+
+        def listening() -> bool | None:
+            process.check_alive()
+            return True if _port_open(self.code_port) else None
+
+        wait_until("code server listening", listening, timeout_s, 0.2)
+        return process
+
+    def start_webserver(self, timeout_s: float = 60) -> GraphQL:
+        process = self._start(
+            "webserver",
+            [
+                str(BIN_DIR / "dagster-webserver"),
+                "-h",
+                LOCALHOST,
+                "-p",
+                str(self.web_port),
+                "-w",
+                str(DEPLOY_DIR / "workspace.yaml"),
+            ],
+        )
+        client = GraphQL(self.base_url)
+
+        def server_info() -> bool | None:
+            process.check_alive()
+            try:
+                return True if httpx.get(f"{self.base_url}/server_info", timeout=2).is_success else None
+            except httpx.HTTPError:
+                return None
+
+        wait_until("webserver /server_info", server_info, timeout_s)
+        return client
+
+    def start_daemon(self) -> ManagedProcess:
+        return self._start(
+            "daemon",
+            [str(BIN_DIR / "dagster-daemon"), "run", "-w", str(DEPLOY_DIR / "workspace.yaml")],
+        )
+
+    def check_alive(self) -> None:
+        for process in self.processes:
+            process.check_alive()
+
+    def logs(self) -> str:
+        return "\n".join(f"----- {p.name} -----\n{p.tail()}" for p in self.processes)
+
+    def stop(self) -> None:
+        # Daemon first (no new launches), then webserver, then the code server and its run workers.
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+
+    def __enter__(self) -> DagsterDeployment:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+# ----- GraphQL, as the UI sends it ----------------------------------------------------------------------
+WORKSPACE_QUERY = """
+query Workspace {
+  workspaceOrError {
+    __typename
+    ... on Workspace {
+      locationEntries {
+        name
+        loadStatus
+        locationOrLoadError { __typename ... on PythonError { message } }
+      }
+    }
+    ... on PythonError { message }
+  }
+}
+"""
+
+INSTIGATORS_QUERY = """
+query Instigators($selector: RepositorySelector!) {
+  repositoryOrError(repositorySelector: $selector) {
+    __typename
+    ... on Repository {
+      schedules { name scheduleState { id status } }
+      sensors { name sensorState { id status } }
+    }
+    ... on PythonError { message }
+  }
+}
+"""
+
+STOP_SCHEDULE_MUTATION = """
+mutation StopSchedule($id: String) {
+  stopRunningSchedule(id: $id) { __typename ... on PythonError { message } }
+}
+"""
+
+STOP_SENSOR_MUTATION = """
+mutation StopSensor($id: String) {
+  stopSensor(id: $id) { __typename ... on PythonError { message } }
+}
+"""
+
+LAUNCH_RUN_MUTATION = """
+mutation LaunchRun($executionParams: ExecutionParams!) {
+  launchRun(executionParams: $executionParams) {
+    __typename
+    ... on LaunchRunSuccess { run { runId status } }
+    ... on PythonError { message stack }
+    ... on RunConfigValidationInvalid { errors { message } }
+    ... on Error { message }
+  }
+}
+"""
+
+LAUNCH_BACKFILL_MUTATION = """
+mutation LaunchPartitionBackfill($backfillParams: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $backfillParams) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId launchedRunIds }
+    ... on PythonError { message stack }
+    ... on Error { message }
+  }
+}
+"""
+
+BACKFILL_QUERY = """
+query Backfill($backfillId: String!) {
+  partitionBackfillOrError(backfillId: $backfillId) {
+    __typename
+    ... on PartitionBackfill { id status numPartitions error { message } }
+    ... on PythonError { message }
+    ... on Error { message }
+  }
+}
+"""
+
+BACKFILL_DONE = {"COMPLETED", "COMPLETED_SUCCESS"}
+BACKFILL_FAILED = {"FAILED", "COMPLETED_FAILED", "CANCELED", "CANCELING", "FAILING"}
+
+
+class GraphQLError(RuntimeError):
+    pass
+
+
+@dataclass
+class GraphQL:
+    """POST /graphql on the webserver, like the UI."""
+
+    base_url: str
+    timeout_s: float = 30.0
+
+    def execute(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        response = httpx.post(
+            f"{self.base_url}/graphql",
+            json={"query": query, "variables": dict(variables or {})},
+            timeout=self.timeout_s,
+        )
+        try:
+            body: dict[str, Any] = response.json()
+        except ValueError:
+            raise GraphQLError(f"HTTP {response.status_code}: {response.text[:2000]}") from None
+        if body.get("errors") or not response.is_success:
+            raise GraphQLError(f"HTTP {response.status_code}: {body.get('errors')}")
+        data: dict[str, Any] = body["data"]
+        return data
+
+    @property
+    def repository_selector(self) -> dict[str, str]:
+        return {"repositoryLocationName": LOCATION_NAME, "repositoryName": REPOSITORY_NAME}
+
+    def wait_for_location(self, timeout_s: float, deployment: DagsterDeployment) -> None:
+        """Until the code location is LOADED; a load error fails at once with its message."""
+
+        def loaded() -> bool | None:
+            deployment.check_alive()
+            workspace = self.execute(WORKSPACE_QUERY)["workspaceOrError"]
+            for entry in workspace.get("locationEntries", []):
+                if entry["name"] != LOCATION_NAME or entry["loadStatus"] != "LOADED":
+                    continue
+                location = entry["locationOrLoadError"] or {}
+                if location.get("__typename") == "PythonError":
+                    raise GraphQLError(f"code location failed to load: {location['message']}")
+                if location.get("__typename") == "RepositoryLocation":
+                    return True
+            return None
+
+        wait_until("code location loaded", loaded, timeout_s)
+
+    def stop_all_instigators(self) -> list[str]:
+        """Stop every schedule and sensor of the location (stored state overrides default RUNNING)."""
+        repo = self.execute(INSTIGATORS_QUERY, {"selector": self.repository_selector})["repositoryOrError"]
+        if repo["__typename"] != "Repository":
+            raise GraphQLError(f"repository: {repo}")
+        stopped = []
+        for schedule in repo["schedules"]:
+            if schedule["scheduleState"]["status"] != "STOPPED":
+                self._check(self.execute(STOP_SCHEDULE_MUTATION, {"id": schedule["scheduleState"]["id"]}))
+            stopped.append(schedule["name"])
+        for sensor in repo["sensors"]:
+            if sensor["sensorState"]["status"] != "STOPPED":
+                self._check(self.execute(STOP_SENSOR_MUTATION, {"id": sensor["sensorState"]["id"]}))
+            stopped.append(sensor["name"])
+        after = self.execute(INSTIGATORS_QUERY, {"selector": self.repository_selector})["repositoryOrError"]
+        running = [s["name"] for s in after["schedules"] if s["scheduleState"]["status"] != "STOPPED"] + [
+            s["name"] for s in after["sensors"] if s["sensorState"]["status"] != "STOPPED"
+        ]
+        if running:
+            raise GraphQLError(f"still running after stop: {running}")
+        return stopped
+
+    @staticmethod
+    def _check(data: dict[str, Any]) -> None:
+        for value in data.values():
+            if isinstance(value, dict) and value.get("__typename") in ("PythonError", "UnauthorizedError"):
+                raise GraphQLError(str(value))
+
+    def launch_partition_run(
+        self,
+        partition_key: str,
+        tags: Mapping[str, str] | None = None,
+        run_config: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Launch (queue) one run of the job for one partition, as the launchpad does."""
+        night, property_id = partition_key.split("|")
+        run_tags = {
+            "dagster/partition": partition_key,
+            "dagster/partition/night": night,
+            "dagster/partition/property": property_id,
+            **(tags or {}),
+        }
+        params = {
+            "selector": {**self.repository_selector, "jobName": JOB_NAME},
+            "runConfigData": dict(run_config or {}),
+            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in run_tags.items()]},
+        }
+        result = self.execute(LAUNCH_RUN_MUTATION, {"executionParams": params})["launchRun"]
+        if result["__typename"] != "LaunchRunSuccess":
+            raise GraphQLError(f"launchRun: {result}")
+        run_id: str = result["run"]["runId"]
+        return run_id
+
+    def launch_asset_backfill(
+        self,
+        asset_keys: Sequence[str],
+        partition_names: Sequence[str],
+        run_config: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> str:
+        """launchPartitionBackfill with an asset selection and partition names (the UI's asset dialog)."""
+        params: dict[str, Any] = {
+            "assetSelection": [{"path": [key]} for key in asset_keys],
+            "partitionNames": list(partition_names),
+            "fromFailure": False,
+            "title": "test backfill",
+            "tags": [{"key": k, "value": v} for k, v in (tags or {}).items()],
+        }
+        if run_config:
+            params["runConfigData"] = dict(run_config)
+        result = self.execute(LAUNCH_BACKFILL_MUTATION, {"backfillParams": params})["launchPartitionBackfill"]
+        if result["__typename"] != "LaunchBackfillSuccess":
+            raise GraphQLError(f"launchPartitionBackfill: {result}")
+        backfill_id: str = result["backfillId"]
+        return backfill_id
+
+    def backfill_status(self, backfill_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.execute(BACKFILL_QUERY, {"backfillId": backfill_id})[
+            "partitionBackfillOrError"
+        ]
+        if result["__typename"] != "PartitionBackfill":
+            raise GraphQLError(f"partitionBackfillOrError: {result}")
+        return result
+
+    def wait_for_backfill(self, backfill_id: str, timeout_s: float, deployment: DagsterDeployment) -> str:
+        def finished() -> str | None:
+            deployment.check_alive()
+            backfill = self.backfill_status(backfill_id)
+            if backfill["status"] in BACKFILL_FAILED:
+                raise GraphQLError(f"backfill ended {backfill['status']}: {backfill.get('error')}")
+            return str(backfill["status"]) if backfill["status"] in BACKFILL_DONE else None
+
+        return wait_until(f"backfill {backfill_id} completed", finished, timeout_s, 2.0)
+
+
+def wait_for_runs(
+    instance: dg.DagsterInstance, run_ids: Sequence[str], timeout_s: float, deployment: DagsterDeployment
+) -> list[dg.RunRecord]:
+    """Until every run is finished (success, failure or canceled); their records, in ``run_ids`` order."""
+
+    def finished() -> list[dg.RunRecord] | None:
+        deployment.check_alive()
+        records = {r.dagster_run.run_id: r for r in instance.get_run_records(dg.RunsFilter(run_ids=run_ids))}
+        if len(records) == len(run_ids) and all(r.dagster_run.is_finished for r in records.values()):
+            return [records[run_id] for run_id in run_ids]
+        return None
+
+    return wait_until(f"{len(run_ids)} runs finished", finished, timeout_s, 1.0)
+
+
+def recon_env(database_url: str, simulator_base_url: str, first_night: date) -> dict[str, str]:
+    """The contract's variables for the code server (and so for every run worker)."""
+    return {
+        "RECON_DATABASE_URL": database_url,
+        "RECON_PROVIDER": "simulator",
+        "RECON_PROVIDER_BASE_URL": simulator_base_url,
+        "RECON_FIRST_NIGHT": first_night.isoformat(),
+        "RECON_PROVIDER_MAX_CONCURRENCY": "4",
+    }

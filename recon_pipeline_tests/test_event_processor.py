@@ -1,0 +1,458 @@
+"""The event processor over real HTTP to the simulator, on SQLite and PostgreSQL: current provider state
+wins over payloads, bookings are confirmed once, failures are retried or dead-lettered, leases expire."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, Table, func, insert, select
+
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db.schema import (
+    booking_confirmations,
+    bookings,
+    payment_event_processing,
+    payment_orders,
+    properties,
+    stale_nights,
+)
+from recon_pipeline.events.parse import parse_stripe_event
+from recon_pipeline.events.processor import ProcessCounts, process_available
+from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
+from recon_pipeline.events.store import store_event
+from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline_tests.provider_fixtures import (
+    FAST_RETRY,
+    RunningSimulator,
+    StartSimulator,
+    make_charge,
+    make_payment_intent,
+    simulator_fixture,  # noqa: F401  (fixtures)
+    simulator_server_fixture,  # noqa: F401
+)
+
+CREATED = datetime(2026, 3, 10, 20, 0, tzinfo=UTC)  # 21:00 in Berlin: night 2026-03-10
+NIGHT = "2026-03-10"
+OPEN = datetime(2026, 3, 10, 21, 0, tzinfo=UTC)  # the night ends at 23:00 UTC
+LATE = datetime(2026, 3, 11, 9, 0, tzinfo=UTC)
+
+
+@dataclass
+class Clock:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class Harness:
+    engine: Engine
+    sim: RunningSimulator
+    clock: Clock = field(default_factory=lambda: Clock(OPEN))
+
+    @property
+    def store(self) -> SimulatorStore:
+        return self.sim.store
+
+    def add_payment(self, name: str, **charge_fields: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A succeeded charge and its PaymentIntent at the provider (fields as ``make_charge``)."""
+        charge = make_charge(f"ch_{name}", int(CREATED.timestamp()), booking_id=f"bk_{name}", **charge_fields)
+        intent = make_payment_intent(charge)
+        self.store.charges.append(charge)
+        self.store.payment_intents.append(intent)
+        self.store.reindex()
+        return charge, intent
+
+    def add_booking(self, booking_id: str, status: str = "pending") -> None:
+        row = {
+            "booking_id": booking_id,
+            "property_id": "prop_a",
+            "status": status,
+            "amount_minor": 10_000,
+            "currency": "EUR",
+            "created_at": CREATED - timedelta(hours=1),
+            "updated_at": CREATED - timedelta(hours=1),
+        }
+        with self.engine.begin() as connection:
+            connection.execute(insert(bookings).values(row))
+
+    def deliver(
+        self, event_id: str, event_type: str, obj: dict[str, Any], account: str | None = None
+    ) -> bool:
+        """Store an event as the webhook receiver does; ``obj`` is the (possibly stale) payload."""
+        event = {
+            "id": event_id,
+            "type": event_type,
+            "created": int(self.clock.now.timestamp()),
+            "data": {"object": {key: value for key, value in obj.items() if key != "account"}},
+        }
+        if account is not None:
+            event["account"] = account
+        body = json.dumps(event)
+        with self.engine.begin() as connection:
+            return store_event(connection, "stripe", parse_stripe_event(body), body, self.clock.now)
+
+    def process(self, worker_id: str = "w1", **options: Any) -> ProcessCounts:
+        with ProviderHttp(self.sim.base_url, retry=FAST_RETRY) as http:
+            return process_available(self.engine, StripeAdapter(http), worker_id, clock=self.clock, **options)
+
+    def rows(self, table: Table, **where: Any) -> list[dict[str, Any]]:
+        query = select(table).where(*(table.c[name] == value for name, value in where.items()))
+        with self.engine.connect() as connection:
+            return [row._asdict() for row in connection.execute(query)]
+
+    def one(self, table: Table, **where: Any) -> dict[str, Any]:
+        (row,) = self.rows(table, **where)
+        return row
+
+    def count(self, table: Table) -> int:
+        with self.engine.connect() as connection:
+            return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+@pytest.fixture
+def harness(database_url: str, simulator: StartSimulator) -> Iterator[Harness]:
+    engine = make_engine(database_url)
+    init_db(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            insert(properties),
+            [
+                {
+                    "property_id": "prop_a",
+                    "name": "A",
+                    "timezone": "Europe/Berlin",
+                    "currency": "EUR",
+                    "provider_account": None,
+                },
+                {
+                    "property_id": "prop_c",
+                    "name": "C",
+                    "timezone": "Asia/Tokyo",
+                    "currency": "JPY",
+                    "provider_account": "acct_c",
+                },
+            ],
+        )
+    yield Harness(engine, simulator(SimulatorStore()))
+    engine.dispose()
+
+
+def _outcomes(h: Harness) -> list[str | None]:
+    return [row["outcome"] for row in sorted(h.rows(payment_event_processing), key=lambda row: row["seq"])]
+
+
+def test_out_of_order_events_end_confirmed_and_captured(harness: Harness) -> None:
+    h = harness
+    charge, intent = h.add_payment("ooo")
+    h.add_booking("bk_ooo")
+    h.deliver("evt_succeeded", "payment_intent.succeeded", intent)
+    h.deliver("evt_processing", "payment_intent.processing", {**intent, "status": "processing"})
+
+    counts = h.process()
+
+    assert (counts.claimed, counts.processed, counts.retried, counts.dead) == (2, 2, 0, 0)
+    assert h.one(bookings, booking_id="bk_ooo")["status"] == "confirmed"
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["status"], order["amount_minor"], order["currency"]) == ("captured", 10_000, "EUR")
+    assert order["captured_at"] == CREATED and order["booking_id"] == "bk_ooo"
+    assert _outcomes(h) == ["booking_confirmed", "booking_already_confirmed"]
+    events = h.rows(payment_event_processing)
+    assert {(e["status"], e["property_id"], e["night"], e["attempts"]) for e in events} == {
+        ("processed", "prop_a", NIGHT, 1)
+    }
+    assert h.count(stale_nights) == 0  # the night had not closed
+
+
+def test_duplicate_and_repeated_events_confirm_the_booking_once(harness: Harness) -> None:
+    h = harness
+    charge, intent = h.add_payment("dup")
+    h.add_booking("bk_dup")
+    assert [h.deliver("evt_dup", "payment_intent.succeeded", intent) for _ in range(3)] == [
+        True,
+        False,
+        False,
+    ]
+    h.deliver("evt_charge", "charge.succeeded", charge)
+    h.deliver("evt_created", "payment_intent.created", {**intent, "status": "requires_payment_method"})
+    first = h.clock.now
+    assert h.process(batch_size=1, max_batches=1).processed == 1
+    h.clock.now = first + timedelta(minutes=5)
+    assert h.process().processed == 2
+
+    assert h.one(bookings, booking_id="bk_dup")["updated_at"] == first  # set once, by the first event
+    proof = h.one(booking_confirmations, booking_id="bk_dup")
+    assert (proof["event_id"], proof["provider_payment_id"], proof["confirmed_at"]) == (
+        "evt_dup",
+        intent["id"],
+        first,
+    )
+    assert h.count(booking_confirmations) == 1
+    assert _outcomes(h) == ["booking_confirmed", "booking_already_confirmed", "booking_already_confirmed"]
+
+
+def test_a_stale_payload_yields_the_providers_current_state(harness: Harness) -> None:
+    h = harness
+    charge, intent = h.add_payment("stale", amount=12_000)
+    h.add_booking("bk_stale")
+    h.deliver("evt_old", "payment_intent.processing", {**intent, "status": "processing", "amount": 5_000})
+    charge.update(amount_refunded=2_000)  # the provider moved on after the event was sent
+
+    h.process()
+
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["status"], order["amount_minor"], order["amount_refunded_minor"]) == (
+        "partially_refunded",
+        12_000,
+        2_000,
+    )
+    assert h.one(bookings, booking_id="bk_stale")["status"] == "confirmed"
+
+
+@pytest.mark.parametrize(
+    ("refunded", "order_status", "booking_status", "outcome"),
+    [
+        (3_000, "partially_refunded", "confirmed", "booking_confirmed"),
+        (10_000, "refunded", "pending", "payment_refunded"),
+    ],
+)
+def test_refunds(
+    harness: Harness, refunded: int, order_status: str, booking_status: str, outcome: str
+) -> None:
+    h = harness
+    charge, intent = h.add_payment("rf")
+    charge.update(amount_refunded=refunded, refunded=refunded == charge["amount"])
+    h.add_booking("bk_rf")
+    h.deliver("evt_rf", "charge.refunded", charge)
+
+    h.process()
+
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["status"], order["amount_refunded_minor"], order["captured_at"]) == (
+        order_status,
+        refunded,
+        CREATED,
+    )
+    assert h.one(bookings, booking_id="bk_rf")["status"] == booking_status
+    assert _outcomes(h) == [outcome]
+
+
+@pytest.mark.parametrize(
+    ("intent_status", "charge_status", "order_status"),
+    [
+        ("requires_payment_method", "failed", "failed"),
+        ("canceled", "succeeded", "failed"),
+        ("requires_capture", "succeeded", "authorized"),
+    ],
+)
+def test_uncaptured_payments_leave_the_booking(
+    harness: Harness, intent_status: str, charge_status: str, order_status: str
+) -> None:
+    h = harness
+    charge, intent = h.add_payment("unc", status=charge_status, captured=False, fee=None)
+    intent["status"] = intent_status
+    h.add_booking("bk_unc")
+    h.deliver("evt_unc", f"payment_intent.{intent_status}", intent)
+
+    h.process()
+
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["status"], order["captured_at"], order["amount_minor"]) == (order_status, None, 10_000)
+    assert h.one(bookings, booking_id="bk_unc")["status"] == "pending"
+    assert _outcomes(h) == [f"payment_{order_status}"]
+    assert h.count(booking_confirmations) == 0
+
+
+def test_provider_unavailable_is_retried_later_then_processed(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("down")
+    h.add_booking("bk_down")
+    h.deliver("evt_down", "payment_intent.succeeded", intent)
+    h.sim.set_faults(statuses=[503] * FAST_RETRY.max_attempts)
+
+    counts = h.process()
+
+    assert (counts.processed, counts.retried) == (0, 1)
+    event = h.one(payment_event_processing, event_id="evt_down")
+    assert (event["status"], event["attempts"]) == ("failed", 1)
+    assert event["available_at"] > h.clock.now and "503" in event["last_error"]
+    assert h.rows(payment_orders) == [] and h.one(bookings, booking_id="bk_down")["status"] == "pending"
+    assert h.process().claimed == 0  # not due yet
+
+    h.clock.now += timedelta(hours=2)
+    assert h.process().processed == 1
+    event = h.one(payment_event_processing, event_id="evt_down")
+    assert (event["status"], event["attempts"], event["last_error"]) == ("processed", 2, None)
+    assert h.one(bookings, booking_id="bk_down")["status"] == "confirmed"
+
+
+def test_after_max_attempts_the_event_is_dead_and_stays_visible(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("dead")
+    h.deliver("evt_dead", "payment_intent.succeeded", intent)
+    h.sim.set_faults(statuses=[503] * (FAST_RETRY.max_attempts * 2))
+    schedule = RetrySchedule(max_attempts=2)
+
+    assert h.process(policy=schedule).retried == 1
+    h.clock.now += timedelta(hours=2)
+    assert h.process(policy=schedule).dead == 1
+
+    event = h.one(payment_event_processing, event_id="evt_dead")
+    assert (event["status"], event["attempts"]) == ("dead", 2)
+    assert "ProviderUnavailable" in event["last_error"] and "503" in event["last_error"]
+    h.clock.now += timedelta(days=1)
+    assert h.process(policy=schedule).claimed == 0  # dead is never claimed again
+
+
+def test_a_payment_unknown_to_the_provider_is_dead(harness: Harness) -> None:
+    h = harness
+    h.deliver("evt_404", "payment_intent.succeeded", {"object": "payment_intent", "id": "pi_missing"})
+
+    assert h.process().dead == 1
+
+    event = h.one(payment_event_processing, event_id="evt_404")
+    assert event["status"] == "dead" and "does not know payment 'pi_missing' (404)" in event["last_error"]
+
+
+def test_a_booking_missing_locally_is_reported_not_a_crash(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("nobk")
+    h.deliver("evt_nobk", "payment_intent.succeeded", intent)
+
+    assert h.process().processed == 1
+
+    assert _outcomes(h) == ["booking_not_found"]
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["status"], order["booking_id"]) == ("captured", "bk_nobk")
+
+
+def test_a_cancelled_booking_is_never_confirmed(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("cx")
+    h.add_booking("bk_cx", status="cancelled")
+    h.deliver("evt_cx", "payment_intent.succeeded", intent)
+
+    h.process()
+
+    assert h.one(bookings, booking_id="bk_cx")["status"] == "cancelled"
+    assert h.count(booking_confirmations) == 0
+    assert _outcomes(h) == ["captured_for_cancelled_booking"]
+    assert h.one(payment_orders, provider_payment_id=intent["id"])["status"] == "captured"
+
+
+def test_late_events_mark_the_closed_night_stale_once_per_event(harness: Harness) -> None:
+    h = harness
+    charge, intent = h.add_payment("late")
+    h.add_booking("bk_late")
+    h.clock.now = LATE
+    h.deliver("evt_late_1", "payment_intent.succeeded", intent)
+    h.process()
+    mark = h.one(stale_nights, property_id="prop_a", night=NIGHT)
+    assert (mark["generation"], mark["marked_at"]) == (1, LATE)
+
+    charge.update(amount_refunded=1_000)
+    h.clock.now = LATE + timedelta(hours=1)
+    h.deliver("evt_late_2", "charge.refunded", charge)
+    h.process()
+
+    mark = h.one(stale_nights, property_id="prop_a", night=NIGHT)
+    assert mark["generation"] == 2 and "evt_late_2" in mark["reason"]
+    assert h.one(payment_orders, provider_payment_id=intent["id"])["status"] == "partially_refunded"
+
+
+def test_an_abandoned_claim_is_reclaimed_after_its_lease_and_processed_once(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("lease")
+    h.add_booking("bk_lease")
+    h.deliver("evt_lease", "payment_intent.succeeded", intent)
+    lease = timedelta(minutes=1)
+    (abandoned,) = claim_batch(h.engine, "crashed", 10, lease, h.clock.now)
+
+    h.clock.now += timedelta(seconds=30)
+    assert h.process(lease=lease).claimed == 0  # still leased to the crashed worker
+    h.clock.now += timedelta(seconds=31)
+    assert h.process(lease=lease).processed == 1
+
+    event = h.one(payment_event_processing, event_id="evt_lease")
+    assert (event["status"], event["attempts"], event["locked_by"]) == ("processed", 2, "w1")
+    with h.engine.begin() as connection:  # the crashed worker wakes up: its lease is gone
+        assert not complete(connection, abandoned, "crashed", "overwritten", None, None, h.clock.now)
+    assert h.one(payment_event_processing, event_id="evt_lease")["outcome"] == "booking_confirmed"
+    assert h.count(booking_confirmations) == 1
+
+
+def test_attribution_by_connected_account_and_dead_when_unattributable(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("acct", property_id=None, account="acct_c", currency="jpy")
+    _, orphan = h.add_payment("nowhere", property_id=None, account="acct_unknown")
+    h.deliver("evt_acct", "payment_intent.succeeded", intent, account="acct_c")
+    h.deliver("evt_nowhere", "payment_intent.succeeded", orphan, account="acct_unknown")
+
+    counts = h.process()
+
+    assert (counts.processed, counts.dead) == (1, 1)
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["property_id"], order["currency"], order["booking_id"]) == ("prop_c", "JPY", None)
+    processed = h.one(payment_event_processing, event_id="evt_acct")
+    assert (processed["outcome"], processed["night"]) == ("no_booking_reference", "2026-03-11")  # Tokyo
+    dead = h.one(payment_event_processing, event_id="evt_nowhere")
+    assert dead["status"] == "dead" and "cannot attribute payment 'pi_nowhere'" in dead["last_error"]
+
+
+def test_a_bare_charge_is_fetched_as_a_charge(harness: Harness) -> None:
+    h = harness
+    charge, _ = h.add_payment("bare")
+    charge["payment_intent"] = None
+    h.add_booking("bk_bare")
+    h.deliver("evt_bare", "charge.succeeded", charge)
+
+    h.process()
+
+    order = h.one(payment_orders, provider_payment_id="ch_bare")
+    assert (order["status"], order["amount_minor"]) == ("captured", 10_000)
+    assert h.one(bookings, booking_id="bk_bare")["status"] == "confirmed"
+    assert h.sim.stats()["requests_by_path"] == {"/v1/charges/ch_bare": 1}
+
+
+def test_an_older_provider_read_never_overwrites_a_newer_one(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("race")
+    h.add_booking("bk_race")
+    newer = {
+        "provider_payment_id": intent["id"],
+        "property_id": "prop_a",
+        "booking_id": "bk_race",
+        "amount_minor": 10_000,
+        "amount_refunded_minor": 10_000,
+        "currency": "EUR",
+        "status": "refunded",
+        "captured_at": CREATED,
+        "updated_at": h.clock.now + timedelta(seconds=1),  # read after the one this worker is about to make
+    }
+    with h.engine.begin() as connection:
+        connection.execute(insert(payment_orders).values(newer))
+    h.deliver("evt_race", "payment_intent.succeeded", intent)
+
+    assert h.process().processed == 1
+
+    assert h.one(payment_orders, provider_payment_id=intent["id"]) == newer
+    assert h.one(bookings, booking_id="bk_race")["status"] == "pending"
+    assert _outcomes(h) == ["superseded_by_newer_read"]
+
+
+def test_an_event_about_no_payment_is_processed_without_a_provider_read(harness: Harness) -> None:
+    h = harness
+    h.deliver("evt_customer", "customer.created", {"object": "customer", "id": "cus_1"})
+
+    assert h.process().processed == 1
+
+    assert _outcomes(h) == ["no_payment_reference"]
+    assert h.sim.stats()["api_requests"] == 0
