@@ -30,8 +30,18 @@ def insert_new(
     Returns the number of rows inserted; ``len(rows) - inserted`` were duplicates suppressed by the
     database itself, which is what makes a concurrent or repeated writer safe.
     """
+    return len(inserted_keys(connection, table, rows, conflict_columns))
+
+
+def inserted_keys(
+    connection: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    conflict_columns: Sequence[str],
+) -> list[Any]:
+    """As ``insert_new``, returning the first conflict column of each row that was really inserted."""
     if not rows:
-        return 0
+        return []
     statement = (
         dialect_insert(connection, table)
         .on_conflict_do_nothing(index_elements=list(conflict_columns))
@@ -39,7 +49,7 @@ def insert_new(
     )
     # One row runs as a plain execute: the executemany path costs more than the insert itself.
     parameters = dict(rows[0]) if len(rows) == 1 else list(rows)
-    return len(connection.execute(statement, parameters).all())
+    return list(connection.execute(statement, parameters).scalars())
 
 
 def upsert(

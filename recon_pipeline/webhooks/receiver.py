@@ -1,7 +1,7 @@
 """The webhook receiver: ``POST /webhooks/stripe`` verifies, parses and stores an event; nothing more.
 
 It never calls the provider and never acts on the payload: the event is stored raw with a pending
-processing row (``store_event``), and the process job later fetches the payment's current state. So the
+processing row (``store_events``), and the process job later fetches the payment's current state. So the
 only things that can go wrong here are the caller's (413/400, nothing stored) or the database's (503, which
 makes Stripe retry). A repeated delivery is a 200 that stores nothing, because Stripe retries until it
 sees a 2xx and an endpoint that answers duplicates with an error would be retried for days.
@@ -35,7 +35,7 @@ from starlette.routing import Route
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.parse import EventFormatError, ProviderEvent, parse_stripe_event
-from recon_pipeline.events.store import store_event
+from recon_pipeline.events.store import ReceivedEvent, store_events
 from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, SignatureError, verify
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class _Pending:
 
 
 class EventWriter:
-    """Stores events with ``store_event``, concurrent deliveries sharing one transaction (group commit).
+    """Stores events with ``store_events``, concurrent deliveries sharing one transaction (group commit).
 
     A request still waits for the commit of the transaction its event went into, so a 200 means durably
     stored. While ``max_in_flight`` transactions run, new events queue, and the next transaction takes all
@@ -120,14 +120,9 @@ class EventWriter:
                 pending.stored.set_result(is_new)
 
     def _store_batch(self, batch: list[_Pending]) -> list[bool]:
-        new = dict.fromkeys(range(len(batch)), False)
+        received = [ReceivedEvent(p.event, p.payload, p.received_at) for p in batch]
         with self._engine.begin() as connection:
-            for index in sorted(range(len(batch)), key=lambda i: batch[i].event.event_id):
-                pending = batch[index]
-                new[index] = store_event(
-                    connection, PROVIDER, pending.event, pending.payload, pending.received_at
-                )
-        return [new[index] for index in range(len(batch))]
+            return store_events(connection, PROVIDER, received)
 
 
 def webhook_secrets_from_env() -> list[str]:
@@ -150,7 +145,8 @@ def max_body_bytes_from_env() -> int:
 
 def app_from_env() -> Starlette:
     """The receiver configured from the environment: the uvicorn factory each worker process calls."""
-    engine = make_engine(config.database_url(), pool_size=POOL_SIZE)
+    # No pre-ping: a transaction on a dropped connection fails its batch with 503 and the provider retries.
+    engine = make_engine(config.database_url(), pool_size=POOL_SIZE, pre_ping=False)
     return build_receiver(engine, webhook_secrets_from_env(), max_body_bytes=max_body_bytes_from_env())
 
 
