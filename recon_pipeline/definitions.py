@@ -9,6 +9,7 @@ import dagster as dg
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.checks import payment_events_backlog, slo_checks, slo_checks_job, slo_checks_schedule
 from recon_pipeline.defs.events import event_jobs, event_sensors, recovery_schedules
+from recon_pipeline.defs.executor import executor_from_env
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
@@ -27,6 +28,7 @@ def build_definitions() -> dg.Definitions:
         jobs=[reconcile_night_job, slo_checks_job, *event_jobs],
         sensors=[property_partitions_sensor, *event_sensors],
         schedules=[nightly_reconciliation_schedule, slo_checks_schedule, *recovery_schedules],
+        executor=executor_from_env(),
         resources={
             "recon_db": ReconDatabase(database_url=_from_env("RECON_DATABASE_URL")),
             "provider": ProviderResource(api_key=_from_env("RECON_PROVIDER_API_KEY")),

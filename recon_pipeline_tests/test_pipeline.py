@@ -70,3 +70,18 @@ def test_a_pull_that_fails_midway_fails_the_partition_and_writes_nothing(
     assert "IncompletePullError" in str(failed[0].step_failure_data.error)
     assert seeded_pipeline.table(adjustments) == []
     assert seeded_pipeline.table(discrepancies) == []
+
+
+def test_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recon_pipeline.config import ConfigError
+    from recon_pipeline.defs.executor import executor_from_env
+
+    assert executor_from_env() is dg.in_process_executor
+    monkeypatch.setenv("RECON_EXECUTOR", "multiprocess")
+    assert executor_from_env() is dg.multiprocess_executor
+    monkeypatch.setenv("RECON_EXECUTOR", "k8s")
+    with pytest.raises(ConfigError, match="dagster-k8s"):
+        executor_from_env()
+    monkeypatch.setenv("RECON_EXECUTOR", "spark")
+    with pytest.raises(ConfigError, match="RECON_EXECUTOR"):
+        executor_from_env()
