@@ -20,9 +20,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,8 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
+from sqlalchemy import func, insert, select  # noqa: E402
 
 from recon_pipeline.db.engine import init_db, make_engine  # noqa: E402
 from recon_pipeline.db.schema import (  # noqa: E402
@@ -40,6 +36,7 @@ from recon_pipeline.db.schema import (  # noqa: E402
     payment_event_processing,
     properties,
 )
+from recon_pipeline.db.scratch import scratch_database
 from recon_pipeline.events.parse import parse_stripe_event  # noqa: E402
 from recon_pipeline.events.store import store_event  # noqa: E402
 from recon_pipeline.serving import ServerThread  # noqa: E402
@@ -232,26 +229,14 @@ def check_drain(database_url: str) -> DrainCheck:
         engine.dispose()
 
 
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    """A new, empty PostgreSQL database for one run, dropped afterwards."""
-    name = f"recon_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def run_once(admin_url: str, n: int, workers: int, batch_size: int, timeout_s: float) -> dict[str, Any]:
     """One measured drain of ``n`` events by ``workers`` processes; raises if any event or booking is off."""
     now = datetime.now(UTC)
     world = build_world(n, now, duplicates=n // 20)
-    with fresh_database(admin_url) as url, ServerThread(build_app(world.store, api_key=API_KEY)) as server:
+    with (
+        scratch_database(admin_url, "recon_bench") as url,
+        ServerThread(build_app(world.store, api_key=API_KEY)) as server,
+    ):
         stored = seed(url, world, now)
         started = time.perf_counter()
         counts = run_workers(url, server.base_url, workers, batch_size, timeout_s)

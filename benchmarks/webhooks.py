@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, func, select
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recon_pipeline.db.schema import payment_event_processing, payment_events  # noqa: E402
+from recon_pipeline.db.scratch import scratch_database
 from recon_pipeline.webhooks.signature import HEADER, sign  # noqa: E402
 
 DEFAULT_POSTGRES_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -142,23 +143,6 @@ def free_port() -> int:
 
 
 @contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    """A new, empty database on the admin URL's server, dropped (even if still connected) afterwards."""
-    name = f"recon_bench_{secrets.token_hex(6)}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-        finally:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
-
-
-@contextmanager
 def receiver_process(database_url: str, secret: str, workers: int, log: IO[bytes]) -> Iterator[Receiver]:
     """``recon webhooks serve`` on a free port of 127.0.0.1, healthy, then stopped gracefully."""
     port = free_port()
@@ -235,7 +219,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     sent_ids = {delivery.event_id for delivery in deliveries}
     secret = f"whsec_bench_{secrets.token_hex(16)}"
     with (
-        fresh_database(args.postgres_url) as database_url,
+        scratch_database(args.postgres_url, "recon_bench") as database_url,
         tempfile.TemporaryFile() as log,
     ):
         try:

@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -28,18 +27,19 @@ from typing import Any, TypeVar
 
 import dagster as dg
 import httpx
-import pytest
 import yaml
-from sqlalchemy import URL, create_engine, text
+from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
 from recon_pipeline.db.engine import init_db, make_engine
 from recon_pipeline.defs.partitions import PropertyNight
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DemoProperty
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
+from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline_tests.postgres import postgres_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_DIR = REPO_ROOT / "deploy"
@@ -57,32 +57,11 @@ T = TypeVar("T")
 
 
 # ----- PostgreSQL ---------------------------------------------------------------------------------------
-def admin_url() -> str:
-    return os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
 @contextmanager
 def fresh_postgres_database(prefix: str) -> Iterator[URL]:
-    """A new, empty database on the test server, dropped (connections forced closed) afterwards.
-
-    Unreachable PostgreSQL skips the test, or fails it under ``RECON_REQUIRE_POSTGRES=1`` (CI)."""
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url(), isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as error:  # noqa: BLE001 - any connection failure means "no PostgreSQL"
-        admin.dispose()
-        reason = str(error).splitlines()[0]
-        if os.environ.get("RECON_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PostgreSQL is required here but unavailable: {reason}")
-        pytest.skip(f"PostgreSQL unavailable: {reason}")
-    try:
-        yield make_url(admin_url()).set(database=name)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    """A new, empty database on the test server, dropped (connections forced closed) afterwards."""
+    with postgres_database(prefix) as url:
+        yield make_url(url)
 
 
 def url_string(url: URL) -> str:
@@ -151,7 +130,7 @@ class NightsWorld:
     """The demo world for every (property, night) of ``properties`` × ``nights``, merged into one."""
 
     world: World
-    properties: tuple[DemoProperty, ...]
+    properties: tuple[PropertyRow, ...]
     nights: tuple[date, ...]
 
     @property
@@ -172,7 +151,7 @@ class NightsWorld:
 def build_nights_world(
     nights: Sequence[date],
     bookings_per_night: int,
-    properties: tuple[DemoProperty, ...] = DEMO_PROPERTIES,
+    properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES,
 ) -> NightsWorld:
     """One ``build_world`` per night (ids carry the night, so they never collide), merged."""
     merged = World()

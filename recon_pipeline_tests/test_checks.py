@@ -59,7 +59,7 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
         connection.execute(insert(properties), [p.row() for p in DEMO_PROPERTIES])
         event = ProviderEvent("evt_old", "payment_intent.succeeded", 1, "pi_1", None)
         store_event(connection, "stripe", event, "{}", now - timedelta(hours=1))
-    rows = [PropertyRow(**p.row()) for p in DEMO_PROPERTIES]
+    rows = list(DEMO_PROPERTIES)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p.property_id for p in DEMO_PROPERTIES])
         assert run_checks(sqlite_url, instance, monkeypatch) == {

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DemoProperty
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.simulator.store import SimulatorStore
@@ -39,7 +40,7 @@ def build_world(
     nights: dict[str, date],
     bookings_per_night: int = 1000,
     seed: int = 7,
-    properties: tuple[DemoProperty, ...] = DEMO_PROPERTIES,
+    properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES,
 ) -> World:
     """The demo world for ``nights`` (property_id → night) of ``properties``."""
     world = World()
@@ -65,7 +66,7 @@ def fee_for(amount: int, currency: str) -> int:
 class _NightBuilder:
     """Writes one property-night of ordinary activity, then plants one set of known discrepancies."""
 
-    def __init__(self, world: World, prop: DemoProperty, night: date, rng: random.Random) -> None:
+    def __init__(self, world: World, prop: PropertyRow, night: date, rng: random.Random) -> None:
         self.world, self.prop, self.rng = world, prop, rng
         self.night = night.isoformat()
         self.window: NightWindow = night_window(night, prop.timezone, prop.night_cutoff)

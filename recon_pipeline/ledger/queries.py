@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 
 import pandas as pd
@@ -32,6 +32,10 @@ class PropertyRow:
     currency: str
     night_cutoff: str
     provider_account: str | None
+
+    def row(self) -> dict[str, str | None]:
+        """The ``properties`` row this was read from (or is to be written as)."""
+        return asdict(self)
 
 
 def load_property(connection: Connection, property_id: str) -> PropertyRow:
