@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recon_pipeline_tests.conftest import ADMIN_URL
+from recon_pipeline_tests.postgres import admin_url
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "processor.py"
 
@@ -21,7 +21,7 @@ def test_benchmark_script_processes_every_event(postgres_url: str) -> None:
     # creates and drops its own databases on that server.
     command = [sys.executable, str(SCRIPT), "--n", "40", "--workers", "1", "2", "--batch-size", "10"]
     completed = subprocess.run(
-        [*command, "--postgres-url", ADMIN_URL, "--json"], capture_output=True, text=True, timeout=300
+        [*command, "--postgres-url", admin_url(), "--json"], capture_output=True, text=True, timeout=300
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     figures = json.loads(completed.stdout)
