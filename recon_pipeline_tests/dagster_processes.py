@@ -49,9 +49,6 @@ REPOSITORY_NAME = "__repository__"  # the implicit repository of a Definitions o
 JOB_NAME = "reconcile_night"
 ADJUSTED_CATEGORIES = (c.MISSING_IN_LEDGER, c.MISSING_AT_PROVIDER, c.AMOUNT_MISMATCH, c.DUPLICATE_IN_LEDGER)
 LOCALHOST = "127.0.0.1"
-# Run config that executes a run's steps in the run worker itself instead of one process per step
-# (the default multiprocess executor): six fewer interpreter start-ups per run on a small test machine.
-IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 T = TypeVar("T")
 

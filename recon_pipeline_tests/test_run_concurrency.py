@@ -22,7 +22,6 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import (
-    IN_PROCESS,
     DagsterDeployment,
     build_nights_world,
     dagster_pg_env,
@@ -107,7 +106,7 @@ def test_tag_limit_caps_provider_bound_runs_through_the_daemon(tmp_path: Path) -
             # provider-bound runs of these nights that compete for the same two slots.
             client.stop_all_instigators()
             # Queue all six before the daemon exists, so the queue alone decides what starts when.
-            run_ids = [client.launch_partition_run(key, run_config=IN_PROCESS) for key in keys]
+            run_ids = [client.launch_partition_run(key) for key in keys]
             queued = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
             assert {r.dagster_run.status for r in queued} == {dg.DagsterRunStatus.QUEUED}
             deployment.start_daemon()

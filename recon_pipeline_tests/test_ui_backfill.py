@@ -25,7 +25,6 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import (
-    IN_PROCESS,
     DagsterDeployment,
     build_nights_world,
     dagster_pg_env,
@@ -86,7 +85,7 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(tmp_path: Path
 
             try:
                 first_key = keys[0]
-                first_run = client.launch_partition_run(first_key, run_config=IN_PROCESS)
+                first_run = client.launch_partition_run(first_key)
                 [record] = wait_for_runs(instance, [first_run], RUN_TIMEOUT_S, deployment)
                 assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS, deployment.logs()
                 engine = make_engine(url_string(recon_db))
@@ -100,7 +99,6 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(tmp_path: Path
                 backfill_id = client.launch_asset_backfill(
                     [asset.key.path[-1] for asset in reconciliation_assets],
                     keys,
-                    run_config=IN_PROCESS,
                     tags={PROVIDER_BOUND_TAG: "true"},
                 )
                 status = client.wait_for_backfill(backfill_id, BACKFILL_TIMEOUT_S, deployment)
