@@ -71,8 +71,12 @@ def provider_settings(
 
 def max_concurrency_from_env() -> int:
     """RECON_PROVIDER_MAX_CONCURRENCY as a positive integer."""
-    raw = os.environ.get("RECON_PROVIDER_MAX_CONCURRENCY", str(DEFAULT_MAX_CONCURRENCY))
-    return positive_int("RECON_PROVIDER_MAX_CONCURRENCY", raw)
+    return positive_int_from_env("RECON_PROVIDER_MAX_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
+
+
+def positive_int_from_env(name: str, default: int) -> int:
+    """The variable ``name`` as a positive integer, ``default`` when unset, else a ConfigError naming it."""
+    return positive_int(name, os.environ.get(name, str(default)))
 
 
 def positive_int(name: str, raw: str) -> int:

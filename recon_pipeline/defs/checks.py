@@ -11,15 +11,14 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from recon_pipeline.config import positive_int
+from recon_pipeline.config import positive_int_from_env
+from recon_pipeline.defs.assets import discrepancy_report
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.events.backlog import read_backlog
 from recon_pipeline.ledger.queries import list_properties
 from recon_pipeline.nightly import due_nights
 from recon_pipeline.nights import parse_cutoff
-
-REPORT_ASSET = dg.AssetKey("discrepancy_report")
 
 payment_events_backlog = dg.AssetSpec(
     "payment_events_backlog",
@@ -29,7 +28,7 @@ payment_events_backlog = dg.AssetSpec(
 )
 
 
-@dg.asset_check(asset=REPORT_ASSET, description="Yesterday's night is reconciled by the morning close.")
+@dg.asset_check(asset=discrepancy_report, description="Yesterday's night is reconciled by the morning close.")
 def previous_night_reconciled(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
@@ -37,7 +36,7 @@ def previous_night_reconciled(
     with recon_db.engine().connect() as connection:
         properties = list_properties(connection)
     partitioned = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
-    reconciled = context.instance.get_materialized_partitions(REPORT_ASSET)
+    reconciled = context.instance.get_materialized_partitions(discrepancy_report.key)
     due = [
         (pid, night)
         for pid, night in due_nights(properties, datetime.now(UTC), morning_close)
@@ -63,7 +62,7 @@ def previous_night_reconciled(
     asset=payment_events_backlog.key, description="No payment event waits too long to be processed."
 )
 def oldest_pending_event_age(recon_db: ReconDatabase) -> dg.AssetCheckResult:
-    limit_s = positive_int("RECON_MAX_PENDING_AGE_S", os.environ.get("RECON_MAX_PENDING_AGE_S", "900"))
+    limit_s = positive_int_from_env("RECON_MAX_PENDING_AGE_S", 900)
     now = datetime.now(UTC)
     with recon_db.engine().connect() as connection:
         backlog = read_backlog(connection, now)

@@ -1,12 +1,12 @@
 """Dagster wiring of event processing: the pending-events sensor, the processor job, recovery schedules,
 and the sensor that re-opens nights touched by late events. Thin wrappers over ``recon_pipeline.events``."""
 
-import os
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from recon_pipeline.config import positive_int
+from recon_pipeline.config import positive_int_from_env
+from recon_pipeline.defs.assets import discrepancy_report
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
@@ -16,7 +16,6 @@ from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.stale import recent_stale_nights
 
-REPORT_ASSET = dg.AssetKey("discrepancy_report")
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -24,10 +23,6 @@ IN_FLIGHT = [
     dg.DagsterRunStatus.STARTED,
 ]
 STALE_LOOKBACK = timedelta(days=14)
-
-
-def _setting(name: str, default: int) -> int:
-    return positive_int(name, os.environ.get(name, str(default)))
 
 
 class ProcessEventsConfig(dg.Config):
@@ -63,7 +58,7 @@ def process_payment_events_job() -> None:
 
 @dg.sensor(
     job=process_payment_events_job,
-    minimum_interval_seconds=_setting("RECON_EVENTS_SENSOR_INTERVAL_S", 15),
+    minimum_interval_seconds=positive_int_from_env("RECON_EVENTS_SENSOR_INTERVAL_S", 15),
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
@@ -79,7 +74,7 @@ def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDa
     )
     if not backlog.due:
         return dg.SensorResult(skip_reason="no events due", cursor=cursor)
-    max_runs = _setting("RECON_EVENTS_MAX_RUNS", 2)
+    max_runs = positive_int_from_env("RECON_EVENTS_MAX_RUNS", 2)
     in_flight = context.instance.get_runs_count(
         dg.RunsFilter(job_name=process_payment_events_job.name, statuses=IN_FLIGHT)
     )
@@ -100,7 +95,7 @@ def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconData
     since = datetime.now(UTC) - STALE_LOOKBACK
     with recon_db.engine().connect() as connection:
         marks = recent_stale_nights(connection, since)
-    reconciled = context.instance.get_materialized_partitions(REPORT_ASSET)
+    reconciled = context.instance.get_materialized_partitions(discrepancy_report.key)
     properties = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
     requests = []
     for property_id, night, generation in marks:

@@ -5,7 +5,7 @@ import dagster as dg
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.keys import validate_property_id
-from recon_pipeline.ledger.queries import list_property_ids
+from recon_pipeline.ledger.queries import list_properties
 
 
 def new_property_partitions(known: set[str], in_table: list[str]) -> tuple[list[str], list[str]]:
@@ -27,7 +27,7 @@ def property_partitions_sensor(
 ) -> dg.SensorResult:
     """Add every property of the ``properties`` table as a partition of the property dimension."""
     with recon_db.engine().connect() as connection:
-        in_table = list_property_ids(connection)
+        in_table = [row.property_id for row in list_properties(connection)]
     known = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
     to_add, rejected = new_property_partitions(known, in_table)
     for property_id in rejected:

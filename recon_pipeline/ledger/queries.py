@@ -52,13 +52,6 @@ def list_properties(connection: Connection) -> list[PropertyRow]:
     return [PropertyRow(**row._asdict()) for row in rows]
 
 
-def list_property_ids(connection: Connection) -> list[str]:
-    """Every property id, sorted."""
-    return list(
-        connection.execute(select(properties.c.property_id).order_by(properties.c.property_id)).scalars()
-    )
-
-
 def load_ledger_records(
     connection: Connection,
     property_id: str,
