@@ -20,8 +20,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.datagen import generate_night  # noqa: E402
-from recon_pipeline.reconcile.diff import diff_night  # noqa: E402
+from benchmarks.datagen import SyntheticNight, generate_night  # noqa: E402
+from recon_pipeline.reconcile.diff import DiffResult, diff_night  # noqa: E402
+
+
+def time_diff(night: SyntheticNight, repeat: int) -> tuple[list[float], DiffResult]:
+    """Seconds of each of ``repeat`` runs of ``diff_night`` on the night, and the last run's result."""
+    seconds = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
+        seconds.append(time.perf_counter() - started)
+    return seconds, result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,11 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--n and --repeat must be positive")
 
     night = generate_night(args.n, args.rate, args.seed)
-    seconds = []
-    for _ in range(args.repeat):
-        started = time.perf_counter()
-        result = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
-        seconds.append(time.perf_counter() - started)
+    seconds, result = time_diff(night, args.repeat)
     median = statistics.median(seconds)
     figures = {
         "n": args.n,

@@ -6,10 +6,16 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from recon_pipeline import config
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.exc import SQLAlchemyError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -23,9 +29,13 @@ def cmd_db_init(_args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from recon_pipeline.demo.run import run_demo
+    from recon_pipeline.demo.run import DemoRunFailed, run_demo
 
-    outcomes = run_demo(bookings_per_night=args.bookings, seed=args.seed)
+    try:
+        outcomes = run_demo(bookings_per_night=args.bookings, seed=args.seed, flavour=args.provider)
+    except DemoRunFailed as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
     mismatched = [o.property_id for o in outcomes if o.found != o.planted]
     if mismatched:
         print(
@@ -39,19 +49,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_simulator_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from recon_pipeline.demo.properties import DEMO_PROPERTIES_BY_FLAVOUR
     from recon_pipeline.demo.run import demo_nights
     from recon_pipeline.demo.world import build_world
     from recon_pipeline.simulator.app import build_app
     from recon_pipeline.simulator.store import SimulatorStore
 
+    flavour = config.simulator_flavour(args.flavour)
     if args.data:
         store = SimulatorStore.from_json(args.data)
     else:
-        store = build_world(demo_nights(datetime.now(UTC)), args.bookings, args.seed).store
-    print(f"simulator on http://{args.host}:{args.port} ({len(store.charges)} charges)", flush=True)
-    # With RECON_PROVIDER_API_KEY set, the simulator demands it as the bearer key, as Stripe would.
+        properties = DEMO_PROPERTIES_BY_FLAVOUR[flavour]
+        nights = demo_nights(datetime.now(UTC), properties)
+        store = build_world(nights, args.bookings, args.seed, properties, flavour).store
+    print(
+        f"simulator on http://{args.host}:{args.port} speaking {flavour} ({len(store.charges)} payments)",
+        flush=True,
+    )
+    # With RECON_PROVIDER_API_KEY set, the simulator demands it as the provider would: Stripe's bearer key,
+    # or Razorpay's key_id:key_secret as Basic auth.
     api_key = os.environ.get("RECON_PROVIDER_API_KEY") or None
-    uvicorn.run(build_app(store, api_key=api_key), host=args.host, port=args.port, log_level="warning")
+    app = build_app(store, api_key=api_key, flavour=flavour)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 
@@ -72,12 +91,12 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     try:
         init_db(engine)
     except SQLAlchemyError as error:
-        reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0]
-        raise config.ConfigError(f"cannot initialise the database: {reason}") from None
+        raise config.ConfigError(f"cannot initialise the database: {_database_reason(error)}") from None
     finally:
         engine.dispose()
     print(
-        f"webhook receiver on http://{args.host}:{args.port}/webhooks/stripe ({args.workers} workers)",
+        f"webhook receiver on http://{args.host}:{args.port}: POST /webhooks/stripe and /webhooks/razorpay "
+        f"({args.workers} workers)",
         flush=True,
     )
     uvicorn.run(
@@ -92,6 +111,130 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _database_reason(error: SQLAlchemyError) -> str:
+    """The driver's first line (no URL, so no password), else the error's type."""
+    return str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0]
+
+
+@contextmanager
+def _recon_database() -> Iterator[Engine]:
+    """An engine on RECON_DATABASE_URL; database errors become one-line ConfigErrors."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from recon_pipeline.db.engine import make_engine
+
+    engine = make_engine(config.database_url())
+    try:
+        yield engine
+    except SQLAlchemyError as error:
+        raise config.ConfigError(f"database error: {_database_reason(error)}") from None
+    finally:
+        engine.dispose()
+
+
+def cmd_discrepancies_list(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render, store
+    from recon_pipeline.review.rules import DiscrepancyFilter
+
+    where = DiscrepancyFilter(args.property, args.night, args.category, args.status)
+    with _recon_database() as engine, engine.connect() as connection:
+        rows = store.list_discrepancies(connection, where, args.limit)
+        total = store.count_discrepancies(connection, where)
+    print(render.list_text(rows, total))
+    return 0
+
+
+def cmd_discrepancies_show(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render, store
+    from recon_pipeline.review.rules import parse_discrepancy_id
+
+    discrepancy_id = parse_discrepancy_id(args.discrepancy_id)
+    with _recon_database() as engine, engine.connect() as connection:
+        row = store.get_discrepancy(connection, discrepancy_id)
+        history = store.review_history(connection, row)
+    print(render.show_text(row, history))
+    return 0
+
+
+def cmd_discrepancies_review(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render, store
+    from recon_pipeline.review.rules import parse_discrepancy_id, validate_note, validate_reviewer
+
+    ids = [parse_discrepancy_id(text) for text in args.discrepancy_ids]
+    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with _recon_database() as engine, engine.begin() as connection:
+        outcomes = store.review(connection, ids, args.action, reviewer, note, datetime.now(UTC))
+    for outcome in outcomes:
+        amount = render.money(outcome.difference_minor, outcome.currency)
+        if outcome.changed:
+            print(
+                f"discrepancy {outcome.discrepancy_id}: {outcome.previous_status} -> {outcome.status} "
+                f"by {reviewer} at {amount}"
+            )
+        else:
+            print(f"discrepancy {outcome.discrepancy_id}: already {outcome.status}, unchanged")
+    return 0
+
+
+def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
+    from recon_pipeline.keys import validate_property_id
+    from recon_pipeline.ledger.queries import load_property
+    from recon_pipeline.review import render, store
+    from recon_pipeline.review.limits import THRESHOLD_ENV, threshold_minor
+
+    property_id = validate_property_id(args.property)
+    new = None if args.set is None else threshold_minor(args.set, "--set")
+    with _recon_database() as engine, engine.begin() as connection:
+        currency = load_property(connection, property_id).currency
+        if new is not None or args.clear:
+            store.set_threshold(connection, property_id, new, datetime.now(UTC))
+        threshold = store.threshold_for(connection, property_id)
+    source = "this property's own" if threshold.source == "property" else f"the default, {THRESHOLD_ENV}"
+    print(
+        f"{property_id}: unexplained amount threshold {render.money(threshold.minor, currency)} "
+        f"({threshold.minor} minor units per currency; {source})"
+    )
+    return 0
+
+
+def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.review.rules import ACKNOWLEDGE, RESOLVE
+
+    group = commands.add_parser(
+        "discrepancies", help="review findings: list, show, acknowledge, resolve; set thresholds"
+    ).add_subparsers(dest="discrepancies_command", required=True)
+    listing = group.add_parser("list", help="findings, newest night first")
+    listing.add_argument("--property", help="only this property id")
+    listing.add_argument("--night", help="only this night (YYYY-MM-DD)")
+    listing.add_argument("--category", help="only this category, e.g. amount_mismatch")
+    listing.add_argument("--status", help="only this review status: open, acknowledged or resolved")
+    listing.add_argument(
+        "--limit", type=config.positive_argument, default=50, help="show at most this many (50)"
+    )
+    listing.set_defaults(handler=cmd_discrepancies_list)
+
+    show = group.add_parser("show", help="every column of one finding and its review history")
+    show.add_argument("discrepancy_id", help="the id `list` shows")
+    show.set_defaults(handler=cmd_discrepancies_show)
+
+    for name, action, verb in (("ack", ACKNOWLEDGE, "acknowledge"), ("resolve", RESOLVE, "resolve")):
+        review = group.add_parser(name, help=f"{verb} findings, recording who, why and the amount seen")
+        review.add_argument("discrepancy_ids", nargs="+", metavar="discrepancy_id")
+        review.add_argument("--by", help="who reviews (default: $USER)")
+        review.add_argument("--note", help="why (required)")
+        review.set_defaults(handler=cmd_discrepancies_review, action=action)
+
+    threshold = group.add_parser(
+        "threshold", help="show or set a property's unexplained-amount threshold (the blocking check's)"
+    )
+    threshold.add_argument("property", help="property id")
+    change = threshold.add_mutually_exclusive_group()
+    change.add_argument("--set", metavar="MINOR", help="new threshold in minor units (JPY: yen, EUR: cents)")
+    change.add_argument("--clear", action="store_true", help="fall back to the default")
+    threshold.set_defaults(handler=cmd_discrepancies_threshold)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recon", description="Nightly payment reconciliation on Dagster.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,7 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
     init.set_defaults(handler=cmd_db_init)
 
     demo = commands.add_parser(
-        "demo", help="seed, simulate and reconcile last night of three demo properties"
+        "demo", help="seed, simulate and reconcile last night of the demo properties of one provider"
+    )
+    demo.add_argument(
+        "--provider",
+        choices=config.PROVIDER_FLAVOURS,
+        default="stripe",
+        help="whose API the simulator speaks and whose demo properties are seeded (stripe)",
     )
     demo.add_argument(
         "--bookings",
@@ -117,8 +266,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulator = commands.add_parser("simulator", help="the provider simulator").add_subparsers(
         dest="simulator_command", required=True
     )
-    serve = simulator.add_parser("serve", help="serve the Stripe subset from seeded data")
+    serve = simulator.add_parser("serve", help="serve the Stripe or Razorpay subset from seeded data")
     serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--flavour",
+        choices=config.PROVIDER_FLAVOURS,
+        help="the API to speak and whose demo properties to seed (RECON_PROVIDER_FLAVOUR, else stripe)",
+    )
     serve.add_argument("--port", type=int, default=12111)
     serve.add_argument("--seed", type=int, default=7)
     serve.add_argument("--bookings", type=config.positive_argument, default=1000)
@@ -131,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="webhooks_command", required=True
     )
     receive = webhooks.add_parser(
-        "serve", help="receive Stripe webhooks (RECON_WEBHOOK_SECRET) into payment_events"
+        "serve", help="receive Stripe and Razorpay webhooks (RECON_WEBHOOK_SECRET) into payment_events"
     )
     receive.add_argument("--host", default="127.0.0.1")
     receive.add_argument("--port", type=int, default=12112)
@@ -144,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=config.positive_argument, default=1, help="uvicorn worker processes (1)"
     )
     receive.set_defaults(handler=cmd_webhooks_serve)
+
+    _add_discrepancy_commands(commands)
     return parser
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROVIDER_KINDS = ("simulator", "stripe", "razorpay")
+# The API a provider speaks; the simulator speaks either (RECON_PROVIDER_FLAVOUR, default stripe).
+PROVIDER_FLAVOURS = ("stripe", "razorpay")
 PUBLIC_API_ROOTS = {"stripe": "https://api.stripe.com", "razorpay": "https://api.razorpay.com"}
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -33,15 +35,19 @@ def database_url() -> str:
 
 @dataclass(frozen=True)
 class ProviderSettings:
-    """Where and how to reach the payment provider."""
+    """Where and how to reach the payment provider; ``flavour`` is the API it speaks."""
 
     kind: str
     base_url: str
     api_key: str | None
     max_concurrency: int
+    flavour: str = "stripe"
 
     def __repr__(self) -> str:  # never show the key
-        return f"ProviderSettings(kind={self.kind!r}, base_url={self.base_url!r}, api_key=***)"
+        return (
+            f"ProviderSettings(kind={self.kind!r}, flavour={self.flavour!r}, base_url={self.base_url!r}, "
+            "api_key=***)"
+        )
 
 
 def provider_settings(
@@ -49,8 +55,11 @@ def provider_settings(
     base_url: str | None = None,
     api_key: str | None = None,
     max_concurrency: int | None = None,
+    flavour: str | None = None,
 ) -> ProviderSettings:
-    """Provider settings: each argument given wins, the rest come from the RECON_PROVIDER* variables."""
+    """Provider settings: each argument given wins, the rest come from the RECON_PROVIDER* variables.
+
+    ``flavour`` only applies to the simulator (stripe and razorpay speak their own API)."""
     kind = kind or os.environ.get("RECON_PROVIDER", "").strip() or "simulator"
     if kind not in PROVIDER_KINDS:
         raise ConfigError(f"RECON_PROVIDER must be one of {', '.join(PROVIDER_KINDS)}, not {kind!r}")
@@ -64,9 +73,22 @@ def provider_settings(
     api_key = api_key or os.environ.get("RECON_PROVIDER_API_KEY") or None
     if kind != "simulator" and not api_key:
         raise ConfigError(f"RECON_PROVIDER={kind} needs RECON_PROVIDER_API_KEY")
+    flavour = kind if kind != "simulator" else simulator_flavour(flavour)
+    if flavour == "razorpay" and api_key is not None and ":" not in api_key:
+        raise ConfigError("RECON_PROVIDER_API_KEY for Razorpay is key_id:key_secret")
     return ProviderSettings(
-        kind, base_url.rstrip("/"), api_key, max_concurrency or max_concurrency_from_env()
+        kind, base_url.rstrip("/"), api_key, max_concurrency or max_concurrency_from_env(), flavour
     )
+
+
+def simulator_flavour(flavour: str | None = None) -> str:
+    """The API the simulator speaks: ``flavour`` if given, else RECON_PROVIDER_FLAVOUR, else stripe."""
+    flavour = flavour or os.environ.get("RECON_PROVIDER_FLAVOUR", "").strip() or "stripe"
+    if flavour not in PROVIDER_FLAVOURS:
+        raise ConfigError(
+            f"RECON_PROVIDER_FLAVOUR must be one of {', '.join(PROVIDER_FLAVOURS)}, not {flavour!r}"
+        )
+    return flavour
 
 
 def max_concurrency_from_env() -> int:

@@ -30,11 +30,14 @@ THREE_DECIMAL_CURRENCIES = frozenset({"BHD", "JOD", "KWD", "OMR", "TND"})
 
 
 def normalize_currency(code: str) -> str:
-    """Return an ISO 4217 code upper case; providers send lower case, the contract stores upper."""
-    cleaned = code.strip().upper()
-    if len(cleaned) != 3 or not cleaned.isalpha():
+    """Return an ISO 4217 code upper case; providers send lower case, the contract stores upper.
+
+    ISO 4217 codes are three ASCII letters, checked before upper-casing: ``str.isalpha`` alone takes
+    "ÉÜÖ", and ``upper()`` would turn "ßa" into "SSA"."""
+    cleaned = code.strip()
+    if len(cleaned) != 3 or not (cleaned.isascii() and cleaned.isalpha()):
         raise ValueError(f"not an ISO 4217 currency code: {code!r}")
-    return cleaned
+    return cleaned.upper()
 
 
 def minor_unit_exponent(currency: str) -> int:

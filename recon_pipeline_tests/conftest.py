@@ -13,7 +13,19 @@ from recon_pipeline_tests.postgres import postgres_database
 # Step retries of provider-bound assets wait seconds in production; tests keep them short.
 os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")
 
-pytest_plugins = ["recon_pipeline_tests.pipeline_fixtures", "recon_pipeline_tests.provider_fixtures"]
+pytest_plugins = [
+    "recon_pipeline_tests.pipeline_fixtures",
+    "recon_pipeline_tests.provider_fixtures",
+    "recon_pipeline_tests.report_fixtures",
+]
+
+
+@pytest.fixture(autouse=True)
+def recon_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own RECON_HOME, so report files never land in the checkout's ``.recon``."""
+    home = tmp_path / "recon_home"
+    monkeypatch.setenv("RECON_HOME", str(home))
+    return home
 
 
 @pytest.fixture

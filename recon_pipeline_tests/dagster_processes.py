@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
+from unittest import mock
 
 import dagster as dg
 import httpx
@@ -32,6 +33,7 @@ from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
 from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.defs.partitions import PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
@@ -102,23 +104,16 @@ def write_dagster_home(home: Path, overrides: Mapping[str, Any] | None = None) -
 
 @contextmanager
 def instance_from_home(home: Path, env: Mapping[str, str]) -> Iterator[dg.DagsterInstance]:
-    """A DagsterInstance loaded from ``home``/dagster.yaml with ``env`` (DAGSTER_PG_*) set meanwhile."""
-    with _environ(env), dg.DagsterInstance.from_config(str(home)) as instance:
+    """A DagsterInstance loaded from ``home``/dagster.yaml with ``env`` (DAGSTER_PG_*) set meanwhile.
+
+    The ``provider_api`` pool's limit is set explicitly, as deploy/README.md tells a deployment to: runs
+    that first claim a pool with no limit row race to create it (dagster-io/dagster#33552).
+    """
+    with mock.patch.dict(os.environ, env), dg.DagsterInstance.from_config(str(home)) as instance:
+        limit = instance.global_op_concurrency_default_limit
+        if limit is not None:
+            instance.event_log_storage.set_concurrency_slots(PROVIDER_POOL, limit)
         yield instance
-
-
-@contextmanager
-def _environ(env: Mapping[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 # ----- a seeded world over several nights ---------------------------------------------------------------
@@ -457,6 +452,10 @@ query Backfill($backfillId: String!) {
 }
 """
 
+# The UI's one-time "Join the Dagster community" dialog (shown on 127.0.0.1 origins) is stored as seen here.
+SET_NUX_SEEN_MUTATION = "mutation SetNuxSeen { setNuxSeen }"
+SHOULD_SHOW_NUX_QUERY = "query ShouldShowNux { shouldShowNux }"
+
 BACKFILL_DONE = {"COMPLETED", "COMPLETED_SUCCESS"}
 BACKFILL_FAILED = {"FAILED", "COMPLETED_FAILED", "CANCELED", "CANCELING", "FAILING"}
 
@@ -530,6 +529,12 @@ class GraphQL:
         if running:
             raise GraphQLError(f"still running after stop: {running}")
         return stopped
+
+    def dismiss_community_dialog(self) -> None:
+        """Mark the UI's community dialog seen, as clicking "Skip" does: it would cover every page."""
+        self.execute(SET_NUX_SEEN_MUTATION)
+        if self.execute(SHOULD_SHOW_NUX_QUERY)["shouldShowNux"]:
+            raise GraphQLError("the community dialog is still due after setNuxSeen")
 
     @staticmethod
     def _check(data: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -17,9 +18,10 @@ from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_PROPERTIES_BY_FLAVOUR
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
+from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 
@@ -36,6 +38,7 @@ class SeededPipeline:
     simulator: ServerThread
     instance: dg.DagsterInstance
     resources: dict[str, Any]
+    properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES
 
     def materialize(self, property_id: str, **kwargs: Any) -> dg.ExecuteInProcessResult:
         key = PropertyNight(property_id, NIGHT.isoformat()).partition_key
@@ -78,25 +81,53 @@ class SeededPipeline:
             ]
 
 
-@pytest.fixture
-def seeded_pipeline(database_url: str) -> Iterator[SeededPipeline]:
+@contextmanager
+def seeded(database_url: str, flavour: str = "stripe") -> Iterator[SeededPipeline]:
+    """The demo world of ``flavour``'s properties, seeded and served by a simulator speaking its API."""
+    properties = DEMO_PROPERTIES_BY_FLAVOUR[flavour]
     engine = make_engine(database_url)
     init_db(engine)
     world = build_world(
-        {p.property_id: NIGHT for p in DEMO_PROPERTIES}, bookings_per_night=BOOKINGS_PER_NIGHT
+        {p.property_id: NIGHT for p in properties},
+        bookings_per_night=BOOKINGS_PER_NIGHT,
+        properties=properties,
+        flavour=flavour,
     )
     seed_world(engine, world)
-    with ServerThread(build_app(world.store)) as simulator, dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p.property_id for p in DEMO_PROPERTIES])
+    app = build_app(world.store, flavour=flavour)
+    with ServerThread(app) as simulator, dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p.property_id for p in properties])
         resources = {
             "recon_db": ReconDatabase(database_url=database_url),
             "provider": ProviderResource(
                 provider="simulator",
+                flavour=flavour,
                 base_url=simulator.base_url,
                 max_concurrency=4,
                 base_delay_s=0.01,
                 max_delay_s=0.05,
             ),
         }
-        yield SeededPipeline(engine, world, simulator, instance, resources)
+        yield SeededPipeline(engine, world, simulator, instance, resources, properties)
     engine.dispose()
+
+
+@pytest.fixture
+def seeded_pipeline(database_url: str) -> Iterator[SeededPipeline]:
+    """The Stripe demo world on SQLite and on PostgreSQL."""
+    with seeded(database_url) as pipeline:
+        yield pipeline
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(("stripe", "sqlite_url"), id="stripe-sqlite"),
+        pytest.param(("stripe", "postgres_url"), id="stripe-postgres", marks=pytest.mark.postgres),
+        pytest.param(("razorpay", "sqlite_url"), id="razorpay-sqlite"),
+    ]
+)
+def provider_pipeline(request: pytest.FixtureRequest) -> Iterator[SeededPipeline]:
+    """The demo world of each provider (Razorpay on SQLite only: the database paths are the same)."""
+    flavour, database_fixture = request.param
+    with seeded(str(request.getfixturevalue(database_fixture)), flavour) as pipeline:
+        yield pipeline

@@ -1,6 +1,10 @@
 """Test helpers for the provider simulator and client: Stripe-shaped object builders and a fixture that
 serves a store over real HTTP on 127.0.0.1 (import ``simulator_fixture`` and ``simulator_server_fixture``
-into a test module to use the ``simulator`` fixture)."""
+into a test module to use the ``simulator`` fixture).
+
+The same store can be served in either provider's flavour: the ``provider`` fixture runs a test once per
+flavour (``Flavour``: its ids, paths and adapter), so one suite tests both adapters against the same data.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from recon_pipeline.provider.http import RetryPolicy
+from recon_pipeline.provider.adapter import Adapter, build_adapter
+from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 from recon_pipeline.simulator.store import SimulatorStore
@@ -107,6 +112,37 @@ def make_payment_intent(charge: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Flavour:
+    """A provider API as the tests see it: how its ids look, where its records are, its adapter."""
+
+    name: str
+    charge_prefix: str  # a payment record's id prefix
+    refund_prefix: str
+    payments_path: str  # the list of payment records
+    api_key: str  # a key in the provider's format
+
+    def charge_id(self, suffix: str) -> str:
+        return f"{self.charge_prefix}{suffix}"
+
+    def refund_id(self, suffix: str) -> str:
+        return f"{self.refund_prefix}{suffix}"
+
+    def adapter(self, http: ProviderHttp, api_key: str | None = None) -> Adapter:
+        return build_adapter(self.name, http, api_key)
+
+
+STRIPE = Flavour("stripe", "ch_", "re_", "/v1/charges", "sk_test_key")
+RAZORPAY = Flavour("razorpay", "pay_", "rfnd_", "/v1/payments", "rzp_test_key:secret")
+FLAVOURS = {flavour.name: flavour for flavour in (STRIPE, RAZORPAY)}
+
+
+@pytest.fixture(params=list(FLAVOURS), name="provider")
+def provider_fixture(request: pytest.FixtureRequest) -> Flavour:
+    """Run the test once against each provider's API."""
+    return FLAVOURS[request.param]
+
+
 @dataclass
 class RunningSimulator:
     """A simulator served on 127.0.0.1, with a plain client on it and helpers for its control endpoints."""
@@ -158,12 +194,13 @@ def simulator_server_fixture() -> Iterator[tuple[ServerThread, _CurrentApp]]:
 
 @pytest.fixture(name="simulator")
 def simulator_fixture(simulator_server: tuple[ServerThread, _CurrentApp]) -> Iterator[StartSimulator]:
-    """``simulator(store, api_key=None)`` serves ``store`` on 127.0.0.1 until the test ends."""
+    """``simulator(store, api_key=None, flavour="stripe")`` serves ``store`` on 127.0.0.1 until the test
+    ends, speaking ``flavour``'s API."""
     server, current = simulator_server
     clients: list[httpx.Client] = []
 
-    def start(store: SimulatorStore, api_key: str | None = None) -> RunningSimulator:
-        current.app = build_app(store, api_key=api_key)
+    def start(store: SimulatorStore, api_key: str | None = None, flavour: str = "stripe") -> RunningSimulator:
+        current.app = build_app(store, api_key=api_key, flavour=flavour)
         clients.append(httpx.Client(base_url=server.base_url, timeout=5))
         return RunningSimulator(server=server, store=store, client=clients[-1])
 

@@ -18,7 +18,7 @@ def test_benchmark_stores_every_distinct_event_once(postgres_url: str) -> None:
     # postgres_url is only the server to create the benchmark's own database on (and proves it is up).
     completed = subprocess.run(
         [sys.executable, str(SCRIPT), "--events", "200", "--connections", "4", "--workers", "1"]
-        + ["--postgres-url", postgres_url, "--json"],
+        + ["--repeat", "2", "--postgres-url", postgres_url, "--json"],
         capture_output=True,
         text=True,
         timeout=180,
@@ -29,6 +29,7 @@ def test_benchmark_stores_every_distinct_event_once(postgres_url: str) -> None:
     assert figures["stored"] == figures["stored_sent"] == figures["stored_processing"] == 200
     assert figures["accepted"] == 220 and figures["refused"] == 0
     assert figures["accepted_new"] == 200 and figures["duplicate_answers"] == 20
+    assert len(figures["runs"]) == 2 and all(run["accepted_per_second"] > 0 for run in figures["runs"])
     engine = create_engine(postgres_url)
     try:
         with engine.connect() as connection:

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
-from sqlalchemy import func, inspect, select
+from sqlalchemy import MetaData, Table, func, inspect, select
 
+from recon_pipeline.db.bulk import BULK_MIN_ROWS
 from recon_pipeline.db.engine import init_db, make_engine
 from recon_pipeline.db.results import save_discrepancies, write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
@@ -68,6 +69,35 @@ def test_init_creates_every_contract_table_and_is_idempotent(database_url: str) 
     assert init_db(engine) == []
     columns = {c["name"] for c in inspect(engine).get_columns("discrepancies")}
     assert {"property_id", "night", "category", "record_key", "review_status", "run_id"} <= columns
+
+
+def test_init_upgrades_an_older_database_in_place(database_url: str) -> None:
+    """A database made by an earlier release (discrepancies without the review columns and the review
+    index) gets them added, and its rows survive with the new columns empty or defaulted."""
+    engine = make_engine(database_url)
+    added = {"reviewed_by", "reviewed_at", "review_note", "reviewed_difference_minor", "review_status"}
+    older = MetaData()
+    old_columns = [column.copy() for column in discrepancies.columns if column.name not in added]
+    old_table = Table("discrepancies", older, *old_columns)
+    older.create_all(engine)
+    row = finding("missing_in_ledger", "ch_1:payment", 1000, provider_record_id="ch_1")
+    with engine.begin() as connection:
+        connection.execute(
+            old_table.insert(),
+            {**row, "property_id": "p1", "night": "2026-12-01", "detected_at": NOW},
+        )
+    created = init_db(engine)
+    assert "discrepancies" not in created and "discrepancy_reviews" in created
+    inspector = inspect(engine)
+    assert added <= {c["name"] for c in inspector.get_columns("discrepancies")}
+    indexes = {index["name"] for index in inspector.get_indexes("discrepancies")}
+    assert {index.name for index in discrepancies.indexes} <= indexes
+    with engine.connect() as connection:
+        upgraded = connection.execute(select(discrepancies)).mappings().one()
+    assert upgraded["record_key"] == "ch_1:payment" and upgraded["review_status"] == "open"
+    assert upgraded["reviewed_by"] is None and upgraded["reviewed_difference_minor"] is None
+    assert init_db(engine) == []
+    engine.dispose()
 
 
 def test_timestamps_round_trip_as_aware_utc(database_url: str) -> None:
@@ -131,6 +161,47 @@ def test_adjustments_are_written_once_per_business_key(database_url: str) -> Non
         rows = connection.execute(select(adjustments.c.run_id, adjustments.c.idempotency_key)).all()
     assert {run for run, _ in rows} == {"run-a"}
     assert sorted(key for _, key in rows) == sorted(r["idempotency_key"] for r in first)
+
+
+def test_a_large_batch_is_written_once_with_every_value_intact(database_url: str) -> None:
+    """Batches of BULK_MIN_ROWS and more go through COPY on PostgreSQL (db/bulk.py): the same rows as the
+    plain INSERT path, awkward text kept byte for byte, a replay inserting nothing, naive times refused."""
+    engine = make_engine(database_url)
+    init_db(engine)
+    awkward = ["", 'say "hi", ok', "line\nbreak\ttab", "back\\slash", "¥ € ₹ 日本", "NULL", "\\N"]
+    rows = [
+        {
+            "adjustment_id": f"adj_{i}",
+            "idempotency_key": f"p1/2026-11-30/post_missing_payment/ch_{i}",
+            "property_id": "p1",
+            "night": "2026-11-30",
+            "kind": "post_missing_payment",
+            "provider_record_id": f"ch_{i}",
+            "ledger_entry_id": None,
+            "amount_minor": i - 300,
+            "currency": "JPY",
+            "reason": awkward[i % len(awkward)],
+            "status": "proposed",
+            "created_at": NOW + timedelta(microseconds=i),
+            "run_id": "run-a",
+        }
+        for i in range(BULK_MIN_ROWS + 100)
+    ]
+    with engine.begin() as connection:
+        assert write_adjustments(connection, rows + rows[:10]).new == len(rows)  # in-batch repeats too
+    with engine.begin() as connection:
+        assert write_adjustments(connection, rows).already_present == len(rows)
+    with engine.connect() as connection:
+        stored = {r["adjustment_id"]: dict(r) for r in connection.execute(select(adjustments)).mappings()}
+    assert stored == {row["adjustment_id"]: row for row in rows}
+    naive = [
+        {**row, "idempotency_key": f"{row['idempotency_key']}/x", "adjustment_id": f"{row['adjustment_id']}x"}
+        for row in rows
+    ]
+    naive[-1]["created_at"] = datetime(2026, 1, 1)
+    with pytest.raises(Exception, match="timezone-aware"), engine.begin() as connection:
+        write_adjustments(connection, naive)
+    engine.dispose()
 
 
 def test_discrepancies_upsert_leaves_a_rerun_identical(database_url: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_RAZORPAY_PROPERTIES
 
 
 def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -22,9 +22,15 @@ def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
-def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> None:
+def fresh_env(tmp_path: Path) -> dict[str, str]:
+    """The environment without any RECON_/DAGSTER_ setting, and a new RECON_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "DAGSTER_"))}
     env["RECON_HOME"] = str(tmp_path / "home")
+    return env
+
+
+def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> None:
+    env = fresh_env(tmp_path)
     first = run_recon("demo", "--bookings", "150", env=env)
     assert first.returncode == 0, first.stderr
     for prop in DEMO_PROPERTIES:
@@ -47,6 +53,28 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
             assert all(run.is_success for run in runs)
     finally:
         del os.environ["DAGSTER_HOME"]
+
+
+def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_threshold(
+    tmp_path: Path,
+) -> None:
+    env, prop = fresh_env(tmp_path), DEMO_RAZORPAY_PROPERTIES[0].property_id
+    first = run_recon("demo", "--provider", "razorpay", "--bookings", "40", env=env)
+    assert first.returncode == 0, first.stderr
+    assert f"== {prop}" in first.stdout and "speaking razorpay" in first.stdout
+    assert "differs" not in first.stdout and "discrepancy_thresholds +1" in first.stdout
+
+    tightened = run_recon("discrepancies", "threshold", prop, "--set", "100000", env=env)
+    assert tightened.returncode == 0, tightened.stderr
+    second = run_recon("demo", "--provider", "razorpay", "--bookings", "40", env=env)
+    assert second.returncode == 1
+    assert "discrepancy_thresholds +0" in second.stdout  # the analyst's threshold is kept
+    assert "Traceback" not in second.stdout + second.stderr
+    reason = second.stderr.strip().splitlines()[-1]
+    assert (
+        reason.startswith(f"error: {prop} night ") and "check unexplained_discrepancy_amount failed" in reason
+    )
+    assert "INR unexplained, over the threshold of 1,000.00 INR" in reason
 
 
 def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:

@@ -1,14 +1,20 @@
-"""End to end through Dagster: seeded PMS tables, the simulator over real HTTP, `materialize`."""
+"""End to end through Dagster: seeded PMS tables, the simulator over real HTTP, `materialize`; once per
+provider (Stripe on SQLite and PostgreSQL, Razorpay on SQLite)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import timedelta
+
 import dagster as dg
 import pytest
+from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.definitions import defs
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline_tests.pipeline_fixtures import SeededPipeline
+from recon_pipeline.nights import night_window
+from recon_pipeline.provider.razorpay import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 
 ADJUSTED_CATEGORIES = ("missing_in_ledger", "missing_at_provider", "amount_mismatch", "duplicate_in_ledger")
 
@@ -18,58 +24,66 @@ def test_definitions_load() -> None:
     assert defs.resolve_job_def("reconcile_night").partitions_def is not None
 
 
-def test_every_planted_discrepancy_is_found_on_every_property(seeded_pipeline: SeededPipeline) -> None:
-    for prop in DEMO_PROPERTIES:
-        result = seeded_pipeline.materialize(prop.property_id)
+def test_every_planted_discrepancy_is_found_on_every_property(provider_pipeline: SeededPipeline) -> None:
+    for prop in provider_pipeline.properties:
+        result = provider_pipeline.materialize(prop.property_id)
         assert result.success
-        assert seeded_pipeline.found(prop.property_id) == seeded_pipeline.planted(prop.property_id)
+        assert provider_pipeline.found(prop.property_id) == provider_pipeline.planted(prop.property_id)
         report = result.asset_materializations_for_node("discrepancy_report")[0].metadata
         assert report["count/missing_in_ledger"].value == 4
         assert "amount_mismatch" in str(report["categories"].value)
     expected_adjustments = sum(
         n
-        for (_p, _n, category), n in seeded_pipeline.world.expected.items()
+        for (_p, _n, category), n in provider_pipeline.world.expected.items()
         if category in ADJUSTED_CATEGORIES
     )
-    assert len(seeded_pipeline.table(adjustments)) == expected_adjustments
+    assert len(provider_pipeline.table(adjustments)) == expected_adjustments
 
 
-def test_rerun_writes_nothing_new(seeded_pipeline: SeededPipeline) -> None:
-    prop = DEMO_PROPERTIES[0].property_id
-    first = seeded_pipeline.materialize(prop)
-    adjustments_before = seeded_pipeline.table(adjustments)
-    discrepancies_before = seeded_pipeline.table(discrepancies)
-    second = seeded_pipeline.materialize(prop)
+def test_rerun_writes_nothing_new(provider_pipeline: SeededPipeline) -> None:
+    prop = provider_pipeline.properties[0].property_id
+    first = provider_pipeline.materialize(prop)
+    adjustments_before = provider_pipeline.table(adjustments)
+    discrepancies_before = provider_pipeline.table(discrepancies)
+    second = provider_pipeline.materialize(prop)
     assert first.run_id != second.run_id
     metadata = second.asset_materializations_for_node("adjustments")[0].metadata
     assert metadata["new"].value == 0
     assert metadata["duplicates_suppressed"].value == len(adjustments_before) > 0
-    assert seeded_pipeline.table(adjustments) == adjustments_before
-    assert seeded_pipeline.table(discrepancies) == discrepancies_before
+    assert provider_pipeline.table(adjustments) == adjustments_before
+    assert provider_pipeline.table(discrepancies) == discrepancies_before
 
 
-def test_retries_through_429_and_5xx_then_succeeds(seeded_pipeline: SeededPipeline) -> None:
-    prop = DEMO_PROPERTIES[2].property_id
-    seeded_pipeline.faults(statuses=[429, 503, 500], retry_after="0")
-    assert seeded_pipeline.materialize(prop).success
-    stats = seeded_pipeline.stats()
+def test_retries_through_429_and_5xx_then_succeeds(provider_pipeline: SeededPipeline) -> None:
+    prop = provider_pipeline.properties[-1].property_id
+    provider_pipeline.faults(statuses=[429, 503, 500], retry_after="0")
+    assert provider_pipeline.materialize(prop).success
+    stats = provider_pipeline.stats()
     assert {"429", "503", "500"} <= set(map(str, stats["responses_by_status"]))
-    assert seeded_pipeline.found(prop) == seeded_pipeline.planted(prop)
+    assert provider_pipeline.found(prop) == provider_pipeline.planted(prop)
 
 
-@pytest.mark.parametrize("fault", [{"fail_after_requests": 1}, {"truncate_next": 50}])
+# Enough truncations to outlast every HTTP and step retry of every list a pull reads at once (Razorpay's
+# payments, refunds and four settlement recon days).
+@pytest.mark.parametrize("fault", [{"fail_after_requests": 1}, {"truncate_next": 200}])
 def test_a_pull_that_fails_midway_fails_the_partition_and_writes_nothing(
-    seeded_pipeline: SeededPipeline, fault: dict[str, object]
+    provider_pipeline: SeededPipeline, fault: dict[str, object]
 ) -> None:
-    prop = DEMO_PROPERTIES[0].property_id
-    seeded_pipeline.faults(**fault)
-    result = seeded_pipeline.materialize(prop, raise_on_error=False)
+    provider_pipeline.faults(**fault)
+    assert_pull_failed_and_nothing_written(provider_pipeline)
+
+
+def assert_pull_failed_and_nothing_written(pipeline: SeededPipeline) -> str:
+    """Materialize the first property's night: it fails at provider_records, writing nothing; its error."""
+    result = pipeline.materialize(pipeline.properties[0].property_id, raise_on_error=False)
     assert not result.success
     failed = [event for event in result.all_events if event.is_step_failure]
     assert [event.step_key for event in failed] == ["provider_records"]
-    assert "IncompletePullError" in str(failed[0].step_failure_data.error)
-    assert seeded_pipeline.table(adjustments) == []
-    assert seeded_pipeline.table(discrepancies) == []
+    error = str(failed[0].step_failure_data.error)
+    assert "IncompletePullError" in error
+    assert pipeline.table(adjustments) == []
+    assert pipeline.table(discrepancies) == []
+    return error
 
 
 def test_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,3 +99,58 @@ def test_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("RECON_EXECUTOR", "spark")
     with pytest.raises(ConfigError, match="RECON_EXECUTOR"):
         executor_from_env()
+
+
+@pytest.fixture
+def razorpay_pipeline(sqlite_url: str) -> Iterator[SeededPipeline]:
+    with seeded(sqlite_url, "razorpay") as pipeline:
+        yield pipeline
+
+
+def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_fee_is_reconciled(
+    razorpay_pipeline: SeededPipeline,
+) -> None:
+    pipeline, prop = razorpay_pipeline, razorpay_pipeline.properties[0]
+    store, window = pipeline.world.store, night_window(NIGHT, prop.timezone, prop.night_cutoff)
+    booked = next(e for e in pipeline.world.ledger_entries if e["kind"] == "fee")  # an ordinary booking's
+    charge_id, booked_fee = booked["provider_record_id"], -booked["amount_minor"]
+    store.settled_fees[charge_id] = booked_fee + 700  # Razorpay's settlement books a different fee
+
+    def fee_rows(result: dg.ExecuteInProcessResult) -> dict[str, tuple[int, str]]:
+        frame = result.output_for_node("provider_records")
+        return {
+            r.provider_record_id: (r.amount_minor, r.status) for r in frame[frame.kind == "fee"].itertuples()
+        }
+
+    store.clock = lambda: (window.end + timedelta(hours=8)).timestamp()  # the morning after: not settled
+    fresh = fee_rows(pipeline.materialize(prop.property_id))
+    assert {status for _amount, status in fresh.values()} == {FEE_PROVISIONAL}
+    assert fresh[charge_id] == (-booked_fee, FEE_PROVISIONAL)
+    assert pipeline.found(prop.property_id) == pipeline.planted(prop.property_id)
+
+    store.clock = lambda: (window.end + timedelta(days=3)).timestamp()  # the lookback re-run: settled
+    settled = fee_rows(pipeline.materialize(prop.property_id))
+    assert {status for _amount, status in settled.values()} == {FEE_SETTLED}
+    assert settled[charge_id] == (-(booked_fee + 700), FEE_SETTLED)
+    assert {i: amount for i, (amount, _s) in settled.items()} == {
+        i: amount for i, (amount, _s) in fresh.items()
+    } | {charge_id: -(booked_fee + 700)}
+    planted = pipeline.planted(prop.property_id)
+    assert pipeline.found(prop.property_id) == {**planted, "amount_mismatch": planted["amount_mismatch"] + 1}
+    with pipeline.engine.connect() as connection:
+        finding = connection.execute(
+            select(
+                discrepancies.c.category,
+                discrepancies.c.provider_amount_minor,
+                discrepancies.c.ledger_amount_minor,
+                discrepancies.c.difference_minor,
+            ).where(discrepancies.c.provider_record_id == charge_id)
+        ).one()
+    assert tuple(finding) == ("amount_mismatch", -(booked_fee + 700), -booked_fee, -700)
+
+
+def test_razorpay_a_settlement_recon_that_cannot_be_read_fails_the_partition(
+    razorpay_pipeline: SeededPipeline,
+) -> None:
+    razorpay_pipeline.faults(fail_after_requests=1, path_prefix=RECON_PATH)
+    assert RECON_PATH in assert_pull_failed_and_nothing_written(razorpay_pipeline)

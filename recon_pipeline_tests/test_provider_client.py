@@ -1,4 +1,5 @@
-"""The provider client (ProviderHttp) and the Stripe adapter, against the simulator over real HTTP."""
+"""The provider client (ProviderHttp) and both adapters (Stripe, Razorpay), against the simulator over real
+HTTP: the adapter tests run once per provider flavour on the same store (``provider`` fixture)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import logging
 import random
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from recon_pipeline.config import ConfigError
+from recon_pipeline.money import normalize_currency
+from recon_pipeline.provider.adapter import SETTLEMENT_DAYS_ENV, Adapter, build_adapter
 from recon_pipeline.provider.errors import (
     IncompletePullError,
     ProviderDataError,
@@ -19,6 +23,17 @@ from recon_pipeline.provider.errors import (
     ProviderUnavailable,
 )
 from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
+from recon_pipeline.provider.razorpay import (
+    FEE_PROVISIONAL,
+    FEE_SETTLED,
+    MAX_RECON_DAYS,
+    RECON_PATH,
+    RazorpayAdapter,
+    payment_rows,
+    recon_days,
+    settled_fees,
+)
+from recon_pipeline.provider.razorpay import refund_row as razorpay_refund_row
 from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.provider.stripe import (
     PropertyAccount,
@@ -31,7 +46,9 @@ from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,
+    RAZORPAY,
     T0,
+    Flavour,
     RunningSimulator,
     StartSimulator,
     make_charge,
@@ -62,8 +79,14 @@ def _http(
     return http
 
 
-def _adapter(sim: RunningSimulator, clients: list[ProviderHttp], **kwargs: Any) -> StripeAdapter:
-    return StripeAdapter(_http(sim, clients, **kwargs))
+def _adapter(
+    sim: RunningSimulator,
+    clients: list[ProviderHttp],
+    provider: Flavour,
+    api_key: str | None = None,
+    **kwargs: Any,
+) -> Adapter:
+    return provider.adapter(_http(sim, clients, api_key=api_key, **kwargs), api_key)
 
 
 def _rows(frame: pd.DataFrame) -> set[tuple[str, str, int]]:
@@ -211,13 +234,17 @@ def test_bad_request_is_rejected_without_retry_or_key(
     assert http.get_json("/v1/charges/ch_missing") is None
 
 
-def test_auth_required_when_api_key_set(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
-    sim = simulator(SimulatorStore(charges=[make_charge("ch_1", T0 + 5)]), api_key="sk_test_right")
+def test_auth_required_when_api_key_set(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    store = SimulatorStore(charges=[make_charge(provider.charge_id("1"), T0 + 5)])
+    sim = simulator(store, api_key=provider.api_key, flavour=provider.name)
+    wrong = provider.api_key + "_wrong"
     with pytest.raises(IncompletePullError) as caught:
-        _adapter(sim, clients, api_key="sk_test_wrong").pull_night(PROP_A, *NIGHT)
+        _adapter(sim, clients, provider, api_key=wrong).pull_night(PROP_A, *NIGHT)
     assert isinstance(caught.value.__cause__, ProviderRequestRejected) and "HTTP 401" in str(caught.value)
-    assert "sk_test_wrong" not in str(caught.value)
-    assert len(_adapter(sim, clients, api_key="sk_test_right").pull_night(PROP_A, *NIGHT)) == 2
+    assert wrong not in str(caught.value)
+    assert len(_adapter(sim, clients, provider, api_key=provider.api_key).pull_night(PROP_A, *NIGHT)) == 2
 
 
 def test_semaphore_bounds_in_flight_requests(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
@@ -234,14 +261,18 @@ def test_semaphore_bounds_in_flight_requests(simulator: StartSimulator, clients:
     assert stats["max_in_flight"] == 3
 
 
-# --- StripeAdapter --------------------------------------------------------------------------------------
+# --- both adapters, one store served in each flavour ----------------------------------------------------
 
 
-def test_pull_paginates_all_records(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
-    charges = [make_charge(f"ch_{i:04d}", T0 + i * 60, fee=100 + i) for i in range(250)]
-    sim = simulator(SimulatorStore(charges=charges))
-    frame = _adapter(sim, clients).pull_night(PROP_A, *NIGHT)
-    assert sim.stats()["requests_by_path"] == {"/v1/charges": 3, "/v1/refunds": 1}
+def test_pull_paginates_all_records(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    charges = [make_charge(provider.charge_id(f"{i:04d}"), T0 + i * 60, fee=100 + i) for i in range(250)]
+    sim = simulator(SimulatorStore(charges=charges), flavour=provider.name)
+    frame = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
+    paths = sim.stats()["requests_by_path"]
+    paths.pop(RECON_PATH, None)  # Razorpay's settlement recon: see its own tests
+    assert paths == {provider.payments_path: 3, "/v1/refunds": 1}
     payments = frame[frame.kind == "payment"]
     assert sorted(payments.provider_record_id) == [c["id"] for c in charges]
     assert frame.provider_record_id.duplicated().sum() == 250  # each charge once more, as its fee row
@@ -250,69 +281,101 @@ def test_pull_paginates_all_records(simulator: StartSimulator, clients: list[Pro
 
 
 def test_pull_window_is_gte_inclusive_lt_exclusive(
-    simulator: StartSimulator, clients: list[ProviderHttp]
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
     charges = [
-        make_charge("ch_before", T0 - 1),
-        make_charge("ch_first", T0),
-        make_charge("ch_last", T0 + DAY - 1),
-        make_charge("ch_next", T0 + DAY),
+        make_charge(provider.charge_id("before"), T0 - 1),
+        make_charge(provider.charge_id("first"), T0),
+        make_charge(provider.charge_id("last"), T0 + DAY - 1),
+        make_charge(provider.charge_id("next"), T0 + DAY),  # Razorpay's inclusive `to` returns it
     ]
-    sim = simulator(SimulatorStore(charges=charges))
-    frame = _adapter(sim, clients).pull_night(PROP_A, *NIGHT)
-    assert set(frame.provider_record_id) == {"ch_first", "ch_last"}
+    sim = simulator(SimulatorStore(charges=charges), flavour=provider.name)
+    frame = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
+    assert set(frame.provider_record_id) == {provider.charge_id("first"), provider.charge_id("last")}
 
 
-def test_pull_attribution_by_account_or_metadata(
+def test_pull_attribution_by_metadata(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    mine = make_charge(provider.charge_id("a"), T0 + 1)
+    other = make_charge(provider.charge_id("b"), T0 + 2, property_id="prop_b")
+    refunds = [
+        make_refund(provider.refund_id("a"), mine, T0 + 10, 100),
+        make_refund(provider.refund_id("b"), other, T0 + 11, 200),
+    ]
+    sim = simulator(SimulatorStore(charges=[mine, other], refunds=refunds), flavour=provider.name)
+    frame = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
+    assert _rows(frame) == {
+        (mine["id"], "payment", 10_000),
+        (mine["id"], "fee", -300),
+        (provider.refund_id("a"), "refund", -100),
+    }
+    assert set(frame.booking_id) == {f"bk_{mine['id']}"} and set(frame.currency) == {"EUR"}
+
+
+def test_pull_attribution_by_connected_account(
     simulator: StartSimulator, clients: list[ProviderHttp]
 ) -> None:
-    mine, other = make_charge("ch_a", T0 + 1), make_charge("ch_b", T0 + 2, property_id="prop_b")
     connected = make_charge("ch_c", T0 + 3, account="acct_c", property_id=None, fee=0)
-    refunds = [make_refund("re_a", mine, T0 + 10, 100), make_refund("re_b", other, T0 + 11, 200)]
-    refunds.append(make_refund("re_c", connected, T0 + 12, 300))
-    sim = simulator(SimulatorStore(charges=[mine, other, connected], refunds=refunds))
-    adapter = _adapter(sim, clients)
-    assert _rows(adapter.pull_night(PROP_A, *NIGHT)) == {
-        ("ch_a", "payment", 10_000),
-        ("ch_a", "fee", -300),
-        ("re_a", "refund", -100),
-    }
-    frame = adapter.pull_night(PropertyAccount("prop_c", "acct_c"), *NIGHT)
+    platform = make_charge("ch_p", T0 + 4, property_id="prop_c")
+    refunds = [make_refund("re_c", connected, T0 + 12, 300)]
+    sim = simulator(SimulatorStore(charges=[connected, platform], refunds=refunds))
+    frame = StripeAdapter(_http(sim, clients)).pull_night(PropertyAccount("prop_c", "acct_c"), *NIGHT)
     assert _rows(frame) == {("ch_c", "payment", 10_000), ("re_c", "refund", -300)}
     assert set(frame.property_id) == {"prop_c"} and set(frame.booking_id.isna()) == {True}
 
 
-def test_refund_of_earlier_nights_charge_is_fetched_once(
+def test_razorpay_refuses_a_property_with_a_provider_account(
     simulator: StartSimulator, clients: list[ProviderHttp]
 ) -> None:
-    old_mine = make_charge("ch_old", T0 - 3 * DAY, amount=9_000, booking_id="bk_old")
-    old_other = make_charge("ch_oth", T0 - DAY, property_id="prop_b")
-    today = make_charge("ch_new", T0 + 100, amount=5_000)
+    sim = simulator(SimulatorStore(), flavour="razorpay")
+    adapter = _adapter(sim, clients, RAZORPAY)
+    with pytest.raises(ValueError, match="notes.property_id"):
+        adapter.pull_night(PropertyAccount("prop_c", "acc_c"), *NIGHT)
+    assert sim.stats()["api_requests"] == 0
+
+
+def test_refund_of_earlier_nights_charge_is_fetched_once(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    old_mine = make_charge(provider.charge_id("old"), T0 - 3 * DAY, amount=9_000, booking_id="bk_old")
+    old_other = make_charge(provider.charge_id("oth"), T0 - DAY, property_id="prop_b")
+    today = make_charge(provider.charge_id("new"), T0 + 100, amount=5_000)
+    r1, r2, r3, r4 = (provider.refund_id(str(i)) for i in range(1, 5))
     refunds = [
-        make_refund("re_1", old_mine, T0 + 10, 2_000),  # partial
-        make_refund("re_2", old_mine, T0 + 20, 3_000, status="pending"),  # second refund of the same charge
-        make_refund("re_3", old_other, T0 + 30, 1_000),  # another property's
-        make_refund("re_4", today, T0 + 200, 5_000),  # full refund of today's charge: no fetch
+        make_refund(r1, old_mine, T0 + 10, 2_000),  # partial
+        make_refund(r2, old_mine, T0 + 20, 3_000, status="pending"),  # second refund of the same charge
+        make_refund(r3, old_other, T0 + 30, 1_000),  # another property's
+        make_refund(r4, today, T0 + 200, 5_000),  # full refund of today's charge: no fetch
     ]
-    sim = simulator(SimulatorStore(charges=[old_mine, old_other, today], refunds=refunds))
-    frame = _adapter(sim, clients).pull_night(PROP_A, *NIGHT)
+    sim = simulator(
+        SimulatorStore(charges=[old_mine, old_other, today], refunds=refunds), flavour=provider.name
+    )
+    frame = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
     refund_rows = frame[frame.kind == "refund"].set_index("provider_record_id")
-    assert refund_rows.amount_minor.to_dict() == {"re_1": -2_000, "re_2": -3_000, "re_4": -5_000}
-    assert refund_rows.settled.to_dict() == {"re_1": True, "re_2": False, "re_4": True}
+    assert refund_rows.amount_minor.to_dict() == {r1: -2_000, r2: -3_000, r4: -5_000}
+    assert refund_rows.settled.to_dict() == {r1: True, r2: False, r4: True}
     assert (
-        refund_rows.loc["re_1", "booking_id"] == "bk_old" and refund_rows.loc["re_1", "charge_id"] == "ch_old"
+        refund_rows.loc[r1, "booking_id"] == "bk_old" and refund_rows.loc[r1, "charge_id"] == old_mine["id"]
     )
     paths = sim.stats()["requests_by_path"]
-    assert paths["/v1/charges/ch_old"] == 1 and paths["/v1/charges/ch_oth"] == 1
-    assert "/v1/charges/ch_new" not in paths
-    assert "ch_old" not in set(frame[frame.kind == "payment"].provider_record_id)
+    by_id = f"{provider.payments_path}/"
+    assert paths[by_id + old_mine["id"]] == 1 and paths[by_id + old_other["id"]] == 1
+    assert by_id + today["id"] not in paths
+    assert old_mine["id"] not in set(frame[frame.kind == "payment"].provider_record_id)
 
 
-def test_pull_survives_transient_faults(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
-    charges = [make_charge(f"ch_{i:04d}", T0 + i, currency="jpy", amount=1_000 + i) for i in range(150)]
-    sim = simulator(SimulatorStore(charges=charges))
-    sim.set_faults(statuses=[429, 503], truncate_next=1, path_prefix="/v1/charges")  # 4th attempt succeeds
-    frame = _adapter(sim, clients).pull_night(PROP_A, *NIGHT)
+def test_pull_survives_transient_faults(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    charges = [
+        make_charge(provider.charge_id(f"{i:04d}"), T0 + i, currency="jpy", amount=1_000 + i)
+        for i in range(150)
+    ]
+    sim = simulator(SimulatorStore(charges=charges), flavour=provider.name)
+    # 4th attempt succeeds
+    sim.set_faults(statuses=[429, 503], truncate_next=1, path_prefix=provider.payments_path)
+    frame = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
     payments = frame[frame.kind == "payment"]
     assert len(payments) == 150 and set(payments.currency) == {"JPY"}
     assert sorted(payments.amount_minor) == [1_000 + i for i in range(150)]
@@ -320,76 +383,86 @@ def test_pull_survives_transient_faults(simulator: StartSimulator, clients: list
 
 
 def test_pull_failing_midway_raises_and_returns_nothing(
-    simulator: StartSimulator, clients: list[ProviderHttp]
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
-    charges = [make_charge(f"ch_{i:04d}", T0 + i) for i in range(250)]
-    sim = simulator(SimulatorStore(charges=charges))
-    sim.set_faults(fail_after_requests=1, path_prefix="/v1/charges")
+    charges = [make_charge(provider.charge_id(f"{i:04d}"), T0 + i) for i in range(250)]
+    sim = simulator(SimulatorStore(charges=charges), flavour=provider.name)
+    sim.set_faults(fail_after_requests=1, path_prefix=provider.payments_path)
     result: list[pd.DataFrame] = []
     with pytest.raises(IncompletePullError) as caught:
-        result.append(_adapter(sim, clients).pull_night(PROP_A, *NIGHT))
+        result.append(_adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT))
     assert result == []
     assert isinstance(caught.value.__cause__, ProviderUnavailable)
-    assert sim.stats()["requests_by_path"]["/v1/charges"] == 1 + FAST_RETRY.max_attempts
+    assert sim.stats()["requests_by_path"][provider.payments_path] == 1 + FAST_RETRY.max_attempts
 
 
 def test_pull_with_malformed_record_fails_naming_it(
-    simulator: StartSimulator, clients: list[ProviderHttp]
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
-    bad = make_charge("ch_bad", T0 + 5)
+    bad = make_charge(provider.charge_id("bad"), T0 + 5)
     bad["amount"] = "12.50"
-    sim = simulator(SimulatorStore(charges=[make_charge("ch_ok", T0 + 1), bad]))
-    with pytest.raises(IncompletePullError, match=r"'ch_bad'.*'amount'") as caught:
-        _adapter(sim, clients).pull_night(PROP_A, *NIGHT)
+    sim = simulator(
+        SimulatorStore(charges=[make_charge(provider.charge_id("ok"), T0 + 1), bad]), flavour=provider.name
+    )
+    with pytest.raises(IncompletePullError, match=rf"'{bad['id']}'.*'amount'") as caught:
+        _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
     assert isinstance(caught.value.__cause__, ProviderDataError)
 
 
-def test_pull_beyond_max_pages_is_incomplete(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
-    sim = simulator(SimulatorStore(charges=[make_charge(f"ch_{i:04d}", T0 + i) for i in range(201)]))
-    adapter = StripeAdapter(_http(sim, clients), max_pages=2)
+def test_pull_beyond_max_pages_is_incomplete(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    charges = [make_charge(provider.charge_id(f"{i:04d}"), T0 + i) for i in range(201)]
+    sim = simulator(SimulatorStore(charges=charges), flavour=provider.name)
+    adapter = _adapter(sim, clients, provider)
+    adapter.max_pages = 2
     with pytest.raises(IncompletePullError, match="more than 2 pages"):
         adapter.pull_night(PROP_A, *NIGHT)
 
 
 def test_fetch_by_id_is_concurrent_and_bounded(
-    simulator: StartSimulator, clients: list[ProviderHttp]
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
-    charges = [make_charge(f"ch_{i:03d}", T0 - DAY + i) for i in range(40)]
-    sim = simulator(SimulatorStore(charges=charges))
+    charges = [make_charge(provider.charge_id(f"{i:03d}"), T0 - DAY + i) for i in range(40)]
+    sim = simulator(SimulatorStore(charges=charges), flavour=provider.name)
     sim.set_faults(slow_ms=20)
     ids = [c["id"] for c in charges]
-    frame = _adapter(sim, clients, max_concurrency=3).fetch_records_by_id(PROP_A, ids)
+    frame = _adapter(sim, clients, provider, max_concurrency=3).fetch_records_by_id(PROP_A, ids)
     assert sorted(set(frame.provider_record_id)) == ids
     assert sim.stats()["max_in_flight"] == 3
 
 
 def test_fetch_by_id_absent_unknown_and_foreign(
-    simulator: StartSimulator, clients: list[ProviderHttp]
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
-    mine, other = make_charge("ch_a", T0 - DAY), make_charge("ch_b", T0 - DAY, property_id="prop_b")
-    refunds = [make_refund("re_a", mine, T0 - 10, 700), make_refund("re_b", other, T0 - 10, 800)]
-    sim = simulator(SimulatorStore(charges=[mine, other], refunds=refunds))
-    frame = _adapter(sim, clients).fetch_records_by_id(
-        PROP_A, ["re_a", "ch_missing", "re_b", "ch_b", "re_missing"]
+    mine = make_charge(provider.charge_id("a"), T0 - DAY)
+    other = make_charge(provider.charge_id("b"), T0 - DAY, property_id="prop_b")
+    ra, rb = provider.refund_id("a"), provider.refund_id("b")
+    refunds = [make_refund(ra, mine, T0 - 10, 700), make_refund(rb, other, T0 - 10, 800)]
+    sim = simulator(SimulatorStore(charges=[mine, other], refunds=refunds), flavour=provider.name)
+    missing = provider.charge_id("missing")
+    frame = _adapter(sim, clients, provider).fetch_records_by_id(
+        PROP_A, [ra, missing, rb, other["id"], provider.refund_id("missing")]
     )
-    assert _rows(frame) == {("re_a", "refund", -700)}
-    assert len(_adapter(sim, clients).fetch_records_by_id(PROP_A, ["ch_missing"])) == 0
+    assert _rows(frame) == {(ra, "refund", -700)}
+    assert len(_adapter(sim, clients, provider).fetch_records_by_id(PROP_A, [missing])) == 0
 
 
 def test_fetch_by_id_unavailable_is_not_missing(
-    simulator: StartSimulator, clients: list[ProviderHttp]
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
-    sim = simulator(SimulatorStore(charges=[make_charge("ch_a", T0)]))
+    charge = make_charge(provider.charge_id("a"), T0)
+    sim = simulator(SimulatorStore(charges=[charge]), flavour=provider.name)
     sim.set_faults(fail_after_requests=0)
     with pytest.raises(IncompletePullError) as caught:
-        _adapter(sim, clients).fetch_records_by_id(PROP_A, ["ch_a"])
+        _adapter(sim, clients, provider).fetch_records_by_id(PROP_A, [charge["id"]])
     assert isinstance(caught.value.__cause__, ProviderUnavailable)
 
 
 def test_fetch_current_state_by_id(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
     charge = make_charge("ch_c", T0, account="acct_c", property_id=None)
     sim = simulator(SimulatorStore(charges=[charge], payment_intents=[make_payment_intent(charge)]))
-    adapter = _adapter(sim, clients)
+    adapter = StripeAdapter(_http(sim, clients))
     account = PropertyAccount("prop_c", "acct_c")
     fetched = adapter.fetch_charge(account, "ch_c")
     assert fetched is not None and fetched["balance_transaction"]["fee"] == 300
@@ -397,3 +470,229 @@ def test_fetch_current_state_by_id(simulator: StartSimulator, clients: list[Prov
     assert intent is not None and intent["latest_charge"] == "ch_c"
     assert adapter.fetch_charge(PropertyAccount("prop_c"), "ch_c") is None  # not on the platform account
     assert adapter.fetch_payment_intent(account, "pi_nope") is None
+
+
+def test_razorpay_fetch_payment_by_id(simulator: StartSimulator, clients: list[ProviderHttp]) -> None:
+    charge = make_charge("pay_c", T0, fee=236)
+    charge.update(amount_refunded=10_000, refunded=True)
+    connected = make_charge("pay_x", T0, account="acct_x")
+    sim = simulator(SimulatorStore(charges=[charge, connected]), flavour="razorpay")
+    adapter = RazorpayAdapter(_http(sim, clients))
+    fetched = adapter.fetch_payment("pay_c")
+    assert fetched is not None
+    assert (fetched["entity"], fetched["status"], fetched["refund_status"]) == ("payment", "refunded", "full")
+    assert (fetched["fee"], fetched["tax"], fetched["currency"]) == (236, 36, "EUR")
+    assert adapter.fetch_payment("pay_nope") is None  # Razorpay: 400 "The id provided does not exist"
+    assert adapter.fetch_payment("pay_x") is None  # another account's: not the merchant's
+    assert sim.stats()["responses_by_status"] == {"200": 1, "400": 2}
+
+
+# --- Razorpay pure mapping ------------------------------------------------------------------------------
+
+
+def _razorpay_payment(**fields: Any) -> dict[str, Any]:
+    """A Razorpay payment entity as the API renders it (empty notes are ``[]``)."""
+    return {
+        "id": "pay_L0nSsccovt6zyp",
+        "entity": "payment",
+        "amount": 990_000,
+        "currency": "INR",
+        "status": "captured",
+        "order_id": None,
+        "method": "upi",
+        "amount_refunded": 0,
+        "refund_status": None,
+        "captured": True,
+        "notes": {"property_id": "prop_a", "booking_id": "bk_9"},
+        "fee": 23_364,
+        "tax": 3_564,
+        "created_at": T0,
+        **fields,
+    }
+
+
+def test_razorpay_payment_rows_payment_and_fee() -> None:
+    rows = payment_rows(_razorpay_payment(), "prop_a")
+    assert [(r["kind"], r["amount_minor"], r["currency"], r["settled"]) for r in rows] == [
+        ("payment", 990_000, "INR", True),
+        ("fee", -23_364, "INR", True),  # Razorpay's fee includes its GST (`tax`)
+    ]
+    assert rows[0]["booking_id"] == "bk_9" and rows[0]["payment_intent_id"] is None
+    assert rows[0]["created_at"] == datetime.fromtimestamp(T0, UTC)
+
+
+@pytest.mark.parametrize(
+    ("status", "captured", "fee", "settled", "kinds"),
+    [
+        ("refunded", True, 100, True, ["payment", "fee"]),
+        ("authorized", False, None, False, ["payment"]),
+        ("failed", False, None, False, ["payment"]),
+        ("created", False, None, False, ["payment"]),
+    ],
+)
+def test_razorpay_payment_states(
+    status: str, captured: bool, fee: int | None, settled: bool, kinds: list[str]
+) -> None:
+    rows = payment_rows(_razorpay_payment(status=status, captured=captured, fee=fee, notes=[]), "p")
+    assert [r["kind"] for r in rows] == kinds
+    assert {r["settled"] for r in rows} == {settled} and rows[0]["booking_id"] is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("status", "paid", "unknown status 'paid'"),
+        ("amount", "9900.00", "'amount'"),
+        ("currency", "rupees", "'currency'"),
+        ("created_at", None, "'created_at'"),
+        ("notes", "vip", "'notes'"),
+        ("fee", -1, "'fee' is negative"),
+    ],
+)
+def test_razorpay_shape_violations_name_record_and_field(field: str, value: Any, match: str) -> None:
+    with pytest.raises(ProviderDataError, match=rf"'pay_L0nSsccovt6zyp'.*{match}"):
+        payment_rows(_razorpay_payment(**{field: value}), "p")
+
+
+def test_razorpay_refund_row() -> None:
+    refund = {
+        "id": "rfnd_1",
+        "entity": "refund",
+        "amount": 30_000,
+        "currency": "INR",
+        "payment_id": "pay_L0nSsccovt6zyp",
+        "notes": [],
+        "created_at": T0 + 60,
+        "status": "pending",
+    }
+    row = razorpay_refund_row(refund, _razorpay_payment(), "prop_a")
+    assert (row["kind"], row["amount_minor"], row["settled"], row["booking_id"]) == (
+        "refund",
+        -30_000,
+        False,
+        "bk_9",
+    )
+    assert razorpay_refund_row({**refund, "status": "processed"}, _razorpay_payment(), "p")["settled"]
+    with pytest.raises(ProviderDataError, match="given 'pay_other'"):
+        razorpay_refund_row(refund, _razorpay_payment(id="pay_other"), "p")
+
+
+def test_razorpay_booking_id_must_be_a_printable_id() -> None:
+    for booking_id in (None, ""):
+        notes: dict[str, Any] = {"property_id": "prop_a", "booking_id": booking_id}
+        assert payment_rows(_razorpay_payment(notes=notes), "p")[0]["booking_id"] is None
+    for bad in (["bk_1"], "bk\x001", 17):
+        notes = {"property_id": "prop_a", "booking_id": bad}
+        with pytest.raises(ProviderDataError, match=r"notes of payment 'pay_L0nSsccovt6zyp'.*'booking_id'"):
+            payment_rows(_razorpay_payment(notes=notes), "p")
+
+
+def test_currency_codes_are_three_ascii_letters() -> None:
+    assert normalize_currency(" inr ") == "INR"
+    for bad in ("ÉÜÖ", "ßa", "€UR", "EU", "EURO", "E1R"):
+        with pytest.raises(ValueError, match="ISO 4217"):
+            normalize_currency(bad)
+    with pytest.raises(ProviderDataError, match=r"'pay_L0nSsccovt6zyp'.*'currency'"):
+        payment_rows(_razorpay_payment(currency="ÉÜÖ"), "p")
+
+
+# --- Razorpay settlement recon: the settled fee ---------------------------------------------------------
+
+SETTLED = T0 + 10 * DAY  # the simulator's clock once the night (T+2) has settled
+UNSETTLED = T0 + DAY + 3600  # the morning after the night: nothing settled yet
+
+
+def test_razorpay_fees_are_settled_once_the_recon_has_them(
+    simulator: StartSimulator, clients: list[ProviderHttp]
+) -> None:
+    charges = [make_charge(f"pay_{i}", T0 + 60 * i, fee=236) for i in range(3)]
+    store = SimulatorStore(charges=charges, settled_fees={"pay_1": 300}, clock=lambda: SETTLED)
+    sim = simulator(store, flavour="razorpay")
+    adapter = _adapter(sim, clients, RAZORPAY)
+
+    def fees(frame: pd.DataFrame) -> dict[str, tuple[int, str]]:
+        rows = frame[frame.kind == "fee"]
+        return {r.provider_record_id: (r.amount_minor, r.status) for r in rows.itertuples()}
+
+    settled = {"pay_0": (-236, FEE_SETTLED), "pay_1": (-300, FEE_SETTLED), "pay_2": (-236, FEE_SETTLED)}
+    assert fees(adapter.pull_night(PROP_A, *NIGHT)) == settled
+    assert fees(adapter.fetch_records_by_id(PROP_A, ["pay_1"])) == {"pay_1": settled["pay_1"]}
+    store.clock = lambda: UNSETTLED
+    provisional = {f"pay_{i}": (-236, FEE_PROVISIONAL) for i in range(3)}
+    assert fees(adapter.pull_night(PROP_A, *NIGHT)) == provisional
+    assert fees(adapter.fetch_records_by_id(PROP_A, ["pay_1"])) == {"pay_1": provisional["pay_1"]}
+
+
+def test_razorpay_recon_is_paged_for_every_settlement_day(
+    simulator: StartSimulator, clients: list[ProviderHttp]
+) -> None:
+    charges = [make_charge(f"pay_{i:04d}", T0 + 60 * i, fee=200) for i in range(250)]
+    revised = {c["id"]: 201 + i for i, c in enumerate(charges)}  # every settled fee differs: all pages read
+    sim = simulator(
+        SimulatorStore(charges=charges, settled_fees=revised, clock=lambda: SETTLED), flavour="razorpay"
+    )
+    frame = _adapter(sim, clients, RAZORPAY).pull_night(PROP_A, *NIGHT)
+    fees = frame[frame.kind == "fee"].set_index("provider_record_id")
+    assert fees.amount_minor.to_dict() == {i: -fee for i, fee in revised.items()}
+    assert set(fees.status) == {FEE_SETTLED}
+    # The night is 2026-01-01 05:30 to 01-02 05:30 IST: days 01-01 to 01-05 (3 days after its last);
+    # everything settled on 01-03 (T+2), in 3 pages of 100; the other days answer one empty page each.
+    days = recon_days([NIGHT[0], NIGHT[1] - timedelta(seconds=1)], 3)
+    assert [d.isoformat() for d in days] == [f"2026-01-0{d}" for d in range(1, 6)]
+    assert sim.stats()["requests_by_path"][RECON_PATH] == 3 + 4
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [{"fail_after_requests": 2}, {"truncate_next": 100}],  # the days are read at once: faults must last
+    ids=["5xx", "truncated"],
+)
+def test_razorpay_a_recon_page_that_cannot_be_read_fails_the_pull(
+    simulator: StartSimulator, clients: list[ProviderHttp], fault: dict[str, Any]
+) -> None:
+    charges = [make_charge(f"pay_{i}", T0 + 60 * i) for i in range(3)]
+    sim = simulator(SimulatorStore(charges=charges, clock=lambda: SETTLED), flavour="razorpay")
+    sim.set_faults(path_prefix=RECON_PATH, **fault)
+    result: list[pd.DataFrame] = []
+    with pytest.raises(IncompletePullError, match=RECON_PATH) as caught:
+        result.append(_adapter(sim, clients, RAZORPAY).pull_night(PROP_A, *NIGHT))
+    assert result == [] and isinstance(caught.value.__cause__, ProviderUnavailable)
+
+
+def _recon_item(**fields: Any) -> dict[str, Any]:
+    return {"entity_id": "pay_1", "type": "payment", "fee": 236, "tax": 36, "settled": True, **fields}
+
+
+def test_razorpay_settled_fees_from_recon_items() -> None:
+    items = [
+        _recon_item(),
+        _recon_item(entity_id="rfnd_1", type="refund", fee=0, payment_id="pay_1"),
+        _recon_item(entity_id="adj_1", type="adjustment", fee=0),
+        _recon_item(entity_id="pay_2", settled=False),  # on hold: not settled, its fee stays provisional
+    ]
+    assert settled_fees(items) == {"pay_1": 236}
+    with pytest.raises(ProviderDataError, match="'pay_1': payment settled twice"):
+        settled_fees([_recon_item(), _recon_item()])
+    for field, value in (("fee", "2.36"), ("fee", -1), ("settled", "yes"), ("type", None)):
+        with pytest.raises(ProviderDataError, match=rf"settlement recon item 'pay_1': field '{field}'"):
+            settled_fees([_recon_item(**{field: value})])
+    with pytest.raises(ProviderDataError, match=r"settlement recon item '': field 'entity_id'"):
+        settled_fees([_recon_item(entity_id="")])
+
+
+def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: list[ProviderHttp]) -> None:
+    first = datetime(2026, 1, 1, 18, 29, tzinfo=UTC)  # 23:59 IST: the next UTC minute is the next IST day
+    assert recon_days([first], 2) == [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)]
+    a_year = [first + timedelta(days=7 * week) for week in range(52)]
+    days = recon_days(a_year, 3)  # far apart by-id lookups: the earliest MAX_RECON_DAYS days only
+    assert len(days) == MAX_RECON_DAYS and days == sorted(days) and days[0] == date(2026, 1, 1)
+    http = ProviderHttp("http://127.0.0.1:9", retry=FAST_RETRY)
+    clients.append(http)
+    monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "5")
+    adapter = build_adapter("razorpay", http)
+    assert isinstance(adapter, RazorpayAdapter) and adapter.settlement_days == 5
+    monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "0")
+    with pytest.raises(ConfigError, match=SETTLEMENT_DAYS_ENV):
+        build_adapter("razorpay", http)
+    with pytest.raises(ValueError, match="settlement_days must be from 0 to 29"):
+        RazorpayAdapter(http, settlement_days=30)

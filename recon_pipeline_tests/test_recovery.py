@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -97,6 +98,30 @@ def test_missed_events_are_stored_once_and_cursors_advance(
     }
     again = recover(engine, sim.base_url)
     assert again.stored == 0
+
+
+def test_a_malformed_event_is_skipped_by_id_and_the_cursor_still_moves(
+    database_url: str, simulator: StartSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = seeded_engine(database_url)
+    good = [event(f"evt_ok{i}", NOW - timedelta(minutes=10 * i + 1), f"pi_ok{i}") for i in range(6)]
+    bad = event("evt_bad", NOW - timedelta(minutes=25), "pi_bad")
+    bad["data"] = {"object": "pi_secret_4242"}  # not an object: parse_stripe_event refuses it
+    sim = simulator(SimulatorStore(events=[*good, bad]))
+    with caplog.at_level(logging.WARNING, logger="recon_pipeline.events.recovery"):
+        first = recover(engine, sim.base_url)
+    assert (first.seen, first.stored, first.malformed) == (7, 6, 1)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "evt_bad" in warnings[0] and "pi_secret_4242" not in warnings[0]
+    with engine.connect() as connection:
+        stored = set(connection.execute(select(payment_events.c.event_id)).scalars())
+        cursor = connection.execute(
+            select(provider_cursors.c.value).where(provider_cursors.c.name == "stripe_events:platform")
+        ).scalar()
+    assert stored == {e["id"] for e in good}
+    assert cursor == str(good[0]["created"])  # the newest event, past the malformed one
+    again = recover(engine, sim.base_url)  # reads from the cursor (less the overlap): past evt_bad
+    assert (again.seen, again.stored, again.malformed) == (1, 0, 0)
 
 
 def test_a_failed_events_pull_stores_nothing_and_keeps_the_cursor(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +18,7 @@ import pytest
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline_tests.dagster_processes import free_port, wait_until
 from recon_pipeline_tests.provider_fixtures import (
     T0,
     RunningSimulator,
@@ -230,3 +235,138 @@ def test_server_thread_binds_loopback_and_stops() -> None:
         assert httpx.get(url, timeout=5).status_code == 200
     with pytest.raises(httpx.ConnectError):
         httpx.get(url, timeout=2)
+
+
+def test_razorpay_flavour_serves_the_same_store_as_collections(simulator: StartSimulator) -> None:
+    charges = [make_charge(f"pay_{i:03d}", T0 + i * 10) for i in range(25)]
+    charges[7]["metadata"] = {}
+    refunds = [
+        make_refund("rfnd_1", charges[0], T0 + 5, 100),
+        make_refund("rfnd_2", charges[1], T0 + 15, 200),
+    ]
+    sim = simulator(
+        SimulatorStore(charges=charges, refunds=refunds), api_key="rzp_key:secret", flavour="razorpay"
+    )
+    auth = ("rzp_key", "secret")
+    page = sim.client.get(
+        "/v1/payments", params={"from": T0 + 20, "to": T0 + 100, "count": 5, "skip": 2}, auth=auth
+    )
+    body = page.json()
+    assert (body["entity"], body["count"]) == ("collection", 5)
+    assert [p["id"] for p in body["items"]] == [f"pay_{i:03d}" for i in range(8, 3, -1)]  # `to` inclusive
+    assert body["items"][1]["notes"] == [] and body["items"][0]["currency"] == "EUR"
+    assert {p["entity"] for p in body["items"]} == {"payment"}
+    default = sim.client.get("/v1/payments", auth=auth).json()
+    assert default["count"] == 10 and default["items"][0]["id"] == "pay_024"
+    refunds_of = sim.client.get("/v1/payments/pay_001/refunds", auth=auth).json()
+    assert [(r["id"], r["payment_id"], r["status"]) for r in refunds_of["items"]] == [
+        ("rfnd_2", "pay_001", "processed")
+    ]
+    assert [r["id"] for r in sim.client.get("/v1/refunds", auth=auth).json()["items"]] == ["rfnd_2", "rfnd_1"]
+    assert sim.client.get("/v1/refunds/rfnd_1", auth=auth).json()["amount"] == 100
+    unknown = sim.client.get("/v1/payments/pay_nope", auth=auth)
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["description"] == "The id provided does not exist"
+    too_many = sim.client.get("/v1/payments", params={"count": 101}, auth=auth)
+    assert too_many.status_code == 400 and too_many.json()["error"]["field"] == "count"
+    assert sim.client.get("/v1/payments", auth=("rzp_key", "wrong")).status_code == 401
+    assert sim.client.get("/v1/events", auth=auth).status_code == 404  # Razorpay has no events API
+    assert sim.client.get("/v1/charges", auth=auth).status_code == 404
+
+
+def test_razorpay_statuses_rendered_from_the_store(simulator: StartSimulator) -> None:
+    captured, refunded = make_charge("pay_c", T0), make_charge("pay_r", T0 + 1)
+    refunded.update(amount_refunded=10_000, refunded=True)
+    partial = make_charge("pay_p", T0 + 2)
+    partial["amount_refunded"] = 100
+    authorized = make_charge("pay_a", T0 + 3, captured=False, fee=None)
+    failed = make_charge("pay_f", T0 + 4, status="failed", captured=False, fee=None)
+    store = SimulatorStore(charges=[captured, refunded, partial, authorized, failed])
+    sim = simulator(store, flavour="razorpay")
+    items = {p["id"]: p for p in sim.client.get("/v1/payments").json()["items"]}
+    assert {i: (p["status"], p["captured"], p["refund_status"], p["fee"]) for i, p in items.items()} == {
+        "pay_c": ("captured", True, None, 300),
+        "pay_r": ("refunded", True, "full", 300),
+        "pay_p": ("captured", True, "partial", 300),
+        "pay_a": ("authorized", False, None, None),
+        "pay_f": ("failed", False, None, None),
+    }
+
+
+def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartSimulator) -> None:
+    # T0 is 2026-01-01 05:30 IST: what is created that day settles on 01-03 at 11:00 IST (T+2).
+    paid = [make_charge(f"pay_{i:02d}", T0 + i * 60, fee=236) for i in range(12)]
+    next_day = make_charge("pay_next", T0 + 86_400)  # created 01-02 IST: settles 01-04
+    pending = make_charge("pay_auth", T0 + 5, captured=False, fee=None)
+    connected = make_charge("pay_conn", T0 + 6, account="acc_x")
+    refund = make_refund("rfnd_1", paid[0], T0 + 30, 1_000)
+    settles_at = T0 + 2 * 86_400 + 5 * 3600 + 1800  # 01-03 11:00 IST
+    now = [settles_at]
+    store = SimulatorStore(
+        charges=[*paid, next_day, pending, connected],
+        refunds=[refund],
+        settled_fees={"pay_03": 250},
+        clock=lambda: now[0],
+    )
+    sim = simulator(store, flavour="razorpay")
+    day = {"year": 2026, "month": 1, "day": 3}
+    first = _get(sim, "/v1/settlements/recon/combined", params={**day, "count": 5}).json()
+    rest = _get(sim, "/v1/settlements/recon/combined", params={**day, "count": 1000, "skip": 5}).json()
+    assert (first["entity"], first["count"], rest["count"]) == ("collection", 5, 8)
+    items = first["items"] + rest["items"]
+    assert [i["entity_id"] for i in items] == [c["id"] for c in paid] + ["rfnd_1"]  # oldest first
+    by_id = {i["entity_id"]: i for i in items}
+    assert {(i["type"], i["settled"], i["settled_at"], i["settlement_id"]) for i in items} == {
+        ("payment", True, settles_at, "setl_sim20260103"),
+        ("refund", True, settles_at, "setl_sim20260103"),
+    }
+    assert (by_id["pay_00"]["fee"], by_id["pay_00"]["tax"], by_id["pay_00"]["credit"]) == (236, 36, 9_764)
+    assert (by_id["pay_03"]["fee"], by_id["pay_03"]["credit"]) == (250, 9_750)  # revised at settlement
+    assert (by_id["rfnd_1"]["debit"], by_id["rfnd_1"]["payment_id"], by_id["rfnd_1"]["fee"]) == (
+        1_000,
+        "pay_00",
+        0,
+    )
+    month = _get(sim, "/v1/settlements/recon/combined", params={"year": 2026, "month": 1, "count": 100})
+    assert month.json()["count"] == 13  # 01-04 has not settled yet
+    now[0] = settles_at + 86_400
+    month = _get(sim, "/v1/settlements/recon/combined", params={"year": 2026, "month": 1, "count": 100})
+    assert [i["entity_id"] for i in month.json()["items"]][-1] == "pay_next"
+    now[0] = settles_at - 1
+    assert _get(sim, "/v1/settlements/recon/combined", params=day).json()["count"] == 0
+    for params, field in (
+        ({"month": 1}, "year"),
+        ({"year": 2026}, "month"),
+        ({**day, "day": 32}, "day"),
+        ({**day, "day": 0}, "day"),
+        ({**day, "year": 99_999}, "year"),
+    ):
+        bad = _get(sim, "/v1/settlements/recon/combined", params=params)
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == field
+    too_many = _get(sim, "/v1/settlements/recon/combined", params={**day, "count": 1001})
+    assert too_many.status_code == 400 and too_many.json()["error"]["field"] == "count"
+
+
+def test_cli_serves_the_razorpay_demo_world() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECON_")}
+    port = free_port()
+    command = [sys.executable, "-m", "recon_pipeline.cli", "simulator", "serve", "--flavour", "razorpay"]
+    with subprocess.Popen(
+        [*command, "--bookings", "5", "--port", str(port)], env=env, stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            assert f"http://127.0.0.1:{port} speaking razorpay" in process.stdout.readline()
+            url = f"http://127.0.0.1:{port}/v1/payments"
+
+            def payments() -> dict[str, Any] | None:
+                with contextlib.suppress(httpx.TransportError):
+                    return dict(httpx.get(url, params={"count": 100}, timeout=2).json())
+                return None
+
+            items = wait_until("the simulator", payments, timeout_s=20, interval_s=0.1)["items"]
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+    assert items and {p["entity"] for p in items} == {"payment"}
+    assert {p["notes"]["property_id"] for p in items} == {"mumbai-marine"}

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Connection, Engine, Table, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.schema import CreateColumn
 
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import metadata
@@ -53,7 +54,28 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
 
 
 def init_db(engine: Engine) -> list[str]:
-    """Create the contract's tables that do not exist yet; returns the names it created."""
-    existing = set(inspect(engine).get_table_names())
+    """Create the contract's tables that do not exist yet, and add the columns and indexes a newer
+    release added to tables that do; returns the names of the tables it created.
+
+    Added columns are nullable or defaulted (the data contract demands it of every column we add, since
+    other systems write these tables), so ``ALTER TABLE … ADD COLUMN`` is safe on a populated table.
+    """
+    with engine.begin() as connection:
+        existing = set(inspect(connection).get_table_names())
+        for name in existing & set(metadata.tables):
+            _add_missing_columns(connection, metadata.tables[name])
     metadata.create_all(engine, checkfirst=True)
     return [name for name in metadata.tables if name not in existing]
+
+
+def _add_missing_columns(connection: Connection, table: Table) -> None:
+    inspector = inspect(connection)
+    present = {column["name"] for column in inspector.get_columns(table.name)}
+    for column in table.columns:
+        if column.name not in present:
+            ddl = CreateColumn(column).compile(dialect=connection.dialect)
+            connection.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN {ddl}')
+    indexed = {index["name"] for index in inspector.get_indexes(table.name)}
+    for index in table.indexes:
+        if index.name not in indexed:
+            index.create(connection)

@@ -106,6 +106,9 @@ adjustments = Table(
     Index("ix_adjustments_property_night", "property_id", "night"),
 )
 
+# A finding's business key: the unique constraint of `discrepancies`, and how its review history is keyed.
+FINDING_KEY = ("property_id", "night", "category", "record_key")
+
 discrepancies = Table(
     "discrepancies",
     metadata,
@@ -126,7 +129,49 @@ discrepancies = Table(
     Column("detected_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
     Column("review_status", Text, nullable=False, server_default="open"),
-    UniqueConstraint("property_id", "night", "category", "record_key", name="uq_discrepancies_finding"),
+    # The last human review (recon discrepancies ack|resolve); an automatic re-open leaves them as they
+    # were, so they keep saying who looked at which amount. reviewed_difference_minor is the amount the
+    # reviewer saw: a re-detection with another difference re-opens the finding (db/results.py).
+    Column("reviewed_by", Text, nullable=True),
+    Column("reviewed_at", UTC_TIMESTAMP, nullable=True),
+    Column("review_note", Text, nullable=True),
+    Column("reviewed_difference_minor", BigInteger, nullable=True),
+    UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
+    Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
+)
+
+# Append-only history of every review action on a finding, human (acknowledge, resolve) or automatic
+# (reopen: re-detected with another amount). Keyed by the finding's business key, not its row id, so the
+# history outlives a cleared open finding and follows it if it is detected again.
+discrepancy_reviews = Table(
+    "discrepancy_reviews",
+    metadata,
+    Column("review_id", Integer, primary_key=True, autoincrement=True),
+    Column("property_id", Text, nullable=False),
+    Column("night", Text, nullable=False),
+    Column("category", Text, nullable=False),
+    Column("record_key", Text, nullable=False),
+    Column("action", Text, nullable=False),  # acknowledge | resolve | reopen
+    Column("previous_status", Text, nullable=False),
+    Column("reviewed_by", Text, nullable=False),  # a person, or "recon" for an automatic re-open
+    Column("note", Text, nullable=True),
+    Column("difference_minor", BigInteger, nullable=False),  # the amount seen when acting
+    Column("currency", Text, nullable=False),
+    Column("reviewed_at", UTC_TIMESTAMP, nullable=False),
+    Column("run_id", Text, nullable=True),  # the run that re-opened the finding
+    Index("ix_discrepancy_reviews_finding", "property_id", "night", "category", "record_key"),
+)
+
+# Per-property ceiling of the unexplained amount (sum of |difference_minor| of open findings, per
+# currency, in minor units) above which the blocking check `unexplained_discrepancy_amount` fails. Its
+# own table rather than a column of `properties`, which the PMS owns; a property without a row uses
+# RECON_UNEXPLAINED_THRESHOLD_MINOR.
+discrepancy_thresholds = Table(
+    "discrepancy_thresholds",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("unexplained_threshold_minor", BigInteger, nullable=False),
+    Column("updated_at", UTC_TIMESTAMP, nullable=False),
 )
 
 # ----- event processing (beside payment_events, never inside the raw payload) ------------------------

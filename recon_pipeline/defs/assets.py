@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 import pandas as pd
 
+from recon_pipeline.crashpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, crash_point
 from recon_pipeline.db.results import save_discrepancies, write_adjustments
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
@@ -30,6 +31,7 @@ from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import build_night_report
+from recon_pipeline.reports.partition import export_partition
 
 GROUP = "reconciliation"
 
@@ -85,6 +87,11 @@ def provider_records(
         metadata={
             "dagster/row_count": len(frame),
             **{f"rows/{kind}": int(n) for kind, n in frame["kind"].value_counts().items()},
+            # Fee rows by status; for Razorpay, settled (booked in a settlement) vs provisional.
+            **{
+                f"fees/{status}": int(n)
+                for status, n in frame.loc[frame["kind"] == "fee", "status"].value_counts().items()
+            },
             **window_metadata(target),
         },
     )
@@ -176,13 +183,19 @@ def orphaned_captured_payments(
 def adjustments(
     context: dg.AssetExecutionContext, recon_db: ReconDatabase, reconciliation: DiffResult
 ) -> dg.MaterializeResult:
-    """Proposed ledger corrections, inserted once per business key (a re-run writes nothing new)."""
+    """Proposed ledger corrections, inserted once per business key (a re-run writes nothing new).
+
+    One transaction: a run killed before its commit wrote nothing; one killed after it, before Dagster
+    recorded this materialization, left every row, which its re-run reports as duplicates suppressed.
+    """
     key = property_night(context.partition_key)
     rows = plan_adjustments(
         key.property_id, key.night, reconciliation.discrepancies, context.run_id, datetime.now(UTC)
     )
     with recon_db.engine().begin() as connection:
         counts = write_adjustments(connection, rows)
+        crash_point(ADJUSTMENTS_BEFORE_COMMIT)
+    crash_point(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     context.log.info(f"adjustments: {counts.new} new, {counts.already_present} already committed")
     return dg.MaterializeResult(
         metadata={"proposed": len(rows), "new": counts.new, "duplicates_suppressed": counts.already_present}
@@ -196,14 +209,18 @@ def discrepancy_report(
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies`` and summarised for the analyst in the UI."""
-    key = property_night(context.partition_key)
+    """The night's findings, upserted into ``discrepancies``, exported under RECON_HOME/reports/<property>/
+    <night>/ (CSV, Parquet, HTML, read back from the committed table) and summarised in the UI."""
+    target = night_target(context, recon_db)
+    property_id, night = target.property_row.property_id, target.night
     findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
     with recon_db.engine().begin() as connection:
         counts = save_discrepancies(
-            connection, key.property_id, key.night, findings, context.run_id, datetime.now(UTC)
+            connection, property_id, night, findings, context.run_id, datetime.now(UTC)
         )
     report = build_night_report(reconciliation, orphaned_captured_payments)
+    with recon_db.engine().connect() as connection:
+        files = export_partition(connection, target.property_row, night, report)
     return dg.MaterializeResult(
         metadata={
             **report.as_metadata(),
@@ -211,8 +228,14 @@ def discrepancy_report(
             "discrepancies_new": counts.new,
             "discrepancies_unchanged": counts.already_present,
             "discrepancies_cleared": counts.removed,
+            "discrepancies_reopened": counts.reopened,
+            "discrepancies_in_table": files.rows,
+            "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+            "report_html": dg.MetadataValue.path(str(files.html)),
+            "report_csv": dg.MetadataValue.path(str(files.csv)),
+            "report_parquet": dg.MetadataValue.path(str(files.parquet)),
         }
     )
 

@@ -4,6 +4,20 @@
   ``RECON_MORNING_CLOSE``, default 09:00) has passed must have a materialized ``discrepancy_report``.
 - ``oldest_pending_event_age``: no payment event may wait longer than ``RECON_MAX_PENDING_AGE_S``
   (default 900 s) to be processed; dead-lettered events are reported too.
+
+Per partition, in every ``reconcile_night`` run (checks of the job's selected assets run with them):
+
+- ``unexplained_discrepancy_amount`` (blocking, ERROR): the night's open findings may add up to at most
+  the property's threshold per currency (``recon discrepancies threshold``, else
+  ``RECON_UNEXPLAINED_THRESHOLD_MINOR``). A failure fails the run; with ``run_retries`` the daemon
+  re-executes it from the failure, which re-runs only this check (no provider calls), at most
+  ``max_retries`` times: acknowledging or resolving the findings in between lets the retry pass.
+- ``orphaned_payment_age`` (not blocking): the night's open ``orphaned_captured_payment`` findings
+  (captured, past the grace, booking still not confirmed, not acknowledged or resolved) are a WARN, an
+  ERROR once the night closed more than ``RECON_ORPHAN_ERROR_HOURS`` (24) ago. It reads the rows
+  ``discrepancy_report`` wrote, hence its place on that asset: the review status lives there, and an
+  unpartitioned check on ``orphaned_captured_payments`` could only load every partition of it
+  (partitioned checks are a preview in Dagster 1.13).
 """
 
 import os
@@ -13,12 +27,24 @@ import dagster as dg
 
 from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.defs.assets import discrepancy_report
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, property_night
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.events.backlog import read_backlog
-from recon_pipeline.ledger.queries import list_properties
+from recon_pipeline.ledger.queries import list_properties, load_property
 from recon_pipeline.nightly import due_nights
-from recon_pipeline.nights import parse_cutoff
+from recon_pipeline.nights import night_window, parse_cutoff
+from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
+from recon_pipeline.review.limits import judge_orphans, judge_unexplained, orphan_error_after
+from recon_pipeline.review.render import findings_markdown, money
+from recon_pipeline.review.rules import OPEN, DiscrepancyFilter
+from recon_pipeline.review.store import (
+    count_discrepancies,
+    list_discrepancies,
+    threshold_for,
+    unexplained_amounts,
+)
+
+ORPHANS_LISTED = 20
 
 payment_events_backlog = dg.AssetSpec(
     "payment_events_backlog",
@@ -79,6 +105,69 @@ def oldest_pending_event_age(recon_db: ReconDatabase) -> dg.AssetCheckResult:
         },
     )
 
+
+@dg.asset_check(
+    asset=discrepancy_report,
+    blocking=True,
+    description="The night's open findings add up to at most the property's threshold, per currency. "
+    "Acknowledge or resolve what is explained (`recon discrepancies ack|resolve`), then re-execute.",
+)
+def unexplained_discrepancy_amount(
+    context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
+) -> dg.AssetCheckResult:
+    key = property_night(context.partition_key)
+    with recon_db.engine().connect() as connection:
+        currency = load_property(connection, key.property_id).currency
+        amounts = unexplained_amounts(connection, key.property_id, key.night)
+        threshold = threshold_for(connection, key.property_id)
+    verdict = judge_unexplained(amounts, threshold.minor, currency)
+    return dg.AssetCheckResult(
+        passed=verdict.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "currency": verdict.currency,
+            "amount_minor": verdict.amount_minor,
+            "amount": money(verdict.amount_minor, verdict.currency),
+            "threshold_minor": threshold.minor,
+            "threshold": money(threshold.minor, verdict.currency),
+            "threshold_source": threshold.source,
+            "exceeded_in": ", ".join(verdict.exceeded) or "none",
+            **{f"unexplained_minor/{cur}": amount for cur, amount in verdict.amounts_minor.items()},
+        },
+    )
+
+
+@dg.asset_check(
+    asset=discrepancy_report,
+    description="No captured payment of the night waits, unreviewed, for its booking to be confirmed "
+    "past the grace: WARN, ERROR once the night closed more than RECON_ORPHAN_ERROR_HOURS (24) ago.",
+)
+def orphaned_payment_age(
+    context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
+) -> dg.AssetCheckResult:
+    key = property_night(context.partition_key)
+    orphans = DiscrepancyFilter(key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT, OPEN)
+    with recon_db.engine().connect() as connection:
+        row = load_property(connection, key.property_id)
+        count = count_discrepancies(connection, orphans)
+        shown = list_discrepancies(connection, orphans, ORPHANS_LISTED)
+        amounts = unexplained_amounts(connection, key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT)
+    window = night_window(key.night, row.timezone, row.night_cutoff)
+    verdict = judge_orphans(count, window.end, datetime.now(UTC), orphan_error_after())
+    return dg.AssetCheckResult(
+        passed=verdict.passed,
+        severity=dg.AssetCheckSeverity.ERROR if verdict.is_error else dg.AssetCheckSeverity.WARN,
+        metadata={
+            "open_orphans": count,
+            "hours_since_night_closed": round(verdict.closed_ago.total_seconds() / 3600, 1),
+            "error_after_hours": verdict.error_after.total_seconds() / 3600,
+            **{f"amount_minor/{currency}": amount for currency, amount in amounts.items()},
+            "payments": dg.MetadataValue.md(findings_markdown(shown)),
+        },
+    )
+
+
+discrepancy_checks = [unexplained_discrepancy_amount, orphaned_payment_age]
 
 slo_checks_job = dg.define_asset_job(
     "slo_checks", selection=dg.AssetSelection.checks(previous_night_reconciled, oldest_pending_event_age)

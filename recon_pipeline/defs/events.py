@@ -124,7 +124,8 @@ def recover_missed_events_op(
     """Store provider events that no webhook delivered (``/v1/events`` since the cursor)."""
     with provider.adapter() as adapter:
         counts = recover_missed_events(recon_db.engine(), adapter, datetime.now(UTC))
-    context.log.info(f"recovery: {counts.seen} events seen, {counts.stored} new")
+    log = context.log.warning if counts.malformed else context.log.info
+    log(f"recovery: {counts.seen} events seen, {counts.stored} new, {counts.malformed} malformed (skipped)")
 
 
 @dg.op

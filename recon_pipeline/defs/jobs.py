@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.defs.assets import GROUP
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.defs.partitions import property_night_partitions
@@ -13,5 +14,9 @@ reconcile_night_job = dg.define_asset_job(
     selection=dg.AssetSelection.groups(GROUP),
     partitions_def=property_night_partitions,
     description="Reconcile one property-night: pull, diff, write adjustments and discrepancies.",
-    tags={PROVIDER_BOUND_TAG: "true"},
+    # max_runtime: run monitoring fails a run whose worker died (it would hold its pool slot for ever).
+    tags={
+        PROVIDER_BOUND_TAG: "true",
+        "dagster/max_runtime": str(positive_int_from_env("RECON_RUN_MAX_RUNTIME_S", 3600)),
+    },
 )

@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.provider.adapter import Adapter, build_adapter
 from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
-from recon_pipeline.provider.stripe import StripeAdapter
 
 
 @functools.cache
@@ -38,6 +38,7 @@ class ProviderResource(dg.ConfigurableResource):
     """The payment provider's API, with bounded concurrency and bounded retries."""
 
     provider: str | None = None
+    flavour: str | None = None  # the simulator's API: stripe or razorpay (RECON_PROVIDER_FLAVOUR)
     base_url: str | None = None
     api_key: str | None = None
     max_concurrency: int | None = None
@@ -46,14 +47,16 @@ class ProviderResource(dg.ConfigurableResource):
     max_delay_s: float = 8.0
 
     def settings(self) -> config.ProviderSettings:
-        return config.provider_settings(self.provider, self.base_url, self.api_key, self.max_concurrency)
+        return config.provider_settings(
+            self.provider, self.base_url, self.api_key, self.max_concurrency, self.flavour
+        )
 
     @contextmanager
-    def adapter(self) -> Iterator[StripeAdapter]:
-        """A Stripe-speaking adapter (the simulator speaks Stripe too), closed after use."""
+    def adapter(self) -> Iterator[Adapter]:
+        """The adapter of the provider's flavour (Stripe's or Razorpay's API), closed after use."""
         settings = self.settings()
         policy = RetryPolicy(
             max_attempts=self.max_attempts, base_delay_s=self.base_delay_s, max_delay_s=self.max_delay_s
         )
         with ProviderHttp(settings.base_url, settings.api_key, settings.max_concurrency, policy) as http:
-            yield StripeAdapter(http)
+            yield build_adapter(settings.flavour, http, settings.api_key)

@@ -1,8 +1,11 @@
 """`recon demo`: the embedded default end to end, on a persistent Dagster instance.
 
-Seed three properties, serve the provider half from the simulator on 127.0.0.1, reconcile last night of
-every property through the real ``reconcile_night`` job, then print what was found against what was
-planted. A second run finds the same discrepancies and writes no new adjustments.
+Seed the demo properties of one provider (``--provider``: Stripe's three, or Razorpay's one in INR) and
+the demo analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that
+provider's API, reconcile last night of every property through the real ``reconcile_night`` job (its
+blocking asset check included), then print what was found against what was planted. A second run finds
+the same discrepancies and writes no new adjustments. A run that fails stops the demo with one line
+saying which check or step failed and why (``DemoRunFailed``), not a traceback.
 """
 
 from __future__ import annotations
@@ -20,17 +23,24 @@ from sqlalchemy import Engine, func, select
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import init_db, make_engine
-from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.seed import seed_world
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_PROPERTIES_BY_FLAVOUR, DEMO_THRESHOLDS_MINOR
+from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
+from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import last_closed_night
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
+# The demo prints its own report; each run's full event log is on its Dagster instance (`dagster dev`).
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+class DemoRunFailed(Exception):
+    """A property's run failed; the message is one line: which property-night, which check or step, why."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +58,9 @@ class NightOutcome:
     top_discrepancies: str
 
 
-def demo_nights(now: datetime) -> dict[str, date]:
+def demo_nights(now: datetime, properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES) -> dict[str, date]:
     """Last closed night of every demo property, each in its own timezone and cutoff."""
-    return {p.property_id: last_closed_night(now, p.timezone, p.night_cutoff) for p in DEMO_PROPERTIES}
+    return {p.property_id: last_closed_night(now, p.timezone, p.night_cutoff) for p in properties}
 
 
 def prepare_dagster_home() -> Path:
@@ -64,27 +74,41 @@ def prepare_dagster_home() -> Path:
 
 
 def run_demo(
-    bookings_per_night: int = 1000, seed: int = 7, echo: Callable[[str], None] = print
+    bookings_per_night: int = 1000,
+    seed: int = 7,
+    echo: Callable[[str], None] = print,
+    flavour: str = "stripe",
 ) -> list[NightOutcome]:
-    """Seed, serve, reconcile and report; returns one outcome per property."""
+    """Seed, serve, reconcile and report ``flavour``'s demo properties; one outcome per property.
+
+    Raises DemoRunFailed when a property's run fails."""
     started = time.monotonic()
+    properties = DEMO_PROPERTIES_BY_FLAVOUR[flavour]
     home = config.recon_home()
     home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RECON_DATABASE_URL", config.database_url())
     engine = make_engine(os.environ["RECON_DATABASE_URL"])
     init_db(engine)
-    world = build_world(demo_nights(datetime.now(UTC)), bookings_per_night, seed)
+    now = datetime.now(UTC)
+    world = build_world(demo_nights(now, properties), bookings_per_night, seed, properties, flavour)
     inserted = seed_world(engine, world)
+    thresholds = {p.property_id: DEMO_THRESHOLDS_MINOR[p.property_id] for p in properties}
+    inserted[discrepancy_thresholds.name] = seed_thresholds(engine, thresholds, now)
     echo(f"RECON_HOME={home}")
     echo("seeded: " + ", ".join(f"{table} +{n}" for table, n in inserted.items()))
     dagster_home = prepare_dagster_home()
-    with ServerThread(build_app(world.store)) as simulator, dg.DagsterInstance.get() as instance:
+    app = build_app(world.store, flavour=flavour)
+    with ServerThread(app) as simulator, dg.DagsterInstance.get() as instance:
         os.environ["RECON_PROVIDER"] = "simulator"
+        os.environ["RECON_PROVIDER_FLAVOUR"] = flavour  # what the runs' provider resource speaks
         os.environ["RECON_PROVIDER_BASE_URL"] = simulator.base_url
         store = world.store
-        echo(f"simulator: {simulator.base_url} ({len(store.charges)} charges, {len(store.refunds)} refunds)")
+        echo(
+            f"simulator: {simulator.base_url} speaking {flavour} "
+            f"({len(store.charges)} payments, {len(store.refunds)} refunds)"
+        )
         echo(f"DAGSTER_HOME={dagster_home}")
-        outcomes = [reconcile(instance, engine, world, p.property_id) for p in DEMO_PROPERTIES]
+        outcomes = [reconcile(instance, engine, world, p.property_id) for p in properties]
     for outcome in outcomes:
         echo(render_outcome(outcome))
     echo(f"demo finished in {time.monotonic() - started:.1f}s")
@@ -93,7 +117,8 @@ def run_demo(
 
 
 def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, property_id: str) -> NightOutcome:
-    """Run the reconcile_night job for the property's demo night and read back what it did."""
+    """Run the reconcile_night job for the property's demo night and read back what it did; raise
+    DemoRunFailed (one line) when the run failed."""
     from recon_pipeline.definitions import build_definitions  # after the environment is set
 
     night = next(n for (p, n, _c) in world.expected if p == property_id)
@@ -101,8 +126,14 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
         instance.add_dynamic_partitions(PROPERTY_DIMENSION, [property_id])
     job = build_definitions().resolve_job_def("reconcile_night")
     result = job.execute_in_process(
-        partition_key=PropertyNight(property_id, night).partition_key, instance=instance
+        partition_key=PropertyNight(property_id, night).partition_key,
+        instance=instance,
+        run_config=QUIET_CONSOLE,
+        raise_on_error=False,
     )
+    if not result.success:
+        reason = failure_reason(result, property_id, night)
+        raise DemoRunFailed(f"{property_id} night {night} (run {result.run_id[:8]}): {reason}")
     return NightOutcome(
         property_id=property_id,
         night=night,
@@ -114,6 +145,42 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
         planted={cat: n for (p, nt, cat), n in world.expected.items() if p == property_id and nt == night},
         top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
     )
+
+
+def failure_reason(result: dg.ExecuteInProcessResult, property_id: str, night: str) -> str:
+    """Why a run failed, on one line: its failed blocking checks with their amounts, else its failed
+    steps' innermost errors."""
+    checks = [
+        evaluation
+        for evaluation in result.get_asset_check_evaluations()
+        if evaluation.blocking and not evaluation.passed
+    ]
+    if checks:
+        return "; ".join(_check_failure(evaluation, property_id, night) for evaluation in checks)
+    steps = [
+        f"step {event.step_key} failed: {_innermost(event)}" for event in result.get_step_failure_events()
+    ]
+    return "; ".join(steps) or "the run failed"
+
+
+def _check_failure(evaluation: dg.AssetCheckEvaluation, property_id: str, night: str) -> str:
+    values = {key: value.value for key, value in evaluation.metadata.items()}
+    failed = f"check {evaluation.check_name} failed"
+    if "amount" not in values or "threshold" not in values:
+        return failed
+    return (  # unexplained_discrepancy_amount: say how to explain the findings or move the threshold
+        f"{failed}: {values['amount']} unexplained, over the threshold of {values['threshold']}; review with "
+        f"`recon discrepancies list --property {property_id} --night {night}`, or set "
+        f"`recon discrepancies threshold {property_id} --set MINOR`"
+    )
+
+
+def _innermost(event: dg.DagsterEvent) -> str:
+    """The first line of the innermost cause of a step failure (the user code's error, not Dagster's)."""
+    error = event.step_failure_data.error
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return error.message.strip().splitlines()[0] if error is not None else "unknown error"
 
 
 def found_by_category(engine: Engine, property_id: str, night: str) -> dict[str, int]:

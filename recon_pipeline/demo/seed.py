@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+
 from sqlalchemy import Engine
 
-from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
+from recon_pipeline.db.schema import (
+    bookings,
+    discrepancy_thresholds,
+    ledger_entries,
+    payment_orders,
+    properties,
+)
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.demo.world import World
 
@@ -27,3 +36,14 @@ def seed_world(engine: Engine, world: World) -> dict[str, int]:
                 for start in range(0, len(rows), SEED_BATCH)
             )
     return inserted
+
+
+def seed_thresholds(engine: Engine, thresholds: Mapping[str, int], now: datetime) -> int:
+    """Insert the demo analyst's threshold of each property that has none (one set since is kept);
+    returns how many were inserted."""
+    rows = [
+        {"property_id": property_id, "unexplained_threshold_minor": minor, "updated_at": now}
+        for property_id, minor in thresholds.items()
+    ]
+    with engine.begin() as connection:
+        return insert_new(connection, discrepancy_thresholds, rows, ["property_id"])

@@ -2,6 +2,9 @@
 
 The same seed and nights always give the same ids, amounts and times, so the simulator can serve the
 provider half while the PMS half is written to the database, and a second demo run changes nothing.
+A world is built for one provider (``flavour``): its ids are that provider's (Stripe ``ch_``/``re_`` with
+PaymentIntents, Razorpay ``pay_``/``rfnd_`` whose payment is itself the payment order), and the simulator
+serves it in that flavour.
 Known discrepancies of every category are planted and counted in ``World.expected`` so that the demo
 (and the tests) can check that the pipeline finds exactly what was planted.
 """
@@ -20,8 +23,21 @@ from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.simulator.store import SimulatorStore
 
-AMOUNT_RANGE = {"JPY": (9_000, 60_000)}
+AMOUNT_RANGE = {"JPY": (9_000, 60_000), "INR": (350_000, 2_500_000)}
 DEFAULT_AMOUNT_RANGE = (8_000, 45_000)
+
+
+@dataclass(frozen=True)
+class ProviderIds:
+    """How a provider names a world's records, and whether payments go through PaymentIntents (Stripe:
+    ``payment_orders`` are keyed by them) or the payment is the order's key itself (Razorpay)."""
+
+    charge: str
+    refund: str
+    payment_intents: bool
+
+
+PROVIDER_IDS = {"stripe": ProviderIds("ch", "re", True), "razorpay": ProviderIds("pay", "rfnd", False)}
 
 
 @dataclass
@@ -41,15 +57,15 @@ def build_world(
     bookings_per_night: int = 1000,
     seed: int = 7,
     properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES,
+    flavour: str = "stripe",
 ) -> World:
-    """The demo world for ``nights`` (property_id → night) of ``properties``."""
+    """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids."""
     world = World()
     for prop in properties:
         world.properties.append(prop.row())
         night = nights[prop.property_id]
-        _NightBuilder(world, prop, night, random.Random(f"{seed}/{prop.property_id}/{night}")).build(
-            bookings_per_night
-        )
+        rng = random.Random(f"{seed}/{prop.property_id}/{night}")
+        _NightBuilder(world, prop, night, rng, PROVIDER_IDS[flavour]).build(bookings_per_night)
     world.store.reindex()
     return world
 
@@ -59,15 +75,26 @@ def unix(moment: datetime) -> int:
 
 
 def fee_for(amount: int, currency: str) -> int:
-    """A card fee shaped like Stripe's: a percentage plus a fixed part in the currency's minor unit."""
+    """A card fee shaped like Stripe's (a percentage plus a fixed part in the currency's minor unit), or for
+    INR like Razorpay's (2% plus 18% GST on it)."""
+    if currency == "INR":
+        return round(amount * 0.02 * 1.18)
     return round(amount * 0.036) if currency == "JPY" else round(amount * 0.029) + 30
+
+
+def order_key(charge: dict[str, Any]) -> str:
+    """The ``payment_orders`` key of a charge: its PaymentIntent, else the payment itself."""
+    key: str = charge["payment_intent"] or charge["id"]
+    return key
 
 
 class _NightBuilder:
     """Writes one property-night of ordinary activity, then plants one set of known discrepancies."""
 
-    def __init__(self, world: World, prop: PropertyRow, night: date, rng: random.Random) -> None:
-        self.world, self.prop, self.rng = world, prop, rng
+    def __init__(
+        self, world: World, prop: PropertyRow, night: date, rng: random.Random, ids: ProviderIds
+    ) -> None:
+        self.world, self.prop, self.rng, self.ids = world, prop, rng, ids
         self.night = night.isoformat()
         self.window: NightWindow = night_window(night, prop.timezone, prop.night_cutoff)
         self.tag = f"{prop.property_id.split('-')[0]}{night:%Y%m%d}"
@@ -92,7 +119,8 @@ class _NightBuilder:
         self, created: datetime, amount: int, *, status: str = "succeeded", booking_status: str = "confirmed"
     ) -> dict[str, Any]:
         """A booking paid by one charge: provider objects, booking, payment order. No ledger entries."""
-        booking_id, pi_id, charge_id = self.next_id("bk"), self.next_id("pi"), self.next_id("ch")
+        booking_id, pi_id, charge_id = self.next_id("bk"), self.next_id("pi"), self.next_id(self.ids.charge)
+        intent_id = pi_id if self.ids.payment_intents else None
         succeeded = status == "succeeded"
         fee = fee_for(amount, self.prop.currency) if succeeded else 0
         cur = self.prop.currency.lower()
@@ -111,7 +139,7 @@ class _NightBuilder:
             "captured": succeeded,
             "paid": succeeded,
             "refunded": False,
-            "payment_intent": pi_id,
+            "payment_intent": intent_id,
             "metadata": metadata,
             "account": self.prop.provider_account,
             "balance_transaction": (
@@ -128,20 +156,8 @@ class _NightBuilder:
             ),
         }
         self.world.store.charges.append(charge)
-        self.world.store.payment_intents.append(
-            {
-                "id": pi_id,
-                "object": "payment_intent",
-                "amount": amount,
-                "amount_received": amount if succeeded else 0,
-                "currency": cur,
-                "status": "succeeded" if succeeded else "requires_payment_method",
-                "latest_charge": charge_id,
-                "metadata": metadata,
-                "created": unix(created) - 5,
-                "account": self.prop.provider_account,
-            }
-        )
+        if intent_id is not None:
+            self.payment_intent(charge, intent_id, created)
         self.world.bookings.append(
             {
                 "booking_id": booking_id,
@@ -155,7 +171,7 @@ class _NightBuilder:
         )
         self.world.payment_orders.append(
             {
-                "provider_payment_id": pi_id,
+                "provider_payment_id": order_key(charge),
                 "property_id": self.prop.property_id,
                 "booking_id": booking_id,
                 "amount_minor": amount,
@@ -168,9 +184,27 @@ class _NightBuilder:
         )
         return charge
 
+    def payment_intent(self, charge: dict[str, Any], intent_id: str, created: datetime) -> None:
+        """The Stripe PaymentIntent the charge is the latest (and only) attempt of."""
+        succeeded = charge["status"] == "succeeded"
+        self.world.store.payment_intents.append(
+            {
+                "id": intent_id,
+                "object": "payment_intent",
+                "amount": charge["amount"],
+                "amount_received": charge["amount"] if succeeded else 0,
+                "currency": charge["currency"],
+                "status": "succeeded" if succeeded else "requires_payment_method",
+                "latest_charge": charge["id"],
+                "metadata": charge["metadata"],
+                "created": unix(created) - 5,
+                "account": self.prop.provider_account,
+            }
+        )
+
     def refund(self, charge: dict[str, Any], created: datetime, amount: int) -> dict[str, Any]:
         refund = {
-            "id": self.next_id("re"),
+            "id": self.next_id(self.ids.refund),
             "object": "refund",
             "amount": amount,
             "charge": charge["id"],
@@ -184,9 +218,7 @@ class _NightBuilder:
         self.world.store.refunds.append(refund)
         charge["amount_refunded"] += amount
         charge["refunded"] = charge["amount_refunded"] >= charge["amount"]
-        order = next(
-            o for o in self.world.payment_orders if o["provider_payment_id"] == charge["payment_intent"]
-        )
+        order = next(o for o in self.world.payment_orders if o["provider_payment_id"] == order_key(charge))
         order["amount_refunded_minor"] = charge["amount_refunded"]
         order["status"] = "refunded" if charge["refunded"] else "partially_refunded"
         return refund
@@ -282,7 +314,7 @@ class _NightBuilder:
         assert unbooked["amount"] > 0
         self.plant(c.MISSING_IN_LEDGER)
         for _ in range(2):
-            self.entry("payment", self.next_id("ch_ghost"), self.amount(), self.inside())
+            self.entry("payment", self.next_id(f"{self.ids.charge}_ghost"), self.amount(), self.inside())
             self.plant(c.MISSING_AT_PROVIDER)
         self.entry("payment", None, self.amount(), self.inside())
         self.plant(c.MISSING_AT_PROVIDER)

@@ -31,6 +31,10 @@ Failure policy:
 - An event without a payment id has nothing to read: processed with outcome ``no_payment_reference``.
 - A lease that expired before the event's turn is skipped (another worker will reclaim it); a lease lost
   while writing rolls the transaction back.
+- A worker killed outright (SIGKILL, OOM) leaves every event either applied and processed, or untouched:
+  the processed mark commits with the effects. The rest of its claimed batch stays ``processing`` until
+  the lease ends, then any worker reclaims it. ``crash_point`` marks both sides of the commit
+  (``recon_pipeline.crashpoints``) for the crash-window tests, which kill workers there.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, select, update
 
+from recon_pipeline.crashpoints import EVENT_BEFORE_COMMIT, EVENT_COMMITTED, crash_point
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_orders, properties
 from recon_pipeline.db.upsert import dialect_insert, insert_new
 from recon_pipeline.events.payment_state import (
@@ -63,11 +68,14 @@ from recon_pipeline.events.queue import (
     dead_letter,
     retry_later,
 )
+from recon_pipeline.events.razorpay_state import state_of_razorpay_payment
 from recon_pipeline.events.stale import mark_night_stale
 from recon_pipeline.ledger.queries import PropertyRow, UnknownPropertyError, load_property
 from recon_pipeline.nights import night_window
+from recon_pipeline.provider.adapter import Adapter
 from recon_pipeline.provider.errors import ProviderDataError, ProviderError
-from recon_pipeline.provider.stripe import CHARGE_ID_PREFIXES, PropertyAccount, StripeAdapter
+from recon_pipeline.provider.razorpay import RazorpayAdapter
+from recon_pipeline.provider.stripe import CHARGE_ID_PREFIXES, PropertyAccount
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +108,7 @@ def _utc_now() -> datetime:
 
 def process_available(
     engine: Engine,
-    adapter: StripeAdapter,
+    adapter: Adapter,
     worker_id: str,
     batch_size: int = 100,
     max_batches: int = 50,
@@ -152,7 +160,7 @@ def process_available(
 
 def _process(
     connection: Connection,
-    adapter: StripeAdapter,
+    adapter: Adapter,
     event: ClaimedEvent,
     worker_id: str,
     policy: RetrySchedule,
@@ -174,7 +182,9 @@ def _process(
             if state is None:
                 error = f"provider does not know payment {event.provider_payment_id!r} (404)"
                 return _dead(connection, event, worker_id, error)
-            return _apply(connection, event, worker_id, state, as_of, clock(), attributions)
+            settled = _apply(connection, event, worker_id, state, as_of, clock(), attributions)
+        crash_point(EVENT_COMMITTED)  # effects and processed mark are durable; the rest of the batch is not
+        return settled
     except _LeaseLost:
         logger.warning("event %s: lease lost while writing; rolled back", event.event_id)
         return LEASE_LOST
@@ -185,9 +195,13 @@ def _process(
         return _retry(connection, event, worker_id, f"{type(error).__name__}: {error}", policy, clock())
 
 
-def _fetch_state(adapter: StripeAdapter, payment_id: str, account: str | None) -> PaymentState | None:
-    """The payment's current state (None: the provider does not know it). A charge id is read as a bare
-    charge; otherwise the PaymentIntent and its latest charge (refunds, capture time, decline)."""
+def _fetch_state(adapter: Adapter, payment_id: str, account: str | None) -> PaymentState | None:
+    """The payment's current state (None: the provider does not know it). Razorpay: the payment itself.
+    Stripe: a charge id is read as a bare charge; otherwise the PaymentIntent and its latest charge
+    (refunds, capture time, decline)."""
+    if isinstance(adapter, RazorpayAdapter):
+        payment = adapter.fetch_payment(payment_id)
+        return None if payment is None else state_of_razorpay_payment(payment)
     # Requests are scoped by the connected account alone: the property is known only once the payment is.
     scope = PropertyAccount(property_id="", provider_account=account)
     if payment_id.startswith(CHARGE_ID_PREFIXES):
@@ -234,6 +248,7 @@ def _apply(
     if applied and night_window(night, prop.timezone, prop.night_cutoff).end <= now:
         reason = f"late event {event.event_id}: {outcome}"
         mark_night_stale(connection, prop.property_id, night.isoformat(), reason, now)
+    crash_point(EVENT_BEFORE_COMMIT)  # everything written, nothing committed: a death here must undo it all
     return PROCESSED
 
 

@@ -1,7 +1,14 @@
 """Recovery: what webhooks alone would miss, queued exactly like a webhook so one processor handles all.
 
 - ``recover_missed_events`` pulls the provider's ``/v1/events`` since the last cursor (per account) and
-  stores each event once; events already delivered by webhook are no-ops on their event id.
+  stores each event once; events already delivered by webhook are no-ops on their event id. Razorpay has
+  no events API: for it this is skipped (with a log line), and missed webhooks are recovered by the
+  orphan sweep below and by the nightly pull of ``/v1/payments``, which finds every captured payment.
+  An event the provider lists but that is malformed (no ``data.object``, no type, a bad time...) is skipped
+  with a warning naming its id (never its body) and counted: failing the run instead would keep the cursor
+  where it is, and every later run would fail on the same event, so no event would ever be recovered
+  again. The cursor moves to the newest well-formed event; the orphan sweep still finds a captured payment
+  whose only event was the malformed one.
 - ``enqueue_orphaned_payments`` queues a synthetic ``recovery.orphaned_payment`` event for each captured
   payment whose booking is still not confirmed after a grace, so the processor fetches its current state
   and confirms the booking if the money really is there. One per payment per day at most.
@@ -18,10 +25,11 @@ from sqlalchemy import Connection, Engine, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, discrepancies, payment_orders, properties, provider_cursors
 from recon_pipeline.db.upsert import upsert
-from recon_pipeline.events.parse import ProviderEvent, parse_stripe_event
+from recon_pipeline.events.parse import EventFormatError, ProviderEvent, parse_stripe_event
 from recon_pipeline.events.store import store_event
 from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.provider.adapter import Adapter
+from recon_pipeline.provider.razorpay import RazorpayAdapter
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 
 logger = logging.getLogger(__name__)
@@ -29,6 +37,7 @@ logger = logging.getLogger(__name__)
 FIRST_RECOVERY_LOOKBACK = timedelta(days=3)
 # Events created in the same second as the cursor may arrive after it was written: re-read a margin.
 CURSOR_OVERLAP_S = 300
+LOGGED_ID_CHARS = 80  # an over-long id is cut in the log line
 ORPHAN_EVENT_TYPE = "recovery.orphaned_payment"
 RECOVERY_PROVIDER = "recovery"
 
@@ -37,27 +46,47 @@ RECOVERY_PROVIDER = "recovery"
 class RecoveryCounts:
     seen: int
     stored: int
+    malformed: int = 0  # listed by the provider but not a well-formed event: skipped
 
 
-def recover_missed_events(engine: Engine, adapter: StripeAdapter, now: datetime) -> RecoveryCounts:
+def recover_missed_events(engine: Engine, adapter: Adapter, now: datetime) -> RecoveryCounts:
     """Store every provider event since each account's cursor; a cursor only moves after its events commit."""
-    seen = stored = 0
+    if isinstance(adapter, RazorpayAdapter):
+        logger.info(
+            "recovery of missed events skipped: Razorpay has no events API; "
+            "missed webhooks are recovered by the orphan sweep and the nightly payments pull"
+        )
+        return RecoveryCounts(seen=0, stored=0)
+    seen = stored = malformed = 0
     for account in [None, *_connected_accounts(engine)]:
         cursor_name = f"stripe_events:{account or 'platform'}"
         with engine.connect() as connection:
             since = _read_cursor(connection, cursor_name) or int((now - FIRST_RECOVERY_LOOKBACK).timestamp())
         events = adapter.list_events(account, max(0, since - CURSOR_OVERLAP_S))
+        newest = since
         with engine.begin() as connection:
             for raw in events:
-                event = parse_stripe_event(json.dumps(raw))
+                body = json.dumps(raw)
+                try:
+                    event = parse_stripe_event(body)
+                except EventFormatError as error:
+                    logger.warning(
+                        "recovery skipped malformed event %.*s of %s: %s",
+                        LOGGED_ID_CHARS,
+                        raw.get("id"),
+                        account or "platform",
+                        error,
+                    )
+                    malformed += 1
+                    continue
                 if event.account is None and account is not None:
                     event = replace(event, account=account)
-                stored += store_event(connection, "stripe", event, json.dumps(raw), now)
-            newest = max((int(raw["created"]) for raw in events), default=since)
-            _write_cursor(connection, cursor_name, max(since, newest), now)
+                stored += store_event(connection, "stripe", event, body, now)
+                newest = max(newest, event.created)
+            _write_cursor(connection, cursor_name, newest, now)
         seen += len(events)
         logger.info("recovered %d events of %s since %d", len(events), account or "platform", since)
-    return RecoveryCounts(seen=seen, stored=stored)
+    return RecoveryCounts(seen=seen, stored=stored, malformed=malformed)
 
 
 def enqueue_orphaned_payments(engine: Engine, now: datetime, grace: timedelta) -> RecoveryCounts:

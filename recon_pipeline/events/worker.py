@@ -21,8 +21,8 @@ from datetime import timedelta
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
+from recon_pipeline.provider.adapter import build_adapter
 from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.stripe import StripeAdapter
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ProviderHttp(settings.base_url, settings.api_key, settings.max_concurrency) as http:
             counts = process_available(
                 engine,
-                StripeAdapter(http),
+                build_adapter(settings.flavour, http, settings.api_key),
                 args.worker_id,
                 batch_size=args.batch_size,
                 max_batches=args.max_batches,

@@ -19,7 +19,9 @@ PROVIDER_RECORD_COLUMNS: dict[str, str] = {
     "payment_intent_id": "object",  # nullable: the pi_... the charge belongs to
     "amount_minor": "int64",  # signed minor units
     "currency": "object",  # ISO 4217 upper case
-    "status": "object",  # the provider's own status word (succeeded, pending, failed, canceled...)
+    # the provider's own status word (succeeded, pending, failed, canceled...); a Razorpay fee row says where
+    # its amount is from: "settled" (the settlement recon's) or "provisional" (the payment's, not settled yet)
+    "status": "object",
     "settled": "bool",  # money actually moved: succeeded+captured charge, succeeded refund
     "created_at": "datetime64[ns, UTC]",
 }

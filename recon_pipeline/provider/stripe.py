@@ -13,25 +13,35 @@ charge was created in an earlier night.
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.money import normalize_currency
 from recon_pipeline.provider.errors import IncompletePullError, ProviderDataError, ProviderError
 from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
+from recon_pipeline.provider.objects import (
+    PropertyAccount,
+    ProviderObject,
+    Row,
+    amount_field,
+    created_at_field,
+    currency_field,
+    fetch_each,
+    field_value,
+    gather,
+    id_field,
+    metadata_field,
+    optional_id_field,
+    record_id,
+    records_frame,
+    unix_seconds,
+)
 
-StripeObject = dict[str, Any]
-Row = dict[str, Any]
-T = TypeVar("T")
+StripeObject = ProviderObject
 
 PAGE_LIMIT = 100
 # Stripe gives charges of some payment methods "py_" ids and their refunds "pyr_" ids.
@@ -39,62 +49,7 @@ CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
 
 
-@dataclass(frozen=True)
-class PropertyAccount:
-    """Where a property's records live at Stripe: its connected account, or the platform (None)."""
-
-    property_id: str
-    provider_account: str | None = None
-
-
 # --- pure mapping: Stripe JSON -> provider-record rows ------------------------------------------------
-
-
-def field_value(obj: StripeObject, name: str, types: type | tuple[type, ...], what: str) -> Any:
-    value = obj.get(name)
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
-        expected = " or ".join(t.__name__ for t in _as_tuple(types))
-        raise ProviderDataError(f"{what} {obj.get('id')!r}: field {name!r} is {value!r}, expected {expected}")
-    return value
-
-
-def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
-
-
-def amount_field(obj: StripeObject, name: str, what: str) -> int:
-    value: int = field_value(obj, name, int, what)
-    if value < 0:
-        raise ProviderDataError(f"{what} {obj.get('id')!r}: field {name!r} is negative ({value})")
-    return value
-
-
-def currency_field(obj: StripeObject, what: str) -> str:
-    raw: str = field_value(obj, "currency", str, what)
-    try:
-        return normalize_currency(raw)
-    except ValueError as error:
-        raise ProviderDataError(f"{what} {obj.get('id')!r}: field 'currency': {error}") from None
-
-
-def _record_id(obj: StripeObject, what: str) -> str:
-    value: str = field_value(obj, "id", str, what)
-    if not value:
-        raise ProviderDataError(f"{what} without id")
-    return value
-
-
-def created_at_field(obj: StripeObject, what: str) -> datetime:
-    return datetime.fromtimestamp(field_value(obj, "created", int, what), tz=UTC)
-
-
-def metadata_field(obj: StripeObject, what: str) -> dict[str, Any]:
-    metadata = obj.get("metadata")
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise ProviderDataError(f"{what} {obj.get('id')!r}: field 'metadata' is {metadata!r}")
-    return metadata
 
 
 def belongs_to(charge: StripeObject, account: PropertyAccount) -> bool:
@@ -111,7 +66,7 @@ def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
     when the charge succeeded and was captured. The fee is in the balance transaction's currency (the
     settlement currency, which may differ from the charge's) and needs ``balance_transaction`` expanded.
     """
-    charge_id = _record_id(charge, "charge")
+    charge_id = record_id(charge, "charge")
     status: str = field_value(charge, "status", str, "charge")
     captured: bool = field_value(charge, "captured", bool, "charge")
     amount, amount_captured = (
@@ -119,13 +74,12 @@ def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
         amount_field(charge, "amount_captured", "charge"),
     )
     settled = status == "succeeded" and captured
-    metadata = metadata_field(charge, "charge")
     base: Row = {
         "provider_record_id": charge_id,
         "charge_id": charge_id,
         "property_id": property_id,
-        "booking_id": metadata.get("booking_id") or None,
-        "payment_intent_id": field_value(charge, "payment_intent", (str, type(None)), "charge"),
+        "booking_id": booking_id_of(charge),
+        "payment_intent_id": optional_id_field(charge, "payment_intent", "charge"),
         "status": status,
         "settled": settled,
         "created_at": created_at_field(charge, "charge"),
@@ -154,15 +108,20 @@ def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
     return rows
 
 
+def booking_id_of(charge: StripeObject) -> str | None:
+    """``metadata.booking_id`` of a charge (Stripe's metadata values are strings), None when absent."""
+    metadata = metadata_field(charge, "charge")
+    return optional_id_field(metadata, "booking_id", f"metadata of charge {charge.get('id')!r}")
+
+
 def refund_charge_id(refund: StripeObject) -> str:
     """The id of the charge a refund belongs to (required: it is how the refund is attributed)."""
-    value: str = field_value(refund, "charge", str, "refund")
-    return value
+    return id_field(refund, "charge", "refund")
 
 
 def refund_row(refund: StripeObject, charge: StripeObject, property_id: str) -> Row:
     """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge."""
-    refund_id = _record_id(refund, "refund")
+    refund_id = record_id(refund, "refund")
     charge_id = refund_charge_id(refund)
     if charge.get("id") != charge_id:
         raise ProviderDataError(f"refund {refund_id!r}: charge {charge_id!r} given {charge.get('id')!r}")
@@ -173,7 +132,7 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str) -> 
         "kind": "refund",
         "charge_id": charge_id,
         "property_id": property_id,
-        "booking_id": metadata_field(charge, "charge").get("booking_id") or None,
+        "booking_id": booking_id_of(charge),
         "payment_intent_id": payment_intent if isinstance(payment_intent, str) else None,
         "amount_minor": -amount_field(refund, "amount", "refund"),
         "currency": currency_field(refund, "refund"),
@@ -181,19 +140,6 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str) -> 
         "settled": status == "succeeded",
         "created_at": created_at_field(refund, "refund"),
     }
-
-
-def records_frame(rows: Sequence[Row]) -> pd.DataFrame:
-    """The contract frame of ``rows`` (exact dtypes), ordered by (created_at, record id, kind)."""
-    if not rows:
-        return empty_provider_records()
-    frame = pd.DataFrame(
-        {
-            name: pd.Series([row[name] for row in rows], dtype=dtype)
-            for name, dtype in PROVIDER_RECORD_COLUMNS.items()
-        }
-    )
-    return frame.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)
 
 
 # --- the adapter ---------------------------------------------------------------------------------------
@@ -213,14 +159,14 @@ class StripeAdapter:
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
-        gte, lt = _unix(window_start), _unix(window_end)
+        gte, lt = unix_seconds(window_start), unix_seconds(window_end)
         if gte >= lt:
             raise ValueError(f"empty window [{window_start}, {window_end})")
         params = {"created[gte]": gte, "created[lt]": lt, "limit": PAGE_LIMIT}
         headers = _headers(account)
         try:
             abort = threading.Event()
-            charges, refunds = _gather(
+            charges, refunds = gather(
                 [
                     lambda: self._list_all(
                         "/v1/charges", {**params, "expand[]": "data.balance_transaction"}, headers, abort
@@ -359,10 +305,10 @@ class StripeAdapter:
             for record in data:
                 if not isinstance(record, dict):
                     raise ProviderDataError(f"{path}: list item is not an object: {record!r}")
-                record_id = _record_id(record, path)
-                if record_id in seen:
-                    raise ProviderDataError(f"{path}: record {record_id!r} returned twice")
-                seen.add(record_id)
+                object_id = record_id(record, path)
+                if object_id in seen:
+                    raise ProviderDataError(f"{path}: record {object_id!r} returned twice")
+                seen.add(object_id)
             records.extend(data)
             if not has_more:
                 return records
@@ -372,45 +318,16 @@ class StripeAdapter:
     def _fetch_many(
         self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None
     ) -> dict[str, StripeObject | None]:
-        """``GET {path}/{id}`` for each id, concurrently (bounded by the client's semaphore); None for 404."""
+        """``GET {path}/{id}`` for each id, concurrently; None for 404."""
         params = {"expand[]": "balance_transaction"} if path == "/v1/charges" else None
 
-        def fetch(object_id: str) -> Callable[[], StripeObject | None]:
-            def run() -> StripeObject | None:
-                obj = self._http.get_json(
-                    f"{path}/{quote(object_id, safe='')}", params=params, headers=headers
-                )
-                if obj is not None and obj.get("id") != object_id:
-                    raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
-                return obj
+        def fetch_one(object_id: str) -> StripeObject | None:
+            obj = self._http.get_json(f"{path}/{quote(object_id, safe='')}", params=params, headers=headers)
+            if obj is not None and obj.get("id") != object_id:
+                raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
+            return obj
 
-            return run
-
-        if not object_ids:
-            return {}
-        results = _gather(
-            [fetch(i) for i in object_ids],
-            max_workers=min(len(object_ids), self._http.max_concurrency),
-        )
-        return dict(zip(object_ids, results, strict=True))
-
-
-def _gather(
-    tasks: Sequence[Callable[[], T]], max_workers: int, abort: threading.Event | None = None
-) -> list[T]:
-    """Run tasks on a pool and return their results in order; on the first failure, set ``abort`` (so that
-    multi-request tasks stop at their next request), cancel what has not started, and raise that failure."""
-    with ThreadPoolExecutor(max_workers=max_workers) as pool:
-        futures = [pool.submit(task) for task in tasks]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failure = next((f.exception() for f in futures if f in done and f.exception() is not None), None)
-        if failure is not None:
-            if abort is not None:
-                abort.set()
-            for future in futures:
-                future.cancel()
-            raise failure
-        return [future.result() for future in futures]
+        return fetch_each(object_ids, fetch_one, self._http.max_concurrency)
 
 
 def _headers(account: PropertyAccount) -> dict[str, str] | None:
@@ -419,11 +336,3 @@ def _headers(account: PropertyAccount) -> dict[str, str] | None:
 
 def _account_header(provider_account: str | None) -> dict[str, str] | None:
     return {"Stripe-Account": provider_account} if provider_account else None
-
-
-def _unix(moment: datetime) -> int:
-    """A timezone-aware instant as unix seconds, rounded up (``created`` is whole seconds, so
-    ``created >= t`` is ``created >= ceil(t)`` and ``created < t`` is ``created < ceil(t)``)."""
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"window bound must be timezone-aware: {moment!r}")
-    return math.ceil(moment.timestamp())

@@ -23,6 +23,16 @@ _NONE = "—"
 
 
 @dataclass(frozen=True)
+class CurrencyTotals:
+    """What the provider and the ledger hold in one currency for the night, and how much of it matched."""
+
+    currency: str
+    provider: int
+    ledger: int
+    matched: int
+
+
+@dataclass(frozen=True)
 class NightReport:
     """All findings of a property-night (diff and orphans) and the diff's reference figures."""
 
@@ -35,33 +45,44 @@ class NightReport:
 
     def category_summary(self) -> pd.DataFrame:
         """One row per (category, currency): findings and the sum of |difference| in minor units."""
-        findings = self.findings.assign(magnitude=self.findings["difference_minor"].astype("int64").abs())
-        grouped = findings.groupby(["category", "currency"], sort=True).agg(
-            count=("record_key", "size"), amount_minor=("magnitude", "sum")
-        )
-        rows: list[tuple[str, str, int, int]] = []
-        for category in ALL_CATEGORIES:
-            if category in grouped.index.get_level_values("category"):
-                part = grouped.loc[category]
-                rows.extend(
-                    (category, str(currency), int(count), int(amount))
-                    for currency, count, amount in zip(
-                        part.index, part["count"], part["amount_minor"], strict=True
-                    )
-                )
-            else:
-                rows.append((category, "", 0, 0))
-        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype(
-            {"category": "object", "currency": "object", "count": "int64", "amount_minor": "int64"}
-        )
+        return category_summary(self.findings)
 
     def top_discrepancies(self, limit: int = 10) -> pd.DataFrame:
         """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
-        ranked = self.findings.assign(magnitude=self.findings["difference_minor"].astype("int64").abs())
-        ranked = ranked.sort_values(
-            ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
+        return top_discrepancies(self.findings, limit)
+
+    def totals(self) -> list[CurrencyTotals]:
+        """Provider, ledger and matched totals per currency, sorted by currency."""
+        provider, ledger, matched = (
+            self.provider_total_by_currency,
+            self.ledger_total_by_currency,
+            self.matched_amount_by_currency,
         )
-        return ranked.head(limit).drop(columns="magnitude").reset_index(drop=True)
+        return [
+            CurrencyTotals(
+                currency, provider.get(currency, 0), ledger.get(currency, 0), matched.get(currency, 0)
+            )
+            for currency in sorted(set(provider) | set(ledger) | set(matched))
+        ]
+
+    def totals_markdown(self) -> str:
+        """Per currency what each side holds and what matched; below it the night's record counts."""
+        rows = [
+            [
+                t.currency,
+                format_minor(t.provider, t.currency),
+                format_minor(t.ledger, t.currency),
+                format_minor(t.provider - t.ledger, t.currency),
+                format_minor(t.matched, t.currency),
+            ]
+            for t in self.totals()
+        ]
+        header = ["currency", "provider total", "ledger total", "provider − ledger", "matched amount"]
+        table = markdown_table(header, rows) if rows else "_No provider records or ledger entries._"
+        return (
+            f"{table}\n\n**{self.matched_count}** records matched, "
+            f"**{self.timing_difference_count}** timing differences, **{len(self.findings)}** findings."
+        )
 
     def top_discrepancies_markdown(self, limit: int = 10) -> str:
         """A markdown table of the largest findings, amounts in major units of their currency."""
@@ -69,16 +90,16 @@ class NightReport:
             [
                 category,
                 f"`{key}`",
-                _money(provider, currency),
-                _money(ledger, currency),
-                _money(difference, currency),
+                format_amount(provider, currency),
+                format_amount(ledger, currency),
+                format_amount(difference, currency),
                 detail,
             ]
             for category, key, provider, ledger, difference, currency, detail in self._top_rows(limit)
         ]
         if not rows:
             return "_No discrepancies._"
-        return _markdown(["category", "record", "provider", "ledger", "difference", "detail"], rows)
+        return markdown_table(["category", "record", "provider", "ledger", "difference", "detail"], rows)
 
     def summary_markdown(self) -> str:
         """A markdown table of :meth:`category_summary`."""
@@ -86,7 +107,7 @@ class NightReport:
             [category, currency or _NONE, str(count), format_minor(amount, currency) if currency else _NONE]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
         ]
-        return _markdown(["category", "currency", "findings", "sum of abs. difference"], rows)
+        return markdown_table(["category", "currency", "findings", "sum of abs. difference"], rows)
 
     def as_metadata(self) -> dict[str, int | float | str]:
         """Flat plain values: ``count/<category>``, ``amount/<category>/<CUR>``, matched, totals."""
@@ -115,26 +136,25 @@ class NightReport:
             f"findings {len(self.findings)}   matched {self.matched_count}   "
             f"timing differences {self.timing_difference_count}",
         ]
-        provider, ledger = self.provider_total_by_currency, self.ledger_total_by_currency
         lines += [
-            f"  {currency}: provider {format_minor(provider.get(currency, 0), currency)}, "
-            f"ledger {format_minor(ledger.get(currency, 0), currency)}"
-            for currency in sorted(set(provider) | set(ledger))
+            f"  {t.currency}: provider {format_minor(t.provider, t.currency)}, "
+            f"ledger {format_minor(t.ledger, t.currency)}"
+            for t in self.totals()
         ]
         summary = [
             [category, currency or "-", str(count), format_minor(amount, currency) if currency else "-"]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
         ]
-        lines += ["", _plain(["category", "currency", "findings", "sum of abs. difference"], summary)]
+        lines += ["", plain_table(["category", "currency", "findings", "sum of abs. difference"], summary)]
         top = [
-            [category, key, _money(difference, currency, "-"), detail]
+            [category, key, format_amount(difference, currency, "-"), detail]
             for category, key, _, _, difference, currency, detail in self._top_rows(limit)
         ]
         if top:
             lines += [
                 "",
                 f"largest {len(top)} findings",
-                _plain(["category", "record", "difference", "detail"], top),
+                plain_table(["category", "record", "difference", "detail"], top),
             ]
         return "\n".join(lines)
 
@@ -164,20 +184,60 @@ def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport
     )
 
 
-def _money(amount: Any, currency: Any, missing: str = _NONE) -> str:
+def category_summary(findings: pd.DataFrame) -> pd.DataFrame:
+    """One row per (category, currency) of ``findings``: their count and the sum of |difference|.
+
+    Every category appears, in the contract's order; one without findings is one row with count 0,
+    amount 0 and an empty currency.
+    """
+    findings = findings.assign(magnitude=findings["difference_minor"].astype("int64").abs())
+    grouped = findings.groupby(["category", "currency"], sort=True).agg(
+        count=("record_key", "size"), amount_minor=("magnitude", "sum")
+    )
+    rows: list[tuple[str, str, int, int]] = []
+    for category in ALL_CATEGORIES:
+        if category in grouped.index.get_level_values("category"):
+            part = grouped.loc[category]
+            rows.extend(
+                (category, str(currency), int(count), int(amount))
+                for currency, count, amount in zip(
+                    part.index, part["count"], part["amount_minor"], strict=True
+                )
+            )
+        else:
+            rows.append((category, "", 0, 0))
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype(
+        {"category": "object", "currency": "object", "count": "int64", "amount_minor": "int64"}
+    )
+
+
+def top_discrepancies(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
+    ranked = findings.assign(magnitude=findings["difference_minor"].astype("int64").abs())
+    ranked = ranked.sort_values(
+        ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
+    )
+    return ranked.head(limit).drop(columns="magnitude").reset_index(drop=True)
+
+
+def format_amount(amount: Any, currency: Any, missing: str = _NONE) -> str:
+    """:func:`format_minor` of a nullable amount; ``missing`` for a side that holds no record."""
     if amount is None or pd.isna(amount):
         return missing
     return format_minor(int(amount), str(currency))
 
 
-def _markdown(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+def markdown_table(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub-flavoured markdown table (Dagster's UI renders it); ``|`` in cells is escaped."""
+
     def line(cells: Sequence[object]) -> str:
         return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)])
 
 
-def _plain(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+def plain_table(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
+    """A fixed-width text table for terminals (the demo's report, ``recon discrepancies list``)."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[object]) -> str:

@@ -1,6 +1,8 @@
-"""The provider simulator: a Starlette app serving the Stripe API subset of DESIGN.md from a SimulatorStore.
+"""The provider simulator: a Starlette app serving the Stripe API subset of DESIGN.md from a SimulatorStore,
+or, in the ``razorpay`` flavour (``razorpay_api.py``), Razorpay's subset from the same store.
 
-It speaks Stripe's wire semantics (newest-first lists, ``created[...]`` filters, ``starting_after`` cursors,
+One app speaks one flavour (their paths overlap: both have ``/v1/refunds``). The Stripe flavour speaks
+Stripe's wire semantics (newest-first lists, ``created[...]`` filters, ``starting_after`` cursors,
 ``expand[]``, ``Stripe-Account``, Stripe-style error JSON) so the adapter tested against it is the adapter
 that talks to Stripe. Fault switches (``faults.py``) apply to ``/v1`` paths only; the ``/_simulator``
 control endpoints are never faulted nor authenticated.
@@ -19,10 +21,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.simulator.faults import FaultSwitches
+from recon_pipeline.simulator.razorpay_api import RAZORPAY_DIALECT, razorpay_routes
 from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
+from recon_pipeline.simulator.wire import ApiHandler, ApiResult, Dialect, InvalidRequest, int_param
 
-ApiResult = tuple[int, dict[str, Any]]
-ApiHandler = Callable[[Request, str | None], ApiResult]
+FLAVOURS = ("stripe", "razorpay")
 
 _OBJECT_NAMES: dict[Kind, str] = {
     "charges": "charge",
@@ -30,14 +33,6 @@ _OBJECT_NAMES: dict[Kind, str] = {
     "payment_intents": "payment_intent",
     "events": "event",
 }
-
-
-class InvalidRequest(Exception):
-    """A request Stripe would answer with 400 ``invalid_request_error``."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 def stripe_error(message: str, error_type: str = "invalid_request_error", **extra: Any) -> dict[str, Any]:
@@ -55,24 +50,14 @@ def render(obj: StripeObject, expand_balance_transaction: bool = False) -> Strip
     return out
 
 
-def _int_param(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidRequest(f"Invalid integer: {raw}", param=name) from None
-
-
 def _created_bounds(request: Request) -> tuple[int | None, int | None]:
     """``created[gte|gt|lte|lt]`` as a half-open [gte, lt) range, the tightest of those given."""
-    lows = [v for v in (_int_param(request, "created[gte]"),) if v is not None]
-    gt = _int_param(request, "created[gt]")
+    lows = [v for v in (int_param(request, "created[gte]"),) if v is not None]
+    gt = int_param(request, "created[gt]")
     if gt is not None:
         lows.append(gt + 1)
-    highs = [v for v in (_int_param(request, "created[lt]"),) if v is not None]
-    lte = _int_param(request, "created[lte]")
+    highs = [v for v in (int_param(request, "created[lt]"),) if v is not None]
+    lte = int_param(request, "created[lte]")
     if lte is not None:
         highs.append(lte + 1)
     return (max(lows) if lows else None), (min(highs) if highs else None)
@@ -85,7 +70,7 @@ def _list(
     account: str | None,
     filter_param: str | None = None,
 ) -> ApiResult:
-    limit = _int_param(request, "limit")
+    limit = int_param(request, "limit")
     limit = 10 if limit is None else limit
     if not 1 <= limit <= 100:
         raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
@@ -122,15 +107,41 @@ def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
 
-def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
-    """The simulator app over ``store``; with ``api_key``, ``/v1`` requires ``Authorization: Bearer``.
+def _stripe_routes(store: SimulatorStore, api: Callable[[ApiHandler], Any]) -> list[Route]:
+    return [
+        Route("/v1/charges", api(lambda r, a: _list(store, "charges", r, a))),
+        Route("/v1/charges/{object_id}", api(lambda r, a: _retrieve(store, "charges", r, a))),
+        Route("/v1/refunds", api(lambda r, a: _list(store, "refunds", r, a, filter_param="charge"))),
+        Route("/v1/refunds/{object_id}", api(lambda r, a: _retrieve(store, "refunds", r, a))),
+        Route("/v1/payment_intents/{object_id}", api(lambda r, a: _retrieve(store, "payment_intents", r, a))),
+        Route("/v1/events", api(lambda r, a: _list(store, "events", r, a, filter_param="type"))),
+    ]
+
+
+STRIPE_DIALECT = Dialect(
+    authorized=_authorized,
+    account=lambda request: request.headers.get("stripe-account"),
+    invalid=lambda error: stripe_error(str(error), param=error.param),
+    unauthorized=lambda: stripe_error("Invalid API Key provided."),
+    injected=lambda status: _injected_error(status),
+)
+_FLAVOURS = {"stripe": (STRIPE_DIALECT, _stripe_routes), "razorpay": (RAZORPAY_DIALECT, razorpay_routes)}
+
+
+def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = "stripe") -> Starlette:
+    """The simulator app over ``store`` speaking ``flavour`` (``stripe`` or ``razorpay``); with
+    ``api_key``, ``/v1`` requires ``Authorization: Bearer <key>`` (Stripe) or Basic ``key_id:key_secret``
+    (Razorpay).
 
     The fault switches are at ``app.state.faults`` (a ``FaultSwitches``) as well as over HTTP.
     """
+    if flavour not in _FLAVOURS:
+        raise ValueError(f"simulator flavour must be one of {', '.join(FLAVOURS)}, not {flavour!r}")
+    dialect, flavour_routes = _FLAVOURS[flavour]
     faults = FaultSwitches()
 
     def api(handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
-        """Wrap a /v1 handler with counting, faults, auth and Stripe-Account scoping."""
+        """Wrap a /v1 handler with counting, faults, auth and account scoping."""
 
         async def endpoint(request: Request) -> Response:
             decision = faults.begin(request.url.path)
@@ -140,14 +151,14 @@ def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
                     await asyncio.sleep(decision.delay_s)
                 if decision.status is not None:
                     status = decision.status
-                    return _injected(status, decision.retry_after)
-                if not _authorized(request, api_key):
+                    return _injected(dialect, status, decision.retry_after)
+                if not dialect.authorized(request, api_key):
                     status = 401
-                    return JSONResponse(stripe_error("Invalid API Key provided."), status_code=401)
+                    return JSONResponse(dialect.unauthorized(), status_code=401)
                 try:
-                    status, payload = handler(request, request.headers.get("stripe-account"))
+                    status, payload = handler(request, dialect.account(request))
                 except InvalidRequest as error:
-                    status, payload = 400, stripe_error(str(error), param=error.param)
+                    status, payload = 400, dialect.invalid(error)
                 body = json.dumps(payload).encode()
                 if decision.truncate and status == 200:
                     body = body[: len(body) // 2]
@@ -178,12 +189,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
         return JSONResponse(faults.stats())
 
     routes = [
-        Route("/v1/charges", api(lambda r, a: _list(store, "charges", r, a))),
-        Route("/v1/charges/{object_id}", api(lambda r, a: _retrieve(store, "charges", r, a))),
-        Route("/v1/refunds", api(lambda r, a: _list(store, "refunds", r, a, filter_param="charge"))),
-        Route("/v1/refunds/{object_id}", api(lambda r, a: _retrieve(store, "refunds", r, a))),
-        Route("/v1/payment_intents/{object_id}", api(lambda r, a: _retrieve(store, "payment_intents", r, a))),
-        Route("/v1/events", api(lambda r, a: _list(store, "events", r, a, filter_param="type"))),
+        *flavour_routes(store, api),
         Route("/_simulator/faults", set_faults, methods=["POST"]),
         Route("/_simulator/faults", reset_faults, methods=["DELETE"]),
         Route("/_simulator/stats", get_stats, methods=["GET"]),
@@ -194,12 +200,14 @@ def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
     return app
 
 
-def _injected(status: int, retry_after: str | None) -> Response:
+def _injected_error(status: int) -> dict[str, Any]:
     if status == 429:
-        error = stripe_error("Too many requests made to the API too quickly", code="rate_limit")
-    elif status >= 500:
-        error = stripe_error("Simulated provider failure", error_type="api_error")
-    else:
-        error = stripe_error(f"Simulated HTTP {status}")
+        return stripe_error("Too many requests made to the API too quickly", code="rate_limit")
+    if status >= 500:
+        return stripe_error("Simulated provider failure", error_type="api_error")
+    return stripe_error(f"Simulated HTTP {status}")
+
+
+def _injected(dialect: Dialect, status: int, retry_after: str | None) -> Response:
     headers = {"Retry-After": retry_after} if retry_after is not None else None
-    return JSONResponse(error, status_code=status, headers=headers)
+    return JSONResponse(dialect.injected(status), status_code=status, headers=headers)

@@ -4,12 +4,21 @@ A client that survives only the happy path is not tested: these switches make th
 real provider on a bad day (rate limits, 5xx, a pull that dies mid-way, slow replies, cut-off bodies), and
 the counters let a test assert what the client actually did (retries, concurrency bound).
 Every method takes the lock, so the switches may be set from a test thread while the server serves.
+
+``rate_limit_rps`` enforces a provider's rate limit: a token bucket per simulator (a provider limits per
+key), ``rate_limit_burst`` tokens deep (default one second's worth), refilled at the rate; a request that
+finds the bucket empty gets 429 with ``Retry-After`` (whole seconds until the next token, at least 1, as
+the header's grammar allows). It applies to every API path, whatever ``path_prefix`` says, and before
+the injected statuses: a request over the limit never reaches them.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,15 +38,26 @@ _NO_FAULT = FaultDecision(status=None, retry_after=None, truncate=False, delay_s
 
 
 _SETTABLE = frozenset(
-    {"statuses", "retry_after", "fail_after_requests", "slow_ms", "truncate_next", "path_prefix"}
+    {
+        "statuses",
+        "retry_after",
+        "fail_after_requests",
+        "slow_ms",
+        "truncate_next",
+        "path_prefix",
+        "rate_limit_rps",
+        "rate_limit_burst",
+    }
 )
 
 
 class FaultSwitches:
-    """Thread-safe switches (see ``configure``) plus counters (see ``stats``)."""
+    """Thread-safe switches (see ``configure``) plus counters (see ``stats``); ``clock`` drives the rate
+    limit's token bucket (monotonic seconds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
+        self._clock = clock
         self.reset()
         self.reset_stats()
 
@@ -51,10 +71,15 @@ class FaultSwitches:
             self._slow_ms = 0
             self._truncate_next = 0
             self._path_prefix: str | None = None
+            self._rate: float | None = None
+            self._burst: int | None = None
+            self._tokens = 0.0
+            self._refilled_at = self._clock()
 
     def reset_stats(self) -> None:
         with self._lock:
             self._requests = 0
+            self._rate_limited = 0
             self._by_status: Counter[int] = Counter()
             self._by_path: Counter[str] = Counter()
             self._in_flight = 0
@@ -67,7 +92,10 @@ class FaultSwitches:
         ``retry_after``: the ``Retry-After`` of injected 429s (seconds, default ``"0"``);
         ``fail_after_requests``: after that many successful requests from now, every request gets 500;
         ``slow_ms``: delay every response; ``truncate_next``: cut the next N bodies in half;
-        ``path_prefix``: limit all of the above to paths starting with it.
+        ``path_prefix``: limit all of the above to paths starting with it;
+        ``rate_limit_rps``: requests per second over which the answer is 429 (a positive number; null
+        turns the limit off); ``rate_limit_burst``: the bucket's depth (positive integer; null: one
+        second's worth). Setting either refills the bucket.
         """
         unknown = set(settings) - _SETTABLE
         if unknown:
@@ -81,6 +109,12 @@ class FaultSwitches:
             value = settings.get(name)
             if value is not None and not (_is_int(value) and value >= 0):
                 raise ValueError(f"{name} must be a non-negative integer")
+        rate = settings.get("rate_limit_rps")
+        if rate is not None and not (_is_number(rate) and 0 < rate < math.inf):
+            raise ValueError("rate_limit_rps must be a positive number or null")
+        burst = settings.get("rate_limit_burst")
+        if burst is not None and not (_is_int(burst) and burst >= 1):
+            raise ValueError("rate_limit_burst must be a positive integer or null")
         with self._lock:
             if statuses is not None:
                 self._statuses = list(statuses)
@@ -95,6 +129,12 @@ class FaultSwitches:
                 self._truncate_next = settings["truncate_next"]
             if "path_prefix" in settings:
                 self._path_prefix = settings["path_prefix"]
+            if "rate_limit_rps" in settings:
+                self._rate = None if rate is None else float(rate)
+            if "rate_limit_burst" in settings:
+                self._burst = burst
+            if {"rate_limit_rps", "rate_limit_burst"} & settings.keys():
+                self._tokens, self._refilled_at = float(self._bucket_depth()), self._clock()
         return self.state()
 
     def state(self) -> dict[str, Any]:
@@ -107,6 +147,8 @@ class FaultSwitches:
                 "slow_ms": self._slow_ms,
                 "truncate_next": self._truncate_next,
                 "path_prefix": self._path_prefix,
+                "rate_limit_rps": self._rate,
+                "rate_limit_burst": self._bucket_depth() if self._rate is not None else self._burst,
             }
 
     def begin(self, path: str) -> FaultDecision:
@@ -116,6 +158,16 @@ class FaultSwitches:
             self._by_path[path] += 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            wait_s = self._take_token()
+            if wait_s is not None:
+                self._rate_limited += 1
+                return FaultDecision(
+                    status=429,
+                    retry_after=str(max(1, math.ceil(wait_s))),
+                    truncate=False,
+                    delay_s=0.0,
+                    in_scope=False,
+                )
             if self._path_prefix is not None and not path.startswith(self._path_prefix):
                 return _NO_FAULT
             delay_s = self._slow_ms / 1000
@@ -136,6 +188,25 @@ class FaultSwitches:
                 status=None, retry_after=None, truncate=truncate, delay_s=delay_s, in_scope=True
             )
 
+    def _bucket_depth(self) -> int:
+        if self._burst is not None:
+            return self._burst
+        return max(1, int(self._rate or 1))
+
+    def _take_token(self) -> float | None:
+        """Take a token of the rate limit's bucket (None: taken or no limit), else the seconds until the
+        next token. Called under the lock."""
+        if self._rate is None:
+            return None
+        now = self._clock()
+        depth = self._bucket_depth()
+        self._tokens = min(float(depth), self._tokens + (now - self._refilled_at) * self._rate)
+        self._refilled_at = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return None
+        return (1 - self._tokens) / self._rate
+
     def end(self, decision: FaultDecision, status: int) -> None:
         """Count the response of an API request and take it out of flight."""
         with self._lock:
@@ -148,6 +219,7 @@ class FaultSwitches:
         with self._lock:
             return {
                 "api_requests": self._requests,
+                "rate_limited": self._rate_limited,
                 "responses_by_status": {str(status): n for status, n in sorted(self._by_status.items())},
                 "requests_by_path": dict(self._by_path),
                 "in_flight": self._in_flight,
@@ -157,3 +229,7 @@ class FaultSwitches:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

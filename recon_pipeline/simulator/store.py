@@ -5,6 +5,12 @@ account id, or None for the platform), which the app uses for ``Stripe-Account``
 responses. Charges keep ``balance_transaction`` expanded (a dict); the app renders it as its id unless the
 request asks for the expansion.
 
+The Razorpay flavour (``razorpay_api.py``) serves the same charges and refunds rendered as Razorpay
+payments and refunds, so one world can be served in either flavour. Its settlement recon needs what Stripe
+objects do not say: when money settles (``settlement_delay_days`` after the day it was created, T+2 as
+Razorpay's domestic cycle), the fee a settlement booked where it differs from the charge's
+(``settled_fees``), and what time it is (``clock``: settlements in the future are not served yet).
+
 Lists are served from ``SortedView``s built once per (kind, account[, filter]) so that paging through
 ~100k charges costs a bisect and a slice per page, not a scan.
 """
@@ -14,12 +20,15 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 StripeObject = dict[str, Any]
 Kind = Literal["charges", "refunds", "payment_intents", "events"]
 KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events")
+SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2
 
 
 @dataclass(frozen=True)
@@ -46,12 +55,28 @@ class SortedView:
 
         Raises KeyError when ``starting_after`` is not an object of this view.
         """
-        low = 0 if gte is None else bisect.bisect_left(self.created, gte)
-        high = len(self.objects) if lt is None else bisect.bisect_left(self.created, lt)
+        low, high = self._bounds(gte, lt)
         if starting_after is not None:
             high = min(high, self.position[starting_after])
         start = max(low, high - limit)
         return self.objects[start:high][::-1], start > low
+
+    def skipped_page(self, gte: int | None, lt: int | None, skip: int, count: int) -> list[StripeObject]:
+        """Newest-first page of objects with ``gte <= created < lt``, after skipping the ``skip`` newest
+        (Razorpay's ``skip``/``count`` paging)."""
+        low, high = self._bounds(gte, lt)
+        end = max(low, high - skip)
+        return self.objects[max(low, end - count) : end][::-1]
+
+    def between(self, gte: int, lt: int) -> list[StripeObject]:
+        """Objects with ``gte <= created < lt``, oldest first."""
+        low, high = self._bounds(gte, lt)
+        return self.objects[low:high]
+
+    def _bounds(self, gte: int | None, lt: int | None) -> tuple[int, int]:
+        low = 0 if gte is None else bisect.bisect_left(self.created, gte)
+        high = len(self.objects) if lt is None else bisect.bisect_left(self.created, lt)
+        return low, high
 
 
 _EMPTY_VIEW = SortedView(objects=[], created=[], position={})
@@ -60,12 +85,18 @@ _EMPTY_VIEW = SortedView(objects=[], created=[], position={})
 @dataclass
 class SimulatorStore:
     """Stripe-shaped charges, refunds, payment intents and events. Call ``reindex()`` after adding or
-    removing objects or changing an id, ``created`` or ``account`` (in-place status changes need not)."""
+    removing objects or changing an id, ``created`` or ``account`` (in-place status changes need not).
+
+    ``settled_fees`` maps a charge id to the fee (tax included) its settlement booked when that differs
+    from the charge's own fee; ``clock`` gives the current unix time (tests fix it)."""
 
     charges: list[StripeObject] = field(default_factory=list)
     refunds: list[StripeObject] = field(default_factory=list)
     payment_intents: list[StripeObject] = field(default_factory=list)
     events: list[StripeObject] = field(default_factory=list)
+    settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
+    settled_fees: dict[str, int] = field(default_factory=dict)
+    clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
     _by_id: dict[str, dict[str, StripeObject]] = field(init=False, repr=False, compare=False)
     _views: dict[tuple[str, str | None, str | None], dict[Any, SortedView]] = field(
         init=False, repr=False, compare=False
@@ -114,11 +145,16 @@ class SimulatorStore:
         return groups.get(value) or _EMPTY_VIEW
 
     def to_json(self, path: str | os.PathLike[str]) -> None:
+        settlement = {"settlement_delay_days": self.settlement_delay_days, "settled_fees": self.settled_fees}
         with open(path, "w", encoding="utf-8") as handle:
-            json.dump({kind: getattr(self, kind) for kind in KINDS}, handle)
+            json.dump({**{kind: getattr(self, kind) for kind in KINDS}, **settlement}, handle)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> SimulatorStore:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
-        return cls(**{kind: data.get(kind, []) for kind in KINDS})
+        return cls(
+            **{kind: data.get(kind, []) for kind in KINDS},
+            settlement_delay_days=data.get("settlement_delay_days", SETTLEMENT_DELAY_DAYS),
+            settled_fees=data.get("settled_fees", {}),
+        )

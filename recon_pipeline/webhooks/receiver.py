@@ -1,4 +1,6 @@
-"""The webhook receiver: ``POST /webhooks/stripe`` verifies, parses and stores an event; nothing more.
+"""The webhook receiver: ``POST /webhooks/stripe`` and ``POST /webhooks/razorpay`` verify, parse and store
+an event; nothing more. Both store the same way (``store_events``, deduped on the event id: Stripe's ``id``,
+Razorpay's ``x-razorpay-event-id`` header), with their provider's signature check and parser.
 
 It never calls the provider and never acts on the payload: the event is stored raw with a pending
 processing row (``store_events``), and the process job later fetches the payment's current state. So the
@@ -17,7 +19,7 @@ import asyncio
 import copy
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,8 +36,14 @@ from starlette.routing import Route
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.events.parse import EventFormatError, ProviderEvent, parse_stripe_event
+from recon_pipeline.events.parse import (
+    EventFormatError,
+    ProviderEvent,
+    parse_razorpay_event,
+    parse_stripe_event,
+)
 from recon_pipeline.events.store import ReceivedEvent, store_events
+from recon_pipeline.webhooks import razorpay_signature
 from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, SignatureError, verify
 
 logger = logging.getLogger(__name__)
@@ -81,9 +89,14 @@ class EventWriter:
     """
 
     def __init__(
-        self, engine: Engine, max_batch: int = MAX_BATCH, max_in_flight: int = MAX_IN_FLIGHT_BATCHES
+        self,
+        engine: Engine,
+        max_batch: int = MAX_BATCH,
+        max_in_flight: int = MAX_IN_FLIGHT_BATCHES,
+        provider: str = PROVIDER,
     ) -> None:
         self._engine = engine
+        self._provider = provider
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
         self._queue: list[_Pending] = []
@@ -122,7 +135,7 @@ class EventWriter:
     def _store_batch(self, batch: list[_Pending]) -> list[bool]:
         received = [ReceivedEvent(p.event, p.payload, p.received_at) for p in batch]
         with self._engine.begin() as connection:
-            return store_events(connection, PROVIDER, received)
+            return store_events(connection, self._provider, received)
 
 
 def webhook_secrets_from_env() -> list[str]:
@@ -164,37 +177,61 @@ def build_receiver(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     tolerance_s: int = DEFAULT_TOLERANCE_S,
 ) -> Starlette:
-    """The Starlette app: ``POST /webhooks/stripe`` and ``GET /healthz``; disposes ``engine`` on shutdown."""
+    """The Starlette app: ``POST /webhooks/stripe``, ``POST /webhooks/razorpay`` and ``GET /healthz``;
+    disposes ``engine`` on shutdown. Both providers' deliveries are checked against ``secrets``."""
     if not secrets:
         raise config.ConfigError("the webhook receiver needs at least one signing secret")
     secret_list = list(secrets)
-    writer = EventWriter(engine)
 
-    async def receive_stripe(request: Request) -> JSONResponse:
-        try:
-            raw_body = await read_limited_body(request, max_body_bytes)
-        except BodyTooLarge:
-            return _rejected(413, "body_too_large", headers={"Connection": "close"})
-        try:
-            verify(raw_body, request.headers.get(HEADER), secret_list, tolerance_s)
-        except SignatureError as error:
-            return _rejected(400, error.reason)
-        try:
-            payload = raw_body.decode("utf-8")
-            event = parse_stripe_event(payload)
-        except (UnicodeDecodeError, EventFormatError):
-            return _rejected(400, "malformed_event")
-        try:
-            new = await writer.store(event, payload, datetime.now(UTC))
-        except SQLAlchemyError as error:
-            logger.error(
-                "could not store webhook event %s: database unavailable (%s)",
-                event.event_id,
-                type(error).__name__,
-            )
-            return JSONResponse({"error": "database_unavailable"}, status_code=503)
-        logger.info("webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, not new)
-        return JSONResponse({"received": True, "duplicate": not new})
+    def endpoint(
+        writer: EventWriter,
+        authenticate: Callable[[bytes, Request], object],
+        parse: Callable[[str, Request], ProviderEvent],
+    ) -> Callable[[Request], Awaitable[JSONResponse]]:
+        """A provider's route: ``authenticate`` raises SignatureError, ``parse`` EventFormatError."""
+
+        async def receive(request: Request) -> JSONResponse:
+            try:
+                raw_body = await read_limited_body(request, max_body_bytes)
+            except BodyTooLarge:
+                return _rejected(413, "body_too_large", headers={"Connection": "close"})
+            try:
+                authenticate(raw_body, request)
+            except SignatureError as error:
+                return _rejected(400, error.reason)
+            try:
+                payload = raw_body.decode("utf-8")
+                event = parse(payload, request)
+            except (UnicodeDecodeError, EventFormatError):
+                return _rejected(400, "malformed_event")
+            try:
+                new = await writer.store(event, payload, datetime.now(UTC))
+            except SQLAlchemyError as error:
+                logger.error(
+                    "could not store webhook event %s: database unavailable (%s)",
+                    event.event_id,
+                    type(error).__name__,
+                )
+                return JSONResponse({"error": "database_unavailable"}, status_code=503)
+            logger.info("webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, not new)
+            return JSONResponse({"received": True, "duplicate": not new})
+
+        return receive
+
+    receive_stripe = endpoint(
+        EventWriter(engine),
+        lambda body, request: verify(body, request.headers.get(HEADER), secret_list, tolerance_s),
+        lambda payload, _request: parse_stripe_event(payload),
+    )
+    receive_razorpay = endpoint(
+        EventWriter(engine, provider="razorpay"),
+        lambda body, request: razorpay_signature.verify(
+            body, request.headers.get(razorpay_signature.HEADER), secret_list
+        ),
+        lambda payload, request: parse_razorpay_event(
+            payload, request.headers.get(razorpay_signature.EVENT_ID_HEADER)
+        ),
+    )
 
     async def healthz(_request: Request) -> JSONResponse:
         try:
@@ -212,6 +249,7 @@ def build_receiver(
     return Starlette(
         routes=[
             Route("/webhooks/stripe", receive_stripe, methods=["POST"]),
+            Route("/webhooks/razorpay", receive_razorpay, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
         ],
         lifespan=lifespan,

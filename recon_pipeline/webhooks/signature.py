@@ -21,6 +21,10 @@ from typing import Literal
 HEADER = "Stripe-Signature"
 SCHEME = "v1"
 DEFAULT_TOLERANCE_S = 300
+# Stripe's timestamps have 10 digits. A longer ``t`` is no moment within any tolerance, and must be refused
+# before int(): Python refuses to convert more than 4300 digits (ValueError) and a value past 10**308
+# cannot be compared with the float clock (OverflowError); both were 500s, the first needing no secret.
+MAX_TIMESTAMP_DIGITS = 12
 
 Reason = Literal[
     "missing_header",
@@ -75,7 +79,7 @@ def parse_header(header: str | None) -> SignatureHeader:
         elif key == SCHEME:
             signatures.append(value)
     # isdigit, not int(): int() would also take "+1", " 1" and "1_000".
-    if len(timestamps) != 1 or not timestamps[0].isdigit():
+    if len(timestamps) != 1 or not timestamps[0].isdigit() or len(timestamps[0]) > MAX_TIMESTAMP_DIGITS:
         raise SignatureError("malformed_header")
     if not signatures:
         raise SignatureError("no_v1_signature")

@@ -1,0 +1,162 @@
+"""Reading provider JSON safely, whatever the provider: validated fields, the frame, a bounded fan-out.
+
+Stripe and Razorpay send different shapes but fail the same ways (a missing id, an amount as a string, a
+bad currency), and a wrong value must never reach the diff as a plausible record. So every adapter reads
+fields through these helpers, which raise ``ProviderDataError`` naming the record and the field.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from threading import Event
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from recon_pipeline.money import normalize_currency
+from recon_pipeline.provider.errors import ProviderDataError
+from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
+
+ProviderObject = dict[str, Any]
+Row = dict[str, Any]
+T = TypeVar("T")
+
+# Far above any real payment (Stripe takes at most 12 digits), far below int64: a larger amount is a corrupt
+# response, and below it negations, differences and float64 display of amounts stay exact (2**53 > 10**15).
+MAX_AMOUNT_MINOR = 10**15
+# datetime64[ns] ends in 2262; no provider record is created after 2200 or before 1970.
+MAX_CREATED_S = 7_258_118_400  # 2200-01-01T00:00:00Z
+
+
+@dataclass(frozen=True)
+class PropertyAccount:
+    """Where a property's records live at the provider: a connected account, or the platform (None)."""
+
+    property_id: str
+    provider_account: str | None = None
+
+
+def _name(obj: ProviderObject) -> Any:
+    """How an error names the object: its ``id``, or for an entry about another object (a settlement recon
+    item) that object's ``entity_id``."""
+    return obj.get("id", obj.get("entity_id"))
+
+
+def field_value(obj: ProviderObject, name: str, types: type | tuple[type, ...], what: str) -> Any:
+    value = obj.get(name)
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
+        expected = " or ".join(t.__name__ for t in _as_tuple(types))
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is {value!r}, expected {expected}")
+    return value
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def amount_field(obj: ProviderObject, name: str, what: str) -> int:
+    value: int = field_value(obj, name, int, what)
+    if value < 0:
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is negative ({value})")
+    if value > MAX_AMOUNT_MINOR:  # would overflow the int64 frame, or be a plausible-looking wrong amount
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is over {MAX_AMOUNT_MINOR}")
+    return value
+
+
+def currency_field(obj: ProviderObject, what: str) -> str:
+    raw: str = field_value(obj, "currency", str, what)
+    try:
+        return normalize_currency(raw)
+    except ValueError as error:
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field 'currency': {error}") from None
+
+
+def id_field(obj: ProviderObject, name: str, what: str) -> str:
+    """A required id: a non-empty printable string. A NUL or a lone surrogate would otherwise fail far from
+    the response that carried it (PostgreSQL refuses NUL in text, a by-id URL cannot encode a surrogate)."""
+    value: str = field_value(obj, name, str, what)
+    if not value or not value.isprintable():
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is {value!r}, not a printable id")
+    return value
+
+
+def optional_id_field(obj: ProviderObject, name: str, what: str) -> str | None:
+    """An id that may be missing (absent, null or empty: None); anything else must be a valid id."""
+    if obj.get(name) is None or obj.get(name) == "":
+        return None
+    return id_field(obj, name, what)
+
+
+def record_id(obj: ProviderObject, what: str) -> str:
+    return id_field(obj, "id", what)
+
+
+def created_at_field(obj: ProviderObject, what: str, name: str = "created") -> datetime:
+    value: int = field_value(obj, name, int, what)
+    if not 0 <= value < MAX_CREATED_S:  # fromtimestamp or the frame's datetime64[ns] would raise
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is {value}, not a unix time")
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def metadata_field(obj: ProviderObject, what: str, name: str = "metadata") -> dict[str, Any]:
+    metadata = obj.get(name)
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is {metadata!r}")
+    return metadata
+
+
+def records_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """The contract frame of ``rows`` (exact dtypes), ordered by (created_at, record id, kind)."""
+    if not rows:
+        return empty_provider_records()
+    frame = pd.DataFrame(
+        {
+            name: pd.Series([row[name] for row in rows], dtype=dtype)
+            for name, dtype in PROVIDER_RECORD_COLUMNS.items()
+        }
+    )
+    return frame.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)
+
+
+def gather(tasks: Sequence[Callable[[], T]], max_workers: int, abort: Event | None = None) -> list[T]:
+    """Run tasks on a pool and return their results in order; on the first failure, set ``abort`` (so that
+    multi-request tasks stop at their next request), cancel what has not started, and raise that failure."""
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failure = next((f.exception() for f in futures if f in done and f.exception() is not None), None)
+        if failure is not None:
+            if abort is not None:
+                abort.set()
+            for future in futures:
+                future.cancel()
+            raise failure
+        return [future.result() for future in futures]
+
+
+def fetch_each(
+    object_ids: Sequence[str], fetch_one: Callable[[str], ProviderObject | None], max_concurrency: int
+) -> dict[str, ProviderObject | None]:
+    """``fetch_one`` per id, concurrently (bounded by the client's concurrency), None for an unknown id."""
+    if not object_ids:
+        return {}
+    results = gather(
+        [functools.partial(fetch_one, object_id) for object_id in object_ids],
+        max_workers=min(len(object_ids), max_concurrency),
+    )
+    return dict(zip(object_ids, results, strict=True))
+
+
+def unix_seconds(moment: datetime) -> int:
+    """A timezone-aware instant as unix seconds, rounded up (``created`` is whole seconds, so
+    ``created >= t`` is ``created >= ceil(t)`` and ``created < t`` is ``created < ceil(t)``)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"window bound must be timezone-aware: {moment!r}")
+    return math.ceil(moment.timestamp())

@@ -1,0 +1,433 @@
+"""Razorpay adapter: one property-night of payments and refunds as the provider-record frame (``records.py``).
+
+The same guarantees as the Stripe adapter (every record validated, a pull that cannot complete raises
+``IncompletePullError``, an unreachable provider never makes a record look missing), over Razorpay's API:
+
+- ``GET /v1/payments`` and ``GET /v1/refunds`` with ``from`` / ``to`` (unix seconds, both inclusive),
+  ``count`` (at most 100) and ``skip``; answers ``{"entity": "collection", "count": n, "items": [...]}``,
+  newest first. A page shorter than ``count`` is the last. ``to`` is inclusive, so a record created at the
+  window's end second belongs to the next night and is dropped here.
+- ``GET /v1/payments/{id}`` and ``GET /v1/refunds/{id}`` fetch by id; an id Razorpay does not know is
+  answered with 400 ``BAD_REQUEST_ERROR`` "The id provided does not exist" (not 404), read as absent.
+- Basic auth with ``key_id:key_secret`` (``RECON_PROVIDER_API_KEY``); amounts in minor units (paise).
+- Attribution by ``notes.property_id`` (and ``notes.booking_id``) of the payment; a refund is attributed
+  through its payment (``payment_id``), fetched by id when it was created in an earlier night. Razorpay
+  renders empty notes as ``[]``.
+- Fees: the fee Razorpay booked is the one in its settlement, listed by the settlement recon
+  ``GET /v1/settlements/recon/combined?year&month&day`` (``count``/``skip`` paged) under the day the money
+  settled (Indian calendar; T+2 for domestic payments). A night's payments are looked up in the recon of
+  their own day through ``settlement_days`` (default 3, ``RECON_RAZORPAY_SETTLEMENT_DAYS``) days later,
+  one paged list per day, read with the payments themselves. A settled payment's ``fee`` row is the
+  settled fee (GST included) with status ``settled``; a payment not settled yet (the morning after its
+  night) keeps its own ``fee`` field, status ``provisional``. The nightly schedule's lookback re-runs the
+  night once it has settled, so a fee revised at settlement (settled ≠ the payment's ``fee``) then shows
+  as the ``fee`` row's amount, and a ledger that booked the payment's fee gets an ``amount_mismatch``.
+  A recon page that cannot be read fails the pull like any other page.
+
+Only the merchant's own account is read: a property with ``provider_account`` is refused (Razorpay has no
+``Stripe-Account`` equivalent for a plain merchant key).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from recon_pipeline.provider.errors import (
+    IncompletePullError,
+    ProviderDataError,
+    ProviderError,
+    ProviderRequestRejected,
+)
+from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.provider.objects import (
+    PropertyAccount,
+    ProviderObject,
+    Row,
+    amount_field,
+    created_at_field,
+    currency_field,
+    fetch_each,
+    field_value,
+    gather,
+    id_field,
+    metadata_field,
+    optional_id_field,
+    record_id,
+    records_frame,
+    unix_seconds,
+)
+
+logger = logging.getLogger(__name__)
+
+PAGE_COUNT = 100
+RECON_PATH = "/v1/settlements/recon/combined"
+SETTLEMENT_TZ = ZoneInfo("Asia/Kolkata")  # the recon's days are Indian calendar days
+DEFAULT_SETTLEMENT_DAYS = 3
+MAX_RECON_DAYS = 31  # settlement days one pull or lookup reads at most
+FEE_SETTLED, FEE_PROVISIONAL = "settled", "provisional"  # the status of a fee row: where its amount is from
+PAYMENT_ID_PREFIX = "pay_"
+REFUND_ID_PREFIX = "rfnd_"
+PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
+REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
+# Razorpay's answer to a by-id fetch of an id it does not know (HTTP 400, not 404).
+UNKNOWN_ID_DESCRIPTION = "The id provided does not exist"
+
+
+# --- pure mapping: Razorpay JSON -> provider-record rows ----------------------------------------------
+
+
+def notes_field(obj: ProviderObject, what: str) -> dict[str, Any]:
+    """``notes`` as a dict: Razorpay sends ``[]`` for no notes."""
+    return {} if obj.get("notes") == [] else metadata_field(obj, what, "notes")
+
+
+def belongs_to(payment: ProviderObject, account: PropertyAccount) -> bool:
+    """Whether the payment is the property's, by ``notes.property_id``."""
+    return notes_field(payment, "payment").get("property_id") == account.property_id
+
+
+def booking_id_of(payment: ProviderObject) -> str | None:
+    """``notes.booking_id`` of a payment, None when absent; anything but a printable id is a data error."""
+    notes = notes_field(payment, "payment")
+    return optional_id_field(notes, "booking_id", f"notes of payment {payment.get('id')!r}")
+
+
+def payment_rows(payment: ProviderObject, property_id: str, settled_fee: int | None = None) -> list[Row]:
+    """A payment's ``payment`` row, and its ``fee`` row when Razorpay took a fee.
+
+    Money moved when the payment was captured: status ``captured``, or ``refunded`` (the refunds are rows
+    of their own). ``created`` / ``authorized`` / ``failed`` payments are not settled. The fee is
+    ``settled_fee`` (status ``settled``) when the settlement recon has the payment, else the payment's own
+    ``fee`` (status ``provisional``).
+    """
+    payment_id = record_id(payment, "payment")
+    status: str = field_value(payment, "status", str, "payment")
+    if status not in PAYMENT_STATUSES:
+        raise ProviderDataError(f"payment {payment_id!r}: unknown status {status!r}")
+    captured: bool = field_value(payment, "captured", bool, "payment")
+    currency = currency_field(payment, "payment")
+    base: Row = {
+        "provider_record_id": payment_id,
+        "charge_id": payment_id,
+        "property_id": property_id,
+        "booking_id": booking_id_of(payment),
+        "payment_intent_id": None,  # payment_orders are keyed by the payment id itself
+        "status": status,
+        "settled": captured and status in ("captured", "refunded"),
+        "created_at": created_at_field(payment, "payment", "created_at"),
+    }
+    amount = amount_field(payment, "amount", "payment")
+    rows = [{**base, "kind": "payment", "amount_minor": amount, "currency": currency}]
+    fee, source = (
+        (payment_fee(payment), FEE_PROVISIONAL) if settled_fee is None else (settled_fee, FEE_SETTLED)
+    )
+    if fee > 0:
+        rows.append({**base, "kind": "fee", "amount_minor": -fee, "currency": currency, "status": source})
+    return rows
+
+
+def payment_fee(payment: ProviderObject) -> int:
+    """The fee Razorpay took (GST included); 0 while it has none (``null`` before capture)."""
+    if payment.get("fee") is None:
+        return 0
+    return amount_field(payment, "fee", "payment")
+
+
+def refund_payment_id(refund: ProviderObject) -> str:
+    """The id of the payment a refund belongs to (required: it is how the refund is attributed)."""
+    value: str = field_value(refund, "payment_id", str, "refund")
+    return value
+
+
+def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str) -> Row:
+    """A refund's ``refund`` row (negative amount), with the booking from its payment's notes."""
+    refund_id = record_id(refund, "refund")
+    payment_id = refund_payment_id(refund)
+    if payment.get("id") != payment_id:
+        raise ProviderDataError(f"refund {refund_id!r}: payment {payment_id!r} given {payment.get('id')!r}")
+    status: str = field_value(refund, "status", str, "refund")
+    if status not in REFUND_STATUSES:
+        raise ProviderDataError(f"refund {refund_id!r}: unknown status {status!r}")
+    return {
+        "provider_record_id": refund_id,
+        "kind": "refund",
+        "charge_id": payment_id,
+        "property_id": property_id,
+        "booking_id": booking_id_of(payment),
+        "payment_intent_id": None,
+        "amount_minor": -amount_field(refund, "amount", "refund"),
+        "currency": currency_field(refund, "refund"),
+        "status": status,
+        "settled": status == "processed",
+        "created_at": created_at_field(refund, "refund", "created_at"),
+    }
+
+
+def settled_fees(items: Iterable[ProviderObject]) -> dict[str, int]:
+    """Payment id → the fee (GST included) its settlement booked, from settlement recon items. Refunds,
+    transfers and adjustments carry no payment fee; a payment settled twice is a data error."""
+    fees: dict[str, int] = {}
+    for item in items:
+        what = "settlement recon item"
+        entity_id = id_field(item, "entity_id", what)
+        if field_value(item, "type", str, what) != "payment" or not field_value(item, "settled", bool, what):
+            continue
+        if entity_id in fees:
+            raise ProviderDataError(f"{what} {entity_id!r}: payment settled twice")
+        fees[entity_id] = amount_field(item, "fee", what)
+    return fees
+
+
+def recon_days(created: Iterable[datetime], settlement_days: int) -> list[date]:
+    """The settlement days whose recon may hold payments created at ``created``: each one's own day
+    (Indian calendar) through ``settlement_days`` later, the earliest ``MAX_RECON_DAYS`` of them (a payment
+    beyond them keeps its provisional fee)."""
+    own_days = {moment.astimezone(SETTLEMENT_TZ).date() for moment in created}
+    days = {day + timedelta(days=i) for day in own_days for i in range(settlement_days + 1)}
+    return sorted(days)[:MAX_RECON_DAYS]
+
+
+def revised_fees(payments: Iterable[ProviderObject], fees: dict[str, int]) -> list[str]:
+    """Ids of the payments whose settled fee differs from their own ``fee`` field."""
+    return [p["id"] for p in payments if p["id"] in fees and fees[p["id"]] != payment_fee(p)]
+
+
+def basic_auth_header(api_key: str | None) -> dict[str, str]:
+    """``Authorization: Basic`` of ``key_id:key_secret``; none without a key (a keyless simulator)."""
+    if api_key is None:
+        return {}
+    if ":" not in api_key:
+        raise ValueError("a Razorpay API key is 'key_id:key_secret'")
+    return {"Authorization": "Basic " + base64.b64encode(api_key.encode()).decode("ascii")}
+
+
+# --- the adapter ---------------------------------------------------------------------------------------
+
+
+class RazorpayAdapter:
+    """Pulls and looks up a property's Razorpay records over a shared ``ProviderHttp``.
+
+    ``api_key`` is ``key_id:key_secret``; it is sent as Basic auth on every request (the client's own
+    default header is the Stripe-style bearer, which this overrides). ``settlement_days``: how many days
+    after a payment's own day its settlement recon is read for the settled fee.
+    """
+
+    def __init__(
+        self,
+        http: ProviderHttp,
+        api_key: str | None = None,
+        max_pages: int = 10_000,
+        settlement_days: int = DEFAULT_SETTLEMENT_DAYS,
+    ) -> None:
+        if not 0 <= settlement_days < MAX_RECON_DAYS - 1:
+            raise ValueError(f"settlement_days must be from 0 to {MAX_RECON_DAYS - 2}, not {settlement_days}")
+        self._http = http
+        self._headers = basic_auth_header(api_key)
+        self.max_pages = max_pages
+        self.settlement_days = settlement_days
+
+    def pull_night(
+        self, account: PropertyAccount, window_start: datetime, window_end: datetime
+    ) -> pd.DataFrame:
+        """The property's payments and refunds created in ``[window_start, window_end)`` as the frame, fees
+        from the settlement recon where settled.
+
+        Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
+        """
+        _merchant_only(account)
+        gte, lt = unix_seconds(window_start), unix_seconds(window_end)
+        if gte >= lt:
+            raise ValueError(f"empty window [{window_start}, {window_end})")
+        params = {"from": gte, "to": lt}
+        days = recon_days([window_start, window_end - timedelta(seconds=1)], self.settlement_days)
+        try:
+            abort = threading.Event()
+            payments, refunds, *recon = gather(
+                [
+                    lambda: self._list_all("/v1/payments", params, abort),
+                    lambda: self._list_all("/v1/refunds", params, abort),
+                    *(self._recon_day(day, abort) for day in days),
+                ],
+                max_workers=2 + len(days),
+                abort=abort,
+            )
+            payments, refunds = _in_window(payments, gte, lt), _in_window(refunds, gte, lt)
+            mine = [payment for payment in payments if belongs_to(payment, account)]
+            rows = self._payment_rows(account, mine, settled_fees(item for page in recon for item in page))
+            rows += self._refund_rows(account, refunds, {payment["id"]: payment for payment in payments})
+        except IncompletePullError:
+            raise
+        except ProviderError as error:
+            raise IncompletePullError(
+                f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()}) "
+                f"failed: {error}"
+            ) from error
+        return records_frame(rows)
+
+    def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
+        """The frame for explicit payment/refund ids; ids unknown to Razorpay are absent, as are records of
+        another property. Raises IncompletePullError when Razorpay cannot be read."""
+        _merchant_only(account)
+        ids = list(dict.fromkeys(record_ids))
+        unknown = [i for i in ids if not i.startswith((PAYMENT_ID_PREFIX, REFUND_ID_PREFIX))]
+        if unknown:
+            raise ValueError(f"not payment or refund ids: {unknown}")
+        payment_ids = [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)]
+        refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIX)]
+        try:
+            found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids).values() if r]
+            payments = self._fetch_many(
+                "/v1/payments",
+                list(dict.fromkeys(payment_ids + [refund_payment_id(r) for r in found_refunds])),
+            )
+            mine = [
+                payment
+                for payment_id in payment_ids
+                if (payment := payments[payment_id]) is not None and belongs_to(payment, account)
+            ]
+            created = [created_at_field(payment, "payment", "created_at") for payment in mine]
+            rows = self._payment_rows(account, mine, self._recon_fees(created))
+            rows += self._refund_rows(
+                account, found_refunds, {i: p for i, p in payments.items() if p is not None}
+            )
+        except ProviderError as error:
+            raise IncompletePullError(
+                f"lookup of {len(ids)} records of {account.property_id} failed: {error}"
+            ) from error
+        return records_frame(rows)
+
+    def fetch_payment(self, payment_id: str) -> ProviderObject | None:
+        """The payment's current state, or None when Razorpay does not know it.
+
+        Raises ProviderUnavailable / ProviderRequestRejected as ``ProviderHttp`` does."""
+        return self._get_by_id("/v1/payments", payment_id)
+
+    def _payment_rows(
+        self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, int]
+    ) -> list[Row]:
+        """Rows of the property's payments, each fee settled where ``fees`` has it; a fee revised at
+        settlement is logged (the settled one is the row)."""
+        revised = revised_fees(payments, fees)
+        if revised:
+            logger.warning(
+                "%s: %d settled fees differ from their payment's fee field, the settled fee is used (%s)",
+                account.property_id,
+                len(revised),
+                ", ".join(revised[:5]),
+            )
+        return [
+            row
+            for payment in payments
+            for row in payment_rows(payment, account.property_id, fees.get(payment["id"]))
+        ]
+
+    def _recon_fees(self, created: Sequence[datetime]) -> dict[str, int]:
+        """The settled fees of payments created at ``created``, from every recon day they may be in."""
+        days = recon_days(created, self.settlement_days)
+        if not days:
+            return {}
+        abort = threading.Event()
+        pages = gather([self._recon_day(day, abort) for day in days], max_workers=len(days), abort=abort)
+        return settled_fees(item for page in pages for item in page)
+
+    def _recon_day(self, day: date, abort: threading.Event) -> Callable[[], list[ProviderObject]]:
+        """The task listing every settlement recon item of ``day``."""
+        params = {"year": day.year, "month": day.month, "day": day.day}
+        return lambda: self._list_all(RECON_PATH, params, abort, id_name="entity_id")
+
+    def _refund_rows(
+        self,
+        account: PropertyAccount,
+        refunds: Sequence[ProviderObject],
+        known_payments: dict[str, ProviderObject],
+    ) -> list[Row]:
+        """Rows of the refunds whose payment is the property's, fetching payments not already known."""
+        missing = sorted({refund_payment_id(r) for r in refunds} - known_payments.keys())
+        payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
+        rows = []
+        for refund in refunds:
+            payment = payments[refund_payment_id(refund)]
+            if payment is None:
+                raise ProviderDataError(
+                    f"refund {refund.get('id')!r}: its payment {refund['payment_id']!r} is unknown"
+                )
+            if belongs_to(payment, account):
+                rows.append(refund_row(refund, payment, account.property_id))
+        return rows
+
+    def _list_all(
+        self, path: str, params: dict[str, Any], abort: threading.Event, id_name: str = "id"
+    ) -> list[ProviderObject]:
+        """Every item of a collection, ``skip`` by ``skip`` until a page comes back short; items are told
+        apart by ``id_name`` (a recon item by its ``entity_id``)."""
+        records: list[ProviderObject] = []
+        seen: set[str] = set()
+        for page_number in range(self.max_pages):
+            if abort.is_set():
+                raise IncompletePullError(f"{path}: pull aborted")
+            page_params = {**params, "count": PAGE_COUNT, "skip": page_number * PAGE_COUNT}
+            page = self._http.get_json(path, params=page_params, headers=self._headers)
+            if page is None:
+                raise ProviderDataError(f"{path}: list answered 404")
+            items, count = page.get("items"), page.get("count")
+            if page.get("entity") != "collection" or not isinstance(items, list) or count != len(items):
+                raise ProviderDataError(f"{path}: not a collection response (keys {sorted(page)})")
+            if len(items) > PAGE_COUNT:
+                raise ProviderDataError(f"{path}: {len(items)} items on a page of {PAGE_COUNT}")
+            for record in items:
+                if not isinstance(record, dict):
+                    raise ProviderDataError(f"{path}: collection item is not an object: {record!r}")
+                object_id = id_field(record, id_name, path)
+                if object_id in seen:  # a record created mid-pull shifted the pages
+                    raise ProviderDataError(f"{path}: record {object_id!r} returned twice")
+                seen.add(object_id)
+            records.extend(items)
+            if len(items) < PAGE_COUNT:
+                return records
+        raise IncompletePullError(f"{path}: more than {self.max_pages} pages")
+
+    def _get_by_id(self, path: str, object_id: str) -> ProviderObject | None:
+        try:
+            obj = self._http.get_json(f"{path}/{quote(object_id, safe='')}", headers=self._headers)
+        except ProviderRequestRejected as error:
+            if "HTTP 400" in str(error) and UNKNOWN_ID_DESCRIPTION in str(error):
+                return None
+            raise
+        if obj is not None and obj.get("id") != object_id:
+            raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
+        return obj
+
+    def _fetch_many(self, path: str, object_ids: Sequence[str]) -> dict[str, ProviderObject | None]:
+        """``GET {path}/{id}`` per id, concurrently, None if unknown."""
+        return fetch_each(object_ids, functools.partial(self._get_by_id, path), self._http.max_concurrency)
+
+
+def _in_window(records: list[ProviderObject], gte: int, lt: int) -> list[ProviderObject]:
+    """The records created in ``[gte, lt)``: ``to`` is inclusive, so ``lt`` itself comes back and is the
+    next night's; anything else outside ``[gte, lt]`` means the provider ignored the filter."""
+    kept = []
+    for record in records:
+        created = field_value(record, "created_at", int, "record")
+        if not gte <= created <= lt:
+            raise ProviderDataError(f"record {record['id']!r}: created_at {created} outside [{gte}, {lt}]")
+        if created < lt:
+            kept.append(record)
+    return kept
+
+
+def _merchant_only(account: PropertyAccount) -> None:
+    if account.provider_account is not None:
+        raise ValueError(
+            f"property {account.property_id}: Razorpay records are attributed by notes.property_id; "
+            f"provider_account {account.provider_account!r} must be empty"
+        )

@@ -1,0 +1,47 @@
+"""Report files, written atomically: a reader (or a browser) sees the previous file or the new one, whole.
+
+Each writer fills a temporary file beside the target and ``os.replace``s it into place, so a crash
+mid-write leaves the old report, and a re-run with the same rows writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> Path:
+    """Every column of ``frame``; nulls are empty cells, timestamps ISO 8601 with their UTC offset."""
+    text = frame.assign(
+        **{
+            name: frame[name].map(lambda moment: moment.isoformat(), na_action="ignore")
+            for name in frame.columns
+            if isinstance(frame[name].dtype, pd.DatetimeTZDtype)
+        }
+    )
+    return _atomically(path, lambda temp: text.to_csv(temp, index=False, lineterminator="\n"))
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
+    """Every column of ``frame`` with its dtype (nullable integers, UTC timestamps) kept."""
+    return _atomically(path, lambda temp: frame.to_parquet(temp, index=False, engine="pyarrow"))
+
+
+def write_text(text: str, path: Path) -> Path:
+    """A UTF-8 text file."""
+    return _atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
+
+
+def _atomically(path: Path, write: Callable[[Path], object]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(temp)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return path

@@ -1,0 +1,297 @@
+"""The self-contained HTML report of one property-night: tables rendered here, charts drawn by inline JS.
+
+The page loads nothing: CSS and JS are inline and a Content-Security-Policy forbids every fetch, so it
+opens the same from a mail attachment, a file share or an air-gapped laptop. The figures are embedded
+once as JSON in ``<script type="application/json" id="report-data">``; at load the script draws one
+``rect.bar[data-category]`` per category with findings into ``svg#chart-by-category`` and one
+``rect.bar[data-night]`` per night with findings (the last 30 nights, ending at this one) into
+``svg#chart-by-night``. Both SVGs are empty in the source, so a drawn bar proves the script ran.
+Bar lengths are amounts in the property's currency; each bar's label names every currency.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import pandas as pd
+
+from recon_pipeline.keys import parse_night
+from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.money import format_minor
+from recon_pipeline.nights import night_window
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.reconcile.report import NightReport, category_summary, format_amount, top_discrepancies
+
+NIGHTS_SHOWN = 30
+TOP_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """What the page shows: the partition's rows of ``discrepancies``, its recent nights, the run's totals."""
+
+    property_row: PropertyRow
+    night: str
+    findings: pd.DataFrame  # every column of the partition's rows in ``discrepancies``
+    recent: pd.DataFrame  # night, category, currency, difference_minor of the last NIGHTS_SHOWN nights
+    night_report: NightReport
+    files: Sequence[str]  # names of the exports beside the page, linked from it
+
+
+def first_night_shown(night: str) -> date:
+    """The oldest night of the by-night chart."""
+    return parse_night(night) - timedelta(days=NIGHTS_SHOWN - 1)
+
+
+def report_data(page: ReportPage) -> dict[str, Any]:
+    """The figures the charts draw, as plain JSON values; labels are formatted here, not in JS."""
+    currency = page.property_row.currency
+    first = first_night_shown(page.night)
+    nights = [(first + timedelta(days=offset)).isoformat() for offset in range(NIGHTS_SHOWN)]
+    return {
+        "property_id": page.property_row.property_id,
+        "night": page.night,
+        "currency": currency,
+        "categories": [
+            {"category": category, **_bar(page.findings[page.findings["category"] == category], currency)}
+            for category in ALL_CATEGORIES
+        ],
+        "nights": [
+            {"night": night, **_bar(page.recent[page.recent["night"] == night], currency)} for night in nights
+        ],
+    }
+
+
+def render_report_html(page: ReportPage) -> str:
+    """The whole page as one string; every value from the data is escaped."""
+    row = page.property_row
+    title = f"Reconciliation of {row.property_id}, night {page.night}"
+    return _PAGE.format(
+        title=_e(title),
+        css=_CSS,
+        heading=_e(title),
+        subtitle=_e(_subtitle(row, page.night)),
+        counts=_e(
+            f"{len(page.findings)} findings in the table, {page.night_report.matched_count} records matched, "
+            f"{page.night_report.timing_difference_count} timing differences"
+        ),
+        totals=_totals_table(page.night_report),
+        currency=_e(row.currency),
+        nights_shown=NIGHTS_SHOWN,
+        categories=_category_table(page.findings, row.currency),
+        top=_top_table(page.findings),
+        top_shown=TOP_SHOWN,
+        files=" ".join(f'<a href="{_e(name)}">{_e(name)}</a>' for name in page.files),
+        data=_json_for_script(report_data(page)),
+        script=_SCRIPT,
+    )
+
+
+def _bar(findings: pd.DataFrame, currency: str) -> dict[str, Any]:
+    magnitude = findings["difference_minor"].astype("int64").abs()
+    by_currency = magnitude.groupby(findings["currency"].astype("object")).sum().sort_index()
+    amounts = " + ".join(format_minor(int(total), str(code)) for code, total in by_currency.items())
+    count = len(findings)
+    return {
+        "count": count,
+        "amount_minor": int(by_currency.get(currency, 0)),
+        "label": f"{count} finding{'' if count == 1 else 's'}" + (f" · {amounts}" if count else ""),
+    }
+
+
+def _subtitle(row: PropertyRow, night: str) -> str:
+    window = night_window(parse_night(night), row.timezone, row.night_cutoff)
+    return (
+        f"{row.name} · {row.timezone}, cutoff {row.night_cutoff} · "
+        f"UTC {window.start:%Y-%m-%d %H:%M} to {window.end:%Y-%m-%d %H:%M} · currency {row.currency}"
+    )
+
+
+def _totals_table(report: NightReport) -> str:
+    rows = [
+        _tr(
+            [
+                t.currency,
+                format_minor(t.provider, t.currency),
+                format_minor(t.ledger, t.currency),
+                format_minor(t.provider - t.ledger, t.currency),
+                format_minor(t.matched, t.currency),
+            ],
+            {"data-currency": t.currency},
+        )
+        for t in report.totals()
+    ]
+    return _table(
+        "totals-table", ["currency", "provider total", "ledger total", "provider − ledger", "matched"], rows
+    )
+
+
+def _category_table(findings: pd.DataFrame, property_currency: str) -> str:
+    """Every category; one without findings shows 0 in the property's currency."""
+    rows = []
+    for category, currency, count, amount in category_summary(findings).itertuples(index=False):
+        code = currency or property_currency
+        rows.append(
+            _tr(
+                [category, code, str(count), format_minor(amount, code)],
+                {"data-category": category, "data-currency": code},
+            )
+        )
+    return _table("category-table", ["category", "currency", "findings", "sum of abs. difference"], rows)
+
+
+def _top_table(findings: pd.DataFrame) -> str:
+    columns = ["category", "record_key", "booking_id", "provider_amount_minor", "ledger_amount_minor"]
+    top = top_discrepancies(findings, TOP_SHOWN)
+    rows = [
+        _tr(
+            [
+                category,
+                key,
+                _text(booking),
+                format_amount(provider, currency),
+                format_amount(ledger, currency),
+                format_amount(difference, currency),
+                _text(status),
+                _text(detail),
+            ]
+        )
+        for category, key, booking, provider, ledger, difference, currency, status, detail in top[
+            [*columns, "difference_minor", "currency", "review_status", "detail"]
+        ].itertuples(index=False)
+    ]
+    header = ["category", "record", "booking", "provider", "ledger", "difference", "review", "detail"]
+    return _table("top-discrepancies", header, rows)
+
+
+def _table(table_id: str, header: Sequence[str], rows: Sequence[str]) -> str:
+    head = "".join(f"<th>{_e(name)}</th>" for name in header)
+    body = "\n".join(rows) or f'<tr><td colspan="{len(header)}">none</td></tr>'
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
+
+
+def _tr(cells: Sequence[str], attributes: dict[str, str] | None = None) -> str:
+    attrs = "".join(f' {name}="{_e(value)}"' for name, value in (attributes or {}).items())
+    return f"<tr{attrs}>" + "".join(f"<td>{_e(cell)}</td>" for cell in cells) + "</tr>"
+
+
+def _text(value: object) -> str:
+    return "" if value is None or bool(pd.isna(value)) else str(value)
+
+
+def _e(value: str) -> str:
+    return html.escape(value, quote=True)
+
+
+def _json_for_script(data: dict[str, Any]) -> str:
+    """JSON that cannot end its <script> element early: ``</`` → ``<\\/`` and ``<!--`` → ``\\u003c!--``."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("<!--", "\\u003c!--")
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" \
+content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{css}</style>
+</head>
+<body>
+<h1>{heading}</h1>
+<p class="subtitle">{subtitle}</p>
+<p>{counts}</p>
+<h2>Totals</h2>
+{totals}
+<h2>Discrepancies by category</h2>
+<p class="note">Bar length: sum of |difference| in {currency}; labels list every currency.</p>
+<svg id="chart-by-category" viewBox="0 0 760 230" role="img" \
+aria-label="discrepancy amounts by category"></svg>
+{categories}
+<h2>Discrepancies per night, last {nights_shown} nights</h2>
+<p class="note">Bar height: sum of |difference| in {currency} of every finding of the night; \
+the number above a bar counts its findings.</p>
+<svg id="chart-by-night" viewBox="0 0 760 240" role="img" aria-label="discrepancy amounts per night"></svg>
+<h2>Largest discrepancies (up to {top_shown})</h2>
+{top}
+<p class="files">Every discrepancy with every column: {files}</p>
+<script type="application/json" id="report-data">{data}</script>
+<script>{script}</script>
+</body>
+</html>
+"""
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 980px; color: #1d2430; }
+h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.15em; margin-top: 1.8em; }
+.subtitle, .note { color: #5b6472; } .note { font-size: .9em; margin: .2em 0; }
+table { border-collapse: collapse; margin: .6em 0; width: 100%; }
+th, td { border-bottom: 1px solid #dde1e7; padding: .3em .5em; text-align: left; vertical-align: top; }
+td { font-variant-numeric: tabular-nums; }
+#top-discrepancies td:nth-child(-n+2) { word-break: break-all; }
+#top-discrepancies td:nth-child(n+4):nth-child(-n+6) { white-space: nowrap; text-align: right; }
+svg { width: 100%; height: auto; background: #f7f8fa; border-radius: 4px; }
+rect.bar { fill: #3b6fb6; } rect.bar[data-current="true"] { fill: #c2410c; }
+text { font: 11px system-ui, sans-serif; fill: #1d2430; } text.axis { fill: #5b6472; }
+"""
+
+# Draws the bars from #report-data. The SVG namespace is read from the element itself, so the page holds
+# no URL at all.
+_SCRIPT = """
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  function add(svg, name, attrs, text) {
+    var node = document.createElementNS(svg.namespaceURI, name);
+    Object.keys(attrs).forEach(function (key) { node.setAttribute(key, String(attrs[key])); });
+    if (text !== undefined) { node.textContent = text; }
+    svg.appendChild(node);
+    return node;
+  }
+  function largest(bars) {
+    return Math.max(1, Math.max.apply(null, bars.map(function (bar) { return bar.amount_minor; })));
+  }
+  function byCategory(svg, bars) {
+    var box = svg.viewBox.baseVal, left = 190, right = 230, row = box.height / bars.length;
+    var scale = (box.width - left - right) / largest(bars);
+    bars.forEach(function (bar, index) {
+      var y = index * row;
+      add(svg, "text", {x: 6, y: y + row / 2 + 4}, bar.category);
+      if (bar.count === 0) { return; }
+      var width = Math.max(2, bar.amount_minor * scale);
+      var rect = add(svg, "rect", {"class": "bar", "data-category": bar.category,
+        x: left, y: y + row * 0.2, width: width, height: row * 0.6});
+      add(rect, "title", {}, bar.category + ": " + bar.label);
+      add(svg, "text", {x: left + width + 6, y: y + row / 2 + 4}, bar.label);
+    });
+  }
+  function byNight(svg, bars, current) {
+    var box = svg.viewBox.baseVal, top = 18, bottom = 30, side = 16;
+    var slot = (box.width - 2 * side) / bars.length, base = box.height - bottom;
+    var scale = (base - top) / largest(bars);
+    bars.forEach(function (bar, index) {
+      var middle = side + (index + 0.5) * slot;
+      if ((bars.length - 1 - index) % 5 === 0) {
+        add(svg, "text", {"class": "axis", x: middle, y: base + 18, "text-anchor": "middle"},
+          bar.night.slice(5));
+      }
+      if (bar.count === 0) { return; }
+      var height = Math.max(2, bar.amount_minor * scale);
+      var rect = add(svg, "rect", {"class": "bar", "data-night": bar.night,
+        "data-current": String(bar.night === current), x: middle - slot * 0.35, y: base - height,
+        width: slot * 0.7, height: height});
+      add(rect, "title", {}, bar.night + ": " + bar.label);
+      add(svg, "text", {x: middle, y: base - height - 4, "text-anchor": "middle"}, String(bar.count));
+    });
+  }
+  byCategory(document.getElementById("chart-by-category"), data.categories);
+  byNight(document.getElementById("chart-by-night"), data.nights, data.night);
+})();
+"""

@@ -1,0 +1,86 @@
+"""Plain text for `recon discrepancies`: amounts in major units of their currency (JPY has no decimals)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from recon_pipeline.money import format_minor
+from recon_pipeline.reconcile.report import plain_table
+from recon_pipeline.review.rules import RESULTING_STATUS
+
+AMOUNT_COLUMNS = (
+    "provider_amount_minor",
+    "ledger_amount_minor",
+    "difference_minor",
+    "reviewed_difference_minor",
+)
+LIST_HEADER = ("id", "property", "night", "category", "record", "difference", "status", "reviewed by")
+_NONE = "-"
+
+
+def money(amount: int | None, currency: str) -> str:
+    """``12.50 EUR``, ``1,000 JPY``; ``-`` for no amount."""
+    return _NONE if amount is None else format_minor(int(amount), currency)
+
+
+def list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
+    """A table of findings, then how many of the matching ones it shows."""
+    if not rows:
+        return "no discrepancies match"
+    table = [
+        [
+            str(row["discrepancy_id"]),
+            row["property_id"],
+            row["night"],
+            row["category"],
+            row["record_key"],
+            money(row["difference_minor"], row["currency"]),
+            row["review_status"],
+            row["reviewed_by"] or _NONE,
+        ]
+        for row in rows
+    ]
+    shown = f"{len(rows)} of {total} matching" + (" (raise --limit to see more)" if total > len(rows) else "")
+    return f"{plain_table(LIST_HEADER, table)}\n{shown}"
+
+
+def findings_markdown(rows: Sequence[Mapping[Any, Any]]) -> str:
+    """A markdown list of findings (id, record, amount, why), for check metadata in the UI."""
+    lines = [
+        f"- #{row['discrepancy_id']} `{row['record_key']}` "
+        f"{money(row['difference_minor'], row['currency'])}: {row['detail']}"
+        for row in rows
+    ]
+    return "\n".join(lines) or "none"
+
+
+def show_text(row: Mapping[Any, Any], history: Sequence[Mapping[Any, Any]]) -> str:
+    """Every column of the finding (amounts also in major units), then its review history."""
+    width = max(len(name) for name in row)
+    lines = [f"{name:<{width}}  {_value(name, value, row['currency'])}" for name, value in row.items()]
+    lines += ["", "review history" if history else "review history: none"]
+    lines += [
+        f"  {_when(event['reviewed_at'])}  {event['action']:<11}  {event['previous_status']} -> "
+        f"{RESULTING_STATUS[event['action']]}  by {event['reviewed_by']}  at "
+        f"{money(event['difference_minor'], event['currency'])}"
+        + (f"  {event['note']}" if event["note"] else "")
+        + (f"  (run {event['run_id']})" if event["run_id"] else "")
+        for event in history
+    ]
+    return "\n".join(lines)
+
+
+def _value(name: str, value: Any, currency: str) -> str:
+    if value is None:
+        return _NONE
+    if name in AMOUNT_COLUMNS:
+        return f"{money(value, currency)}  ({value} minor)"
+    if isinstance(value, datetime):
+        return _when(value)
+    return str(value)
+
+
+def _when(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")

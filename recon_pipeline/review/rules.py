@@ -1,0 +1,99 @@
+"""Review statuses and what a reviewer may do to a finding (pure).
+
+``open`` → ``acknowledged`` (someone knows and is on it) → ``resolved`` (dealt with); ``open`` →
+``resolved`` directly too. Acting again on a finding already in the target status changes nothing, so a
+repeated command is harmless; a resolved finding cannot be acknowledged. Either reviewed status goes back
+to ``open`` when the pipeline re-detects the finding with a difference other than the one the reviewer
+saw (``reviewed_difference_minor``): the review was about that amount.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+
+OPEN: Final = "open"
+ACKNOWLEDGED: Final = "acknowledged"
+RESOLVED: Final = "resolved"
+REVIEW_STATUSES: Final = (OPEN, ACKNOWLEDGED, RESOLVED)
+
+ACKNOWLEDGE: Final = "acknowledge"
+RESOLVE: Final = "resolve"
+REOPEN: Final = "reopen"
+# Human actions and the status each leads to; the pipeline's own action, REOPEN, leads to OPEN.
+ACTION_STATUS: Final = {ACKNOWLEDGE: ACKNOWLEDGED, RESOLVE: RESOLVED}
+RESULTING_STATUS: Final = {**ACTION_STATUS, REOPEN: OPEN}
+# Who an automatic re-open is recorded as.
+PIPELINE_REVIEWER: Final = "recon"
+
+MAX_REVIEWER_LENGTH = 200
+MAX_NOTE_LENGTH = 2000
+
+
+class ReviewError(ValueError):
+    """A review the finding's status does not allow, or a malformed reviewer or note."""
+
+
+def next_status(action: str, current: str) -> str | None:
+    """The status ``action`` moves a finding in ``current`` to; None when it is already there."""
+    target = ACTION_STATUS[action]
+    if current == target:
+        return None
+    if current == RESOLVED:
+        raise ReviewError(f"it is already resolved; a resolved finding cannot be {target}")
+    return target
+
+
+def reopens(review_status: str, reviewed_difference: int | None, difference: int) -> bool:
+    """A reviewed finding re-detected with another difference than the reviewer saw goes back to open."""
+    return review_status != OPEN and reviewed_difference is not None and reviewed_difference != difference
+
+
+def validate_reviewer(reviewer: str | None) -> str:
+    """The reviewer's name: one line, 1-200 characters."""
+    cleaned = (reviewer or "").strip()
+    if not cleaned:
+        raise ReviewError("name the reviewer with --by (or set $USER)")
+    if len(cleaned) > MAX_REVIEWER_LENGTH or "\n" in cleaned or "\r" in cleaned:
+        raise ReviewError(f"--by must be one line of at most {MAX_REVIEWER_LENGTH} characters")
+    return cleaned
+
+
+def validate_note(note: str | None) -> str:
+    """Why the reviewer acts: required, at most 2000 characters."""
+    cleaned = (note or "").strip()
+    if not cleaned:
+        raise ReviewError("say why with --note")
+    if len(cleaned) > MAX_NOTE_LENGTH:
+        raise ReviewError(f"--note must be at most {MAX_NOTE_LENGTH} characters")
+    return cleaned
+
+
+@dataclass(frozen=True)
+class DiscrepancyFilter:
+    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation."""
+
+    property_id: str | None = None
+    night: str | None = None
+    category: str | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.property_id is not None:
+            validate_property_id(self.property_id)
+        if self.night is not None:
+            parse_night(self.night)
+        if self.category is not None and self.category not in ALL_CATEGORIES:
+            raise ValueError(f"unknown category {self.category!r}: use one of {', '.join(ALL_CATEGORIES)}")
+        if self.status is not None and self.status not in REVIEW_STATUSES:
+            raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(REVIEW_STATUSES)}")
+
+
+def parse_discrepancy_id(text: str) -> int:
+    """A discrepancy id as typed on the command line: a positive integer."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"a discrepancy id is a positive integer, not {text!r}")
+    return int(text)

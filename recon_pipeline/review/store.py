@@ -1,0 +1,275 @@
+"""The database side of reviews: list and show findings, acknowledge and resolve them, record re-opens,
+and read what the checks judge (open amounts, thresholds).
+
+A review locks its findings (``FOR UPDATE`` on PostgreSQL, in id order so two reviewers cannot deadlock;
+SQLite serialises writers anyway) before it decides, and writes the status and its audit row in the
+caller's one transaction, so two reviewers at once leave one consistent history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, insert, select, update
+
+from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
+from recon_pipeline.db.upsert import upsert
+from recon_pipeline.review.limits import default_threshold_minor
+from recon_pipeline.review.rules import (
+    OPEN,
+    PIPELINE_REVIEWER,
+    REOPEN,
+    DiscrepancyFilter,
+    ReviewError,
+    next_status,
+    reopens,
+)
+
+
+class UnknownDiscrepancyError(LookupError):
+    """No row of ``discrepancies`` has this id."""
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """What one acknowledge/resolve did to one finding; ``changed`` is False when it was already so."""
+
+    discrepancy_id: int
+    previous_status: str
+    status: str
+    difference_minor: int
+    currency: str
+
+    @property
+    def changed(self) -> bool:
+        return self.previous_status != self.status
+
+
+def _matching(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
+    return [
+        discrepancies.c[column] == value
+        for column, value in (
+            ("property_id", where.property_id),
+            ("night", where.night),
+            ("category", where.category),
+            ("review_status", where.status),
+        )
+        if value is not None
+    ]
+
+
+def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: int) -> list[RowMapping]:
+    """Matching findings, newest night first, then property, category and record."""
+    query = (
+        select(discrepancies)
+        .where(*_matching(where))
+        .order_by(
+            discrepancies.c.night.desc(),
+            discrepancies.c.property_id,
+            discrepancies.c.category,
+            discrepancies.c.record_key,
+        )
+        .limit(limit)
+    )
+    return list(connection.execute(query).mappings())
+
+
+def count_discrepancies(connection: Connection, where: DiscrepancyFilter) -> int:
+    query = select(func.count()).select_from(discrepancies).where(*_matching(where))
+    return int(connection.execute(query).scalar_one())
+
+
+def get_discrepancy(connection: Connection, discrepancy_id: int, *, lock: bool = False) -> RowMapping:
+    """The finding's row, or UnknownDiscrepancyError; ``lock`` holds it until the transaction ends."""
+    query = select(discrepancies).where(discrepancies.c.discrepancy_id == discrepancy_id)
+    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
+    if row is None:
+        raise UnknownDiscrepancyError(f"no discrepancy with id {discrepancy_id}")
+    return row
+
+
+def review_history(connection: Connection, finding: RowMapping) -> list[RowMapping]:
+    """Every review action on the finding's business key, oldest first."""
+    query = (
+        select(discrepancy_reviews)
+        .where(*(discrepancy_reviews.c[name] == finding[name] for name in FINDING_KEY))
+        .order_by(discrepancy_reviews.c.reviewed_at, discrepancy_reviews.c.review_id)
+    )
+    return list(connection.execute(query).mappings())
+
+
+def review(
+    connection: Connection,
+    discrepancy_ids: Sequence[int],
+    action: str,
+    reviewer: str,
+    note: str,
+    now: datetime,
+) -> list[ReviewOutcome]:
+    """Acknowledge or resolve the findings (each once, in the order given), recording who, why and the
+    difference they saw.
+
+    All or nothing: an unknown id or a transition the status forbids raises before anything is written
+    (the caller's transaction rolls back). A finding already in the target status is left as it is.
+    """
+    locked = {
+        discrepancy_id: get_discrepancy(connection, discrepancy_id, lock=True)
+        for discrepancy_id in sorted(set(discrepancy_ids))
+    }
+    rows = [locked[discrepancy_id] for discrepancy_id in dict.fromkeys(discrepancy_ids)]
+    outcomes = [_decide(row, action) for row in rows]
+    changed = [(row, outcome) for row, outcome in zip(rows, outcomes, strict=True) if outcome.changed]
+    for _row, outcome in changed:
+        connection.execute(
+            update(discrepancies)
+            .where(discrepancies.c.discrepancy_id == outcome.discrepancy_id)
+            .values(
+                review_status=outcome.status,
+                reviewed_by=reviewer,
+                reviewed_at=now,
+                review_note=note,
+                reviewed_difference_minor=outcome.difference_minor,
+            )
+        )
+    record_reviews(
+        connection,
+        [_audit(row, action, outcome.previous_status, reviewer, note, now) for row, outcome in changed],
+    )
+    return outcomes
+
+
+def _decide(row: RowMapping, action: str) -> ReviewOutcome:
+    try:
+        status = next_status(action, row["review_status"])
+    except ReviewError as error:
+        raise ReviewError(f"discrepancy {row['discrepancy_id']}: {error}") from None
+    return ReviewOutcome(
+        discrepancy_id=row["discrepancy_id"],
+        previous_status=row["review_status"],
+        status=status or row["review_status"],
+        difference_minor=int(row["difference_minor"]),
+        currency=row["currency"],
+    )
+
+
+def _audit(
+    finding: RowMapping,
+    action: str,
+    previous_status: str,
+    reviewer: str,
+    note: str | None,
+    now: datetime,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        **{name: finding[name] for name in FINDING_KEY},
+        "action": action,
+        "previous_status": previous_status,
+        "reviewed_by": reviewer,
+        "note": note,
+        "difference_minor": int(finding["difference_minor"]),
+        "currency": finding["currency"],
+        "reviewed_at": now,
+        "run_id": run_id,
+    }
+
+
+def record_reviews(connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Append rows to the review history."""
+    if rows:
+        connection.execute(insert(discrepancy_reviews), list(rows))
+
+
+def reopen_changed(
+    connection: Connection, property_id: str, night: str, run_id: str | None, now: datetime
+) -> int:
+    """Re-open the partition's reviewed findings whose difference is no longer the one reviewed.
+
+    Call after the findings were upserted in the same transaction: their rows are then locked by it, so
+    a concurrent identical run waits and, once this commits, finds nothing left to re-open.
+    """
+    reviewed = connection.execute(
+        select(discrepancies)
+        .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
+        .where(discrepancies.c.review_status != OPEN)
+        .where(discrepancies.c.reviewed_difference_minor.is_not(None))
+        .order_by(discrepancies.c.discrepancy_id)
+        .with_for_update()
+    ).mappings()
+    changed = [
+        row
+        for row in reviewed
+        if reopens(row["review_status"], row["reviewed_difference_minor"], row["difference_minor"])
+    ]
+    if not changed:
+        return 0
+    connection.execute(
+        update(discrepancies)
+        .where(discrepancies.c.discrepancy_id.in_([row["discrepancy_id"] for row in changed]))
+        .values(review_status=OPEN)
+    )
+    record_reviews(
+        connection,
+        [
+            _audit(
+                row,
+                REOPEN,
+                row["review_status"],
+                PIPELINE_REVIEWER,
+                f"re-detected with difference {row['difference_minor']} (reviewed at "
+                f"{row['reviewed_difference_minor']}, minor units)",
+                now,
+                run_id,
+            )
+            for row in changed
+        ],
+    )
+    return len(changed)
+
+
+def unexplained_amounts(
+    connection: Connection, property_id: str, night: str, category: str | None = None
+) -> dict[str, int]:
+    """Sum of |difference_minor| of the property-night's open findings (of ``category``, if given), per
+    currency, in minor units."""
+    where = DiscrepancyFilter(property_id, night, category, OPEN)
+    query = (
+        select(discrepancies.c.currency, func.sum(func.abs(discrepancies.c.difference_minor)))
+        .where(*_matching(where))
+        .group_by(discrepancies.c.currency)
+    )
+    return {currency: int(amount) for currency, amount in connection.execute(query).tuples()}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The unexplained-amount threshold in force for a property, and where it comes from."""
+
+    minor: int
+    source: str  # "property" (discrepancy_thresholds) or "default" (RECON_UNEXPLAINED_THRESHOLD_MINOR)
+
+
+def threshold_for(connection: Connection, property_id: str) -> Threshold:
+    """The property's own threshold, else the environment's default."""
+    query = select(discrepancy_thresholds.c.unexplained_threshold_minor).where(
+        discrepancy_thresholds.c.property_id == property_id
+    )
+    own = connection.execute(query).scalar_one_or_none()
+    if own is None:
+        return Threshold(default_threshold_minor(), "default")
+    return Threshold(int(own), "property")
+
+
+def set_threshold(connection: Connection, property_id: str, minor: int | None, now: datetime) -> None:
+    """Set the property's threshold (minor units), or drop it back to the default with ``None``."""
+    if minor is None:
+        connection.execute(
+            delete(discrepancy_thresholds).where(discrepancy_thresholds.c.property_id == property_id)
+        )
+        return
+    row = {"property_id": property_id, "unexplained_threshold_minor": minor, "updated_at": now}
+    facts = ["unexplained_threshold_minor", "updated_at"]
+    upsert(connection, discrepancy_thresholds, [row], ["property_id"], facts)

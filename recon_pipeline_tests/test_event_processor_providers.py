@@ -1,0 +1,212 @@
+"""The event processor once per provider (Stripe, Razorpay) over real HTTP to the simulator serving the same
+store in that provider's API, on SQLite and PostgreSQL: the payment's current state is read by id (a
+PaymentIntent and its charge at Stripe, the payment at Razorpay) and applied once, whatever the payloads."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import insert
+
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db.schema import booking_confirmations, bookings, payment_event_processing, payment_orders
+from recon_pipeline.db.schema import properties as properties_table
+from recon_pipeline.events.parse import parse_razorpay_event
+from recon_pipeline.events.processor import ProcessCounts, process_available
+from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
+from recon_pipeline.events.store import store_event
+from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.simulator.razorpay_api import render_payment
+from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline_tests.provider_fixtures import FAST_RETRY, Flavour, StartSimulator
+from recon_pipeline_tests.test_event_processor import CREATED, NIGHT, OPEN, Harness
+
+
+@dataclass
+class ProviderHarness(Harness):
+    """The processor harness speaking ``provider``'s API, with its ids and its webhook payloads."""
+
+    provider: Flavour | None = None
+
+    @property
+    def flavour(self) -> Flavour:
+        assert self.provider is not None
+        return self.provider
+
+    def order_id(self, charge: dict[str, Any], intent: dict[str, Any]) -> str:
+        """The ``payment_orders`` key: the PaymentIntent at Stripe, the payment itself at Razorpay."""
+        return str(intent["id"]) if self.flavour.name == "stripe" else str(charge["id"])
+
+    def deliver_payment(self, event_id: str, charge: dict[str, Any], intent: dict[str, Any]) -> bool:
+        """A webhook about the payment as the provider sends it (a snapshot, possibly stale)."""
+        if self.flavour.name == "stripe":
+            return self.deliver(event_id, "payment_intent.succeeded", intent)
+        body = json.dumps(
+            {
+                "entity": "event",
+                "event": "payment.captured",
+                "contains": ["payment"],
+                "payload": {"payment": {"entity": render_payment(charge)}},
+                "created_at": int(self.clock.now.timestamp()),
+            }
+        )
+        with self.engine.begin() as connection:
+            event = parse_razorpay_event(body, event_id)
+            return store_event(connection, "razorpay", event, body, self.clock.now)
+
+    def process(self, worker_id: str = "w1", **options: Any) -> ProcessCounts:
+        with ProviderHttp(self.sim.base_url, retry=FAST_RETRY) as http:
+            adapter = self.flavour.adapter(http)
+            return process_available(self.engine, adapter, worker_id, clock=self.clock, **options)
+
+
+@pytest.fixture
+def harness(database_url: str, simulator: StartSimulator, provider: Flavour) -> Iterator[ProviderHarness]:
+    engine = make_engine(database_url)
+    init_db(engine)
+    with engine.begin() as connection:
+        row = {"property_id": "prop_a", "name": "A", "timezone": "Europe/Berlin", "currency": "EUR"}
+        connection.execute(insert(properties_table), [row])
+    sim = simulator(SimulatorStore(), flavour=provider.name)
+    yield ProviderHarness(engine, sim, provider=provider)
+    engine.dispose()
+
+
+def _payment(h: ProviderHarness, name: str, **fields: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    charge, intent = h.add_payment(name, **fields)
+    if h.flavour.name == "razorpay":  # a Razorpay payment is its own order: no PaymentIntent
+        charge["id"] = h.flavour.charge_id(name)
+        charge["payment_intent"] = None
+        h.store.payment_intents.remove(intent)
+        h.store.reindex()
+    return charge, intent
+
+
+def test_duplicates_and_stale_payloads_converge_on_the_current_state(harness: ProviderHarness) -> None:
+    h = harness
+    charge, intent = _payment(h, "dup", amount=12_000)
+    h.add_booking("bk_dup")
+    assert [h.deliver_payment("evt_dup", charge, intent) for _ in range(3)] == [True, False, False]
+    h.deliver_payment("evt_later", charge, intent)
+    charge.update(amount_refunded=2_000)  # the provider moved on after the events were sent
+
+    counts = h.process()
+
+    assert (counts.claimed, counts.processed, counts.retried, counts.dead) == (2, 2, 0, 0)
+    order = h.one(payment_orders, provider_payment_id=h.order_id(charge, intent))
+    assert (order["status"], order["amount_minor"], order["amount_refunded_minor"], order["currency"]) == (
+        "partially_refunded",
+        12_000,
+        2_000,
+        "EUR",
+    )
+    assert order["captured_at"] == CREATED and order["booking_id"] == "bk_dup"
+    assert h.one(bookings, booking_id="bk_dup")["status"] == "confirmed"
+    assert h.count(booking_confirmations) == 1
+    events = sorted(h.rows(payment_event_processing), key=lambda row: row["seq"])
+    assert [(e["outcome"], e["property_id"], e["night"]) for e in events] == [
+        ("booking_confirmed", "prop_a", NIGHT),
+        ("booking_already_confirmed", "prop_a", NIGHT),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "order_status", "outcome"),
+    [
+        ({"amount_refunded": 10_000, "refunded": True}, "refunded", "payment_refunded"),
+        ({"status": "failed", "captured": False, "balance_transaction": None}, "failed", "payment_failed"),
+    ],
+)
+def test_refunded_and_failed_payments_leave_the_booking(
+    harness: ProviderHarness, changes: dict[str, Any], order_status: str, outcome: str
+) -> None:
+    h = harness
+    charge, intent = _payment(h, "rf")
+    h.add_booking("bk_rf")
+    h.deliver_payment("evt_rf", charge, intent)
+    charge.update(changes)
+    if changes.get("status") == "failed":
+        intent.update(status="requires_payment_method")
+
+    assert h.process().processed == 1
+
+    assert h.one(payment_orders, provider_payment_id=h.order_id(charge, intent))["status"] == order_status
+    assert h.one(bookings, booking_id="bk_rf")["status"] == "pending"
+    assert h.one(payment_event_processing, event_id="evt_rf")["outcome"] == outcome
+
+
+def test_provider_unavailable_is_retried_later_then_processed(harness: ProviderHarness) -> None:
+    h = harness
+    charge, intent = _payment(h, "down")
+    h.add_booking("bk_down")
+    h.deliver_payment("evt_down", charge, intent)
+    h.sim.set_faults(statuses=[503] * FAST_RETRY.max_attempts)
+
+    assert (h.process().retried, h.rows(payment_orders)) == (1, [])
+    event = h.one(payment_event_processing, event_id="evt_down")
+    assert (event["status"], event["attempts"]) == ("failed", 1) and "503" in event["last_error"]
+
+    h.clock.now += timedelta(hours=2)
+    assert h.process().processed == 1
+    assert h.one(bookings, booking_id="bk_down")["status"] == "confirmed"
+
+
+def test_a_payment_unknown_to_the_provider_is_dead(harness: ProviderHarness) -> None:
+    h = harness
+    charge, intent = _payment(h, "gone")
+    h.deliver_payment("evt_gone", charge, intent)
+    h.store.charges.clear()
+    h.store.payment_intents.clear()
+    h.store.reindex()
+
+    assert h.process().dead == 1
+
+    event = h.one(payment_event_processing, event_id="evt_gone")
+    assert event["status"] == "dead" and "does not know payment" in event["last_error"]
+
+
+def test_the_orphan_sweep_confirms_through_the_processor(harness: ProviderHarness) -> None:
+    h = harness
+    charge, intent = _payment(h, "orph")
+    h.add_booking("bk_orph", status="confirming")
+    order = {
+        "provider_payment_id": h.order_id(charge, intent),
+        "property_id": "prop_a",
+        "booking_id": "bk_orph",
+        "amount_minor": 10_000,
+        "amount_refunded_minor": 0,
+        "currency": "EUR",
+        "status": "captured",
+        "captured_at": CREATED,
+        "updated_at": CREATED,
+    }
+    with h.engine.begin() as connection:
+        connection.execute(insert(payment_orders).values(order))
+    h.clock.now = OPEN + timedelta(hours=3)
+
+    assert enqueue_orphaned_payments(h.engine, h.clock.now, timedelta(minutes=60)).stored == 1
+    assert h.process().processed == 1
+
+    assert h.one(bookings, booking_id="bk_orph")["status"] == "confirmed"
+
+
+def test_events_recovery_runs_for_stripe_and_is_skipped_for_razorpay(
+    harness: ProviderHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness
+    caplog.set_level(logging.INFO, logger="recon_pipeline.events.recovery")
+    with ProviderHttp(h.sim.base_url, retry=FAST_RETRY) as http:
+        counts = recover_missed_events(h.engine, h.flavour.adapter(http), OPEN)
+    assert (counts.seen, counts.stored) == (0, 0)
+    skipped = [r.getMessage() for r in caplog.records if "Razorpay has no events API" in r.getMessage()]
+    requests = h.sim.stats()["api_requests"]
+    if h.flavour.name == "razorpay":
+        assert len(skipped) == 1 and requests == 0
+    else:
+        assert skipped == [] and requests == 1  # GET /v1/events for the platform

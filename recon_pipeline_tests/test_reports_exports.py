@@ -1,0 +1,217 @@
+"""Per-partition exports on the demo seed (EUR and JPY), SQLite and PostgreSQL: what the files hold is
+what the ``discrepancies`` table holds, the HTML formats each currency in its own unit and loads nothing,
+and a re-run rewrites the same bytes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from datetime import datetime
+from decimal import Decimal
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from sqlalchemy import Engine, func, select
+
+from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.reports.paths import partition_folder
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
+
+EXPONENT = {"JPY": 0}  # every other currency of the demo has two decimals
+FILES = ("discrepancies.csv", "discrepancies.parquet", "report.html")
+
+
+def table_rows(engine: Engine, property_id: str, night: str) -> list[tuple[Any, ...]]:
+    query = (
+        select(discrepancies)
+        .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
+        .order_by(discrepancies.c.category, discrepancies.c.record_key)
+    )
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(query)]
+
+
+def csv_cell(value: Any) -> str:
+    """The documented CSV form: empty for null, ISO 8601 for timestamps, the value itself otherwise."""
+    if value is None:
+        return ""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def python_value(value: Any) -> Any:
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
+        return None
+    return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
+def minor_units(shown: str) -> tuple[int, str]:
+    """Parse '1,234.50 EUR' or '12,300 JPY' back to (minor units, currency), checking the decimals."""
+    match = re.fullmatch(r"(-?)([\d,]+)(?:\.(\d+))? ([A-Z]{3})", shown)
+    assert match, shown
+    sign, whole, decimals, currency = match.groups()
+    exponent = EXPONENT.get(currency, 2)
+    assert len(decimals or "") == exponent, f"{shown}: {currency} has {exponent} decimals"
+    amount = int(Decimal(f"{whole.replace(',', '')}.{decimals or 0}") * 10**exponent)
+    return (-amount if sign else amount), currency
+
+
+class Tables(HTMLParser):
+    """Body rows of every <table id=...> (the row's data-* attributes, cell texts), and every attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[tuple[dict[str, str], list[str]]]] = {}
+        self.attributes: list[tuple[str, str, str]] = []  # (tag, name, value)
+        self._last_table = ""  # id of the latest <table>
+        self._table = ""  # id of the table whose <tbody> we are in
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        self.attributes += [(tag, name, value) for name, value in values.items()]
+        if tag == "tbody":
+            self._table = self._last_table
+        elif tag == "table":
+            self._last_table = values.get("id", "")
+            self.tables[self._last_table] = []
+        elif tag == "tr" and self._table:
+            self.tables[self._table].append(({k: v for k, v in values.items() if k.startswith("data-")}, []))
+        elif tag == "td" and self._table:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None:
+            self.tables[self._table][-1][1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "tbody":
+            self._table = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse_html(path: Path) -> tuple[str, Tables]:
+    source = path.read_text(encoding="utf-8")
+    parser = Tables()
+    parser.feed(source)
+    return source, parser
+
+
+def category_sums(engine: Engine, property_id: str, night: str) -> dict[tuple[str, str], tuple[int, int]]:
+    c = discrepancies.c
+    query = (
+        select(c.category, c.currency, func.count(), func.sum(func.abs(c.difference_minor)))
+        .where(c.property_id == property_id, c.night == night)
+        .group_by(c.category, c.currency)
+    )
+    with engine.connect() as connection:
+        return {(cat, cur): (int(n), int(total)) for cat, cur, n, total in connection.execute(query)}
+
+
+def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights: ReportedNights) -> None:
+    columns = [column.name for column in discrepancies.columns]
+    for prop in (LISBON, KYOTO):
+        for night in (n.isoformat() for n in NIGHTS):
+            folder = partition_folder(prop.property_id, night, reported_nights.home)
+            assert folder == reported_nights.home.resolve() / "reports" / prop.property_id / night
+            assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)  # no temporary files left
+            metadata = reported_nights.report_metadata(prop.property_id, night)
+            assert [metadata[f"report_{kind}"] for kind in ("csv", "parquet", "html")] == [
+                str(folder / name) for name in FILES
+            ]
+            rows = table_rows(reported_nights.engine, prop.property_id, night)
+            assert rows and metadata["discrepancies_in_table"] == len(rows)
+
+            with (folder / "discrepancies.csv").open(newline="", encoding="utf-8") as handle:
+                header, *cells = list(csv.reader(handle))
+            assert header == columns
+            assert cells == [[csv_cell(value) for value in row] for row in rows]
+
+            parquet = pd.read_parquet(folder / "discrepancies.parquet")
+            assert list(parquet.columns) == columns
+            assert [tuple(python_value(v) for v in row) for row in parquet.itertuples(index=False)] == rows
+            assert str(parquet["ledger_amount_minor"].dtype) == "Int64"  # nulls stay nulls, not NaN floats
+            assert isinstance(parquet["detected_at"].dtype, pd.DatetimeTZDtype)
+
+
+def test_html_report_formats_each_currency_and_loads_nothing(reported_nights: ReportedNights) -> None:
+    night = NIGHT.isoformat()
+    for prop in (LISBON, KYOTO):
+        folder = partition_folder(prop.property_id, night, reported_nights.home)
+        source, page = parse_html(folder / "report.html")
+
+        # Self-contained: no URL at all, nothing fetched, links only to the exports beside it.
+        assert not re.search(r"https?:|//[a-z]", source, re.IGNORECASE)
+        assert "<link" not in source and "url(" not in source and "@import" not in source
+        assert not [a for a in page.attributes if a[1] == "src"]
+        hrefs = [value for _tag, name, value in page.attributes if name == "href"]
+        assert hrefs == ["discrepancies.csv", "discrepancies.parquet"]
+        assert all((folder / href).is_file() for href in hrefs)
+        for chart in ("chart-by-category", "chart-by-night"):  # drawn by the inline script, empty here
+            assert re.search(rf'<svg id="{chart}"[^>]*></svg>', source), chart
+
+        # The category table: every category, counts and amounts as in the table, in the currency's unit.
+        expected = category_sums(reported_nights.engine, prop.property_id, night)
+        shown: dict[tuple[str, str], tuple[int, int]] = {}
+        for attrs, (category, currency, count, amount) in page.tables["category-table"]:
+            assert attrs == {"data-category": category, "data-currency": currency}
+            parsed, parsed_currency = minor_units(amount)
+            assert parsed_currency == currency
+            if int(count):
+                shown[(category, currency)] = (int(count), parsed)
+            else:
+                assert parsed == 0 and currency == prop.currency
+        assert shown == expected
+        assert any(
+            currency == prop.currency and total > 0 for (_c, currency), (_n, total) in expected.items()
+        )
+        if prop.currency == "JPY":
+            assert re.search(r"<td>\d{1,3}(,\d{3})* JPY</td>", source)
+            assert not re.search(r"\d\.\d+ JPY", source)
+        else:
+            assert re.search(r"<td>\d{1,3}(,\d{3})*\.\d\d EUR</td>", source)
+
+        # Totals: the run's per-currency figures, formatted.
+        metadata = reported_nights.report_metadata(prop.property_id, night)
+        [(attrs, totals)] = [
+            row for row in page.tables["totals-table"] if row[0]["data-currency"] == prop.currency
+        ]
+        assert minor_units(totals[1]) == (metadata[f"provider_total/{prop.currency}"], prop.currency)
+        assert minor_units(totals[2]) == (metadata[f"ledger_total/{prop.currency}"], prop.currency)
+        assert f"| {prop.currency} | {totals[1]} | {totals[2]} |" in metadata["totals"]
+
+        # The embedded data the charts draw: per category of this night, per night of the last 30.
+        data = json.loads(
+            re.search(r'<script type="application/json" id="report-data">(.*?)</script>', source, re.S)[1]
+        )
+        counts = {category: 0 for category, _ in expected}
+        for (category, _currency), (n, _total) in expected.items():
+            counts[category] += n
+        assert {e["category"]: e["count"] for e in data["categories"] if e["count"]} == counts
+        with_findings = {e["night"]: e["count"] for e in data["nights"] if e["count"]}
+        assert with_findings == {
+            n.isoformat(): len(table_rows(reported_nights.engine, prop.property_id, n.isoformat()))
+            for n in NIGHTS
+        }
+        assert len(data["nights"]) == 30 and data["nights"][-1]["night"] == night
+        assert OLD_NIGHT.isoformat() in with_findings
+
+
+def test_rerun_rewrites_identical_exports(
+    seeded_pipeline: SeededPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECON_HOME", str(tmp_path))
+    folder = partition_folder(KYOTO.property_id, NIGHT.isoformat(), tmp_path)
+    assert seeded_pipeline.materialize(KYOTO.property_id).success
+    first = {name: (folder / name).read_bytes() for name in FILES}
+    inodes = {name: (folder / name).stat().st_ino for name in FILES}
+    assert seeded_pipeline.materialize(KYOTO.property_id).success
+    assert {name: (folder / name).read_bytes() for name in FILES} == first
+    assert all((folder / name).stat().st_ino != inodes[name] for name in FILES)  # replaced, not kept
+    assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)

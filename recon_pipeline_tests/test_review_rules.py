@@ -1,0 +1,96 @@
+"""The pure review rules: status transitions, re-opening, input validation, threshold settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from recon_pipeline.config import ConfigError
+from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
+from recon_pipeline.review.rules import (
+    ACKNOWLEDGE,
+    RESOLVE,
+    DiscrepancyFilter,
+    ReviewError,
+    next_status,
+    parse_discrepancy_id,
+    reopens,
+    validate_note,
+    validate_reviewer,
+)
+
+
+@pytest.mark.parametrize(
+    ("action", "current", "expected"),
+    [
+        (ACKNOWLEDGE, "open", "acknowledged"),
+        (ACKNOWLEDGE, "acknowledged", None),
+        (RESOLVE, "open", "resolved"),
+        (RESOLVE, "acknowledged", "resolved"),
+        (RESOLVE, "resolved", None),
+    ],
+)
+def test_transitions(action: str, current: str, expected: str | None) -> None:
+    assert next_status(action, current) == expected
+
+
+def test_a_resolved_finding_cannot_be_acknowledged() -> None:
+    with pytest.raises(ReviewError, match="already resolved"):
+        next_status(ACKNOWLEDGE, "resolved")
+
+
+@pytest.mark.parametrize(
+    ("status", "reviewed", "difference", "expected"),
+    [
+        ("resolved", 500, 500, False),  # same amount: the review still holds
+        ("resolved", 500, 800, True),
+        ("acknowledged", -500, 500, True),  # the sign is part of the amount
+        ("open", 500, 800, False),  # already open
+        ("acknowledged", None, 800, False),  # reviewed before amounts were recorded: nothing to compare
+    ],
+)
+def test_reopening(status: str, reviewed: int | None, difference: int, expected: bool) -> None:
+    assert reopens(status, reviewed, difference) is expected
+
+
+def test_reviewer_and_note_are_validated() -> None:
+    assert validate_reviewer("  ana  ") == "ana"
+    assert validate_note(" late export ") == "late export"
+    for bad in (None, "", "   ", "a\nb", "x" * 201):
+        with pytest.raises(ReviewError):
+            validate_reviewer(bad)
+    for bad in (None, " ", "x" * 2001):
+        with pytest.raises(ReviewError):
+            validate_note(bad)
+
+
+def test_filters_and_ids_are_validated() -> None:
+    assert DiscrepancyFilter("kyoto-gion", "2026-11-30", "amount_mismatch", "open").status == "open"
+    for where in (
+        {"property_id": "a,b"},
+        {"night": "30-11-2026"},
+        {"category": "amount"},
+        {"status": "Open"},
+    ):
+        with pytest.raises(ValueError):
+            DiscrepancyFilter(**where)
+    assert parse_discrepancy_id("42") == 42
+    for text in ("0", "-1", "4.2", "²", ""):
+        with pytest.raises(ValueError):
+            parse_discrepancy_id(text)
+
+
+def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RECON_UNEXPLAINED_THRESHOLD_MINOR", raising=False)
+    monkeypatch.delenv("RECON_ORPHAN_ERROR_HOURS", raising=False)
+    assert default_threshold_minor() == 1_000_000
+    assert orphan_error_after().total_seconds() == 24 * 3600
+    monkeypatch.setenv("RECON_UNEXPLAINED_THRESHOLD_MINOR", "0")
+    assert default_threshold_minor() == 0
+    monkeypatch.setenv("RECON_ORPHAN_ERROR_HOURS", "6")
+    assert orphan_error_after().total_seconds() == 6 * 3600
+    monkeypatch.setenv("RECON_UNEXPLAINED_THRESHOLD_MINOR", "-1")
+    with pytest.raises(ConfigError, match="RECON_UNEXPLAINED_THRESHOLD_MINOR"):
+        default_threshold_minor()
+    monkeypatch.setenv("RECON_ORPHAN_ERROR_HOURS", "0")
+    with pytest.raises(ConfigError, match="RECON_ORPHAN_ERROR_HOURS"):
+        orphan_error_after()
