@@ -8,6 +8,9 @@ into false ``missing_at_provider`` discrepancies.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class ProviderError(Exception):
     """Base of every provider failure."""
@@ -27,3 +30,15 @@ class IncompletePullError(ProviderError):
 
 class ProviderDataError(ProviderError):
     """A response whose shape violates the contract (missing id or amount, bad currency, broken paging)."""
+
+
+@contextmanager
+def incomplete_pull(what: str) -> Iterator[None]:
+    """Any provider failure inside is an incomplete pull of ``what`` (cause chained); an incomplete pull
+    raised inside already says what failed and passes through as it is."""
+    try:
+        yield
+    except IncompletePullError:
+        raise
+    except ProviderError as error:
+        raise IncompletePullError(f"{what} failed: {error}") from error

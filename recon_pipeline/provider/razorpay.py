@@ -45,8 +45,8 @@ import pandas as pd
 from recon_pipeline.provider.errors import (
     IncompletePullError,
     ProviderDataError,
-    ProviderError,
     ProviderRequestRejected,
+    incomplete_pull,
 )
 from recon_pipeline.provider.http import ProviderHttp
 from recon_pipeline.provider.objects import (
@@ -250,7 +250,9 @@ class RazorpayAdapter:
             raise ValueError(f"empty window [{window_start}, {window_end})")
         params = {"from": gte, "to": lt}
         days = recon_days([window_start, window_end - timedelta(seconds=1)], self.settlement_days)
-        try:
+        with incomplete_pull(
+            f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()})"
+        ):
             abort = threading.Event()
             payments, refunds, *recon = gather(
                 [
@@ -265,13 +267,6 @@ class RazorpayAdapter:
             mine = [payment for payment in payments if belongs_to(payment, account)]
             rows = self._payment_rows(account, mine, settled_fees(item for page in recon for item in page))
             rows += self._refund_rows(account, refunds, {payment["id"]: payment for payment in payments})
-        except IncompletePullError:
-            raise
-        except ProviderError as error:
-            raise IncompletePullError(
-                f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()}) "
-                f"failed: {error}"
-            ) from error
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
@@ -284,7 +279,7 @@ class RazorpayAdapter:
             raise ValueError(f"not payment or refund ids: {unknown}")
         payment_ids = [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)]
         refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIX)]
-        try:
+        with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
             found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids).values() if r]
             payments = self._fetch_many(
                 "/v1/payments",
@@ -300,10 +295,6 @@ class RazorpayAdapter:
             rows += self._refund_rows(
                 account, found_refunds, {i: p for i, p in payments.items() if p is not None}
             )
-        except ProviderError as error:
-            raise IncompletePullError(
-                f"lookup of {len(ids)} records of {account.property_id} failed: {error}"
-            ) from error
         return records_frame(rows)
 
     def fetch_payment(self, payment_id: str) -> ProviderObject | None:

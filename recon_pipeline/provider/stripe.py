@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.provider.errors import IncompletePullError, ProviderDataError, ProviderError
+from recon_pipeline.provider.errors import IncompletePullError, ProviderDataError, incomplete_pull
 from recon_pipeline.provider.http import ProviderHttp
 from recon_pipeline.provider.objects import (
     PropertyAccount,
@@ -164,7 +164,9 @@ class StripeAdapter:
             raise ValueError(f"empty window [{window_start}, {window_end})")
         params = {"created[gte]": gte, "created[lt]": lt, "limit": PAGE_LIMIT}
         headers = _headers(account)
-        try:
+        with incomplete_pull(
+            f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()})"
+        ):
             abort = threading.Event()
             charges, refunds = gather(
                 [
@@ -189,13 +191,6 @@ class StripeAdapter:
                 for row in charge_rows(charge, account.property_id)
             ]
             rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
-        except IncompletePullError:
-            raise
-        except ProviderError as error:
-            raise IncompletePullError(
-                f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()}) "
-                f"failed: {error}"
-            ) from error
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
@@ -209,7 +204,7 @@ class StripeAdapter:
         charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
         refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIXES)]
         headers = _headers(account)
-        try:
+        with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
             found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids, headers).values() if r]
             charges = self._fetch_many(
                 "/v1/charges",
@@ -225,10 +220,6 @@ class StripeAdapter:
             rows += self._refund_rows(
                 account, found_refunds, {i: c for i, c in charges.items() if c is not None}
             )
-        except ProviderError as error:
-            raise IncompletePullError(
-                f"lookup of {len(ids)} records of {account.property_id} failed: {error}"
-            ) from error
         return records_frame(rows)
 
     def fetch_charge(self, account: PropertyAccount, charge_id: str) -> StripeObject | None:
@@ -254,14 +245,8 @@ class StripeAdapter:
         of the stream, so a recovery cursor never moves past events it did not see."""
         headers = _account_header(provider_account)
         params = {"created[gte]": created_gte, "limit": PAGE_LIMIT}
-        try:
+        with incomplete_pull(f"events since {created_gte} ({provider_account or 'platform'})"):
             return self._list_all("/v1/events", params, headers, threading.Event())
-        except IncompletePullError:
-            raise
-        except ProviderError as error:
-            raise IncompletePullError(
-                f"events since {created_gte} ({provider_account or 'platform'}): {error}"
-            ) from error
 
     def _refund_rows(
         self,
