@@ -208,3 +208,12 @@ def simulator_fixture(simulator_server: tuple[ServerThread, _CurrentApp]) -> Ite
     current.app = None
     for client in clients:
         client.close()
+
+
+@pytest.fixture
+def clients() -> Iterator[list[ProviderHttp]]:
+    """ProviderHttp instances made by a test, closed at its end."""
+    made: list[ProviderHttp] = []
+    yield made
+    for http in made:
+        http.close()

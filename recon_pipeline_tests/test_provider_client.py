@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -60,15 +59,6 @@ from recon_pipeline_tests.provider_fixtures import (
 
 PROP_A = PropertyAccount("prop_a")
 NIGHT = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + DAY, UTC))
-
-
-@pytest.fixture
-def clients() -> Iterator[list[ProviderHttp]]:
-    """ProviderHttp instances made by a test, closed at its end."""
-    made: list[ProviderHttp] = []
-    yield made
-    for http in made:
-        http.close()
 
 
 def _http(

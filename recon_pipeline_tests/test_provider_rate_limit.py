@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,14 +35,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def clients() -> Iterator[list[ProviderHttp]]:
-    made: list[ProviderHttp] = []
-    yield made
-    for http in made:
-        http.close()
 
 
 # --- the simulator's token bucket ---------------------------------------------------------------------
