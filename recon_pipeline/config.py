@@ -16,6 +16,7 @@ PROVIDER_KINDS = ("simulator", "stripe", "razorpay")
 PROVIDER_FLAVOURS = ("stripe", "razorpay")
 PUBLIC_API_ROOTS = {"stripe": "https://api.stripe.com", "razorpay": "https://api.razorpay.com"}
 DEFAULT_MAX_CONCURRENCY = 8
+DEFAULT_MAX_RETRY_AFTER_S = 30
 
 
 class ConfigError(ValueError):
@@ -94,6 +95,12 @@ def simulator_flavour(flavour: str | None = None) -> str:
 def max_concurrency_from_env() -> int:
     """RECON_PROVIDER_MAX_CONCURRENCY as a positive integer."""
     return positive_int_from_env("RECON_PROVIDER_MAX_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
+
+
+def max_retry_after_s_from_env() -> int:
+    """RECON_PROVIDER_MAX_RETRY_AFTER_S: the longest ``Retry-After`` (seconds) a provider client waits out;
+    a longer one fails the request at once rather than stall the run."""
+    return positive_int_from_env("RECON_PROVIDER_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
 
 
 def positive_int_from_env(name: str, default: int) -> int:

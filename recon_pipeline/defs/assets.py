@@ -23,6 +23,7 @@ from recon_pipeline.ledger.queries import (
     load_ledger_records,
     load_property,
 )
+from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records, with_invalid_findings
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.provider.records import empty_provider_records
 from recon_pipeline.provider.stripe import PropertyAccount
@@ -98,17 +99,23 @@ def provider_records(
 
 
 @dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
-def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[pd.DataFrame]:
-    """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences."""
+def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[LedgerSplit]:
+    """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences;
+    entries the contract forbids are split off as findings (``invalid_entries``), disputes deferred."""
     target = night_target(context, recon_db)
     with recon_db.engine().connect() as connection:
-        frame = load_ledger_records(connection, target.property_row.property_id, target.window)
+        ledger = split_ledger_records(
+            load_ledger_records(connection, target.property_row.property_id, target.window)
+        )
+    frame = ledger.valid
     return dg.Output(
-        frame,
+        ledger,
         metadata={
             "dagster/row_count": len(frame),
             "in_night": int(frame["in_night"].sum()),
             "adjacent_nights": int((~frame["in_night"]).sum()),
+            "invalid_entries": len(ledger.invalid),
+            "deferred_kinds": ledger.deferred,
             **window_metadata(target),
         },
     )
@@ -126,16 +133,19 @@ def reconciliation(
     recon_db: ReconDatabase,
     provider: ProviderResource,
     provider_records: pd.DataFrame,
-    ledger_records: pd.DataFrame,
+    ledger_records: LedgerSplit,
 ) -> dg.Output[DiffResult]:
-    """Diff of provider against ledger; ledger records absent from the pull are looked up by id first."""
+    """Diff of provider against ledger; ledger records absent from the pull are looked up by id first.
+    Invalid ledger entries join the findings without entering the diff."""
     target = night_target(context, recon_db)
-    unmatched = unmatched_ledger_record_ids(provider_records, ledger_records)
+    unmatched = unmatched_ledger_record_ids(provider_records, ledger_records.valid)
     elsewhere = empty_provider_records()
     if unmatched:
         with provider.adapter() as adapter:
             elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
-    result = diff_night(provider_records, ledger_records, elsewhere)
+    result = with_invalid_findings(
+        diff_night(provider_records, ledger_records.valid, elsewhere), ledger_records.invalid
+    )
     context.log.info(
         f"{len(result.discrepancies)} findings, {result.matched_count} matched, "
         f"{result.timing_difference_count} timing differences"

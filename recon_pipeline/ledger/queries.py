@@ -10,12 +10,17 @@ import pandas as pd
 from sqlalchemy import Connection, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, empty_ledger_records
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.money import upper_currency
 from recon_pipeline.nights import NightWindow
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
 CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
+
+
+# A ledger entry's columns as read, before validation: the amount may be null or not an integer at all.
+_RAW_LEDGER_COLUMNS = {**LEDGER_RECORD_COLUMNS, "amount_minor": "object"}
 
 
 class UnknownPropertyError(LookupError):
@@ -32,6 +37,9 @@ class PropertyRow:
     currency: str
     night_cutoff: str
     provider_account: str | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "currency", upper_currency(self.currency))  # the PMS may store "usd"
 
     def row(self) -> dict[str, str | None]:
         """The ``properties`` row this was read from (or is to be written as)."""
@@ -58,7 +66,12 @@ def load_ledger_records(
     window: NightWindow,
     margin: timedelta = ADJACENT_NIGHT_MARGIN,
 ) -> pd.DataFrame:
-    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``)."""
+    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``), as read.
+
+    Currencies are upper-cased (the PMS may store ``usd``); amounts, kinds and currencies are otherwise
+    unchecked (``amount_minor`` is object): :func:`~recon_pipeline.ledger.validation.split_ledger_records`
+    turns the rows the contract forbids into findings.
+    """
     wide = window.widened(margin)
     query = (
         select(*(ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"))
@@ -66,13 +79,18 @@ def load_ledger_records(
         .where(ledger_entries.c.posted_at >= wide.start, ledger_entries.c.posted_at < wide.end)
         .order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
     )
-    rows = connection.execute(query).all()
-    if not rows:
-        return empty_ledger_records()
-    frame = pd.DataFrame.from_records([row._asdict() for row in rows])
+    rows = [row._asdict() for row in connection.execute(query)]
+    frame = pd.DataFrame(
+        {
+            name: pd.Series([row[name] for row in rows], dtype="object")
+            for name in LEDGER_RECORD_COLUMNS
+            if name != "in_night"
+        }
+    )
+    frame["currency"] = frame["currency"].map(upper_currency)
     frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True)
     frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
-    return frame.astype(LEDGER_RECORD_COLUMNS)
+    return frame.astype(_RAW_LEDGER_COLUMNS)
 
 
 def load_captured_payment_orders(
@@ -97,6 +115,7 @@ def load_captured_payment_orders(
     )
     frame["captured_at"] = pd.to_datetime(frame["captured_at"], utc=True)
     frame["amount_minor"] = frame["amount_minor"].astype("int64")
+    frame["currency"] = frame["currency"].map(upper_currency)
     frame["source"] = "payment_orders"
     return frame
 

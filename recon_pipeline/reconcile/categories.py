@@ -11,6 +11,7 @@ CURRENCY_MISMATCH: Final = "currency_mismatch"
 DUPLICATE_IN_LEDGER: Final = "duplicate_in_ledger"
 STATUS_MISMATCH: Final = "status_mismatch"
 ORPHANED_CAPTURED_PAYMENT: Final = "orphaned_captured_payment"
+INVALID_LEDGER_ENTRY: Final = "invalid_ledger_entry"  # input the contract forbids; proposes nothing
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -20,13 +21,14 @@ ALL_CATEGORIES: Final = (
     DUPLICATE_IN_LEDGER,
     STATUS_MISMATCH,
     ORPHANED_CAPTURED_PAYMENT,
+    INVALID_LEDGER_ENTRY,
 )
 
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.
 DISCREPANCY_COLUMNS: Final = (
     "category",
     "record_key",  # stable per finding: "<provider_record_id>:<kind>", or "entry:<entry_id>"
-    "kind",  # payment | refund | fee
+    "kind",  # payment | refund | fee (null: an invalid ledger entry's unknown kind)
     "provider_record_id",  # nullable
     "ledger_entry_id",  # nullable
     "booking_id",  # nullable

@@ -249,11 +249,19 @@ def _currency_codes(*arrays: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
 
 
 def _totals(amounts: np.ndarray, currency: np.ndarray, mask: np.ndarray, names: list[str]) -> dict[str, int]:
-    """Exact integer sums of ``amounts[mask]`` per currency that occurs there."""
-    codes = currency[mask]
-    sums = np.zeros(len(names), dtype=np.int64)
-    np.add.at(sums, codes, amounts[mask])
-    return {names[code]: int(sums[code]) for code in np.flatnonzero(np.bincount(codes, minlength=len(names)))}
+    """Exact integer sums of ``amounts[mask]`` per currency that occurs there, however large.
+
+    An int64 sum wraps silently past 9.2 * 10^18. So each amount is split into its high and low 32 bits
+    (``a == (a >> 32) * 2**32 + (a & 0xFFFFFFFF)``); each half sums exactly in int64 for fewer than 2^31
+    rows whatever the amounts, and the halves are joined as Python integers."""
+    codes, values = currency[mask], amounts[mask]
+    high, low = np.zeros(len(names), dtype=np.int64), np.zeros(len(names), dtype=np.int64)
+    np.add.at(high, codes, values >> 32)
+    np.add.at(low, codes, values & 0xFFFFFFFF)
+    return {
+        names[code]: (int(high[code]) << 32) + int(low[code])
+        for code in np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    }
 
 
 # --- exact grouping of match keys --------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The night's report: what an analyst reads first, as frames, markdown, plain text and flat metadata.
 
 Plain values only (no Dagster here): the asset wraps ``as_metadata()`` and the markdown into its own
-metadata types. The category summary always lists all seven categories in the contract's order, so a
+metadata types. The category summary always lists every category in the contract's order, so a
 night's report has the same shape whatever it found; a category without findings is one row with
 count 0, amount 0 and an empty currency.
 """
@@ -185,12 +185,13 @@ def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport
 
 
 def category_summary(findings: pd.DataFrame) -> pd.DataFrame:
-    """One row per (category, currency) of ``findings``: their count and the sum of |difference|.
+    """One row per (category, currency) of ``findings``: their count and the exact sum of |difference|
+    (``amount_minor`` holds Python integers).
 
     Every category appears, in the contract's order; one without findings is one row with count 0,
     amount 0 and an empty currency.
     """
-    findings = findings.assign(magnitude=findings["difference_minor"].astype("int64").abs())
+    findings = findings.assign(magnitude=exact_magnitudes(findings["difference_minor"]))
     grouped = findings.groupby(["category", "currency"], sort=True).agg(
         count=("record_key", "size"), amount_minor=("magnitude", "sum")
     )
@@ -207,8 +208,14 @@ def category_summary(findings: pd.DataFrame) -> pd.DataFrame:
         else:
             rows.append((category, "", 0, 0))
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype(
-        {"category": "object", "currency": "object", "count": "int64", "amount_minor": "int64"}
+        {"category": "object", "currency": "object", "count": "int64", "amount_minor": "object"}
     )
+
+
+def exact_magnitudes(differences: pd.Series) -> pd.Series:
+    """|difference| of each finding as Python integers (object dtype), so that sums of them never wrap
+    as int64 sums do past 9.2 * 10^18."""
+    return pd.Series([abs(int(d)) for d in differences.tolist()], index=differences.index, dtype=object)
 
 
 def top_discrepancies(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
