@@ -128,29 +128,25 @@ def test_a_night_with_an_invalid_row_still_reconciles_the_rest() -> None:
     assert result.ledger_total_by_currency == {"EUR": 10_000}
 
 
-def test_totals_are_exact_where_int64_sums_wrap() -> None:
-    huge = [row(f"h{i}", amount=2**62) for i in range(3)]
-    frame = raw(*huge).astype(LEDGER_RECORD_COLUMNS)
-    assert diff_night(empty_provider_records(), frame).ledger_total_by_currency == {"EUR": 3 * 2**62}
-
-
-def test_totals_at_the_contract_bound() -> None:
-    n = 200_000
+def test_totals_are_exact_at_the_bound_and_where_int64_sums_wrap() -> None:
+    """Many rows at ±10^11 (the contract's bound) in EUR; in GBP amounts whose int64 sum wraps (the diff
+    takes any int64, so its sums must not rely on the bound)."""
+    n = 100_000
+    amounts = [MAX_AMOUNT_MINOR] * (n - 3_000) + [-MAX_AMOUNT_MINOR] * 3_000 + [2**62] * 3
     frame = pd.DataFrame(
         {
-            **{name: [value] * (2 * n) for name, value in row("x").items() if name != "amount_minor"},
-            "entry_id": [f"le_{i}" for i in range(2 * n)],
-            "provider_record_id": None,
-            "kind": "adjustment",
-            "amount_minor": [MAX_AMOUNT_MINOR] * n + [-MAX_AMOUNT_MINOR] * (n - 1) + [MAX_AMOUNT_MINOR],
+            **{name: [value] * len(amounts) for name, value in row("x").items()},
+            "entry_id": [f"le_{i}" for i in range(len(amounts))],
+            "provider_record_id": [f"ch_{i}" for i in range(len(amounts))],
+            "amount_minor": amounts,
+            "currency": ["EUR"] * n + ["GBP"] * 3,
         }
     ).astype(LEDGER_RECORD_COLUMNS)
-    frame.loc[frame.index[: n // 2], "kind"] = "payment"  # counted in the ledger total (adjustments are not)
-    frame.loc[frame.index[: n // 2], "provider_record_id"] = [f"ch_{i}" for i in range(n // 2)]
     result = diff_night(empty_provider_records(), frame)
-    assert result.ledger_total_by_currency == {"EUR": n // 2 * MAX_AMOUNT_MINOR}
-    summary = category_summary(result.discrepancies).set_index("category")
-    assert summary.loc["missing_at_provider", "amount_minor"] == n // 2 * MAX_AMOUNT_MINOR
+    assert result.ledger_total_by_currency == {"EUR": (n - 6_000) * MAX_AMOUNT_MINOR, "GBP": 3 * 2**62}
+    summary = category_summary(result.discrepancies).set_index("currency")
+    assert summary.loc["EUR", "amount_minor"] == n * MAX_AMOUNT_MINOR  # missing at the provider, |each|
+    assert summary.loc["GBP", "amount_minor"] == 3 * 2**62
 
 
 def test_category_summary_sums_do_not_wrap() -> None:
