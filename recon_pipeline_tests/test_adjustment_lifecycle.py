@@ -18,6 +18,8 @@ from sqlalchemy import delete, select, update
 from recon_pipeline import cli
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, discrepancies, ledger_entries
 from recon_pipeline.nights import night_window
+from recon_pipeline.reports.queries import unresolved_findings
+from recon_pipeline.review.store import unexplained_amounts
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 
 LISBON = "lisbon-riverside"  # EUR
@@ -90,6 +92,8 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
         (1, "proposed", missing["provider_amount_minor"])
     ]
     needed = mismatch["difference_minor"]
+    with pipeline.engine.connect() as connection:
+        unexplained_before = unexplained_amounts(connection, LISBON, NIGHT.isoformat())
     assert statuses(proposals_of(pipeline, "amount_mismatch", mismatch_key)) == [(1, "proposed", needed)]
 
     # The PMS books the missing payment: the finding is cleared (the row stays), its proposal withdrawn.
@@ -111,6 +115,15 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     assert cleared["cleared_at"] is not None
     [withdrawn] = proposals_of(pipeline, "missing_in_ledger", missing_key)
     assert (withdrawn["status"], withdrawn["updated_at"] is not None) == ("withdrawn", True)
+    # A cleared finding is not outstanding: the blocking check's sum and the overview leave it out.
+    with pipeline.engine.connect() as connection:
+        unexplained = unexplained_amounts(connection, LISBON, NIGHT.isoformat())
+        overview = unresolved_findings(connection)
+    currency = missing["currency"]
+    assert unexplained[currency] == unexplained_before[currency] - abs(missing["difference_minor"])
+    assert len(overview) == len(pipeline.table(discrepancies)) - 1
+    assert cli.main(["discrepancies", "list", "--category", "missing_in_ledger", "--limit", "500"]) == 0
+    assert f"{missing_key}" in (listed := capsys.readouterr().out) and "open, cleared" in listed
 
     # The ledger amount of the mismatch changes: the proposal is superseded by one for the new need.
     def set_ledger_amount(amount: int) -> None:

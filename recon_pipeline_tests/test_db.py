@@ -10,7 +10,7 @@ from sqlalchemy import MetaData, Table, inspect, select
 
 from recon_pipeline.db.bulk import BULK_MIN_ROWS
 from recon_pipeline.db.engine import init_db, make_engine
-from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.db.results import save_discrepancies, sync_adjustments, write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
@@ -97,6 +97,43 @@ def test_init_upgrades_an_older_database_in_place(database_url: str) -> None:
     assert upgraded["record_key"] == "ch_1:payment" and upgraded["review_status"] == "open"
     assert upgraded["reviewed_by"] is None and upgraded["reviewed_difference_minor"] is None
     assert init_db(engine) == []
+    engine.dispose()
+
+
+def test_init_upgrades_adjustments_of_an_older_release_and_the_lifecycle_continues_them(
+    database_url: str,
+) -> None:
+    """Adjustments written before the lifecycle (no revision, finding link or cleared_at) get the new
+    columns, revision 1; a re-run with no change leaves such a row as it is, a changed amount supersedes
+    it with revision 2."""
+    engine = make_engine(database_url)
+    added = {"category", "record_key", "revision", "updated_at", "superseded_by"}
+    older = MetaData()
+    Table("adjustments", older, *(c.copy() for c in adjustments.columns if c.name not in added))
+    Table("discrepancies", older, *(c.copy() for c in discrepancies.columns if c.name != "cleared_at"))
+    older.create_all(engine)
+    [old] = plan_adjustments("p1", "2026-11-30", FINDINGS.iloc[:1], "run-old", NOW)
+    with engine.begin() as connection:
+        connection.execute(older.tables["adjustments"].insert(), {k: old[k] for k in old if k not in added})
+    init_db(engine)
+    assert "cleared_at" in {c["name"] for c in inspect(engine).get_columns("discrepancies")}
+    with engine.connect() as connection:
+        [upgraded] = connection.execute(select(adjustments)).mappings().all()
+    assert (upgraded["revision"], upgraded["category"], upgraded["status"]) == (1, None, "proposed")
+
+    again = plan_adjustments("p1", "2026-11-30", FINDINGS.iloc[:1], "run-new", NOW + timedelta(hours=1))
+    with engine.begin() as connection:
+        assert sync_adjustments(connection, "p1", "2026-11-30", again, NOW).unchanged == 1
+        assert dict(connection.execute(select(adjustments)).mappings().one()) == dict(upgraded)
+    changed = [{**again[0], "amount_minor": 1200}]
+    with engine.begin() as connection:
+        plan = sync_adjustments(connection, "p1", "2026-11-30", changed, NOW + timedelta(hours=2))
+        rows = connection.execute(select(adjustments).order_by(adjustments.c.revision)).mappings().all()
+    assert (plan.new, plan.count("superseded")) == (1, 1)
+    assert [(r["idempotency_key"], r["status"], r["amount_minor"]) for r in rows] == [
+        (old["idempotency_key"], "superseded", 1000),
+        (old["idempotency_key"] + "#2", "proposed", 1200),
+    ]
     engine.dispose()
 
 
