@@ -198,6 +198,88 @@ def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_adjustments_list(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.review.adjustments import AdjustmentFilter, count_adjustments, list_adjustments
+
+    where = AdjustmentFilter(args.property, args.night, args.status)
+    with _recon_database() as engine, engine.connect() as connection:
+        rows = list_adjustments(connection, where, args.limit)
+        total = count_adjustments(connection, where)
+    print(render.adjustments_list_text(rows, total))
+    return 0
+
+
+def cmd_adjustments_show(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.review.adjustments import get_adjustment, parse_adjustment_id, review_history
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    with _recon_database() as engine, engine.connect() as connection:
+        row = get_adjustment(connection, adjustment_id)
+        history = review_history(connection, adjustment_id)
+    print(render.adjustment_show_text(row, history))
+    return 0
+
+
+def cmd_adjustments_review(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.review.adjustments import parse_adjustment_id, parse_amount_seen, review_adjustment
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    amount_seen = parse_amount_seen(args.amount_seen)
+    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with _recon_database() as engine, engine.begin() as connection:
+        outcome = review_adjustment(
+            connection, adjustment_id, args.action, reviewer, note, amount_seen, datetime.now(UTC)
+        )
+    amount = render.money(outcome.amount_minor, outcome.currency)
+    if outcome.changed:
+        change = f"{outcome.previous_status} -> {outcome.status}"
+        print(f"adjustment {adjustment_id}: {change} by {reviewer} at {amount}")
+    else:
+        print(f"adjustment {adjustment_id}: already {outcome.status}, unchanged")
+    return 0
+
+
+def _add_adjustment_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.review.adjustments import APPROVE, REJECT
+
+    group = commands.add_parser(
+        "adjustments", help="review proposed ledger corrections: list, show, approve, reject"
+    ).add_subparsers(dest="adjustments_command", required=True)
+    listing = group.add_parser("list", help="adjustments, newest night first")
+    listing.add_argument("--property", help="only this property id")
+    listing.add_argument("--night", help="only this night (YYYY-MM-DD)")
+    listing.add_argument(
+        "--status", help="only this status: proposed, approved, rejected, posted, withdrawn or superseded"
+    )
+    listing.add_argument(
+        "--limit", type=config.positive_argument, default=50, help="show at most this many (50)"
+    )
+    listing.set_defaults(handler=cmd_adjustments_list)
+
+    show = group.add_parser("show", help="every column of one adjustment and its review history")
+    show.add_argument("adjustment_id", help="the id `list` shows (adj_…)")
+    show.set_defaults(handler=cmd_adjustments_show)
+
+    for action in (APPROVE, REJECT):
+        review = group.add_parser(
+            action, help=f"{action} a proposed adjustment, recording who, why and the amount"
+        )
+        review.add_argument("adjustment_id")
+        review.add_argument("--by", help="who reviews (default: $USER)")
+        review.add_argument("--note", help="why (required)")
+        review.add_argument(
+            "--amount-seen",
+            metavar="MINOR",
+            help="the amount (minor units, signed) you reviewed: refused if the row now proposes another",
+        )
+        review.set_defaults(handler=cmd_adjustments_review, action=action)
+
+
 def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from recon_pipeline.review.rules import ACKNOWLEDGE, RESOLVE
 
@@ -300,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     receive.set_defaults(handler=cmd_webhooks_serve)
 
     _add_discrepancy_commands(commands)
+    _add_adjustment_commands(commands)
     return parser
 
 

@@ -334,7 +334,7 @@ def writer_trial(h: WriterHarness, trial: Trial, key: str) -> str:
 
     metadata = h.materialization(h.materialize(key, (WRITER_STEP,)))
     assert metadata is not None, what
-    assert (metadata["new"], metadata["duplicates_suppressed"]) == (len(planned) - len(left), len(left)), what
+    assert (metadata["new"], metadata["unchanged"]) == (len(planned) - len(left), len(left)), what
     assert h.rows(key) == planned, f"{what}: the re-run did not end with exactly the planned adjustments"
     if left:  # the rows keep the run that committed them, though Dagster may never have seen it finish
         assert h.rows(key, ("run_id",)) == {(run_id,)}, what

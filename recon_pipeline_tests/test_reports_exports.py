@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.reports.paths import partition_folder
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
@@ -115,7 +116,8 @@ def category_sums(engine: Engine, property_id: str, night: str) -> dict[tuple[st
 
 
 def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights: ReportedNights) -> None:
-    columns = [column.name for column in discrepancies.columns]
+    columns = [column.name for column in discrepancies.columns] + ["adjustment"]
+    category = columns.index("category")
     for prop in (LISBON, KYOTO):
         for night in (n.isoformat() for n in NIGHTS):
             folder = partition_folder(prop.property_id, night, reported_nights.home)
@@ -131,11 +133,17 @@ def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights
             with (folder / "discrepancies.csv").open(newline="", encoding="utf-8") as handle:
                 header, *cells = list(csv.reader(handle))
             assert header == columns
-            assert cells == [[csv_cell(value) for value in row] for row in rows]
+            assert [cell[:-1] for cell in cells] == [[csv_cell(value) for value in row] for row in rows]
+            # Each finding's adjustment state: what it proposes now, none for a finding that proposes none.
+            for cell in cells:
+                proposes = cell[category] in ADJUSTMENT_POLICY
+                assert cell[-1].startswith("proposed ") if proposes else cell[-1] == "", cell
 
             parquet = pd.read_parquet(folder / "discrepancies.parquet")
             assert list(parquet.columns) == columns
-            assert [tuple(python_value(v) for v in row) for row in parquet.itertuples(index=False)] == rows
+            values = [tuple(python_value(v) for v in row) for row in parquet.itertuples(index=False)]
+            assert [row[:-1] for row in values] == rows
+            assert list(parquet["adjustment"]) == [cell[-1] for cell in cells]
             assert str(parquet["ledger_amount_minor"].dtype) == "Int64"  # nulls stay nulls, not NaN floats
             assert isinstance(parquet["detected_at"].dtype, pd.DatetimeTZDtype)
 

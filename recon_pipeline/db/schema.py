@@ -103,7 +103,33 @@ adjustments = Table(
     Column("status", Text, nullable=False, server_default="proposed"),
     Column("created_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
+    # The lifecycle (reconcile/lifecycle.py): which finding the row corrects, which revision of the
+    # operation it is (revision 1 keeps the operation's own idempotency key; revision n appends "#n"),
+    # when its status last changed and, once superseded, the row that replaced it.
+    Column("category", Text, nullable=True),
+    Column("record_key", Text, nullable=True),
+    Column("revision", Integer, nullable=False, server_default="1"),
+    Column("updated_at", UTC_TIMESTAMP, nullable=True),
+    Column("superseded_by", Text, nullable=True),
     Index("ix_adjustments_property_night", "property_id", "night"),
+)
+
+# Append-only history of every review action on an adjustment (recon adjustments approve|reject): who,
+# when, why and the amount they saw.
+adjustment_reviews = Table(
+    "adjustment_reviews",
+    metadata,
+    Column("review_id", Integer, primary_key=True, autoincrement=True),
+    Column("adjustment_id", Text, nullable=False),
+    Column("action", Text, nullable=False),  # approve | reject
+    Column("previous_status", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("reviewed_by", Text, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("amount_minor", BigInteger, nullable=False),  # the amount approved or rejected
+    Column("currency", Text, nullable=False),
+    Column("reviewed_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_adjustment_reviews_adjustment", "adjustment_id"),
 )
 
 # A finding's business key: the unique constraint of `discrepancies`, and how its review history is keyed.
@@ -136,6 +162,9 @@ discrepancies = Table(
     Column("reviewed_at", UTC_TIMESTAMP, nullable=True),
     Column("review_note", Text, nullable=True),
     Column("reviewed_difference_minor", BigInteger, nullable=True),
+    # Set when a later run of the property-night no longer sees the finding (the row stays, for audit);
+    # NULL again when it reappears. A cleared finding is not outstanding, whatever its review status.
+    Column("cleared_at", UTC_TIMESTAMP, nullable=True),
     UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
 )

@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from recon_pipeline.crashpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, crash_point
-from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.db.results import save_discrepancies, sync_adjustments
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
@@ -30,6 +30,7 @@ from recon_pipeline.provider.stripe import PropertyAccount
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
+from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import build_night_report
 from recon_pipeline.reports.partition import export_partition
@@ -193,34 +194,43 @@ def orphaned_captured_payments(
 def adjustments(
     context: dg.AssetExecutionContext, recon_db: ReconDatabase, reconciliation: DiffResult
 ) -> dg.MaterializeResult:
-    """Proposed ledger corrections, inserted once per business key (a re-run writes nothing new).
+    """Proposed ledger corrections that follow the ledger: new ones inserted once per business key, stale
+    proposals withdrawn or superseded, approved/posted/rejected rows never touched (a re-run with no
+    change modifies no row).
 
     One transaction: a run killed before its commit wrote nothing; one killed after it, before Dagster
-    recorded this materialization, left every row, which its re-run reports as duplicates suppressed.
+    recorded this materialization, left every row, which its re-run finds unchanged.
     """
     key = property_night(context.partition_key)
-    rows = plan_adjustments(
-        key.property_id, key.night, reconciliation.discrepancies, context.run_id, datetime.now(UTC)
+    now = datetime.now(UTC)
+    proposals = plan_adjustments(
+        key.property_id, key.night, reconciliation.discrepancies, context.run_id, now
     )
     with recon_db.engine().begin() as connection:
-        counts = write_adjustments(connection, rows)
+        plan = sync_adjustments(connection, key.property_id, key.night, proposals, now)
         crash_point(ADJUSTMENTS_BEFORE_COMMIT)
     crash_point(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
-    context.log.info(f"adjustments: {counts.new} new, {counts.already_present} already committed")
-    return dg.MaterializeResult(
-        metadata={"proposed": len(rows), "new": counts.new, "duplicates_suppressed": counts.already_present}
-    )
+    counts = {
+        "new": plan.new,
+        "withdrawn": plan.count(WITHDRAWN),
+        "superseded": plan.count(SUPERSEDED),
+        "remainder": plan.remainder,
+        "unchanged": plan.unchanged,
+    }
+    context.log.info("adjustments: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    return dg.MaterializeResult(metadata={"proposed": len(proposals), **counts})
 
 
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"}, deps=[adjustments])
 def discrepancy_report(
     context: dg.AssetExecutionContext,
     recon_db: ReconDatabase,
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies``, exported under RECON_HOME/reports/<property>/
-    <night>/ (CSV, Parquet, HTML, read back from the committed table) and summarised in the UI."""
+    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared), exported under
+    RECON_HOME/reports/<property>/<night>/ (CSV, Parquet, HTML, read back from the committed table, with
+    each finding's adjustment state) and summarised in the UI. After ``adjustments``, whose state it shows."""
     target = night_target(context, recon_db)
     property_id, night = target.property_row.property_id, target.night
     findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
@@ -237,12 +247,13 @@ def discrepancy_report(
             "dagster/row_count": len(findings),
             "discrepancies_new": counts.new,
             "discrepancies_unchanged": counts.already_present,
-            "discrepancies_cleared": counts.removed,
+            "discrepancies_cleared": counts.cleared,
             "discrepancies_reopened": counts.reopened,
             "discrepancies_in_table": files.rows,
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+            "adjustment_states": dg.MetadataValue.md(files.adjustment_states_markdown()),
             "report_html": dg.MetadataValue.path(str(files.html)),
             "report_csv": dg.MetadataValue.path(str(files.csv)),
             "report_parquet": dg.MetadataValue.path(str(files.parquet)),

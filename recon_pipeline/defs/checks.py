@@ -146,7 +146,7 @@ def orphaned_payment_age(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
     key = property_night(context.partition_key)
-    orphans = DiscrepancyFilter(key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT, OPEN)
+    orphans = DiscrepancyFilter(key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT, OPEN, cleared=False)
     with recon_db.engine().connect() as connection:
         row = load_property(connection, key.property_id)
         count = count_discrepancies(connection, orphans)

@@ -37,7 +37,7 @@ class ReportPage:
 
     property_row: PropertyRow
     night: str
-    findings: pd.DataFrame  # every column of the partition's rows in ``discrepancies``
+    findings: pd.DataFrame  # the partition's outstanding rows of ``discrepancies``, with ``adjustment``
     recent: pd.DataFrame  # night, category, currency, difference_minor of the last NIGHTS_SHOWN nights
     night_report: NightReport
     files: Sequence[str]  # names of the exports beside the page, linked from it
@@ -158,14 +158,18 @@ def _top_table(findings: pd.DataFrame) -> str:
                 format_amount(ledger, currency),
                 format_amount(difference, currency),
                 _text(status),
+                _text(adjustment),
                 _text(detail),
             ]
         )
-        for category, key, booking, provider, ledger, difference, currency, status, detail in top[
-            [*columns, "difference_minor", "currency", "review_status", "detail"]
+        for category, key, booking, provider, ledger, difference, currency, status, adjustment, detail in top[
+            [*columns, "difference_minor", "currency", "review_status", "adjustment", "detail"]
         ].itertuples(index=False)
     ]
-    header = ["category", "record", "booking", "provider", "ledger", "difference", "review", "detail"]
+    header = [
+        *("category", "record", "booking", "provider", "ledger", "difference", "review", "adjustment"),
+        "detail",
+    ]
     return _table("top-discrepancies", header, rows)
 
 

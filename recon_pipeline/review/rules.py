@@ -74,12 +74,16 @@ def validate_note(note: str | None) -> str:
 
 @dataclass(frozen=True)
 class DiscrepancyFilter:
-    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation."""
+    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation.
+
+    ``cleared``: False for the findings the latest run still sees (what checks count), True for those a
+    later run no longer saw, None for both."""
 
     property_id: str | None = None
     night: str | None = None
     category: str | None = None
     status: str | None = None
+    cleared: bool | None = None
 
     def __post_init__(self) -> None:
         if self.property_id is not None:
