@@ -235,6 +235,33 @@ def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.Argu
     threshold.set_defaults(handler=cmd_discrepancies_threshold)
 
 
+def cmd_events_requeue(args: argparse.Namespace) -> int:
+    from recon_pipeline.events.queue import requeue
+    from recon_pipeline.review.rules import validate_reviewer
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    with _recon_database() as engine, engine.begin() as connection:
+        requeued = requeue(connection, args.event_ids, args.all_dead, args.provider, who, datetime.now(UTC))
+    print(f"requeued {len(requeued)} dead events by {who}" + (f": {', '.join(requeued)}" if requeued else ""))
+    return 0
+
+
+def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = commands.add_parser("events", help="payment event processing").add_subparsers(
+        dest="events_command", required=True
+    )
+    requeue = group.add_parser(
+        "requeue", help="bring dead events back: pending, attempts and retry budget reset, who/when recorded"
+    )
+    requeue.add_argument(
+        "--event-id", dest="event_ids", action="append", default=[], help="a dead event's id (repeatable)"
+    )
+    requeue.add_argument("--all-dead", action="store_true", help="every dead event (with --provider: its)")
+    requeue.add_argument("--provider", choices=config.PROVIDER_FLAVOURS, help="only this provider's events")
+    requeue.add_argument("--by", help="who requeues (default: $USER)")
+    requeue.set_defaults(handler=cmd_events_requeue)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recon", description="Nightly payment reconciliation on Dagster.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -300,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     receive.set_defaults(handler=cmd_webhooks_serve)
 
     _add_discrepancy_commands(commands)
+    _add_events_commands(commands)
     return parser
 
 
