@@ -79,13 +79,14 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
     from recon_pipeline.db.engine import init_db, make_engine
-    from recon_pipeline.webhooks import receiver
+    from recon_pipeline.webhooks import limits, receiver
 
     # Workers are processes built by the factory from the environment: pass the option that way, and
     # validate what they will read here, so bad configuration is one line, before the database is touched.
     if args.max_body_bytes is not None:
         os.environ[receiver.MAX_BODY_BYTES_ENV] = str(args.max_body_bytes)
     receiver.max_body_bytes_from_env()
+    limits.header_limits_from_env()
     receiver.webhook_secrets_from_env()
     engine = make_engine(config.database_url())
     try:
@@ -105,6 +106,7 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        http=limits.PROTOCOL_PATH,  # header size cap and header deadline (httptools has neither)
         log_config=receiver.uvicorn_log_config(),
         access_log=False,  # the receiver logs each event by id; requests carry nothing more worth keeping
     )
