@@ -564,7 +564,10 @@ def test_an_outage_shorter_than_the_budget_dead_letters_nothing(
 
 
 def test_an_outage_longer_than_the_budget_dead_letters_and_requeue_brings_them_back(
-    harness: Harness, compressed_budget: Callable[[int], None], monkeypatch: pytest.MonkeyPatch
+    harness: Harness,
+    compressed_budget: Callable[[int], None],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     h = harness
     for name in ("d1", "d2"):
@@ -578,7 +581,12 @@ def test_an_outage_longer_than_the_budget_dead_letters_and_requeue_brings_them_b
     rows = h.rows(payment_event_processing)
     assert {row["status"] for row in rows} == {"dead"} and all(row["attempts"] >= 2 for row in rows)
     monkeypatch.setenv("RECON_DATABASE_URL", h.engine.url.render_as_string(hide_password=False))
+    monkeypatch.setenv("USER", "ops-default")
+    assert cli.main(["events", "requeue"]) == 2  # nothing named
     assert cli.main(["events", "requeue", "--event-id", "evt_nope"]) == 2  # unknown: nothing changes
+    assert cli.main(["events", "requeue", "--event-id", "evt_d1", "--provider", "razorpay"]) == 2
+    errors = capsys.readouterr().err.splitlines()  # one line each, naming what is wrong
+    assert len(errors) == 3 and "evt_nope" in errors[1] and "not razorpay" in errors[2]
     assert {row["status"] for row in h.rows(payment_event_processing)} == {"dead"}
     assert cli.main(["events", "requeue", "--all-dead", "--provider", "stripe", "--by", "ops-anna"]) == 0
 
