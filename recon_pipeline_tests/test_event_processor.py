@@ -499,9 +499,11 @@ def test_a_batch_that_outlives_its_lease_behind_a_hanging_provider_counts_only_r
 
     first = _process_real_time(h, HANGING, lease=lease, batch_size=4, max_batches=1, policy=QUICK_RETRY)
 
-    assert (first.claimed, first.retried, first.dead) == (4, 2, 0) and first.released == 2
+    # ~2 tries fit in the lease; the rest were claimed, never tried, and handed back
+    assert (first.claimed, first.dead, first.retried + first.released) == (4, 0, 4)
+    assert first.retried >= 1 and first.released >= 1, first
     tries = _tries_by_event(h, payments)
-    assert sorted(attempts for attempts, _ in tries.values()) == [0, 0, 1, 1]
+    assert sorted(attempts for attempts, _ in tries.values()).count(0) == first.released
     assert all(attempts == reads for attempts, reads in tries.values()), tries
     for _ in range(3):  # the outage goes on: more passes, each try counted once, nothing dead
         _process_real_time(h, HANGING, lease=lease, batch_size=4, max_batches=1, policy=QUICK_RETRY)
