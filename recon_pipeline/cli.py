@@ -79,13 +79,14 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
     from recon_pipeline.db.engine import init_db, make_engine
-    from recon_pipeline.webhooks import receiver
+    from recon_pipeline.webhooks import limits, receiver
 
     # Workers are processes built by the factory from the environment: pass the option that way, and
     # validate what they will read here, so bad configuration is one line, before the database is touched.
     if args.max_body_bytes is not None:
         os.environ[receiver.MAX_BODY_BYTES_ENV] = str(args.max_body_bytes)
     receiver.max_body_bytes_from_env()
+    limits.header_limits_from_env()
     receiver.webhook_secrets_from_env()
     engine = make_engine(config.database_url())
     try:
@@ -105,6 +106,7 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        http=limits.PROTOCOL_PATH,  # header size cap and header deadline (httptools has neither)
         log_config=receiver.uvicorn_log_config(),
         access_log=False,  # the receiver logs each event by id; requests carry nothing more worth keeping
     )
@@ -317,6 +319,33 @@ def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.Argu
     threshold.set_defaults(handler=cmd_discrepancies_threshold)
 
 
+def cmd_events_requeue(args: argparse.Namespace) -> int:
+    from recon_pipeline.events.queue import requeue
+    from recon_pipeline.review.rules import validate_reviewer
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    with _recon_database() as engine, engine.begin() as connection:
+        requeued = requeue(connection, args.event_ids, args.all_dead, args.provider, who, datetime.now(UTC))
+    print(f"requeued {len(requeued)} dead events by {who}" + (f": {', '.join(requeued)}" if requeued else ""))
+    return 0
+
+
+def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = commands.add_parser("events", help="payment event processing").add_subparsers(
+        dest="events_command", required=True
+    )
+    requeue = group.add_parser(
+        "requeue", help="bring dead events back: pending, attempts and retry budget reset, who/when recorded"
+    )
+    requeue.add_argument(
+        "--event-id", dest="event_ids", action="append", default=[], help="a dead event's id (repeatable)"
+    )
+    requeue.add_argument("--all-dead", action="store_true", help="every dead event (with --provider: its)")
+    requeue.add_argument("--provider", choices=config.PROVIDER_FLAVOURS, help="only this provider's events")
+    requeue.add_argument("--by", help="who requeues (default: $USER)")
+    requeue.set_defaults(handler=cmd_events_requeue)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recon", description="Nightly payment reconciliation on Dagster.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -383,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_discrepancy_commands(commands)
     _add_adjustment_commands(commands)
+    _add_events_commands(commands)
     return parser
 
 

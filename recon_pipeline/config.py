@@ -125,3 +125,23 @@ def positive_argument(text: str) -> int:
         return positive_int("value", text)
     except ConfigError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+@dataclass(frozen=True)
+class EventRetrySettings:
+    """How long a failing payment event is retried (``budget_s`` from its first failed try) and how long
+    to wait between tries (exponential from ``base_delay_s``, capped at ``max_delay_s``)."""
+
+    budget_s: int
+    base_delay_s: int
+    max_delay_s: int
+
+
+def event_retry_settings() -> EventRetrySettings:
+    """RECON_EVENT_RETRY_BUDGET_S (6 h: a provider outage shorter than that dead-letters nothing),
+    RECON_EVENT_RETRY_BASE_DELAY_S (30 s) and RECON_EVENT_RETRY_MAX_DELAY_S (30 min)."""
+    return EventRetrySettings(
+        budget_s=positive_int_from_env("RECON_EVENT_RETRY_BUDGET_S", 6 * 3600),
+        base_delay_s=positive_int_from_env("RECON_EVENT_RETRY_BASE_DELAY_S", 30),
+        max_delay_s=positive_int_from_env("RECON_EVENT_RETRY_MAX_DELAY_S", 30 * 60),
+    )

@@ -239,7 +239,7 @@ def test_accepted_event_is_logged_by_id_without_body_or_secret(
 def test_healthz_reports_a_reachable_database(receiver: Receiver) -> None:
     response = receiver.client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "reachable"}
+    assert response.json() == {"status": "ok", "database": "reachable", "event_conflicts": 0}
 
 
 def _closed_port() -> int:

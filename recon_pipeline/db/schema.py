@@ -214,7 +214,7 @@ payment_event_processing = Table(
     Column("provider", Text, nullable=False),
     Column("provider_payment_id", Text, nullable=True),
     Column("account", Text, nullable=True),  # connected account the event came from, if any
-    # pending → processing → processed | failed (retried at available_at) → dead after N attempts
+    # pending → processing → processed | failed (retried at available_at) → dead when the budget is spent
     Column("status", Text, nullable=False, server_default="pending"),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("available_at", UTC_TIMESTAMP, nullable=False),
@@ -225,7 +225,23 @@ payment_event_processing = Table(
     Column("processed_at", UTC_TIMESTAMP, nullable=True),
     Column("property_id", Text, nullable=True),
     Column("night", Text, nullable=True),
+    # The retry budget runs from the first failed real try; a requeue records who brought a dead event back.
+    Column("first_failed_at", UTC_TIMESTAMP, nullable=True),
+    Column("requeued_at", UTC_TIMESTAMP, nullable=True),
+    Column("requeued_by", Text, nullable=True),
     Index("ix_payment_event_processing_due", "status", "available_at"),
+)
+
+# A delivery that reuses a stored event id with a different body: kept as evidence, never applied (the
+# stored event is never modified). One row per distinct body of an event id.
+payment_event_conflicts = Table(
+    "payment_event_conflicts",
+    metadata,
+    Column("event_id", Text, primary_key=True),
+    Column("body_sha256", Text, primary_key=True),
+    Column("provider", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("received_at", UTC_TIMESTAMP, nullable=False),
 )
 
 # One row per booking the processor ever confirmed: the proof that a booking is confirmed once.
