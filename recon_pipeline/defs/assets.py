@@ -209,8 +209,8 @@ def discrepancy_report(
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies``, exported under RECON_HOME/reports/<property>/
-    <night>/ (CSV, Parquet, HTML, read back from the committed table) and summarised in the UI."""
+    """The night's findings, upserted into ``discrepancies``, exported as CSV, Parquet and HTML (read back
+    from the committed table) to ``RECON_HOME/reports/<property>/<night>/`` and summarised in the UI."""
     target = night_target(context, recon_db)
     property_id, night = target.property_row.property_id, target.night
     findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
