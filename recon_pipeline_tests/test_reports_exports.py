@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.paths import partition_folder
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
@@ -220,3 +221,31 @@ def test_rerun_rewrites_identical_exports(
     assert {name: (folder / name).read_bytes() for name in FILES} == first
     assert all((folder / name).stat().st_ino != inodes[name] for name in FILES)  # replaced, not kept
     assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
+
+
+def test_the_ui_shows_amounts_in_major_units_and_a_currency_mismatch_in_both_currencies(
+    reported_nights: ReportedNights,
+) -> None:
+    night = NIGHT.isoformat()
+    for prop in (LISBON, KYOTO):
+        metadata = reported_nights.report_metadata(prop.property_id, night)
+        amounts = {
+            key: value
+            for key, value in metadata.items()
+            if key.split("/")[0] in ("amount", "provider_total", "ledger_total", "matched_amount")
+        }
+        assert amounts
+        assert all(minor_units(value)[1] == key.rsplit("/", 1)[1] for key, value in amounts.items())
+        assert all(type(metadata[f"count/{category}"]) is int for category in ALL_CATEGORIES)
+        assert not [key for key in metadata if key.startswith("amount/currency_mismatch/")]
+        assert f"| currency_mismatch | {prop.currency} | 1 | — |" in metadata["categories"]
+
+        # The planted mismatch: a charge in the property's currency booked in GBP, each side in its own.
+        top = metadata["top_discrepancies"].splitlines()
+        [row] = [line for line in top if line.startswith("| currency_mismatch |")]
+        provider, ledger, difference = row.split(" | ")[2:5]
+        assert minor_units(provider)[1] == prop.currency and minor_units(ledger)[1] == "GBP"
+        assert difference == f"{prop.currency} ≠ GBP"
+        _, page = parse_html(partition_folder(prop.property_id, night, reported_nights.home) / "report.html")
+        [cells] = [cells for _, cells in page.tables["top-discrepancies"] if cells[0] == "currency_mismatch"]
+        assert cells[3:6] == [provider, ledger, difference]

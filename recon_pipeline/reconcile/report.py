@@ -52,7 +52,7 @@ class NightReport:
         return category_summary(self.findings)
 
     def top_discrepancies(self, limit: int = 10) -> pd.DataFrame:
-        """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
+        """The ``limit`` findings of largest |difference| (see :func:`top_discrepancies`)."""
         return top_discrepancies(self.findings, limit)
 
     def totals(self) -> list[CurrencyTotals]:
@@ -216,8 +216,11 @@ def category_summary(findings: pd.DataFrame) -> pd.DataFrame:
 
 
 def top_discrepancies(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
-    """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
-    ranked = findings.assign(magnitude=findings["difference_minor"].astype("int64").abs())
+    """The ``limit`` findings of largest |difference| (ties: category, then record_key); a currency
+    mismatch ranks by its provider amount, the money in question, not by its difference of 0."""
+    mismatch = findings["category"] == CURRENCY_MISMATCH
+    at_stake = findings["provider_amount_minor"].where(mismatch, findings["difference_minor"])
+    ranked = findings.assign(magnitude=at_stake.fillna(0).astype("int64").abs())
     ranked = ranked.sort_values(
         ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
     )

@@ -24,7 +24,7 @@ from recon_pipeline.keys import parse_night
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES, CURRENCY_MISMATCH
 from recon_pipeline.reconcile.report import (
     NightReport,
     category_summary,
@@ -99,14 +99,16 @@ def render_report_html(page: ReportPage) -> str:
 
 
 def _bar(findings: pd.DataFrame, currency: str) -> dict[str, Any]:
-    magnitude = findings["difference_minor"].astype("int64").abs()
-    by_currency = magnitude.groupby(findings["currency"].astype("object")).sum().sort_index()
+    """Count, length and label of one bar; currency mismatches count but add no amount (none exists)."""
+    priced = findings[findings["category"] != CURRENCY_MISMATCH]
+    magnitude = priced["difference_minor"].astype("int64").abs()
+    by_currency = magnitude.groupby(priced["currency"].astype("object")).sum().sort_index()
     amounts = " + ".join(format_minor(int(total), str(code)) for code, total in by_currency.items())
     count = len(findings)
     return {
         "count": count,
         "amount_minor": int(by_currency.get(currency, 0)),
-        "label": f"{count} finding{'' if count == 1 else 's'}" + (f" · {amounts}" if count else ""),
+        "label": f"{count} finding{'' if count == 1 else 's'}" + (f" · {amounts}" if amounts else ""),
     }
 
 
