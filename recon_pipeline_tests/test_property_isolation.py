@@ -182,3 +182,18 @@ def test_a_run_of_the_bad_property_fails_in_one_line_naming_it_and_the_others_st
             "night_cutoff must be 'HH:MM' from 00:00 to 23:59, not '25:99'"
         )
     assert seeded_pipeline.materialize(good).success
+
+
+def test_a_recon_command_on_the_bad_property_fails_in_one_line_naming_it(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recon_pipeline.cli import main
+
+    seeded_properties(database_url, [DEMO_PROPERTIES[0], MARS])
+    monkeypatch.setenv("RECON_DATABASE_URL", database_url)
+    assert main(["discrepancies", "threshold", DEMO_PROPERTIES[0].property_id]) == 0
+    capsys.readouterr()
+    assert main(["discrepancies", "threshold", "mars-base"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "error: property 'mars-base' is invalid: unknown IANA timezone 'Mars/Olympus'\n"
