@@ -17,7 +17,11 @@ _TAG_LIKE = re.compile(r"<([A-Za-z][\w-]*)>")
 
 def descriptions() -> dict[str, str]:
     defs = build_definitions()
-    found = {str(spec.key): spec.description for spec in defs.resolve_all_asset_specs()}
+    # A live instance: resolving definitions reads Dagster's defs-state storage, which an earlier
+    # test's (closed) test instance may still be registered as.
+    with dg.instance_for_test():
+        specs = defs.resolve_all_asset_specs()
+    found = {str(spec.key): spec.description for spec in specs}
     for checks in defs.asset_checks or []:
         found.update({str(spec.key): spec.description for spec in checks.check_specs})
     for job in [*(defs.jobs or []), *(defs.sensors or []), *(defs.schedules or [])]:
