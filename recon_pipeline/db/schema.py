@@ -151,6 +151,7 @@ discrepancies = Table(
     Column("ledger_amount_minor", BigInteger, nullable=True),
     Column("difference_minor", BigInteger, nullable=False),
     Column("currency", Text, nullable=False),
+    Column("ledger_currency", Text, nullable=True),  # the ledger entry's; differs on a currency_mismatch
     Column("detail", Text, nullable=True),
     Column("detected_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),

@@ -228,9 +228,10 @@ def discrepancy_report(
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared), exported under
-    RECON_HOME/reports/<property>/<night>/ (CSV, Parquet, HTML, read back from the committed table, with
-    each finding's adjustment state) and summarised in the UI. After ``adjustments``, whose state it shows."""
+    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared), exported as CSV,
+    Parquet and HTML (read back from the committed table, with each finding's adjustment state) to
+    ``RECON_HOME/reports/<property>/<night>/`` and summarised in the UI. After ``adjustments``, whose state
+    it shows."""
     target = night_target(context, recon_db)
     property_id, night = target.property_row.property_id, target.night
     findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 
 import pandas as pd
 from sqlalchemy import Connection, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
+from recon_pipeline.keys import validate_property_id
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
-from recon_pipeline.money import upper_currency
-from recon_pipeline.nights import NightWindow
+from recon_pipeline.money import normalize_currency, upper_currency
+from recon_pipeline.nights import NightWindow, parse_cutoff, property_zone
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
@@ -25,6 +26,18 @@ _RAW_LEDGER_COLUMNS = {**LEDGER_RECORD_COLUMNS, "amount_minor": "object"}
 
 class UnknownPropertyError(LookupError):
     """A partition names a property that the ``properties`` table does not hold."""
+
+
+class InvalidPropertyError(ValueError):
+    """A ``properties`` row the contract forbids; one line naming the property and everything wrong.
+
+    A ValueError, so the CLI prints it as its one-line ``error:``; schedules, sensors and checks skip
+    the property it names and carry on with the others."""
+
+    def __init__(self, property_id: str, problems: Sequence[str]) -> None:
+        self.property_id = property_id
+        self.problems = tuple(problems)
+        super().__init__(f"property {property_id!r} is invalid: {'; '.join(problems)}")
 
 
 @dataclass(frozen=True)
@@ -45,17 +58,53 @@ class PropertyRow:
         """The ``properties`` row this was read from (or is to be written as)."""
         return asdict(self)
 
+    def validated(self) -> PropertyRow:
+        """This row with its currency upper-cased, or InvalidPropertyError listing every problem.
+
+        The one place a ``properties`` row is judged: the PMS writes the table, so a bad row must fail
+        its own property with its name on it, never whichever schedule or check met it first."""
+        problems = []
+        for check in (
+            lambda: validate_property_id(self.property_id),
+            lambda: property_zone(self.timezone),
+            lambda: parse_cutoff(self.night_cutoff),
+        ):
+            try:
+                check()
+            except ValueError as error:
+                problems.append(str(error))
+        try:
+            currency = normalize_currency(self.currency)
+        except (ValueError, AttributeError):
+            problems.append(f"currency must be a three-letter ISO 4217 code, not {self.currency!r}")
+        if problems:
+            raise InvalidPropertyError(self.property_id, problems)
+        return replace(self, currency=currency)
+
+
+def split_valid_properties(
+    rows: Iterable[PropertyRow],
+) -> tuple[list[PropertyRow], list[InvalidPropertyError]]:
+    """The valid rows (validated) and one error per invalid row: callers act on each property alone."""
+    valid, invalid = [], []
+    for row in rows:
+        try:
+            valid.append(row.validated())
+        except InvalidPropertyError as error:
+            invalid.append(error)
+    return valid, invalid
+
 
 def load_property(connection: Connection, property_id: str) -> PropertyRow:
-    """The property's row, or UnknownPropertyError naming it."""
+    """The property's validated row; UnknownPropertyError or InvalidPropertyError naming it."""
     row = connection.execute(select(properties).where(properties.c.property_id == property_id)).first()
     if row is None:
         raise UnknownPropertyError(f"property {property_id!r} is not in the properties table")
-    return PropertyRow(**row._asdict())
+    return PropertyRow(**row._asdict()).validated()
 
 
 def list_properties(connection: Connection) -> list[PropertyRow]:
-    """Every property's row, sorted by id."""
+    """Every property's row as stored (not validated: see ``split_valid_properties``), sorted by id."""
     rows = connection.execute(select(properties).order_by(properties.c.property_id))
     return [PropertyRow(**row._asdict()) for row in rows]
 

@@ -35,6 +35,7 @@ DISCREPANCY_COLUMNS: Final = (
     "provider_amount_minor",  # nullable Int64
     "ledger_amount_minor",  # nullable Int64
     "difference_minor",  # provider - ledger (missing side counts as 0)
-    "currency",
+    "currency",  # the provider's, else the ledger's
+    "ledger_currency",  # nullable: the ledger entry's, shown beside its amount (differs on currency_mismatch)
     "detail",  # one human sentence: why this is a finding
 )

@@ -68,9 +68,14 @@ class DiffResult:
 
 
 def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes."""
+    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes;
+    a column not given is null in every row."""
+    rows = max((len(values) for values in columns.values()), default=0)
     return pd.DataFrame(
-        {name: pd.Series(columns.get(name, []), dtype=dtype) for name, dtype in DISCREPANCY_DTYPES.items()},
+        {
+            name: pd.Series(columns.get(name, [None] * rows), dtype=dtype)
+            for name, dtype in DISCREPANCY_DTYPES.items()
+        },
         columns=list(DISCREPANCY_COLUMNS),
     )
 
@@ -708,6 +713,7 @@ def _rows(
         "ledger_amount_minor": entry["amount_minor"] if entry is not None else nothing,
         "difference_minor": difference,
         "currency": main["currency"],
+        "ledger_currency": entry["currency"] if entry is not None else nothing,
         "detail": detail,
     }
 
