@@ -23,7 +23,10 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
     """Every column of ``frame``; nulls are empty cells, timestamps ISO 8601 with their UTC offset, and
-    text cells that a spreadsheet would run as a formula prefixed with ``'`` (numbers stay numbers)."""
+    text cells that a spreadsheet would run as a formula prefixed with ``'`` (numbers stay numbers).
+
+    Lines end in CRLF (RFC 4180): Python's CSV writer quotes a cell holding a line terminator's character,
+    so a carriage return inside a PMS field stays inside its cell instead of splitting the row."""
     text = frame.assign(
         **{
             name: frame[name].map(lambda moment: moment.isoformat(), na_action="ignore")
@@ -38,7 +41,7 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
             if pd.api.types.is_string_dtype(text[name].dtype)  # object columns too
         }
     )
-    return _atomically(path, lambda temp: text.to_csv(temp, index=False, lineterminator="\n"))
+    return _atomically(path, lambda temp: text.to_csv(temp, index=False, lineterminator="\r\n"))
 
 
 def neutralise_formula(cell: object) -> object:
