@@ -74,15 +74,6 @@ def parse_adjustment_id(text: str) -> str:
     return text
 
 
-def parse_amount_seen(text: str | None) -> int | None:
-    """``--amount-seen``: the amount in minor units the reviewer saw, signed (e.g. -700)."""
-    if text is None:
-        return None
-    if not re.fullmatch(r"-?[0-9]{1,19}", text.strip()):
-        raise ValueError(f"--amount-seen is an integer of minor units, not {text!r}")
-    return int(text)
-
-
 def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
     """Matching adjustments, newest night first, then property, kind, record and revision."""
     c = adjustments.c

@@ -94,10 +94,3 @@ class DiscrepancyFilter:
             raise ValueError(f"unknown category {self.category!r}: use one of {', '.join(ALL_CATEGORIES)}")
         if self.status is not None and self.status not in REVIEW_STATUSES:
             raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(REVIEW_STATUSES)}")
-
-
-def parse_discrepancy_id(text: str) -> int:
-    """A discrepancy id as typed on the command line: a positive integer."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"a discrepancy id is a positive integer, not {text!r}")
-    return int(text)
