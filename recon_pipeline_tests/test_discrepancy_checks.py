@@ -105,7 +105,7 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
         "threshold": "0 JPY",
         "threshold_source": "property",
         "exceeded_in": "JPY",
-        "unexplained_minor/JPY": amount,
+        "unexplained/JPY": jpy(amount),
     }
     failed = [event for event in first.all_events if event.is_step_failure]
     assert [event.step_key for event in failed] == [UNEXPLAINED_STEP]
@@ -164,7 +164,7 @@ def test_default_threshold_passes_the_demo_night_and_orphans_are_error_then_warn
     orphan_check = checks[ORPHANS]
     assert not orphan_check.passed and orphan_check.severity == dg.AssetCheckSeverity.ERROR
     assert metadata(orphan_check)["open_orphans"] == len(orphans)
-    assert metadata(orphan_check)["amount_minor/EUR"] == sum(amount for _, amount in orphans)
+    assert metadata(orphan_check)["amount/EUR"] == eur(sum(amount for _, amount in orphans))
     assert metadata(orphan_check)["hours_since_night_closed"] > 24
     assert all(eur(amount) in str(metadata(orphan_check)["payments"]) for _, amount in orphans)
 

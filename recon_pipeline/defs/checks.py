@@ -147,7 +147,7 @@ def unexplained_discrepancy_amount(
             "threshold": money(threshold.minor, verdict.currency),
             "threshold_source": threshold.source,
             "exceeded_in": ", ".join(verdict.exceeded) or "none",
-            **{f"unexplained_minor/{cur}": amount for cur, amount in verdict.amounts_minor.items()},
+            **{f"unexplained/{cur}": money(amount, cur) for cur, amount in verdict.amounts_minor.items()},
         },
     )
 
@@ -176,7 +176,7 @@ def orphaned_payment_age(
             "open_orphans": count,
             "hours_since_night_closed": round(verdict.closed_ago.total_seconds() / 3600, 1),
             "error_after_hours": verdict.error_after.total_seconds() / 3600,
-            **{f"amount_minor/{currency}": amount for currency, amount in amounts.items()},
+            **{f"amount/{currency}": money(amount, currency) for currency, amount in amounts.items()},
             "payments": dg.MetadataValue.md(findings_markdown(shown)),
         },
     )
