@@ -293,6 +293,26 @@ def test_razorpay_statuses_rendered_from_the_store(simulator: StartSimulator) ->
     }
 
 
+def test_razorpay_orders_list_their_payments(simulator: StartSimulator) -> None:
+    """``GET /v1/orders/{id}/payments`` as Razorpay serves it: every payment of the order, newest first;
+    a payment names its order in ``order_id``; an unknown order is Razorpay's 400."""
+    failed = make_charge("pay_1", T0, status="failed", captured=False, fee=None, payment_intent="order_1")
+    paid = make_charge("pay_2", T0 + 60, payment_intent="order_1")
+    plain = make_charge("pay_3", T0 + 90)
+    sim = simulator(SimulatorStore(charges=[failed, paid, plain]), flavour="razorpay")
+    body = sim.client.get("/v1/orders/order_1/payments").json()
+    assert (body["entity"], body["count"]) == ("collection", 2)
+    assert [(p["id"], p["status"], p["order_id"]) for p in body["items"]] == [
+        ("pay_2", "captured", "order_1"),
+        ("pay_1", "failed", "order_1"),
+    ]
+    assert sim.client.get("/v1/payments/pay_3").json()["order_id"] is None
+    for unknown in ("order_nope", "pi_3"):
+        answer = sim.client.get(f"/v1/orders/{unknown}/payments")
+        assert answer.status_code == 400
+        assert answer.json()["error"]["description"] == "The id provided does not exist"
+
+
 def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartSimulator) -> None:
     # T0 is 2026-01-01 05:30 IST: what is created that day settles on 01-03 at 11:00 IST (T+2).
     paid = [make_charge(f"pay_{i:02d}", T0 + i * 60, fee=236) for i in range(12)]

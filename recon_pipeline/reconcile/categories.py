@@ -11,6 +11,8 @@ CURRENCY_MISMATCH: Final = "currency_mismatch"
 DUPLICATE_IN_LEDGER: Final = "duplicate_in_ledger"
 STATUS_MISMATCH: Final = "status_mismatch"
 ORPHANED_CAPTURED_PAYMENT: Final = "orphaned_captured_payment"
+# a payment on an account several properties share that neither its metadata nor payment_orders attribute
+UNATTRIBUTED_PAYMENT: Final = "unattributed_payment"
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -20,6 +22,7 @@ ALL_CATEGORIES: Final = (
     DUPLICATE_IN_LEDGER,
     STATUS_MISMATCH,
     ORPHANED_CAPTURED_PAYMENT,
+    UNATTRIBUTED_PAYMENT,
 )
 
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.

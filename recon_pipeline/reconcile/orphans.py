@@ -28,8 +28,10 @@ def find_orphaned_captured_payments(
     payments = _one_per_payment(captured_payments)
     payments = payments[payments["captured_at"] <= pd.Timestamp(now) - grace]
     states = bookings.drop_duplicates("booking_id").set_index("booking_id")["status"]
-    status = payments["booking_id"].map(states)
-    orphans = payments[status.ne(CONFIRMED).to_numpy()].assign(status=status)
+    status = payments["booking_id"].map(states).to_numpy()
+    unconfirmed = status != CONFIRMED
+    # Positional: assigning a Series to an empty frame would adopt the Series' index (rows of NaN).
+    orphans = payments[unconfirmed].assign(status=status[unconfirmed])
     orphans = orphans.sort_values("payment_id", kind="stable")
     amounts = orphans["amount_minor"].astype("int64").tolist()
     return discrepancy_frame(
