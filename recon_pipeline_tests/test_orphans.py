@@ -158,4 +158,5 @@ def test_a_payment_held_by_charge_id_on_one_side_and_intent_id_on_the_other_is_o
     both = captured_payments(pulled, local, payment_aliases(pulled))
     orphans = find_orphaned_captured_payments(both, bookings(bk_1="confirming"), NOW, GRACE)
     assert orphans["record_key"].tolist() == [f"payment:{charge_id}"]
+    assert orphans["provider_record_id"].tolist() == [intent_id]  # as payment_orders holds it
     assert orphans["provider_amount_minor"].tolist() == [10_000]

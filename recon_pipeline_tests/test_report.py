@@ -61,6 +61,7 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
         {"category": "duplicate_in_ledger", "currency": "JPY", "count": 1, "amount_minor": 9_000},
         {"category": "status_mismatch", "currency": "", "count": 0, "amount_minor": 0},
         {"category": "orphaned_captured_payment", "currency": "EUR", "count": 1, "amount_minor": 45_000},
+        {"category": "unattributed_payment", "currency": "", "count": 0, "amount_minor": 0},
     ]
 
 
@@ -81,7 +82,7 @@ def test_summary_markdown_is_a_table_of_the_summary() -> None:
     assert lines[0] == "| category | currency | findings | sum of abs. difference |"
     assert "| amount_mismatch | EUR | 1 | 3.45 EUR |" in lines
     assert "| status_mismatch | — | 0 | — |" in lines
-    assert len(lines) == 2 + 8
+    assert len(lines) == 2 + len(ALL_CATEGORIES) + 1  # missing_in_ledger in two currencies
 
 
 def test_metadata_holds_plain_values_only() -> None:
@@ -94,6 +95,7 @@ def test_metadata_holds_plain_values_only() -> None:
         "count/duplicate_in_ledger": 1,
         "count/status_mismatch": 0,
         "count/orphaned_captured_payment": 1,
+        "count/unattributed_payment": 0,
     }
     assert metadata["amount/missing_in_ledger/JPY"] == 70_000
     assert metadata["amount/orphaned_captured_payment/EUR"] == 45_000

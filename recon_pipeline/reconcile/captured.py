@@ -12,6 +12,7 @@ import pandas as pd
 from recon_pipeline.reconcile.identity import PaymentAliases, canonical_ids
 
 CAPTURED_PAYMENT_COLUMNS = ["payment_id", "booking_id", "amount_minor", "currency", "captured_at", "source"]
+PAYMENT_ORDER_ID = "payment_order_id"  # the id a payment_orders row holds (null for the provider's rows)
 
 
 def captured_payments_from_provider(provider_records: pd.DataFrame) -> pd.DataFrame:
@@ -39,8 +40,12 @@ def captured_payments(
     provider_records: pd.DataFrame, payment_orders: pd.DataFrame, aliases: PaymentAliases
 ) -> pd.DataFrame:
     """The provider's captured payments and the PMS's captured ``payment_orders``, both keyed by charge id
-    where the alias is known (a payment order the pull does not explain keeps its own id)."""
-    local = payment_orders.assign(payment_id=canonical_ids(payment_orders["payment_id"], aliases))
+    where the alias is known (a payment order the pull does not explain keeps its own id); a payment
+    order's own id stays in ``payment_order_id``, the id the PMS and the event processor look it up by."""
+    local = payment_orders.assign(
+        payment_id=canonical_ids(payment_orders["payment_id"], aliases),
+        **{PAYMENT_ORDER_ID: payment_orders["payment_id"]},
+    )
     provider = captured_payments_from_provider(provider_records)
     parts = [part for part in (provider, local) if len(part)]
     if not parts:

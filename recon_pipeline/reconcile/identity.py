@@ -6,59 +6,71 @@ both (``charge_id`` and ``payment_intent_id``). The charge is the money movement
 its charge id before matching: the diff and the orphan report then key a payment the same way whichever
 id the ledger or ``payment_orders`` stored, and a finding's ``record_key`` stays the same when the PMS
 switches ids. The mapping is a plain dict, built from the frames the night already holds (the pull and the
-by-id lookups), and applied with Arrow so that a million ledger rows cost a fraction of the diff itself.
+by-id lookups), and applied with Arrow hashing so that a million ledger rows cost a fraction of the diff.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-PaymentAliases = Mapping[str, str]  # an intent/order id -> the charge id of its settled payment
-
 # Ledger kinds booked against the charge itself (a refund names its own re_/rfnd_ id).
 CHARGE_KINDS = ("payment", "fee")
 
 
-def payment_aliases(*provider_frames: pd.DataFrame) -> dict[str, str]:
+@dataclass(frozen=True)
+class PaymentAliases:
+    """Intent/order ids (distinct) and, aligned, the charge id each one stands for."""
+
+    intents: pa.Array  # large_string
+    charges: np.ndarray  # object
+
+
+def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
     """Intent/order id → charge id, from the ``payment`` rows of provider-record frames.
 
     An intent may hold several charges (failed attempts before the one that succeeded): the settled one
-    wins, then the latest created, as Stripe's ``latest_charge`` does.
+    wins, then the latest created, as Stripe's ``latest_charge`` does. Only those few intents are sorted;
+    a million distinct ones cost one Arrow hash pass.
     """
-    parts = [
-        frame.loc[(frame["kind"] == "payment") & frame["payment_intent_id"].notna()]
-        for frame in provider_frames
-    ]
-    payments = pd.concat([p for p in parts if len(p)] or [parts[0]], ignore_index=True)
-    if payments.empty:
-        return {}
-    ranked = payments.sort_values(
-        ["payment_intent_id", "settled", "created_at", "charge_id"], kind="stable"
-    ).drop_duplicates("payment_intent_id", keep="last")
-    return dict(zip(ranked["payment_intent_id"], ranked["charge_id"], strict=True))
+    columns = ["payment_intent_id", "charge_id", "settled", "created_at"]
+    payments = pd.concat(
+        [f.loc[(f["kind"] == "payment") & f["payment_intent_id"].notna(), columns] for f in provider_frames],
+        ignore_index=True,
+    )
+    intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
+    counts = pc.value_counts(intents)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        crowded = pc.is_in(intents, value_set=repeated).to_numpy(zero_copy_only=False)
+        latest = (
+            payments[crowded]
+            .sort_values(["payment_intent_id", "settled", "created_at", "charge_id"], kind="stable")
+            .drop_duplicates("payment_intent_id", keep="last")
+        )
+        payments = pd.concat([payments[~crowded], latest], ignore_index=True)
+        intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
+    return PaymentAliases(intents, payments["charge_id"].to_numpy(dtype=object))
 
 
 def canonical_ids(ids: pd.Series, aliases: PaymentAliases, applies: np.ndarray | None = None) -> pd.Series:
     """``ids`` with every alias replaced by its charge id (only where ``applies``, if given); nulls and
-    ids that are no alias stay as they are."""
-    if not aliases or ids.empty:
+    ids that are no alias stay as they are (the very Series comes back when none is an alias)."""
+    if len(aliases.intents) == 0 or ids.empty:
         return ids
     text = pa.array(ids, type=pa.large_string(), from_pandas=True)
-    keys = pa.array(list(aliases), type=pa.large_string())
-    position = pc.index_in(text, value_set=keys).fill_null(-1).to_numpy()
+    position = pc.index_in(text, value_set=aliases.intents).fill_null(-1).to_numpy()
     hit = position >= 0
     if applies is not None:
         hit &= applies
     if not hit.any():
         return ids
-    charges = np.array(list(aliases.values()), dtype=object)
     out = ids.to_numpy(dtype=object, copy=True)
-    out[hit] = charges[position[hit]]
+    out[hit] = aliases.charges[position[hit]]
     return pd.Series(out, index=ids.index, name=ids.name, dtype=ids.dtype)
 
 
