@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from recon_pipeline.config import ConfigError
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import normalize_currency
 from recon_pipeline.provider.adapter import SETTLEMENT_DAYS_ENV, Adapter, build_adapter
 from recon_pipeline.provider.attribution import attribute, reports_unattributed, unclaimed_payment_ids
@@ -42,6 +43,9 @@ from recon_pipeline.provider.stripe import (
     records_frame,
     refund_row,
 )
+from recon_pipeline.reconcile.captured import captured_payments_from_provider
+from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
@@ -762,3 +766,27 @@ def test_a_property_alone_on_its_connected_account_keeps_all_but_what_names_anot
     shared = PropertyAccount("prop_c", "acct_c", ("prop_c", "prop_d"))
     split = attribute(adapter.pull_claimed(shared, *NIGHT), shared, {})
     assert split.own.empty and set(split.unattributed.provider_record_id) == {"ch_u"}
+
+
+def test_a_clean_night_pulls_and_diffs_to_no_finding(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    """Every record booked as the provider has it, every booking confirmed: nothing to find, no orphan."""
+    charges = [make_charge(provider.charge_id(f"{i:03d}"), T0 + 60 * i, fee=200 + i) for i in range(30)]
+    refunds = [
+        make_refund(provider.refund_id(f"{i:03d}"), charges[i], T0 + 60 * i + 30, 500) for i in (3, 7)
+    ]
+    sim = simulator(SimulatorStore(charges=charges, refunds=refunds), flavour=provider.name)
+    pulled = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
+    books = pulled.assign(entry_id=[f"le_{i}" for i in range(len(pulled))], posted_at=pulled.created_at)
+    booked = books.assign(in_night=True)[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS)
+    result = diff_night(pulled, booked)
+    assert result.discrepancies.empty and result.matched_count == len(pulled) == 62
+    confirmed = pd.DataFrame(
+        {"booking_id": pulled.booking_id.unique(), "status": "confirmed", "updated_at": None}
+    )
+    now = datetime.fromtimestamp(T0 + DAY, UTC) + timedelta(hours=2)
+    orphans = find_orphaned_captured_payments(
+        captured_payments_from_provider(pulled), confirmed, now, timedelta(hours=1)
+    )
+    assert orphans.empty
