@@ -92,6 +92,31 @@ def test_bad_list_parameters_are_stripe_errors(simulator: StartSimulator, params
     assert response.json()["error"]["type"] == "invalid_request_error"
 
 
+@pytest.mark.parametrize(
+    ("path", "param"),
+    [
+        ("/v1/charges", "created[after]"),
+        ("/v1/refunds", "payment"),
+        ("/v1/charges/ch_00000", "limit"),
+        ("/v1/payment_intents/pi_00000", "expand"),
+    ],
+)
+def test_unknown_parameters_are_refused_as_stripe_does(
+    simulator: StartSimulator, path: str, param: str
+) -> None:
+    charges = _charges(1)
+    sim = simulator(SimulatorStore(charges=charges, payment_intents=[make_payment_intent(charges[0])]))
+    assert _get(sim, path).status_code == 200
+    response = _get(sim, path, **{param: "1"})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "type": "invalid_request_error",
+        "message": f"Received unknown parameter: {param}",
+        "param": param,
+        "code": "parameter_unknown",
+    }
+
+
 def test_expand_balance_transaction_and_account_key_hidden(simulator: StartSimulator) -> None:
     sim = simulator(SimulatorStore(charges=[make_charge("ch_1", T0, fee=250)]))
     plain = _get(sim, "/v1/charges").json()["data"][0]
