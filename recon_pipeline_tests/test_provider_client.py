@@ -295,6 +295,7 @@ def test_pull_attribution_by_metadata(
 ) -> None:
     mine = make_charge(provider.charge_id("a"), T0 + 1)
     other = make_charge(provider.charge_id("b"), T0 + 2, property_id="prop_b")
+    other["metadata"]["booking_id"] = 7  # another property's corrupt metadata is not this pull's failure
     refunds = [
         make_refund(provider.refund_id("a"), mine, T0 + 10, 100),
         make_refund(provider.refund_id("b"), other, T0 + 11, 200),
@@ -718,7 +719,7 @@ def test_fetch_by_id_of_an_intent_or_order_returns_its_charge_rows(
     assert set(frame.payment_intent_id) == {_intent(provider, "a")} and set(frame.property_id) == {"prop_a"}
 
 
-def test_pull_claims_every_record_of_a_shared_account_and_attribution_splits_them(
+def test_pull_on_a_shared_account_claims_what_may_be_its_own_and_attribution_splits_it(
     simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
 ) -> None:
     """Metadata first, then payment_orders (by charge or intent id), else nobody's; refunds follow their
@@ -734,7 +735,9 @@ def test_pull_claims_every_record_of_a_shared_account_and_attribution_splits_the
     refund = make_refund(provider.refund_id("n"), nobody, T0 + 5, 400)
     store = SimulatorStore(charges=[by_metadata, others, by_order, nobody], refunds=[refund])
     sim = simulator(store, flavour=provider.name)
-    claimed = _adapter(sim, clients, provider).pull_claimed(PROP_A, *NIGHT)
+    adapter = _adapter(sim, clients, provider)
+    claimed = adapter.pull_claimed(PROP_A, *NIGHT)
+    assert others["id"] not in set(claimed.provider_record_id)  # another's is never even parsed
     assert unclaimed_payment_ids(claimed) == sorted(
         {by_order["id"], nobody["id"], _intent(provider, "p"), _intent(provider, "n")}
     )
@@ -748,8 +751,10 @@ def test_pull_claims_every_record_of_a_shared_account_and_attribution_splits_the
         (nobody["id"], "fee", -300),
         (refund["id"], "refund", -400),
     }
-    second = attribute(claimed, PropertyAccount("prop_b", None, shared), owners)
+    prop_b = PropertyAccount("prop_b", None, shared)
+    second = attribute(adapter.pull_claimed(prop_b, *NIGHT), prop_b, owners)
     assert set(second.own.provider_record_id) == {others["id"]}
+    assert set(second.unattributed.provider_record_id) == {nobody["id"], refund["id"]}
     assert reports_unattributed(PropertyAccount("prop_a", None, shared))
     assert not reports_unattributed(PropertyAccount("prop_b", None, shared))
 

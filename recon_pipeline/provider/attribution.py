@@ -32,6 +32,20 @@ class Attribution:
     unattributed: pd.DataFrame
 
 
+def claim_of(metadata: object) -> str | None:
+    """The property a payment's metadata (Stripe ``metadata``, Razorpay ``notes``) names, None when it
+    names none. Lenient on purpose: an adapter reads every payment of a shared account, and another
+    property's corrupt metadata must not fail this property's pull (what nobody claims is reported)."""
+    claim = metadata.get("property_id") if isinstance(metadata, dict) else None
+    return claim if isinstance(claim, str) and claim else None
+
+
+def claimable(claim: str | None, account: PropertyAccount) -> bool:
+    """Whether a payment with this claim may be the property's: unclaimed, or claimed by it. Adapters
+    build rows only for these, so another property's payments are never even parsed here."""
+    return claim is None or claim == account.property_id
+
+
 def unclaimed_payment_ids(claimed: pd.DataFrame) -> list[str]:
     """Charge and intent ids of the records whose payment names no property: what ``payment_orders``
     is asked about."""

@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from recon_pipeline.provider.attribution import attribute, named_by_ledger
+from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.provider.errors import (
     IncompletePullError,
     ProviderDataError,
@@ -98,8 +98,7 @@ def notes_field(obj: ProviderObject, what: str) -> dict[str, Any]:
 
 def claimed_property(payment: ProviderObject) -> str | None:
     """The property the payment names in ``notes.property_id``, None when it names none."""
-    notes = notes_field(payment, "payment")
-    return optional_id_field(notes, "property_id", f"notes of payment {payment.get('id')!r}")
+    return claim_of(payment.get("notes"))
 
 
 def order_id_of(payment: ProviderObject) -> str | None:
@@ -259,9 +258,9 @@ class RazorpayAdapter:
     def pull_claimed(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
-        """Every payment and refund of the merchant created in ``[window_start, window_end)``, each with the
-        property its payment claims (``property_id``, None when none) for ``attribute``; fees from the
-        settlement recon where settled.
+        """Every payment and refund of the merchant created in ``[window_start, window_end)`` that names no
+        other property, each with the property its payment claims (``property_id``, None when none) for
+        ``attribute``; fees from the settlement recon where settled.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
@@ -314,6 +313,7 @@ class RazorpayAdapter:
                 payment
                 for payment_id in dict.fromkeys(payment_ids + list(of_orders))
                 if (payment := payments[payment_id]) is not None
+                and claimable(claimed_property(payment), account)
             ]
             created = [created_at_field(payment, "payment", "created_at") for payment in found]
             rows = self._payment_rows(account, found, self._recon_fees(created))
@@ -346,9 +346,10 @@ class RazorpayAdapter:
     def _payment_rows(
         self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, int]
     ) -> list[Row]:
-        """Rows of the payments with their claims, each fee settled where ``fees`` has it; a fee revised at
-        settlement is logged (the settled one is the row)."""
-        revised = revised_fees(payments, fees)
+        """Rows of the payments naming no other property, with their claims, each fee settled where
+        ``fees`` has it; a fee revised at settlement is logged (the settled one is the row)."""
+        mine = [payment for payment in payments if claimable(claimed_property(payment), account)]
+        revised = revised_fees(mine, fees)
         if revised:
             logger.warning(
                 "%s: %d settled fees differ from their payment's fee field, the settled fee is used (%s)",
@@ -358,7 +359,7 @@ class RazorpayAdapter:
             )
         return [
             row
-            for payment in payments
+            for payment in mine
             for row in payment_rows(payment, claimed_property(payment), fees.get(payment["id"]))
         ]
 
@@ -382,7 +383,8 @@ class RazorpayAdapter:
         refunds: Sequence[ProviderObject],
         known_payments: dict[str, ProviderObject],
     ) -> list[Row]:
-        """Rows of the refunds with their payment's claim, fetching payments not already known."""
+        """Rows of the refunds (with their payment's claim) whose payment names no other property, fetching
+        payments not already known."""
         missing = sorted({refund_payment_id(r) for r in refunds} - known_payments.keys())
         payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
         rows = []
@@ -392,7 +394,8 @@ class RazorpayAdapter:
                 raise ProviderDataError(
                     f"refund {refund.get('id')!r}: its payment {refund['payment_id']!r} is unknown"
                 )
-            rows.append(refund_row(refund, payment, claimed_property(payment)))
+            if claimable(claim := claimed_property(payment), account):
+                rows.append(refund_row(refund, payment, claim))
         return rows
 
     def _list_all(

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.provider.attribution import attribute, named_by_ledger
+from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.provider.errors import IncompletePullError, ProviderDataError, incomplete_pull
 from recon_pipeline.provider.http import ProviderHttp
 from recon_pipeline.provider.objects import (
@@ -58,8 +58,7 @@ PAYMENT_INTENT_ID_PREFIX = "pi_"
 
 def claimed_property(charge: StripeObject) -> str | None:
     """The property the charge names in ``metadata.property_id``, None when it names none."""
-    metadata = metadata_field(charge, "charge")
-    return optional_id_field(metadata, "property_id", f"metadata of charge {charge.get('id')!r}")
+    return claim_of(charge.get("metadata"))
 
 
 def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
@@ -177,8 +176,9 @@ class StripeAdapter:
     def pull_claimed(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
-        """Every charge and refund of the account's scope created in ``[window_start, window_end)``, each
-        with the property its charge claims (``property_id``, None when none) for ``attribute``.
+        """Every charge and refund of the account's scope created in ``[window_start, window_end)`` that
+        names no other property, each with the property its charge claims (``property_id``, None when
+        none) for ``attribute``.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
@@ -207,7 +207,12 @@ class StripeAdapter:
                     raise ProviderDataError(
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
                     )
-            rows = [row for charge in charges for row in charge_rows(charge, claimed_property(charge))]
+            rows = [
+                row
+                for charge in charges
+                if claimable(claim := claimed_property(charge), account)
+                for row in charge_rows(charge, claim)
+            ]
             rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
         return records_frame(rows)
 
@@ -238,7 +243,8 @@ class StripeAdapter:
                 row
                 for charge_id in dict.fromkeys(charge_ids)
                 if (charge := charges[charge_id]) is not None
-                for row in charge_rows(charge, claimed_property(charge))
+                and claimable(claim := claimed_property(charge), account)
+                for row in charge_rows(charge, claim)
             ]
             rows += self._refund_rows(
                 account, found_refunds, {i: c for i, c in charges.items() if c is not None}
@@ -277,7 +283,8 @@ class StripeAdapter:
         refunds: Sequence[StripeObject],
         known_charges: dict[str, StripeObject],
     ) -> list[Row]:
-        """Rows of the refunds with their charge's claim, fetching charges not in ``known_charges``."""
+        """Rows of the refunds (with their charge's claim) whose charge names no other property, fetching
+        charges not in ``known_charges``."""
         missing = sorted({refund_charge_id(r) for r in refunds} - known_charges.keys())
         charges = {**known_charges, **self._fetch_many("/v1/charges", missing, _headers(account))}
         rows = []
@@ -287,7 +294,8 @@ class StripeAdapter:
                 raise ProviderDataError(
                     f"refund {refund.get('id')!r}: its charge {refund['charge']!r} is unknown"
                 )
-            rows.append(refund_row(refund, charge, claimed_property(charge)))
+            if claimable(claim := claimed_property(charge), account):
+                rows.append(refund_row(refund, charge, claim))
         return rows
 
     def _list_all(

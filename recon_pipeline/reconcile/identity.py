@@ -5,8 +5,8 @@ fulfils (a Stripe PaymentIntent ``pi_``, a Razorpay order ``order_``); the provi
 both (``charge_id`` and ``payment_intent_id``). The charge is the money movement, so every id is mapped to
 its charge id before matching: the diff and the orphan report then key a payment the same way whichever
 id the ledger or ``payment_orders`` stored, and a finding's ``record_key`` stays the same when the PMS
-switches ids. The mapping is a plain dict, built from the frames the night already holds (the pull and the
-by-id lookups), and applied with Arrow hashing so that a million ledger rows cost a fraction of the diff.
+switches ids. The mapping (``PaymentAliases``) is built from the frames the night already holds (the pull
+and the by-id lookups) and applied with Arrow hashing, so a million ledger rows cost under a second.
 """
 
 from __future__ import annotations
