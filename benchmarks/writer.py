@@ -5,10 +5,10 @@
 The rows are what the pipeline would propose: a generated night with many injected findings
 (``benchmarks/datagen.py``), diffed, turned into adjustments by ``plan_adjustments``; the first
 ``--rows`` of them are written. Each run empties the table (TRUNCATE), then times
-``write_adjustments`` (one ``INSERT … ON CONFLICT DO NOTHING … RETURNING`` over all rows, in one
-transaction, commit included: what the ``adjustments`` asset does) twice: the first write inserts every
-row, the replay of the same rows must insert none. The database is a scratch one on ``--postgres-url``'s
-server, dropped at the end.
+``sync_adjustments`` (read the partition's rows, plan the lifecycle, one ``INSERT … ON CONFLICT DO
+NOTHING … RETURNING`` of what is new, in one transaction, commit included: what the ``adjustments``
+asset does) twice: the first write inserts every row, the replay of the same rows must change none.
+The database is a scratch one on ``--postgres-url``'s server, dropped at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sqlalchemy import Engine, func, select, text
 
 from benchmarks.datagen import PROPERTY_ID, generate_night
 from recon_pipeline.db.engine import init_db, make_engine
-from recon_pipeline.db.results import write_adjustments
+from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.db.scratch import DEFAULT_ADMIN_URL, scratch_database
 from recon_pipeline.reconcile.adjustments import plan_adjustments
@@ -46,11 +46,11 @@ def adjustment_rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
 
 
 def timed_write(engine: Engine, rows: list[dict[str, Any]]) -> tuple[float, int, int]:
-    """Seconds of one committed ``write_adjustments`` of ``rows``, rows new and rows already present."""
+    """Seconds of one committed ``sync_adjustments`` of ``rows``, rows new and rows already present."""
     started = time.perf_counter()
     with engine.begin() as connection:
-        counts = write_adjustments(connection, rows)
-    return time.perf_counter() - started, counts.new, counts.already_present
+        plan = sync_adjustments(connection, PROPERTY_ID, NIGHT, rows, datetime.now(UTC))
+    return time.perf_counter() - started, plan.new, plan.unchanged
 
 
 def run_once(engine: Engine, rows: list[dict[str, Any]]) -> dict[str, Any]:

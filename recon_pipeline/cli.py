@@ -1,4 +1,9 @@
-"""The `recon` command line. Every command exits non-zero with a one-line reason on bad input."""
+"""The `recon` command line. Every command exits non-zero with a one-line reason on bad input.
+
+Arguments are checked by the types in ``cli_args``; everything a command raises that the user can act on
+goes through ``main``'s one reporting path: ``error: <reason>`` on stderr, exit 2 for bad input or
+configuration, 1 for a database that cannot be used. Anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +14,26 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from recon_pipeline import config
+from recon_pipeline import cli_args, config
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-    from sqlalchemy.exc import SQLAlchemyError
 
 Handler = Callable[[argparse.Namespace], int]
+BAD_INPUT_EXIT = 2
+FAILED_EXIT = 1
+MAX_BOOKINGS = 1_000_000  # per property and night: beyond it the demo world would not fit in memory
+MAX_BODY_BYTES = 64 * 2**20
+MAX_WORKERS = 64
 
 
 def cmd_db_init(_args: argparse.Namespace) -> int:
-    from recon_pipeline.db.engine import init_db, make_engine
+    from recon_pipeline.db.engine import init_db
 
-    created = init_db(make_engine(config.database_url()))
+    with _recon_database() as engine:
+        created = init_db(engine)
     print(f"created tables: {', '.join(created)}" if created else "all tables already exist")
     return 0
 
@@ -76,24 +86,19 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
 
 def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     import uvicorn
-    from sqlalchemy.exc import SQLAlchemyError
 
-    from recon_pipeline.db.engine import init_db, make_engine
-    from recon_pipeline.webhooks import receiver
+    from recon_pipeline.db.engine import init_db
+    from recon_pipeline.webhooks import limits, receiver
 
     # Workers are processes built by the factory from the environment: pass the option that way, and
     # validate what they will read here, so bad configuration is one line, before the database is touched.
     if args.max_body_bytes is not None:
         os.environ[receiver.MAX_BODY_BYTES_ENV] = str(args.max_body_bytes)
     receiver.max_body_bytes_from_env()
+    limits.header_limits_from_env()
     receiver.webhook_secrets_from_env()
-    engine = make_engine(config.database_url())
-    try:
+    with _recon_database() as engine:
         init_db(engine)
-    except SQLAlchemyError as error:
-        raise config.ConfigError(f"cannot initialise the database: {_database_reason(error)}") from None
-    finally:
-        engine.dispose()
     print(
         f"webhook receiver on http://{args.host}:{args.port}: POST /webhooks/stripe and /webhooks/razorpay "
         f"({args.workers} workers)",
@@ -105,29 +110,21 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        http=limits.PROTOCOL_PATH,  # header size cap and header deadline (httptools has neither)
         log_config=receiver.uvicorn_log_config(),
         access_log=False,  # the receiver logs each event by id; requests carry nothing more worth keeping
     )
     return 0
 
 
-def _database_reason(error: SQLAlchemyError) -> str:
-    """The driver's first line (no URL, so no password), else the error's type."""
-    return str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0]
-
-
 @contextmanager
 def _recon_database() -> Iterator[Engine]:
-    """An engine on RECON_DATABASE_URL; database errors become one-line ConfigErrors."""
-    from sqlalchemy.exc import SQLAlchemyError
-
+    """An engine on RECON_DATABASE_URL, disposed after the command (its errors are reported by main)."""
     from recon_pipeline.db.engine import make_engine
 
     engine = make_engine(config.database_url())
     try:
         yield engine
-    except SQLAlchemyError as error:
-        raise config.ConfigError(f"database error: {_database_reason(error)}") from None
     finally:
         engine.dispose()
 
@@ -146,11 +143,9 @@ def cmd_discrepancies_list(args: argparse.Namespace) -> int:
 
 def cmd_discrepancies_show(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render, store
-    from recon_pipeline.review.rules import parse_discrepancy_id
 
-    discrepancy_id = parse_discrepancy_id(args.discrepancy_id)
     with _recon_database() as engine, engine.connect() as connection:
-        row = store.get_discrepancy(connection, discrepancy_id)
+        row = store.get_discrepancy(connection, args.discrepancy_id)
         history = store.review_history(connection, row)
     print(render.show_text(row, history))
     return 0
@@ -158,9 +153,9 @@ def cmd_discrepancies_show(args: argparse.Namespace) -> int:
 
 def cmd_discrepancies_review(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render, store
-    from recon_pipeline.review.rules import parse_discrepancy_id, validate_note, validate_reviewer
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
 
-    ids = [parse_discrepancy_id(text) for text in args.discrepancy_ids]
+    ids = args.discrepancy_ids
     reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
     note = validate_note(args.note)
     with _recon_database() as engine, engine.begin() as connection:
@@ -178,13 +173,11 @@ def cmd_discrepancies_review(args: argparse.Namespace) -> int:
 
 
 def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
-    from recon_pipeline.keys import validate_property_id
     from recon_pipeline.ledger.queries import load_property
     from recon_pipeline.review import render, store
-    from recon_pipeline.review.limits import THRESHOLD_ENV, threshold_minor
+    from recon_pipeline.review.limits import THRESHOLD_ENV
 
-    property_id = validate_property_id(args.property)
-    new = None if args.set is None else threshold_minor(args.set, "--set")
+    property_id, new = args.property, args.set
     with _recon_database() as engine, engine.begin() as connection:
         currency = load_property(connection, property_id).currency
         if new is not None or args.clear:
@@ -198,29 +191,115 @@ def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_adjustments_list(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.review.adjustments import AdjustmentFilter, count_adjustments, list_adjustments
+
+    where = AdjustmentFilter(args.property, args.night, args.status)
+    with _recon_database() as engine, engine.connect() as connection:
+        rows = list_adjustments(connection, where, args.limit)
+        total = count_adjustments(connection, where)
+    print(render.adjustments_list_text(rows, total))
+    return 0
+
+
+def cmd_adjustments_show(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.review.adjustments import get_adjustment, parse_adjustment_id, review_history
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    with _recon_database() as engine, engine.connect() as connection:
+        row = get_adjustment(connection, adjustment_id)
+        history = review_history(connection, adjustment_id)
+    print(render.adjustment_show_text(row, history))
+    return 0
+
+
+def cmd_adjustments_review(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.review.adjustments import parse_adjustment_id, review_adjustment
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    amount_seen = args.amount_seen
+    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with _recon_database() as engine, engine.begin() as connection:
+        outcome = review_adjustment(
+            connection, adjustment_id, args.action, reviewer, note, amount_seen, datetime.now(UTC)
+        )
+    amount = render.money(outcome.amount_minor, outcome.currency)
+    if outcome.changed:
+        change = f"{outcome.previous_status} -> {outcome.status}"
+        print(f"adjustment {adjustment_id}: {change} by {reviewer} at {amount}")
+    else:
+        print(f"adjustment {adjustment_id}: already {outcome.status}, unchanged")
+    return 0
+
+
+def _add_adjustment_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.review.adjustments import APPROVE, REJECT
+
+    group = commands.add_parser(
+        "adjustments", help="review proposed ledger corrections: list, show, approve, reject"
+    ).add_subparsers(dest="adjustments_command", required=True)
+    listing = group.add_parser("list", help="adjustments, newest night first")
+    listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
+    listing.add_argument("--night", type=cli_args.night, help="only this night (YYYY-MM-DD)")
+    listing.add_argument(
+        "--status", help="only this status: proposed, approved, rejected, posted, withdrawn or superseded"
+    )
+    listing.add_argument(
+        "--limit", type=cli_args.count(10_000), default=50, help="show at most this many (50, at most 10000)"
+    )
+    listing.set_defaults(handler=cmd_adjustments_list)
+
+    show = group.add_parser("show", help="every column of one adjustment and its review history")
+    show.add_argument("adjustment_id", help="the id `list` shows (adj_…)")
+    show.set_defaults(handler=cmd_adjustments_show)
+
+    for action in (APPROVE, REJECT):
+        review = group.add_parser(
+            action, help=f"{action} a proposed adjustment, recording who, why and the amount"
+        )
+        review.add_argument("adjustment_id")
+        review.add_argument("--by", help="who reviews (default: $USER)")
+        review.add_argument("--note", help="why (required)")
+        review.add_argument(
+            "--amount-seen",
+            metavar="MINOR",
+            type=cli_args.signed_amount,
+            help="the amount (minor units, signed) you reviewed: refused if the row now proposes another",
+        )
+        review.set_defaults(handler=cmd_adjustments_review, action=action)
+
+
 def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds
     from recon_pipeline.review.rules import ACKNOWLEDGE, RESOLVE
+
+    discrepancy_id = cli_args.database_id(discrepancies.c.discrepancy_id)
 
     group = commands.add_parser(
         "discrepancies", help="review findings: list, show, acknowledge, resolve; set thresholds"
     ).add_subparsers(dest="discrepancies_command", required=True)
     listing = group.add_parser("list", help="findings, newest night first")
-    listing.add_argument("--property", help="only this property id")
-    listing.add_argument("--night", help="only this night (YYYY-MM-DD)")
+    listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
+    listing.add_argument("--night", type=cli_args.night, help="only this night (YYYY-MM-DD)")
     listing.add_argument("--category", help="only this category, e.g. amount_mismatch")
     listing.add_argument("--status", help="only this review status: open, acknowledged or resolved")
     listing.add_argument(
-        "--limit", type=config.positive_argument, default=50, help="show at most this many (50)"
+        "--limit", type=cli_args.count(10_000), default=50, help="show at most this many (50, at most 10000)"
     )
     listing.set_defaults(handler=cmd_discrepancies_list)
 
     show = group.add_parser("show", help="every column of one finding and its review history")
-    show.add_argument("discrepancy_id", help="the id `list` shows")
+    show.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
     show.set_defaults(handler=cmd_discrepancies_show)
 
     for name, action, verb in (("ack", ACKNOWLEDGE, "acknowledge"), ("resolve", RESOLVE, "resolve")):
         review = group.add_parser(name, help=f"{verb} findings, recording who, why and the amount seen")
-        review.add_argument("discrepancy_ids", nargs="+", metavar="discrepancy_id")
+        review.add_argument("discrepancy_ids", nargs="+", type=discrepancy_id, metavar="discrepancy_id")
         review.add_argument("--by", help="who reviews (default: $USER)")
         review.add_argument("--note", help="why (required)")
         review.set_defaults(handler=cmd_discrepancies_review, action=action)
@@ -228,15 +307,58 @@ def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.Argu
     threshold = group.add_parser(
         "threshold", help="show or set a property's unexplained-amount threshold (the blocking check's)"
     )
-    threshold.add_argument("property", help="property id")
+    threshold.add_argument("property", type=cli_args.property_id, help="property id")
     change = threshold.add_mutually_exclusive_group()
-    change.add_argument("--set", metavar="MINOR", help="new threshold in minor units (JPY: yen, EUR: cents)")
+    change.add_argument(
+        "--set",
+        type=cli_args.amount(discrepancy_thresholds.c.unexplained_threshold_minor),
+        metavar="MINOR",
+        help="new threshold in minor units (JPY: yen, EUR: cents)",
+    )
     change.add_argument("--clear", action="store_true", help="fall back to the default")
     threshold.set_defaults(handler=cmd_discrepancies_threshold)
 
 
+def cmd_events_requeue(args: argparse.Namespace) -> int:
+    from recon_pipeline.events.queue import requeue
+    from recon_pipeline.review.rules import validate_reviewer
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    with _recon_database() as engine, engine.begin() as connection:
+        requeued = requeue(connection, args.event_ids, args.all_dead, args.provider, who, datetime.now(UTC))
+    print(f"requeued {len(requeued)} dead events by {who}" + (f": {', '.join(requeued)}" if requeued else ""))
+    return 0
+
+
+def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = commands.add_parser("events", help="payment event processing").add_subparsers(
+        dest="events_command", required=True
+    )
+    requeue = group.add_parser(
+        "requeue", help="bring dead events back: pending, attempts and retry budget reset, who/when recorded"
+    )
+    requeue.add_argument(
+        "--event-id", dest="event_ids", action="append", default=[], help="a dead event's id (repeatable)"
+    )
+    requeue.add_argument("--all-dead", action="store_true", help="every dead event (with --provider: its)")
+    requeue.add_argument("--provider", choices=config.PROVIDER_FLAVOURS, help="only this provider's events")
+    requeue.add_argument("--by", help="who requeues (default: $USER)")
+    requeue.set_defaults(handler=cmd_events_requeue)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that reports bad input in one line (naming the command and option), not with
+    argparse's usage dump; subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(BAD_INPUT_EXIT, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="recon", description="Nightly payment reconciliation on Dagster.")
+    # Typed as the base class so command helpers take plain parsers; subparsers are _Parsers at run time.
+    parser: argparse.ArgumentParser = _Parser(
+        prog="recon", description="Nightly payment reconciliation on Dagster."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     db = commands.add_parser("db", help="the reconciliation database").add_subparsers(
@@ -256,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--bookings",
-        type=config.positive_argument,
+        type=cli_args.count(MAX_BOOKINGS),
         default=1000,
         help="ordinary bookings per property (1000)",
     )
@@ -273,9 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=config.PROVIDER_FLAVOURS,
         help="the API to speak and whose demo properties to seed (RECON_PROVIDER_FLAVOUR, else stripe)",
     )
-    serve.add_argument("--port", type=int, default=12111)
+    serve.add_argument("--port", type=cli_args.port, default=12111)
     serve.add_argument("--seed", type=int, default=7)
-    serve.add_argument("--bookings", type=config.positive_argument, default=1000)
+    serve.add_argument("--bookings", type=cli_args.count(MAX_BOOKINGS), default=1000)
     serve.add_argument(
         "--data", help="serve this JSON store (SimulatorStore.to_json) instead of the demo world"
     )
@@ -288,31 +410,57 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="receive Stripe and Razorpay webhooks (RECON_WEBHOOK_SECRET) into payment_events"
     )
     receive.add_argument("--host", default="127.0.0.1")
-    receive.add_argument("--port", type=int, default=12112)
+    receive.add_argument("--port", type=cli_args.port, default=12112)
     receive.add_argument(
         "--max-body-bytes",
-        type=config.positive_argument,
+        type=cli_args.count(MAX_BODY_BYTES),
         help="larger bodies get 413 (RECON_WEBHOOK_MAX_BODY_BYTES, 256 KiB)",
     )
     receive.add_argument(
-        "--workers", type=config.positive_argument, default=1, help="uvicorn worker processes (1)"
+        "--workers", type=cli_args.count(MAX_WORKERS), default=1, help="uvicorn worker processes (1)"
     )
     receive.set_defaults(handler=cmd_webhooks_serve)
 
     _add_discrepancy_commands(commands)
+    _add_adjustment_commands(commands)
+    _add_events_commands(commands)
     return parser
 
 
+def _reported(error: Exception) -> tuple[str, int] | None:
+    """The one-line reason and exit code of an error the user can act on; None for a bug."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from recon_pipeline.db.engine import database_failure
+
+    if isinstance(error, SQLAlchemyError):
+        error = database_failure(error, config.database_url())
+    if isinstance(error, config.ServiceUnavailable):
+        code = FAILED_EXIT
+    elif isinstance(error, ValueError | LookupError | OSError):  # ConfigError is a ValueError
+        code = BAD_INPUT_EXIT
+    else:
+        return None
+    lines = str(error).strip().splitlines() or [type(error).__name__]
+    return lines[0], code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `recon` console script."""
+    """Entry point of the `recon` console script: the exit code, after at most one line of error."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a refused argument (2), already printed
+        return exit_.code if isinstance(exit_.code, int) else BAD_INPUT_EXIT
     handler: Handler = args.handler
     try:
         return handler(args)
-    except (config.ConfigError, ValueError, LookupError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except Exception as error:
+        reported = _reported(error)
+        if reported is None:
+            raise
+        print(f"error: {reported[0]}", file=sys.stderr)
+        return reported[1]
 
 
 if __name__ == "__main__":

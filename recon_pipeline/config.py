@@ -7,24 +7,39 @@ so a test or a deployment can set the variables first.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
+
+from recon_pipeline.keys import parse_night
 
 PROVIDER_KINDS = ("simulator", "stripe", "razorpay")
 # The API a provider speaks; the simulator speaks either (RECON_PROVIDER_FLAVOUR, default stripe).
 PROVIDER_FLAVOURS = ("stripe", "razorpay")
 PUBLIC_API_ROOTS = {"stripe": "https://api.stripe.com", "razorpay": "https://api.razorpay.com"}
 DEFAULT_MAX_CONCURRENCY = 8
+DEFAULT_MAX_RETRY_AFTER_S = 30
+# Bound of every integer setting: beyond it a value is a typo, and it still fits an SQL Integer column.
+MAX_INT_SETTING = 2**31 - 1
 
 
 class ConfigError(ValueError):
-    """Bad or missing configuration: commands print it as a one-line reason and exit non-zero."""
+    """Bad or missing configuration: commands print it as a one-line reason and exit 2."""
+
+
+class ServiceUnavailable(RuntimeError):
+    """A service the configuration names (the database) did not answer: commands exit 1 with one line."""
 
 
 def recon_home() -> Path:
     """Folder of the embedded default's files (SQLite database, reports, demo Dagster home)."""
-    return Path(os.environ.get("RECON_HOME", "./.recon")).resolve()
+    home = Path(os.environ.get("RECON_HOME", "").strip() or "./.recon").resolve()
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"RECON_HOME must be a folder, and {str(home)!r} is a file")
+    return home
 
 
 def database_url() -> str:
@@ -70,15 +85,29 @@ def provider_settings(
                 "RECON_PROVIDER=simulator needs RECON_PROVIDER_BASE_URL (the simulator's address)"
             )
         base_url = PUBLIC_API_ROOTS[kind]
+    _check_base_url(base_url)
     api_key = api_key or os.environ.get("RECON_PROVIDER_API_KEY") or None
     if kind != "simulator" and not api_key:
         raise ConfigError(f"RECON_PROVIDER={kind} needs RECON_PROVIDER_API_KEY")
+    if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
+        # An HTTP client would refuse the header later, quoting it: say so now, without the key.
+        raise ConfigError("RECON_PROVIDER_API_KEY holds spaces or unprintable characters")
     flavour = kind if kind != "simulator" else simulator_flavour(flavour)
     if flavour == "razorpay" and api_key is not None and ":" not in api_key:
         raise ConfigError("RECON_PROVIDER_API_KEY for Razorpay is key_id:key_secret")
     return ProviderSettings(
         kind, base_url.rstrip("/"), api_key, max_concurrency or max_concurrency_from_env(), flavour
     )
+
+
+def _check_base_url(base_url: str) -> None:
+    """An http(s) URL with a host; the value is not repeated, since a URL may carry credentials."""
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:
+        raise ConfigError("RECON_PROVIDER_BASE_URL is not a valid URL") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError("RECON_PROVIDER_BASE_URL must be an http:// or https:// URL with a host")
 
 
 def simulator_flavour(flavour: str | None = None) -> str:
@@ -96,20 +125,47 @@ def max_concurrency_from_env() -> int:
     return positive_int_from_env("RECON_PROVIDER_MAX_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
 
 
+def max_retry_after_s_from_env() -> int:
+    """RECON_PROVIDER_MAX_RETRY_AFTER_S: the longest ``Retry-After`` (seconds) a provider client waits out;
+    a longer one fails the request at once rather than stall the run."""
+    return positive_int_from_env("RECON_PROVIDER_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
+
+
 def positive_int_from_env(name: str, default: int) -> int:
     """The variable ``name`` as a positive integer, ``default`` when unset, else a ConfigError naming it."""
     return positive_int(name, os.environ.get(name, str(default)))
 
 
 def positive_int(name: str, raw: str) -> int:
-    """Parse a positive integer setting or raise a ConfigError naming it."""
+    """Parse a positive integer setting (at most MAX_INT_SETTING) or raise a ConfigError naming it."""
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 10 and 1 <= int(text) <= MAX_INT_SETTING):
+        raise ConfigError(f"{name} must be a positive integer up to {MAX_INT_SETTING}, not {raw[:40]!r}")
+    return int(text)
+
+
+def seconds_from_env(name: str, default: float) -> float:
+    """The variable ``name`` as a finite number of seconds ≥ 0, else a ConfigError naming it."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
     try:
-        value = int(raw)
+        value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a positive integer, not {raw!r}") from None
-    if value < 1:
-        raise ConfigError(f"{name} must be a positive integer, not {raw!r}")
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{name} must be a number of seconds (0 or more), not {raw[:40]!r}")
     return value
+
+
+def night_from_env(name: str, default: str) -> str:
+    """The variable ``name`` as a night 'YYYY-MM-DD' (a real date), else a ConfigError naming it."""
+    night = os.environ.get(name, "").strip() or default
+    try:
+        parse_night(night)
+    except ValueError as error:
+        raise ConfigError(f"{name}: {error}") from None
+    return night
 
 
 def positive_argument(text: str) -> int:
@@ -118,3 +174,23 @@ def positive_argument(text: str) -> int:
         return positive_int("value", text)
     except ConfigError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+@dataclass(frozen=True)
+class EventRetrySettings:
+    """How long a failing payment event is retried (``budget_s`` from its first failed try) and how long
+    to wait between tries (exponential from ``base_delay_s``, capped at ``max_delay_s``)."""
+
+    budget_s: int
+    base_delay_s: int
+    max_delay_s: int
+
+
+def event_retry_settings() -> EventRetrySettings:
+    """RECON_EVENT_RETRY_BUDGET_S (6 h: a provider outage shorter than that dead-letters nothing),
+    RECON_EVENT_RETRY_BASE_DELAY_S (30 s) and RECON_EVENT_RETRY_MAX_DELAY_S (30 min)."""
+    return EventRetrySettings(
+        budget_s=positive_int_from_env("RECON_EVENT_RETRY_BUDGET_S", 6 * 3600),
+        base_delay_s=positive_int_from_env("RECON_EVENT_RETRY_BASE_DELAY_S", 30),
+        max_delay_s=positive_int_from_env("RECON_EVENT_RETRY_MAX_DELAY_S", 30 * 60),
+    )

@@ -1,10 +1,15 @@
-"""Currency facts: amounts are integers in the currency's minor unit; this module knows the exponent.
+"""Currency facts: amounts are integers in the currency's minor unit; this module knows the exponent, the
+ISO 4217 codes, and the bound on amounts the data contract allows.
 
 Stripe's zero-decimal currencies (JPY, KRW, ...) carry the whole unit as their minor unit, so a JPY
 amount of 1000 is ¥1000 and must never be divided by 100 for display.
 """
 
 from __future__ import annotations
+
+from typing import TypeVar
+
+CurrencyText = TypeVar("CurrencyText", str, None)  # a text column as read: a code, or null
 
 ZERO_DECIMAL_CURRENCIES = frozenset(
     {
@@ -27,6 +32,51 @@ ZERO_DECIMAL_CURRENCIES = frozenset(
     }
 )
 THREE_DECIMAL_CURRENCIES = frozenset({"BHD", "JOD", "KWD", "OMR", "TND"})
+
+# ISO 4217 list one (active codes, 2025), with codes withdrawn since 2023 that still circulate during their
+# changeover (ANG, SLL, ZWL). XTS (testing) and XXX (no currency) are ISO codes but name no money, so a
+# ledger entry in them is as invalid as one in "XXX1". No dependency of ours ships the list; the table is
+# checked by recon_pipeline_tests/test_money.py.
+ISO_4217_CURRENCIES = frozenset(
+    {
+        "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT", "BGN",
+        "BHD", "BIF", "BMD", "BND", "BOB", "BOV", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD", "CAD", "CDF",
+        "CHE", "CHF", "CHW", "CLF", "CLP", "CNY", "COP", "COU", "CRC", "CUC", "CUP", "CVE", "CZK", "DJF",
+        "DKK", "DOP", "DZD", "EGP", "ERN", "ETB", "EUR", "FJD", "FKP", "GBP", "GEL", "GHS", "GIP", "GMD",
+        "GNF", "GTQ", "GYD", "HKD", "HNL", "HTG", "HUF", "IDR", "ILS", "INR", "IQD", "IRR", "ISK", "JMD",
+        "JOD", "JPY", "KES", "KGS", "KHR", "KMF", "KPW", "KRW", "KWD", "KYD", "KZT", "LAK", "LBP", "LKR",
+        "LRD", "LSL", "LYD", "MAD", "MDL", "MGA", "MKD", "MMK", "MNT", "MOP", "MRU", "MUR", "MVR", "MWK",
+        "MXN", "MXV", "MYR", "MZN", "NAD", "NGN", "NIO", "NOK", "NPR", "NZD", "OMR", "PAB", "PEN", "PGK",
+        "PHP", "PKR", "PLN", "PYG", "QAR", "RON", "RSD", "RUB", "RWF", "SAR", "SBD", "SCR", "SDG", "SEK",
+        "SGD", "SHP", "SLE", "SLL", "SOS", "SRD", "SSP", "STN", "SVC", "SYP", "SZL", "THB", "TJS", "TMT",
+        "TND", "TOP", "TRY", "TTD", "TWD", "TZS", "UAH", "UGX", "USD", "USN", "UYI", "UYU", "UYW", "UZS",
+        "VED", "VES", "VND", "VUV", "WST", "XAF", "XAG", "XAU", "XBA", "XBB", "XBC", "XBD", "XCD", "XCG",
+        "XDR", "XOF", "XPD", "XPF", "XPT", "XSU", "XUA", "YER", "ZAR", "ZMW", "ZWG", "ZWL",
+    }
+)
+
+# The contract's bound on any amount in minor units (±10^11: a billion in a two-decimal currency). Far
+# above any real payment (Stripe takes at most 8 digits), far below int64: within it, sums of fewer than
+# 9 * 10^7 rows, differences and negations stay exact in int64, and float64 display stays exact.
+MAX_AMOUNT_MINOR = 10**11
+
+
+def is_iso_currency(code: object) -> bool:
+    """Whether ``code`` is an ISO 4217 currency code as the contract stores it (upper case)."""
+    return isinstance(code, str) and code in ISO_4217_CURRENCIES
+
+
+def is_contract_amount(amount: object) -> bool:
+    """Whether ``amount`` is an integer amount in minor units within ±MAX_AMOUNT_MINOR (a bool is not)."""
+    return isinstance(amount, int) and not isinstance(amount, bool) and abs(amount) <= MAX_AMOUNT_MINOR
+
+
+def upper_currency(code: CurrencyText) -> CurrencyText:
+    """An ASCII currency code in upper case, anything else as it is (for validation to name).
+
+    The PMS may store ``usd``; case is no error. Only ASCII is upper-cased: ``"ßp".upper()`` is ``"SSP"``, a
+    real code that the stored value never was."""
+    return code.upper() if isinstance(code, str) and code.isascii() else code
 
 
 def normalize_currency(code: str) -> str:

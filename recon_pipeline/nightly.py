@@ -1,4 +1,5 @@
-"""Which property-nights the nightly schedule asks for at a given moment: pure, so DST is testable.
+"""Which property-nights the nightly schedule and the SLO check want at a given moment: pure, so DST
+is testable. Both take validated rows (``split_valid_properties``): a bad row is their callers' to skip.
 
 Each property's latest closed night (in its own timezone and cutoff) is requested, with the ``lookback``
 nights before it again, so that records arriving late are reconciled. The run key names the closing
@@ -8,12 +9,12 @@ next day's re-request of a prior night is new work.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nights import last_closed_night, property_zone
+from recon_pipeline.nights import last_closed_night, night_window, property_zone
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,46 @@ def nightly_requests(
     return requests
 
 
-def due_nights(
-    properties: Iterable[PropertyRow], now: datetime, morning_close: time
-) -> list[tuple[str, date]]:
-    """Per property, the latest night whose morning-close deadline has passed at ``now``.
+@dataclass(frozen=True)
+class PreviousNight:
+    """The night the SLO check judges for one property: the one the schedule closed last."""
 
-    Night N of a property is due by ``morning_close`` local time on the day its window ends (N + 1 with
-    a cutoff before the close); before that moment the night before it is the one that must be done.
+    property_id: str
+    night: date
+    deadline: datetime  # the first morning close, local time, at or after the night's window ends
+
+
+def previous_nights(
+    properties: Iterable[PropertyRow], now: datetime, morning_close: time
+) -> list[PreviousNight]:
+    """Per property, its latest closed night at ``now`` (what the schedule requested last) and the
+    morning close by which it must be reconciled.
+
+    The deadline is the first ``morning_close`` at or after the window's end, so a cutoff later than the
+    close (a 10:00 cutoff, a 09:00 close) leaves a whole day, not a deadline before the night is over.
     """
-    due = []
+    previous = []
     for prop in properties:
         zone = property_zone(prop.timezone)
-        closed = last_closed_night(now, prop.timezone, prop.night_cutoff)
-        deadline = datetime.combine(closed + timedelta(days=1), morning_close, tzinfo=zone)
-        due.append((prop.property_id, closed if now >= deadline else closed - timedelta(days=1)))
-    return due
+        night = last_closed_night(now, prop.timezone, prop.night_cutoff)
+        ends = night_window(night, prop.timezone, prop.night_cutoff).end.astimezone(zone)
+        deadline = datetime.combine(ends.date(), morning_close, tzinfo=zone)
+        if deadline < ends:
+            deadline = datetime.combine(ends.date() + timedelta(days=1), morning_close, tzinfo=zone)
+        previous.append(PreviousNight(prop.property_id, night, deadline))
+    return previous
+
+
+def late_night(previous: PreviousNight, now: datetime, reconciled: Callable[[date], bool]) -> date | None:
+    """The night that makes the property late at ``now``, or None when it is on time.
+
+    On time: its latest closed night is reconciled; or that night's deadline has not passed yet and the
+    night before it (whose deadline has) is reconciled. A check that judged only the night before would
+    be red right after a run that reconciled the latest night, until the morning close.
+    """
+    if reconciled(previous.night):
+        return None
+    if now >= previous.deadline:
+        return previous.night
+    before = previous.night - timedelta(days=1)
+    return None if reconciled(before) else before

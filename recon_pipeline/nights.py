@@ -7,9 +7,11 @@ hours long, as the wall clock says.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from functools import cache
+from zoneinfo import ZoneInfo, available_timezones
 
 from recon_pipeline.keys import parse_night
 
@@ -31,21 +33,33 @@ class NightWindow:
         return NightWindow(self.night, self.start - margin, self.end + margin)
 
 
-def parse_cutoff(cutoff: str) -> time:
-    """'HH:MM' → time; a clear error for anything else."""
-    try:
-        hours, minutes = cutoff.split(":")
-        return time(int(hours), int(minutes))
-    except ValueError:
-        raise ValueError(f"night_cutoff must be 'HH:MM', not {cutoff!r}") from None
+_CUTOFF = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
+
+
+def parse_cutoff(cutoff: str, name: str = "night_cutoff") -> time:
+    """'HH:MM' from 00:00 to 23:59 → time; anything else (' 9:00', '24:00', '9:5') is a ValueError
+    naming ``name``, so a typo never shifts a night by silently meaning another hour."""
+    match = _CUTOFF.match(cutoff) if isinstance(cutoff, str) else None
+    if match is None:
+        raise ValueError(f"{name} must be 'HH:MM' from 00:00 to 23:59, not {cutoff!r}")
+    return time(int(match[1]), int(match[2]))
+
+
+@cache
+def _iana_keys() -> frozenset[str]:
+    """The IANA zone names the system knows (read once: the set walks the tz database), less the host's
+    own 'localtime' link, which names no place and would move with the server."""
+    return frozenset(available_timezones()) - {"localtime"}
 
 
 def property_zone(timezone: str) -> ZoneInfo:
-    """The IANA zone of a property, or a ValueError naming the bad value."""
-    try:
-        return ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown IANA timezone {timezone!r}") from None
+    """The IANA zone of a property, or a ValueError naming the bad value.
+
+    Checked against the IANA names first: ``ZoneInfo`` alone accepts 'localtime' (the host's zone, not
+    the property's) and raises IsADirectoryError, not ValueError, for a region such as 'America'."""
+    if timezone not in _iana_keys():
+        raise ValueError(f"unknown IANA timezone {timezone!r}")
+    return ZoneInfo(timezone)
 
 
 def night_window(night: date | str, timezone: str, cutoff: str = "00:00") -> NightWindow:

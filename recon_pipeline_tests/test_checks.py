@@ -1,8 +1,10 @@
-"""SLO checks: the morning-close deadline per timezone, and the age of the oldest pending event."""
+"""SLO checks: which night is judged per timezone and cutoff, one bad property failing alone, and the age of
+the oldest pending event."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import pytest
@@ -15,28 +17,45 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nightly import due_nights
+from recon_pipeline.nightly import late_night, previous_nights
+from recon_pipeline.nights import last_closed_night
 
 LISBON = PropertyRow("lisbon", "L", "Europe/Lisbon", "EUR", "00:00", None)
 TOKYO = PropertyRow("tokyo", "T", "Asia/Tokyo", "JPY", "00:00", None)
+LATE_CUTOFF = PropertyRow("late", "Late cutoff", "UTC", "EUR", "10:00", None)
 NINE = time(9, 0)
 
 
+def late(prop: PropertyRow, now: datetime, reconciled: set[date]) -> date | None:
+    [previous] = previous_nights([prop], now, NINE)
+    return late_night(previous, now, reconciled.__contains__)
+
+
 @pytest.mark.parametrize(
-    ("now", "lisbon", "tokyo"),
+    ("prop", "now", "reconciled", "late_on"),
     [
-        # 08:59 in Lisbon: Dec 1 is not due yet, Nov 30 is. 17:59 in Tokyo: Dec 1 is due.
-        (datetime(2026, 12, 2, 8, 59, tzinfo=UTC), date(2026, 11, 30), date(2026, 12, 1)),
-        (datetime(2026, 12, 2, 9, 0, tzinfo=UTC), date(2026, 12, 1), date(2026, 12, 1)),
+        # 08:59 in Lisbon: Dec 1 closed at midnight, its deadline is 09:00; Nov 30 must be done.
+        (LISBON, datetime(2026, 12, 2, 8, 59, tzinfo=UTC), {date(2026, 11, 30)}, None),
+        (LISBON, datetime(2026, 12, 2, 8, 59, tzinfo=UTC), set(), date(2026, 11, 30)),
+        # Right after a run of the night just closed (what `recon demo` does): on time, not red.
+        (LISBON, datetime(2026, 12, 2, 5, 25, tzinfo=UTC), {date(2026, 12, 1)}, None),
+        (LISBON, datetime(2026, 12, 2, 9, 0, tzinfo=UTC), {date(2026, 11, 30)}, date(2026, 12, 1)),
         # Summer time: 09:00 in Lisbon is 08:00 UTC.
-        (datetime(2026, 7, 2, 8, 0, tzinfo=UTC), date(2026, 7, 1), date(2026, 7, 1)),
-        (datetime(2026, 7, 2, 7, 59, tzinfo=UTC), date(2026, 6, 30), date(2026, 7, 1)),
-        # 23:59 UTC is 08:59 next day in Tokyo.
-        (datetime(2026, 12, 2, 23, 59, tzinfo=UTC), date(2026, 12, 1), date(2026, 12, 1)),
+        (LISBON, datetime(2026, 7, 2, 8, 0, tzinfo=UTC), {date(2026, 6, 30)}, date(2026, 7, 1)),
+        (LISBON, datetime(2026, 7, 2, 7, 59, tzinfo=UTC), {date(2026, 6, 30)}, None),
+        # 23:59 UTC is 08:59 next day in Tokyo: Dec 2 closed, not due for a minute; Dec 1 is.
+        (TOKYO, datetime(2026, 12, 2, 23, 59, tzinfo=UTC), {date(2026, 12, 1)}, None),
+        (TOKYO, datetime(2026, 12, 3, 0, 0, tzinfo=UTC), {date(2026, 12, 1)}, date(2026, 12, 2)),
+        # A cutoff after the close: Dec 1 ends Dec 2 10:00 and is due the next morning, Dec 3 09:00.
+        (LATE_CUTOFF, datetime(2026, 12, 2, 10, 0, tzinfo=UTC), {date(2026, 11, 30)}, None),
+        (LATE_CUTOFF, datetime(2026, 12, 3, 8, 59, tzinfo=UTC), {date(2026, 11, 30)}, None),
+        (LATE_CUTOFF, datetime(2026, 12, 3, 9, 0, tzinfo=UTC), {date(2026, 11, 30)}, date(2026, 12, 1)),
     ],
 )
-def test_which_night_is_due_by_the_morning_close(now: datetime, lisbon: date, tokyo: date) -> None:
-    assert due_nights([LISBON, TOKYO], now, NINE) == [("lisbon", lisbon), ("tokyo", tokyo)]
+def test_the_night_judged_is_the_one_the_schedule_closed_last(
+    prop: PropertyRow, now: datetime, reconciled: set[date], late_on: date | None
+) -> None:
+    assert late(prop, now, reconciled) == late_on
 
 
 def run_checks(
@@ -66,14 +85,46 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
             "previous_night_reconciled": False,
             "oldest_pending_event_age": False,
         }
-        for property_id, night in due_nights(rows, datetime.now(UTC), NINE):
-            key = PropertyNight(property_id, night.isoformat()).partition_key
-            instance.report_runless_asset_event(
-                dg.AssetMaterialization("discrepancy_report", partition=str(key))
-            )
+        for prop in rows:
+            night = last_closed_night(datetime.now(UTC), prop.timezone, prop.night_cutoff)
+            reconciled(instance, prop.property_id, night)
         with engine.begin() as connection:
             connection.execute(update(payment_event_processing).values(status="processed"))
         assert run_checks(sqlite_url, instance, monkeypatch) == {
             "previous_night_reconciled": True,
             "oldest_pending_event_age": True,
         }
+
+
+def reconciled(instance: dg.DagsterInstance, property_id: str, night: date) -> None:
+    key = PropertyNight(property_id, night.isoformat()).partition_key
+    instance.report_runless_asset_event(dg.AssetMaterialization("discrepancy_report", partition=str(key)))
+
+
+def noon_zone(now: datetime) -> str:
+    """A fixed-offset IANA zone where ``now`` is about noon, so an hour either side stays on one date."""
+    offset = 12 - now.hour
+    return "Etc/GMT" if offset == 0 else f"Etc/GMT{'-' if offset > 0 else '+'}{abs(offset)}"
+
+
+def test_a_run_of_the_night_just_closed_passes_before_the_morning_close(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's situation: the night closed an hour ago, its run succeeded, the close is an hour away."""
+    now = datetime.now(UTC)
+    zone = noon_zone(now)
+    local = now.astimezone(ZoneInfo(zone))
+    cutoff, close = (
+        (local - timedelta(hours=1)).strftime("%H:%M"),
+        (local + timedelta(hours=1)).strftime("%H:%M"),
+    )
+    monkeypatch.setenv("RECON_MORNING_CLOSE", close)
+    prop = PropertyRow("noon-inn", "Noon Inn", zone, "EUR", cutoff, None)
+    engine = make_engine(database_url)
+    init_db(engine)
+    with engine.begin() as connection:
+        connection.execute(insert(properties), [prop.row()])
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [prop.property_id])
+        reconciled(instance, prop.property_id, last_closed_night(now, zone, cutoff))
+        assert run_checks(database_url, instance, monkeypatch)["previous_night_reconciled"] is True

@@ -8,16 +8,17 @@ together by a barrier.
 
 Started together is not enough for the writes to collide: each write is a transaction of milliseconds at
 the end of a run of seconds. So the test holds both result tables in SHARE mode (``LOCK TABLE``: writers
-wait, readers do not) and lets go of a table only once all four runs are blocked on it, as ``pg_locks``
-shows: the four adjustment writers, then the four discrepancy writers, really run against each other, on
-the unique keys. Failure semantics: none; the business keys decide, the later
-writers find the rows there (``ON CONFLICT``) and every run succeeds. One failure does exist upstream, in
+wait, readers do not) and lets go of a table only once all four runs are blocked at it, as ``pg_locks``
+shows: the four adjustment writers, then the four discrepancy writers, really run against each other.
+Failure semantics: none; the business keys decide, the later writers find the rows there and every run
+succeeds. One failure does exist upstream, in
 Dagster: runs that claim a pool nobody set a limit for yet race to create its row, and on PostgreSQL the
 loser's step fails (dagster-io/dagster#33552); the test sets the limit first, as a deployment must.
 
-The discrepancy writers of one partition take turns on a PostgreSQL advisory lock (``lock_partition``), so
-each run's read of what was there is current: the findings are counted as new exactly once over the four
-runs, and no run deletes what another wrote.
+Both writers of one partition take turns on a PostgreSQL advisory lock (``lock_partition``), so each
+run's read of what was there is current: at each gate one run holds the lock and waits on the table, the
+three others wait on the lock; the adjustments and the findings are counted as new exactly once over the
+four runs, the later runs find them unchanged, and no run clears what another wrote.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ GATED = ("adjustments", "discrepancies")
 GATE_TIMEOUT_S = 240.0  # every run pulls ~2,000 records first; four share two cores
 RUN_TIMEOUT_S = 300.0
 
-# A run waits at a writer either on the gated table or, for discrepancies, on the partition's advisory
-# lock that save_discrepancies takes first (its writers take turns), which only they use.
+# A run waits at a writer either on the gated table or on the partition's advisory lock that both writers
+# (sync_adjustments, save_discrepancies) take first, which only they use.
+PARTITION_LOCK = "partition_lock"
 WAITERS_SQL = text(
     """
-    SELECT CASE WHEN l.locktype = 'advisory' THEN 'discrepancies' ELSE c.relname END, count(DISTINCT l.pid)
+    SELECT CASE WHEN l.locktype = 'advisory' THEN 'partition_lock' ELSE c.relname END, count(DISTINCT l.pid)
     FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation
     WHERE NOT l.granted
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -108,15 +110,15 @@ def blocked_writers(monitor: Connection) -> Counter[str]:
 def open_gates_when_all_wait(
     engine: Engine, held: dict[str, Connection], children: list[Child]
 ) -> dict[str, int]:
-    """Release each locked table once all runs are blocked on the locked tables (bounded); returns how many
-    writers each table released at once."""
+    """Release each locked table once all runs are blocked at the writers, on a locked table or on the
+    partition lock behind it (bounded); returns how many writers each table released at once."""
     released: dict[str, int] = {}
     deadline = time.monotonic() + GATE_TIMEOUT_S
     with engine.connect() as monitor:
         while len(released) < len(held):
             waiting = blocked_writers(monitor)
             monitor.rollback()
-            if sum(waiting[t] for t in held if t not in released) == RUNS:
+            if sum(waiting[t] for t in held if t not in released) + waiting[PARTITION_LOCK] == RUNS:
                 for table in [t for t in held if t not in released and waiting[t]]:
                     held[table].commit()
                     released[table] = waiting[table]
@@ -197,14 +199,15 @@ def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(tmp_pa
         finally:
             engine.dispose()
 
-    assert released == {table: RUNS for table in GATED}  # every writer ran against the three others
+    # Every writer ran against the three others: one at the table, three queued on the partition lock.
+    assert released == {table: 1 for table in GATED}
     assert {r.dagster_run.status for r in records} == {dg.DagsterRunStatus.SUCCESS} and len(records) == RUNS
     # One set of adjustments: the planned business keys, each inserted by exactly one of the runs.
     assert len(keys) == len({k for k, _ in keys}) == planned_adjustments > 0
     assert {run_id for _, run_id in keys} <= set(run_ids)
     assert sum(m["new"] for m in metadata["adjustments"]) == planned_adjustments
     assert (
-        sum(m["duplicates_suppressed"] for m in metadata["adjustments"]) == (RUNS - 1) * planned_adjustments
+        sum(m["unchanged"] for m in metadata["adjustments"]) == (RUNS - 1) * planned_adjustments
     )
     # One set of discrepancies: the planted findings, once each.
     assert found == planted  # category → count, over every row of the table

@@ -334,7 +334,7 @@ def writer_trial(h: WriterHarness, trial: Trial, key: str) -> str:
 
     metadata = h.materialization(h.materialize(key, (WRITER_STEP,)))
     assert metadata is not None, what
-    assert (metadata["new"], metadata["duplicates_suppressed"]) == (len(planned) - len(left), len(left)), what
+    assert (metadata["new"], metadata["unchanged"]) == (len(planned) - len(left), len(left)), what
     assert h.rows(key) == planned, f"{what}: the re-run did not end with exactly the planned adjustments"
     if left:  # the rows keep the run that committed them, though Dagster may never have seen it finish
         assert h.rows(key, ("run_id",)) == {(run_id,)}, what
@@ -597,7 +597,7 @@ def processor_trial(h: ProcessorHarness, trial: Trial, trial_world: EventTrialWo
     for event_id in order[len(settled) :]:
         status, _outcome, attempts, locked_by, _at = final[event_id]
         assert (status, locked_by) == ("processed", rerun_id), f"{what}: {event_id} {final[event_id]}"
-        assert attempts == (2 if event_id in claimed else 1), f"{what}: {event_id} claimed {attempts} times"
+        assert attempts == 1, f"{what}: {event_id} counted {attempts} tries"  # a dead worker's claim is none
     assert Counter(state[1] for state in final.values()) == trial_world.expected_outcomes(), what
     effects = h.effects(trial_world)
     confirming = {event_id for event_id, state in final.items() if state[1] == "booking_confirmed"}

@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
-from sqlalchemy import MetaData, Table, func, inspect, select
+from sqlalchemy import MetaData, Table, inspect, select
 
 from recon_pipeline.db.bulk import BULK_MIN_ROWS
 from recon_pipeline.db.engine import init_db, make_engine
-from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.db.results import save_discrepancies, sync_adjustments, write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
@@ -100,6 +100,43 @@ def test_init_upgrades_an_older_database_in_place(database_url: str) -> None:
     engine.dispose()
 
 
+def test_init_upgrades_adjustments_of_an_older_release_and_the_lifecycle_continues_them(
+    database_url: str,
+) -> None:
+    """Adjustments written before the lifecycle (no revision, finding link or cleared_at) get the new
+    columns, revision 1; a re-run with no change leaves such a row as it is, a changed amount supersedes
+    it with revision 2."""
+    engine = make_engine(database_url)
+    added = {"category", "record_key", "revision", "updated_at", "superseded_by"}
+    older = MetaData()
+    Table("adjustments", older, *(c.copy() for c in adjustments.columns if c.name not in added))
+    Table("discrepancies", older, *(c.copy() for c in discrepancies.columns if c.name != "cleared_at"))
+    older.create_all(engine)
+    [old] = plan_adjustments("p1", "2026-11-30", FINDINGS.iloc[:1], "run-old", NOW)
+    with engine.begin() as connection:
+        connection.execute(older.tables["adjustments"].insert(), {k: old[k] for k in old if k not in added})
+    init_db(engine)
+    assert "cleared_at" in {c["name"] for c in inspect(engine).get_columns("discrepancies")}
+    with engine.connect() as connection:
+        [upgraded] = connection.execute(select(adjustments)).mappings().all()
+    assert (upgraded["revision"], upgraded["category"], upgraded["status"]) == (1, None, "proposed")
+
+    again = plan_adjustments("p1", "2026-11-30", FINDINGS.iloc[:1], "run-new", NOW + timedelta(hours=1))
+    with engine.begin() as connection:
+        assert sync_adjustments(connection, "p1", "2026-11-30", again, NOW).unchanged == 1
+        assert dict(connection.execute(select(adjustments)).mappings().one()) == dict(upgraded)
+    changed = [{**again[0], "amount_minor": 1200}]
+    with engine.begin() as connection:
+        plan = sync_adjustments(connection, "p1", "2026-11-30", changed, NOW + timedelta(hours=2))
+        rows = connection.execute(select(adjustments).order_by(adjustments.c.revision)).mappings().all()
+    assert (plan.new, plan.count("superseded")) == (1, 1)
+    assert [(r["idempotency_key"], r["status"], r["amount_minor"]) for r in rows] == [
+        (old["idempotency_key"], "superseded", 1000),
+        (old["idempotency_key"] + "#2", "proposed", 1200),
+    ]
+    engine.dispose()
+
+
 def test_timestamps_round_trip_as_aware_utc(database_url: str) -> None:
     engine = make_engine(database_url)
     init_db(engine)
@@ -184,6 +221,8 @@ def test_a_large_batch_is_written_once_with_every_value_intact(database_url: str
             "status": "proposed",
             "created_at": NOW + timedelta(microseconds=i),
             "run_id": "run-a",
+            **{"category": None, "record_key": None, "revision": 1},
+            **{"updated_at": None, "superseded_by": None},
         }
         for i in range(BULK_MIN_ROWS + 100)
     ]
@@ -209,19 +248,32 @@ def test_discrepancies_upsert_leaves_a_rerun_identical(database_url: str) -> Non
     init_db(engine)
     with engine.begin() as connection:
         counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
-    assert (counts.new, counts.already_present, counts.removed) == (4, 0, 0)
+    assert (counts.new, counts.already_present, counts.cleared) == (4, 0, 0)
     snapshot = _discrepancy_rows(engine)
     with engine.begin() as connection:
         counts = save_discrepancies(
             connection, "p1", "2026-11-30", FINDINGS, "run-b", NOW + timedelta(hours=2)
         )
-    assert (counts.new, counts.already_present, counts.removed) == (0, 4, 0)
+    assert (counts.new, counts.already_present, counts.cleared) == (0, 4, 0)
     assert _discrepancy_rows(engine) == snapshot
 
 
-def test_cleared_findings_leave_unless_reviewed(database_url: str) -> None:
+def test_findings_no_longer_seen_are_cleared_not_deleted_and_outstanding_again_when_seen_again(
+    database_url: str,
+) -> None:
     engine = make_engine(database_url)
     init_db(engine)
+    later, latest = NOW + timedelta(hours=1), NOW + timedelta(hours=2)
+
+    def cleared_at() -> dict[str, datetime | None]:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(discrepancies.c.record_key, discrepancies.c.cleared_at).where(
+                    discrepancies.c.night == "2026-11-30"
+                )
+            )
+            return dict(rows.tuples().all())
+
     with engine.begin() as connection:
         save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
         connection.execute(
@@ -229,14 +281,22 @@ def test_cleared_findings_leave_unless_reviewed(database_url: str) -> None:
             .where(discrepancies.c.record_key == "ch_9:payment")
             .values(review_status="acknowledged")
         )
-        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", NOW)
-        remaining = connection.execute(
-            select(discrepancies.c.record_key).order_by(discrepancies.c.record_key)
-        ).scalars()
-        assert counts.removed == 2
-        assert list(remaining) == ["ch_1:payment", "ch_9:payment"]
-        other_night = connection.execute(select(func.count()).select_from(discrepancies)).scalar_one()
-        assert other_night == 2
+    with engine.begin() as connection:
+        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", later)
+    stale = ["ch_2:payment", "ch_3:payment", "ch_9:payment"]  # reviewed or not, each stays, cleared
+    assert counts.cleared == 3
+    assert cleared_at() == {"ch_1:payment": None, **dict.fromkeys(stale, later)}
+    with engine.begin() as connection:  # no change: nothing cleared again, the first clearing time kept
+        again = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-c", latest)
+    assert again.cleared == 0
+    assert cleared_at() == {"ch_1:payment": None, **dict.fromkeys(stale, later)}
+    with engine.begin() as connection:  # seen again: outstanding again, its review kept
+        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-d", latest)
+        status = connection.execute(
+            select(discrepancies.c.review_status).where(discrepancies.c.record_key == "ch_9:payment")
+        ).scalar_one()
+    assert cleared_at() == dict.fromkeys(["ch_1:payment", *stale])
+    assert status == "acknowledged"
 
 
 def _discrepancy_rows(engine) -> list[tuple]:  # type: ignore[no-untyped-def]

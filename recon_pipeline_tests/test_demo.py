@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,18 @@ def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
+LIFECYCLE_LINE = re.compile(
+    r"^   (\S+) \S+: booked (\d+), changed (\d+) -> findings cleared (\d+); "
+    r"proposals withdrawn (\d+), superseded (\d+), new (\d+)$",
+    re.MULTILINE,
+)
+
+
+def lifecycle_lines(stdout: str) -> dict[str, tuple[int, ...]]:
+    """property → (booked, changed, cleared, withdrawn, superseded, new) as the demo printed them."""
+    return {match[0]: tuple(int(n) for n in match[1:]) for match in LIFECYCLE_LINE.findall(stdout)}
+
+
 def fresh_env(tmp_path: Path) -> dict[str, str]:
     """The environment without any RECON_/DAGSTER_ setting, and a new RECON_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "DAGSTER_"))}
@@ -37,11 +50,19 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
         assert f"== {prop.property_id}" in first.stdout
     assert "differs" not in first.stdout
     assert "already committed" in first.stdout
+    # The PMS books half of the missing payments and changes one amount; the re-run follows the ledger.
+    lifecycle = lifecycle_lines(first.stdout)
+    assert set(lifecycle) == {prop.property_id for prop in DEMO_PROPERTIES}
+    for booked, changed, cleared, withdrawn, superseded, new in lifecycle.values():
+        assert booked >= 1 and changed == 1
+        assert cleared == withdrawn == booked  # each booked payment: its finding cleared, proposal withdrawn
+        assert superseded == new == 1  # the changed amount: one proposal superseded by a new one
 
     second = run_recon("demo", "--bookings", "150", env=env)
     assert second.returncode == 0, second.stderr
     assert second.stdout.count("adjustments: 0 new") == len(DEMO_PROPERTIES)
     assert "seeded: properties +0, bookings +0, payment_orders +0, ledger_entries +0" in second.stdout
+    assert set(lifecycle_lines(second.stdout).values()) == {(0, 0, 0, 0, 0, 0)}  # nothing moved again
 
     dagster_home = tmp_path / "home" / "dagster_home"
     assert (dagster_home / "dagster.yaml").exists()
@@ -49,7 +70,7 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
     try:
         with dg.DagsterInstance.get() as instance:
             runs = instance.get_runs()
-            assert len(runs) == 2 * len(DEMO_PROPERTIES)
+            assert len(runs) == 4 * len(DEMO_PROPERTIES)  # each demo: a run and a re-run per property
             assert all(run.is_success for run in runs)
     finally:
         del os.environ["DAGSTER_HOME"]

@@ -4,7 +4,8 @@ wins over payloads, bookings are confirmed once, failures are retried or dead-le
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, Table, func, insert, select
 
+from recon_pipeline import cli
 from recon_pipeline.db.engine import init_db, make_engine
 from recon_pipeline.db.schema import (
     booking_confirmations,
@@ -25,7 +27,7 @@ from recon_pipeline.events.parse import parse_stripe_event
 from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
 from recon_pipeline.events.store import store_event
-from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
 from recon_pipeline.provider.stripe import StripeAdapter
 from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
@@ -294,12 +296,12 @@ def test_provider_unavailable_is_retried_later_then_processed(harness: Harness) 
     assert h.one(bookings, booking_id="bk_down")["status"] == "confirmed"
 
 
-def test_after_max_attempts_the_event_is_dead_and_stays_visible(harness: Harness) -> None:
+def test_a_failure_after_the_retry_budget_is_dead_and_stays_visible(harness: Harness) -> None:
     h = harness
     _, intent = h.add_payment("dead")
     h.deliver("evt_dead", "payment_intent.succeeded", intent)
     h.sim.set_faults(statuses=[503] * (FAST_RETRY.max_attempts * 2))
-    schedule = RetrySchedule(max_attempts=2)
+    schedule = RetrySchedule(budget=timedelta(hours=1))
 
     assert h.process(policy=schedule).retried == 1
     h.clock.now += timedelta(hours=2)
@@ -382,7 +384,7 @@ def test_an_abandoned_claim_is_reclaimed_after_its_lease_and_processed_once(harn
     assert h.process(lease=lease).processed == 1
 
     event = h.one(payment_event_processing, event_id="evt_lease")
-    assert (event["status"], event["attempts"], event["locked_by"]) == ("processed", 2, "w1")
+    assert (event["status"], event["attempts"], event["locked_by"]) == ("processed", 1, "w1")  # one real try
     with h.engine.begin() as connection:  # the crashed worker wakes up: its lease is gone
         assert not complete(connection, abandoned, "crashed", "overwritten", None, None, h.clock.now)
     assert h.one(payment_event_processing, event_id="evt_lease")["outcome"] == "booking_confirmed"
@@ -456,3 +458,146 @@ def test_an_event_about_no_payment_is_processed_without_a_provider_read(harness:
 
     assert _outcomes(h) == ["no_payment_reference"]
     assert h.sim.stats()["api_requests"] == 0
+
+
+# ----- retry budget: only real tries count ---------------------------------------------------------------
+HANGING = RetryPolicy(max_attempts=1, timeout_s=1.0)  # a provider read gives up after 1 s
+QUICK_RETRY = RetrySchedule(budget=timedelta(hours=1), base_delay=timedelta(milliseconds=1))
+
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _tries_by_event(h: Harness, event_payments: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """Per event: (attempts counted, PaymentIntent reads the provider actually received)."""
+    reads = h.sim.stats()["requests_by_path"]
+    paths = {event_id: f"/v1/payment_intents/{payment_id}" for event_id, payment_id in event_payments.items()}
+    return {
+        row["event_id"]: (row["attempts"], reads.get(paths[row["event_id"]], 0))
+        for row in h.rows(payment_event_processing)
+    }
+
+
+def _process_real_time(h: Harness, retry: RetryPolicy = FAST_RETRY, **options: Any) -> ProcessCounts:
+    with ProviderHttp(h.sim.base_url, retry=retry) as http:
+        return process_available(h.engine, StripeAdapter(http), "w1", clock=_wall_clock, **options)
+
+
+def test_a_batch_that_outlives_its_lease_behind_a_hanging_provider_counts_only_real_tries(
+    harness: Harness,
+) -> None:
+    h = harness
+    payments = {}
+    for name in ("h1", "h2", "h3", "h4"):
+        _, intent = h.add_payment(name)
+        h.add_booking(f"bk_{name}")
+        h.deliver(f"evt_{name}", "payment_intent.succeeded", intent)
+        payments[f"evt_{name}"] = intent["id"]
+    h.sim.set_faults(slow_ms=3_000)  # every read hangs past the client's 1 s timeout
+    lease = timedelta(seconds=1.5)  # two 1 s reads outlive it: the batch's tail is never tried
+
+    first = _process_real_time(h, HANGING, lease=lease, batch_size=4, max_batches=1, policy=QUICK_RETRY)
+
+    # ~2 tries fit in the lease; the rest were claimed, never tried, and handed back
+    assert (first.claimed, first.dead, first.retried + first.released) == (4, 0, 4)
+    assert first.retried >= 1 and first.released >= 1, first
+    tries = _tries_by_event(h, payments)
+    assert sorted(attempts for attempts, _ in tries.values()).count(0) == first.released
+    assert all(attempts == reads for attempts, reads in tries.values()), tries
+    for _ in range(3):  # the outage goes on: more passes, each try counted once, nothing dead
+        _process_real_time(h, HANGING, lease=lease, batch_size=4, max_batches=1, policy=QUICK_RETRY)
+    tries = _tries_by_event(h, payments)
+    assert all(attempts == reads for attempts, reads in tries.values()), tries
+    assert {row["status"] for row in h.rows(payment_event_processing)} <= {"failed", "pending"}
+
+    h.sim.set_faults(slow_ms=0)
+    counts = _process_real_time(h, lease=lease, policy=QUICK_RETRY)
+
+    assert (counts.processed, counts.dead) == (4, 0)
+    final = _tries_by_event(h, payments)
+    assert all(attempts == reads for attempts, reads in final.values()), final
+    assert {row["status"] for row in h.rows(payment_event_processing)} == {"processed"}
+    assert h.count(booking_confirmations) == 4
+
+
+def _drain_through_outage(h: Harness, outage_s: float, deadline_s: float) -> None:
+    """Process events in real time while the provider answers 500 for ``outage_s``, until every event is
+    settled (processed or dead) or ``deadline_s`` passed."""
+    h.sim.set_faults(fail_after_requests=0)
+    started = time.monotonic()
+    while time.monotonic() - started < deadline_s:
+        if time.monotonic() - started >= outage_s:
+            h.sim.set_faults(fail_after_requests=None)
+        _process_real_time(h, FAST_RETRY)
+        if {row["status"] for row in h.rows(payment_event_processing)} <= {"processed", "dead"}:
+            return
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def compressed_budget(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
+    """Retry budget and backoff in seconds instead of hours, through the settings the processor reads."""
+
+    def compress(budget_s: int) -> None:
+        monkeypatch.setenv("RECON_EVENT_RETRY_BUDGET_S", str(budget_s))
+        monkeypatch.setenv("RECON_EVENT_RETRY_BASE_DELAY_S", "1")
+        monkeypatch.setenv("RECON_EVENT_RETRY_MAX_DELAY_S", "1")
+
+    return compress
+
+
+def test_an_outage_shorter_than_the_budget_dead_letters_nothing(
+    harness: Harness, compressed_budget: Callable[[int], None]
+) -> None:
+    h = harness
+    for name in ("o1", "o2"):
+        _, intent = h.add_payment(name)
+        h.add_booking(f"bk_{name}")
+        h.deliver(f"evt_{name}", "payment_intent.succeeded", intent)
+    compressed_budget(30)
+
+    _drain_through_outage(h, outage_s=3.5, deadline_s=20)
+
+    rows = h.rows(payment_event_processing)
+    assert {row["status"] for row in rows} == {"processed"}
+    assert all(row["attempts"] >= 2 and row["first_failed_at"] is not None for row in rows)
+    assert h.count(booking_confirmations) == 2
+
+
+def test_an_outage_longer_than_the_budget_dead_letters_and_requeue_brings_them_back(
+    harness: Harness,
+    compressed_budget: Callable[[int], None],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    h = harness
+    for name in ("d1", "d2"):
+        _, intent = h.add_payment(name)
+        h.add_booking(f"bk_{name}")
+        h.deliver(f"evt_{name}", "payment_intent.succeeded", intent)
+    compressed_budget(2)
+
+    _drain_through_outage(h, outage_s=30, deadline_s=10)
+
+    rows = h.rows(payment_event_processing)
+    assert {row["status"] for row in rows} == {"dead"} and all(row["attempts"] >= 2 for row in rows)
+    monkeypatch.setenv("RECON_DATABASE_URL", h.engine.url.render_as_string(hide_password=False))
+    monkeypatch.setenv("USER", "ops-default")
+    assert cli.main(["events", "requeue"]) == 2  # nothing named
+    assert cli.main(["events", "requeue", "--event-id", "evt_nope"]) == 2  # unknown: nothing changes
+    assert cli.main(["events", "requeue", "--event-id", "evt_d1", "--provider", "razorpay"]) == 2
+    errors = capsys.readouterr().err.splitlines()  # one line each, naming what is wrong
+    assert len(errors) == 3 and "evt_nope" in errors[1] and "not razorpay" in errors[2]
+    assert {row["status"] for row in h.rows(payment_event_processing)} == {"dead"}
+    assert cli.main(["events", "requeue", "--all-dead", "--provider", "stripe", "--by", "ops-anna"]) == 0
+
+    rows = h.rows(payment_event_processing)
+    assert {(r["status"], r["attempts"], r["first_failed_at"], r["requeued_by"]) for r in rows} == {
+        ("pending", 0, None, "ops-anna")
+    }
+    assert all(row["requeued_at"] is not None and "500" in row["last_error"] for row in rows)
+    h.sim.set_faults(fail_after_requests=None)
+    assert _process_real_time(h).processed == 2
+    assert h.count(booking_confirmations) == 2
+    assert cli.main(["events", "requeue", "--event-id", "evt_d1"]) == 2  # processed, not dead: refused

@@ -89,6 +89,7 @@ def test_captured_payments_of_unconfirmed_or_unknown_bookings_are_orphans() -> N
         "record_key": "payment:pi_3",
         "kind": "payment",
         "provider_record_id": "pi_3",
+        "ledger_currency": None,
         "ledger_entry_id": None,
         "booking_id": "bk_3",
         "provider_amount_minor": 30_000,

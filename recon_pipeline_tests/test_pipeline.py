@@ -63,7 +63,7 @@ def test_rerun_writes_nothing_new(provider_pipeline: SeededPipeline) -> None:
     assert first.run_id != second.run_id
     metadata = second.asset_materializations_for_node("adjustments")[0].metadata
     assert metadata["new"].value == 0
-    assert metadata["duplicates_suppressed"].value == len(adjustments_before) > 0
+    assert metadata["unchanged"].value == len(adjustments_before) > 0
     assert provider_pipeline.table(adjustments) == adjustments_before
     assert provider_pipeline.table(discrepancies) == discrepancies_before
 

@@ -22,6 +22,7 @@ from recon_pipeline.provider.errors import (
     ProviderDataError,
     ProviderRequestRejected,
     ProviderUnavailable,
+    RetryAfterTooLong,
 )
 from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
 from recon_pipeline.provider.razorpay import (
@@ -167,8 +168,9 @@ def test_429_honours_retry_after_then_succeeds(
     assert sleeps == [2.0, 2.0]
     sim.set_faults(statuses=[429], retry_after="120")
     sleeps.clear()
-    assert http.get_json("/v1/charges/ch_1") is not None
-    assert sleeps == [30.0]  # capped by max_retry_after_s
+    with pytest.raises(RetryAfterTooLong, match="retry after 120 s, beyond the 30 s allowed"):
+        http.get_json("/v1/charges/ch_1")  # beyond max_retry_after_s: fails rather than retry early
+    assert sleeps == []
 
 
 @pytest.mark.parametrize("fault", [{"statuses": [503, 500]}, {"truncate_next": 2}])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -61,6 +62,7 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
         {"category": "duplicate_in_ledger", "currency": "JPY", "count": 1, "amount_minor": 9_000},
         {"category": "status_mismatch", "currency": "", "count": 0, "amount_minor": 0},
         {"category": "orphaned_captured_payment", "currency": "EUR", "count": 1, "amount_minor": 45_000},
+        {"category": "invalid_ledger_entry", "currency": "", "count": 0, "amount_minor": 0},
         {"category": "unattributed_payment", "currency": "", "count": 0, "amount_minor": 0},
     ]
 
@@ -82,10 +84,18 @@ def test_summary_markdown_is_a_table_of_the_summary() -> None:
     assert lines[0] == "| category | currency | findings | sum of abs. difference |"
     assert "| amount_mismatch | EUR | 1 | 3.45 EUR |" in lines
     assert "| status_mismatch | — | 0 | — |" in lines
+    assert "| currency_mismatch | USD | 1 | — |" in lines  # no difference across currencies, not 0.00 USD
     assert len(lines) == 2 + len(ALL_CATEGORIES) + 1  # missing_in_ledger in two currencies
 
 
-def test_metadata_holds_plain_values_only() -> None:
+def test_a_currency_mismatch_shows_each_side_in_its_own_currency_and_no_difference() -> None:
+    markdown = night_report().top_discrepancies_markdown()
+    [row] = [line for line in markdown.splitlines() if line.startswith("| currency_mismatch |")]
+    assert row.startswith("| currency_mismatch | `ch_u1:payment` | 20.00 USD | 20.00 EUR | USD ≠ EUR |")
+    assert re.search(r"currency_mismatch +ch_u1:payment +USD ≠ EUR ", night_report().as_text())
+
+
+def test_metadata_counts_are_ints_and_amounts_are_major_units_with_their_currency() -> None:
     metadata = night_report().as_metadata()
     assert {key: metadata[key] for key in (f"count/{category}" for category in ALL_CATEGORIES)} == {
         "count/missing_in_ledger": 2,
@@ -95,16 +105,19 @@ def test_metadata_holds_plain_values_only() -> None:
         "count/duplicate_in_ledger": 1,
         "count/status_mismatch": 0,
         "count/orphaned_captured_payment": 1,
+        "count/invalid_ledger_entry": 0,
         "count/unattributed_payment": 0,
     }
-    assert metadata["amount/missing_in_ledger/JPY"] == 70_000
-    assert metadata["amount/orphaned_captured_payment/EUR"] == 45_000
+    assert metadata["amount/missing_in_ledger/JPY"] == "70,000 JPY"
+    assert metadata["amount/missing_in_ledger/EUR"] == "5.00 EUR"
+    assert metadata["amount/orphaned_captured_payment/EUR"] == "450.00 EUR"
     assert "amount/status_mismatch/" not in " ".join(metadata)
+    assert "amount/currency_mismatch/" not in " ".join(metadata)
     assert metadata["findings"] == 7
     assert metadata["matched"] == 1
-    assert metadata["provider_total/JPY"] == 79_000
-    assert metadata["ledger_total/JPY"] == 18_000
-    assert metadata["matched_amount/JPY"] == 9_000
+    assert metadata["provider_total/JPY"] == "79,000 JPY"
+    assert metadata["ledger_total/JPY"] == "18,000 JPY"
+    assert metadata["matched_amount/JPY"] == "9,000 JPY"
     assert all(type(value) in (int, float, str) for value in metadata.values())
 
 

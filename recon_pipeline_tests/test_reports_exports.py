@@ -18,6 +18,8 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.paths import partition_folder
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
@@ -115,7 +117,8 @@ def category_sums(engine: Engine, property_id: str, night: str) -> dict[tuple[st
 
 
 def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights: ReportedNights) -> None:
-    columns = [column.name for column in discrepancies.columns]
+    columns = [column.name for column in discrepancies.columns] + ["adjustment"]
+    category = columns.index("category")
     for prop in (LISBON, KYOTO):
         for night in (n.isoformat() for n in NIGHTS):
             folder = partition_folder(prop.property_id, night, reported_nights.home)
@@ -131,11 +134,17 @@ def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights
             with (folder / "discrepancies.csv").open(newline="", encoding="utf-8") as handle:
                 header, *cells = list(csv.reader(handle))
             assert header == columns
-            assert cells == [[csv_cell(value) for value in row] for row in rows]
+            assert [cell[:-1] for cell in cells] == [[csv_cell(value) for value in row] for row in rows]
+            # Each finding's adjustment state: what it proposes now, none for a finding that proposes none.
+            for cell in cells:
+                proposes = cell[category] in ADJUSTMENT_POLICY
+                assert cell[-1].startswith("proposed ") if proposes else cell[-1] == "", cell
 
             parquet = pd.read_parquet(folder / "discrepancies.parquet")
             assert list(parquet.columns) == columns
-            assert [tuple(python_value(v) for v in row) for row in parquet.itertuples(index=False)] == rows
+            values = [tuple(python_value(v) for v in row) for row in parquet.itertuples(index=False)]
+            assert [row[:-1] for row in values] == rows
+            assert list(parquet["adjustment"]) == [cell[-1] for cell in cells]
             assert str(parquet["ledger_amount_minor"].dtype) == "Int64"  # nulls stay nulls, not NaN floats
             assert isinstance(parquet["detected_at"].dtype, pd.DatetimeTZDtype)
 
@@ -161,6 +170,11 @@ def test_html_report_formats_each_currency_and_loads_nothing(reported_nights: Re
         shown: dict[tuple[str, str], tuple[int, int]] = {}
         for attrs, (category, currency, count, amount) in page.tables["category-table"]:
             assert attrs == {"data-category": category, "data-currency": currency}
+            if category == "currency_mismatch" and int(count):
+                # Its sides are in different currencies: no sum of differences in either.
+                assert amount == "—"
+                shown[(category, currency)] = (int(count), 0)
+                continue
             parsed, parsed_currency = minor_units(amount)
             assert parsed_currency == currency
             if int(count):
@@ -182,8 +196,8 @@ def test_html_report_formats_each_currency_and_loads_nothing(reported_nights: Re
         [(attrs, totals)] = [
             row for row in page.tables["totals-table"] if row[0]["data-currency"] == prop.currency
         ]
-        assert minor_units(totals[1]) == (metadata[f"provider_total/{prop.currency}"], prop.currency)
-        assert minor_units(totals[2]) == (metadata[f"ledger_total/{prop.currency}"], prop.currency)
+        assert totals[1] == metadata[f"provider_total/{prop.currency}"]  # major units, as in the UI
+        assert totals[2] == metadata[f"ledger_total/{prop.currency}"]
         assert f"| {prop.currency} | {totals[1]} | {totals[2]} |" in metadata["totals"]
 
         # The embedded data the charts draw: per category of this night, per night of the last 30.
@@ -215,3 +229,31 @@ def test_rerun_rewrites_identical_exports(
     assert {name: (folder / name).read_bytes() for name in FILES} == first
     assert all((folder / name).stat().st_ino != inodes[name] for name in FILES)  # replaced, not kept
     assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
+
+
+def test_the_ui_shows_amounts_in_major_units_and_a_currency_mismatch_in_both_currencies(
+    reported_nights: ReportedNights,
+) -> None:
+    night = NIGHT.isoformat()
+    for prop in (LISBON, KYOTO):
+        metadata = reported_nights.report_metadata(prop.property_id, night)
+        amounts = {
+            key: value
+            for key, value in metadata.items()
+            if key.split("/")[0] in ("amount", "provider_total", "ledger_total", "matched_amount")
+        }
+        assert amounts
+        assert all(minor_units(value)[1] == key.rsplit("/", 1)[1] for key, value in amounts.items())
+        assert all(type(metadata[f"count/{category}"]) is int for category in ALL_CATEGORIES)
+        assert not [key for key in metadata if key.startswith("amount/currency_mismatch/")]
+        assert f"| currency_mismatch | {prop.currency} | 1 | — |" in metadata["categories"]
+
+        # The planted mismatch: a charge in the property's currency booked in GBP, each side in its own.
+        top = metadata["top_discrepancies"].splitlines()
+        [row] = [line for line in top if line.startswith("| currency_mismatch |")]
+        provider, ledger, difference = row.split(" | ")[2:5]
+        assert minor_units(provider)[1] == prop.currency and minor_units(ledger)[1] == "GBP"
+        assert difference == f"{prop.currency} ≠ GBP"
+        _, page = parse_html(partition_folder(prop.property_id, night, reported_nights.home) / "report.html")
+        [cells] = [cells for _, cells in page.tables["top-discrepancies"] if cells[0] == "currency_mismatch"]
+        assert cells[3:6] == [provider, ledger, difference]

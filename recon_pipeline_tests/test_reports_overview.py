@@ -140,6 +140,10 @@ def test_open_overview_equals_a_direct_sql_aggregation(
         for currency, exponent in (("JPY", 0), ("EUR", 2)):
             total = sum(v[2] for k, v in shown.items() if k[0] == bucket and k[3] == currency)
             assert f"{Decimal(total).scaleb(-exponent):,.{exponent}f} {currency}" in view["by_age"]
+    # A currency mismatch has no difference in any currency: no "0.00 EUR".
+    lines = view["overview"].splitlines()
+    mismatches = [line.split(" | ") for line in lines if "| currency_mismatch |" in line]
+    assert mismatches and all(cells[5] == "—" for cells in mismatches)
 
 
 def test_orphans_overview_lists_the_planted_orphans_with_age_and_booking(

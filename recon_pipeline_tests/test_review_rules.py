@@ -12,7 +12,6 @@ from recon_pipeline.review.rules import (
     DiscrepancyFilter,
     ReviewError,
     next_status,
-    parse_discrepancy_id,
     reopens,
     validate_note,
     validate_reviewer,
@@ -73,10 +72,6 @@ def test_filters_and_ids_are_validated() -> None:
     ):
         with pytest.raises(ValueError):
             DiscrepancyFilter(**where)
-    assert parse_discrepancy_id("42") == 42
-    for text in ("0", "-1", "4.2", "²", ""):
-        with pytest.raises(ValueError):
-            parse_discrepancy_id(text)
 
 
 def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -127,7 +127,7 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(tmp_path: Path
             events = instance.fetch_materializations(dg.AssetKey("adjustments"), limit=100).records
             [rerun_metadata] = [e.asset_materialization.metadata for e in events if e.run_id in rerun]  # type: ignore[union-attr]
             assert rerun_metadata["new"].value == 0
-            assert rerun_metadata["duplicates_suppressed"].value == len(first_rows)
+            assert rerun_metadata["unchanged"].value == len(first_rows)
 
         with engine.connect() as connection:
             rows = connection.execute(select(func.count()).select_from(adjustments)).scalar_one()

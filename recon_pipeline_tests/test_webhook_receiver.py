@@ -239,7 +239,7 @@ def test_accepted_event_is_logged_by_id_without_body_or_secret(
 def test_healthz_reports_a_reachable_database(receiver: Receiver) -> None:
     response = receiver.client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "reachable"}
+    assert response.json() == {"status": "ok", "database": "reachable", "event_conflicts": 0}
 
 
 def _closed_port() -> int:
@@ -280,7 +280,7 @@ def test_unreachable_database_is_503_everywhere_and_logs_no_payload(
 
 def _recon(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "recon_pipeline.cli", "webhooks", "serve", "--port", "0", *args],
+        [sys.executable, "-m", "recon_pipeline.cli", "webhooks", "serve", "--port", "12112", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -305,12 +305,12 @@ def test_cli_without_a_secret_exits_2_with_one_line(tmp_path: Path, secret: str 
 
 def test_cli_configuration_errors_never_print_the_secret(tmp_path: Path) -> None:
     unreachable = f"postgresql://postgres@127.0.0.1:{_closed_port()}/test"
-    for env in (
-        _env(tmp_path, RECON_WEBHOOK_SECRET=f"{SECRET},{OLD_SECRET}", RECON_DATABASE_URL=unreachable),
-        _env(tmp_path, RECON_WEBHOOK_SECRET=SECRET, RECON_WEBHOOK_MAX_BODY_BYTES="lots"),
+    for env, code in (  # an unreachable database is a failure (1), a malformed setting bad input (2)
+        (_env(tmp_path, RECON_WEBHOOK_SECRET=f"{SECRET},{OLD_SECRET}", RECON_DATABASE_URL=unreachable), 1),
+        (_env(tmp_path, RECON_WEBHOOK_SECRET=SECRET, RECON_WEBHOOK_MAX_BODY_BYTES="lots"), 2),
     ):
         completed = _recon(env)
-        assert completed.returncode == 2, completed.stderr
+        assert completed.returncode == code, completed.stderr
         assert completed.stderr.startswith("error: ") and completed.stderr.strip().count("\n") == 0
         assert SECRET not in completed.stderr + completed.stdout
         assert OLD_SECRET not in completed.stderr + completed.stdout

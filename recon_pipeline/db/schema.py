@@ -103,7 +103,33 @@ adjustments = Table(
     Column("status", Text, nullable=False, server_default="proposed"),
     Column("created_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
+    # The lifecycle (reconcile/lifecycle.py): which finding the row corrects, which revision of the
+    # operation it is (revision 1 keeps the operation's own idempotency key; revision n appends "#n"),
+    # when its status last changed and, once superseded, the row that replaced it.
+    Column("category", Text, nullable=True),
+    Column("record_key", Text, nullable=True),
+    Column("revision", Integer, nullable=False, server_default="1"),
+    Column("updated_at", UTC_TIMESTAMP, nullable=True),
+    Column("superseded_by", Text, nullable=True),
     Index("ix_adjustments_property_night", "property_id", "night"),
+)
+
+# Append-only history of every review action on an adjustment (recon adjustments approve|reject): who,
+# when, why and the amount they saw.
+adjustment_reviews = Table(
+    "adjustment_reviews",
+    metadata,
+    Column("review_id", Integer, primary_key=True, autoincrement=True),
+    Column("adjustment_id", Text, nullable=False),
+    Column("action", Text, nullable=False),  # approve | reject
+    Column("previous_status", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("reviewed_by", Text, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("amount_minor", BigInteger, nullable=False),  # the amount approved or rejected
+    Column("currency", Text, nullable=False),
+    Column("reviewed_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_adjustment_reviews_adjustment", "adjustment_id"),
 )
 
 # A finding's business key: the unique constraint of `discrepancies`, and how its review history is keyed.
@@ -125,6 +151,7 @@ discrepancies = Table(
     Column("ledger_amount_minor", BigInteger, nullable=True),
     Column("difference_minor", BigInteger, nullable=False),
     Column("currency", Text, nullable=False),
+    Column("ledger_currency", Text, nullable=True),  # the ledger entry's; differs on a currency_mismatch
     Column("detail", Text, nullable=True),
     Column("detected_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
@@ -136,6 +163,9 @@ discrepancies = Table(
     Column("reviewed_at", UTC_TIMESTAMP, nullable=True),
     Column("review_note", Text, nullable=True),
     Column("reviewed_difference_minor", BigInteger, nullable=True),
+    # Set when a later run of the property-night no longer sees the finding (the row stays, for audit);
+    # NULL again when it reappears. A cleared finding is not outstanding, whatever its review status.
+    Column("cleared_at", UTC_TIMESTAMP, nullable=True),
     UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
 )
@@ -185,7 +215,7 @@ payment_event_processing = Table(
     Column("provider", Text, nullable=False),
     Column("provider_payment_id", Text, nullable=True),
     Column("account", Text, nullable=True),  # connected account the event came from, if any
-    # pending → processing → processed | failed (retried at available_at) → dead after N attempts
+    # pending → processing → processed | failed (retried at available_at) → dead when the budget is spent
     Column("status", Text, nullable=False, server_default="pending"),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("available_at", UTC_TIMESTAMP, nullable=False),
@@ -196,7 +226,23 @@ payment_event_processing = Table(
     Column("processed_at", UTC_TIMESTAMP, nullable=True),
     Column("property_id", Text, nullable=True),
     Column("night", Text, nullable=True),
+    # The retry budget runs from the first failed real try; a requeue records who brought a dead event back.
+    Column("first_failed_at", UTC_TIMESTAMP, nullable=True),
+    Column("requeued_at", UTC_TIMESTAMP, nullable=True),
+    Column("requeued_by", Text, nullable=True),
     Index("ix_payment_event_processing_due", "status", "available_at"),
+)
+
+# A delivery that reuses a stored event id with a different body: kept as evidence, never applied (the
+# stored event is never modified). One row per distinct body of an event id.
+payment_event_conflicts = Table(
+    "payment_event_conflicts",
+    metadata,
+    Column("event_id", Text, primary_key=True),
+    Column("body_sha256", Text, primary_key=True),
+    Column("provider", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("received_at", UTC_TIMESTAMP, nullable=False),
 )
 
 # One row per booking the processor ever confirmed: the proof that a booking is confirmed once.

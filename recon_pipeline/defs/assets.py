@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from recon_pipeline.crashpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, crash_point
-from recon_pipeline.db.results import save_discrepancies, write_adjustments
+from recon_pipeline.db.results import save_discrepancies, sync_adjustments
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
@@ -25,14 +25,16 @@ from recon_pipeline.ledger.queries import (
     load_payment_order_owners,
     load_property,
 )
+from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.provider.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.provider.records import empty_provider_records
 from recon_pipeline.provider.stripe import PropertyAccount
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
-from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
+from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
+from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import build_night_report
 from recon_pipeline.reconcile.unattributed import unattributed_findings
@@ -120,17 +122,23 @@ def provider_records(
 
 
 @dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
-def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[pd.DataFrame]:
-    """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences."""
+def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[LedgerSplit]:
+    """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences;
+    entries the contract forbids are split off as findings (``invalid_entries``), disputes deferred."""
     target = night_target(context, recon_db)
     with recon_db.engine().connect() as connection:
-        frame = load_ledger_records(connection, target.property_row.property_id, target.window)
+        ledger = split_ledger_records(
+            load_ledger_records(connection, target.property_row.property_id, target.window)
+        )
+    frame = ledger.valid
     return dg.Output(
-        frame,
+        ledger,
         metadata={
             "dagster/row_count": len(frame),
             "in_night": int(frame["in_night"].sum()),
             "adjacent_nights": int((~frame["in_night"]).sum()),
+            "invalid_entries": len(ledger.invalid),
+            "deferred_kinds": ledger.deferred,
             **window_metadata(target),
         },
     )
@@ -148,29 +156,30 @@ def reconciliation(
     recon_db: ReconDatabase,
     provider: ProviderResource,
     provider_records: pd.DataFrame,
-    ledger_records: pd.DataFrame,
+    ledger_records: LedgerSplit,
 ) -> dg.Output[DiffResult]:
     """Diff of provider against ledger; ledger records absent from the pull are looked up by id first.
 
     Ledger ids are mapped to charge ids first (``identity.py``), so an entry booked by PaymentIntent or
-    order id matches its charge; records nobody owns (``provider_records``) are unattributed findings."""
+    order id matches its charge; records nobody owns (``provider_records``) are unattributed findings, and
+    invalid ledger entries join the findings without entering the diff."""
     target = night_target(context, recon_db)
     attributed = provider_records["property_id"].notna().to_numpy()
     own, nobody = provider_records[attributed], provider_records[~attributed]
-    ledger = canonical_ledger(ledger_records, payment_aliases(own))
+    ledger = canonical_ledger(ledger_records.valid, payment_aliases(own))
     unmatched = unmatched_ledger_record_ids(own, ledger)
     elsewhere = empty_provider_records()
     if unmatched:
         with provider.adapter() as adapter:
             elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
-        ledger = canonical_ledger(ledger_records, payment_aliases(own, elsewhere))
+        ledger = canonical_ledger(ledger_records.valid, payment_aliases(own, elsewhere))
     result = diff_night(own, ledger, elsewhere)
-    findings = pd.concat(
-        [name_booked_ids(result.discrepancies, ledger_records), unattributed_findings(nobody)],
-        ignore_index=True,
-    )
-    result = replace(
-        result, discrepancies=findings.sort_values(["category", "record_key"], ignore_index=True)
+    result = with_findings(
+        replace(
+            result, discrepancies=name_booked_ids(result.discrepancies, ledger_records.valid)
+        ),
+        unattributed_findings(nobody),
+        ledger_records.invalid,
     )
     context.log.info(
         f"{len(result.discrepancies)} findings, {result.matched_count} matched, "
@@ -221,34 +230,44 @@ def orphaned_captured_payments(
 def adjustments(
     context: dg.AssetExecutionContext, recon_db: ReconDatabase, reconciliation: DiffResult
 ) -> dg.MaterializeResult:
-    """Proposed ledger corrections, inserted once per business key (a re-run writes nothing new).
+    """Proposed ledger corrections that follow the ledger: new ones inserted once per business key, stale
+    proposals withdrawn or superseded, approved/posted/rejected rows never touched (a re-run with no
+    change modifies no row).
 
     One transaction: a run killed before its commit wrote nothing; one killed after it, before Dagster
-    recorded this materialization, left every row, which its re-run reports as duplicates suppressed.
+    recorded this materialization, left every row, which its re-run finds unchanged.
     """
     key = property_night(context.partition_key)
-    rows = plan_adjustments(
-        key.property_id, key.night, reconciliation.discrepancies, context.run_id, datetime.now(UTC)
+    now = datetime.now(UTC)
+    proposals = plan_adjustments(
+        key.property_id, key.night, reconciliation.discrepancies, context.run_id, now
     )
     with recon_db.engine().begin() as connection:
-        counts = write_adjustments(connection, rows)
+        plan = sync_adjustments(connection, key.property_id, key.night, proposals, now)
         crash_point(ADJUSTMENTS_BEFORE_COMMIT)
     crash_point(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
-    context.log.info(f"adjustments: {counts.new} new, {counts.already_present} already committed")
-    return dg.MaterializeResult(
-        metadata={"proposed": len(rows), "new": counts.new, "duplicates_suppressed": counts.already_present}
-    )
+    counts = {
+        "new": plan.new,
+        "withdrawn": plan.count(WITHDRAWN),
+        "superseded": plan.count(SUPERSEDED),
+        "remainder": plan.remainder,
+        "unchanged": plan.unchanged,
+    }
+    context.log.info("adjustments: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    return dg.MaterializeResult(metadata={"proposed": len(proposals), **counts})
 
 
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"}, deps=[adjustments])
 def discrepancy_report(
     context: dg.AssetExecutionContext,
     recon_db: ReconDatabase,
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies``, exported under RECON_HOME/reports/<property>/
-    <night>/ (CSV, Parquet, HTML, read back from the committed table) and summarised in the UI."""
+    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared), exported as CSV,
+    Parquet and HTML (read back from the committed table, with each finding's adjustment state) to
+    ``RECON_HOME/reports/<property>/<night>/`` and summarised in the UI. After ``adjustments``, whose state
+    it shows."""
     target = night_target(context, recon_db)
     property_id, night = target.property_row.property_id, target.night
     findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
@@ -265,12 +284,13 @@ def discrepancy_report(
             "dagster/row_count": len(findings),
             "discrepancies_new": counts.new,
             "discrepancies_unchanged": counts.already_present,
-            "discrepancies_cleared": counts.removed,
+            "discrepancies_cleared": counts.cleared,
             "discrepancies_reopened": counts.reopened,
             "discrepancies_in_table": files.rows,
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+            "adjustment_states": dg.MetadataValue.md(files.adjustment_states_markdown()),
             "report_html": dg.MetadataValue.path(str(files.html)),
             "report_csv": dg.MetadataValue.path(str(files.csv)),
             "report_parquet": dg.MetadataValue.path(str(files.parquet)),

@@ -1,7 +1,9 @@
 """Freshness and SLO checks, visible on the asset pages of the UI and evaluated every 15 minutes.
 
-- ``previous_night_reconciled``: each property's latest night whose morning-close deadline (local time,
-  ``RECON_MORNING_CLOSE``, default 09:00) has passed must have a materialized ``discrepancy_report``.
+- ``previous_night_reconciled``: each property's latest closed night (the one the nightly schedule
+  requested last) must have a materialized ``discrepancy_report`` by the morning close (local time,
+  ``RECON_MORNING_CLOSE``, default 09:00) after it; until then the night before it must. A property
+  whose ``properties`` row is invalid fails the check by name; the others are still judged.
 - ``oldest_pending_event_age``: no payment event may wait longer than ``RECON_MAX_PENDING_AGE_S``
   (default 900 s) to be processed; dead-lettered events are reported too.
 
@@ -21,7 +23,9 @@ Per partition, in every ``reconcile_night`` run (checks of the job's selected as
 """
 
 import os
-from datetime import UTC, datetime
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from datetime import UTC, date, datetime
 
 import dagster as dg
 
@@ -30,8 +34,8 @@ from recon_pipeline.defs.assets import discrepancy_report
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, property_night
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.events.backlog import read_backlog
-from recon_pipeline.ledger.queries import list_properties, load_property
-from recon_pipeline.nightly import due_nights
+from recon_pipeline.ledger.queries import list_properties, load_property, split_valid_properties
+from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import night_window, parse_cutoff
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.review.limits import judge_orphans, judge_unexplained, orphan_error_after
@@ -54,34 +58,45 @@ payment_events_backlog = dg.AssetSpec(
 )
 
 
-@dg.asset_check(asset=discrepancy_report, description="Yesterday's night is reconciled by the morning close.")
+@dg.asset_check(
+    asset=discrepancy_report,
+    description="Each property's latest closed night is reconciled by the morning close, and no "
+    "properties row is invalid.",
+)
 def previous_night_reconciled(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
-    morning_close = parse_cutoff(os.environ.get("RECON_MORNING_CLOSE", "09:00"))
+    morning_close = parse_cutoff(os.environ.get("RECON_MORNING_CLOSE", "09:00"), "RECON_MORNING_CLOSE")
+    now = datetime.now(UTC)
     with recon_db.engine().connect() as connection:
-        properties = list_properties(connection)
+        properties, invalid = split_valid_properties(list_properties(connection))
+    for error in invalid:
+        context.log.error(f"not judged: {error}")
     partitioned = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
     reconciled = context.instance.get_materialized_partitions(discrepancy_report.key)
-    due = [
-        (pid, night)
-        for pid, night in due_nights(properties, datetime.now(UTC), morning_close)
-        if pid in partitioned
-    ]
+    judged = [p for p in previous_nights(properties, now, morning_close) if p.property_id in partitioned]
     late = [
-        f"{pid} {night}"
-        for pid, night in due
-        if str(PropertyNight(pid, night.isoformat()).partition_key) not in reconciled
+        f"{previous.property_id} {night}"
+        for previous in judged
+        if (night := late_night(previous, now, _reconciled_in(reconciled, previous.property_id)))
     ]
     return dg.AssetCheckResult(
-        passed=not late,
+        passed=not late and not invalid,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={
             "morning_close_local": morning_close.strftime("%H:%M"),
-            "properties_due": len(due),
+            "properties_judged": len(judged),
             "late": dg.MetadataValue.md("\n".join(f"- {item}" for item in late) or "none"),
+            "invalid_properties": dg.MetadataValue.md(
+                "\n".join(f"- {error}" for error in invalid) or "none"
+            ),
         },
     )
+
+
+def _reconciled_in(reconciled: AbstractSet[str], property_id: str) -> Callable[[date], bool]:
+    """Whether a night of the property has a materialized ``discrepancy_report`` partition."""
+    return lambda night: str(PropertyNight(property_id, night.isoformat()).partition_key) in reconciled
 
 
 @dg.asset_check(
@@ -146,7 +161,7 @@ def orphaned_payment_age(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
     key = property_night(context.partition_key)
-    orphans = DiscrepancyFilter(key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT, OPEN)
+    orphans = DiscrepancyFilter(key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT, OPEN, cleared=False)
     with recon_db.engine().connect() as connection:
         row = load_property(connection, key.property_id)
         count = count_discrepancies(connection, orphans)

@@ -8,11 +8,11 @@ so move the start forward as history is retired.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import dagster as dg
 
+from recon_pipeline.config import night_from_env
 from recon_pipeline.keys import parse_night, validate_property_id
 
 PROPERTY_DIMENSION = "property"
@@ -21,10 +21,8 @@ DEFAULT_FIRST_NIGHT = "2026-01-01"
 
 
 def first_night() -> str:
-    """The first night partition, validated."""
-    night = os.environ.get("RECON_FIRST_NIGHT", DEFAULT_FIRST_NIGHT)
-    parse_night(night)
-    return night
+    """The first night partition, validated (a ConfigError naming RECON_FIRST_NIGHT)."""
+    return night_from_env("RECON_FIRST_NIGHT", DEFAULT_FIRST_NIGHT)
 
 
 property_partitions = dg.DynamicPartitionsDefinition(name=PROPERTY_DIMENSION)

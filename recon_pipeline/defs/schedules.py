@@ -9,7 +9,7 @@ from recon_pipeline.config import positive_int
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, first_night
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.ledger.queries import list_properties
+from recon_pipeline.ledger.queries import list_properties, split_valid_properties
 from recon_pipeline.nightly import nightly_requests
 
 DEFAULT_LOOKBACK = 3
@@ -30,10 +30,15 @@ def lookback_nights() -> int:
 def nightly_reconciliation_schedule(
     context: dg.ScheduleEvaluationContext, recon_db: ReconDatabase
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """Every 15 minutes: each property's latest closed night and its look-back; run keys dedupe repeats."""
+    """Every 15 minutes: each property's latest closed night and its look-back; run keys dedupe repeats.
+
+    Each property is validated alone: a bad ``properties`` row is skipped with an error naming it in the
+    tick's log, and every other property still gets its runs."""
     now = context.scheduled_execution_time or datetime.now(UTC)
     with recon_db.engine().connect() as connection:
-        properties = list_properties(connection)
+        properties, invalid = split_valid_properties(list_properties(connection))
+    for error in invalid:
+        context.log.error(f"skipped: {error}")
     partitioned = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
     requests = [
         dg.RunRequest(
@@ -45,5 +50,6 @@ def nightly_reconciliation_schedule(
         if request.property_id in partitioned
     ]
     if not requests:
-        return dg.SkipReason("no property partitions yet")
+        skipped = "".join(f"; skipped: {error}" for error in invalid)
+        return dg.SkipReason(f"no valid property with a partition yet{skipped}")
     return requests

@@ -4,35 +4,25 @@ import dagster as dg
 
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.keys import validate_property_id
-from recon_pipeline.ledger.queries import list_properties
-
-
-def new_property_partitions(known: set[str], in_table: list[str]) -> tuple[list[str], list[str]]:
-    """Properties to add as partitions, and ids rejected because they are unsafe as partition keys."""
-    to_add, rejected = [], []
-    for property_id in in_table:
-        if property_id in known:
-            continue
-        try:
-            to_add.append(validate_property_id(property_id))
-        except ValueError:
-            rejected.append(property_id)
-    return to_add, rejected
+from recon_pipeline.ledger.queries import list_properties, split_valid_properties
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def property_partitions_sensor(
     context: dg.SensorEvaluationContext, recon_db: ReconDatabase
 ) -> dg.SensorResult:
-    """Add every property of the ``properties`` table as a partition of the property dimension."""
+    """Add every valid property of the ``properties`` table as a partition of the property dimension.
+
+    Each row is validated alone (``PropertyRow.validated``): a bad one is skipped with an error naming
+    it in the tick's log, every other property is still added, and the bad one is added once fixed."""
     with recon_db.engine().connect() as connection:
-        in_table = [row.property_id for row in list_properties(connection)]
+        valid, invalid = split_valid_properties(list_properties(connection))
+    for error in invalid:
+        context.log.error(f"skipped: {error}")
     known = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
-    to_add, rejected = new_property_partitions(known, in_table)
-    for property_id in rejected:
-        context.log.warning(f"property_id {property_id!r} is not a safe partition key; skipped")
+    to_add = [row.property_id for row in valid if row.property_id not in known]
     requests = [dg.AddDynamicPartitionsRequest(PROPERTY_DIMENSION, to_add)] if to_add else []
+    skipped = "".join(f"; skipped: {error}" for error in invalid)
     return dg.SensorResult(
-        dynamic_partitions_requests=requests, skip_reason=None if to_add else "no new properties"
+        dynamic_partitions_requests=requests, skip_reason=None if to_add else f"no new properties{skipped}"
     )

@@ -3,9 +3,12 @@
 Seed the demo properties of one provider (``--provider``: Stripe's three, or Razorpay's one in INR) and
 the demo analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that
 provider's API, reconcile last night of every property through the real ``reconcile_night`` job (its
-blocking asset check included), then print what was found against what was planted. A second run finds
-the same discrepancies and writes no new adjustments. A run that fails stops the demo with one line
-saying which check or step failed and why (``DemoRunFailed``), not a traceback.
+blocking asset check included), then print what was found against what was planted. Then the PMS
+catches up (``follow_the_ledger``): it books half of the missing payments and one ledger amount changes,
+the same partitions run again, and the demo prints how many findings were cleared and proposals
+withdrawn or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no
+new adjustments and, the ledger being as the first left it, clears nothing. A run that fails stops the
+demo with one line saying which check or step failed and why (``DemoRunFailed``), not a traceback.
 """
 
 from __future__ import annotations
@@ -15,28 +18,31 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, RowMapping, func, select, update
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import init_db, make_engine
-from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds
+from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
+from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_PROPERTIES_BY_FLAVOUR, DEMO_THRESHOLDS_MINOR
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nights import last_closed_night
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulator.app import build_app
 
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 # The demo prints its own report; each run's full event log is on its Dagster instance (`dagster dev`).
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# How far the PMS moves the ledger amount of one mismatched entry, in minor units (follow_the_ledger).
+CHANGED_BY_MINOR = 100
 
 
 class DemoRunFailed(Exception):
@@ -52,7 +58,7 @@ class NightOutcome:
     run_id: str
     provider_records: int
     adjustments_new: int
-    adjustments_suppressed: int
+    adjustments_unchanged: int
     found: dict[str, int]
     planted: dict[str, int]
     top_discrepancies: str
@@ -109,8 +115,12 @@ def run_demo(
         )
         echo(f"DAGSTER_HOME={dagster_home}")
         outcomes = [reconcile(instance, engine, world, p.property_id) for p in properties]
-    for outcome in outcomes:
-        echo(render_outcome(outcome))
+        for outcome in outcomes:
+            echo(render_outcome(outcome))
+        echo("")
+        echo("the PMS catches up: half of the missing payments booked, one ledger amount changed; re-run")
+        for prop in properties:
+            echo(render_lifecycle(follow_the_ledger(instance, engine, world, prop)))
     echo(f"demo finished in {time.monotonic() - started:.1f}s")
     echo(f"see the runs with: DAGSTER_HOME={dagster_home} dagster dev")
     return outcomes
@@ -119,9 +129,29 @@ def run_demo(
 def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, property_id: str) -> NightOutcome:
     """Run the reconcile_night job for the property's demo night and read back what it did; raise
     DemoRunFailed (one line) when the run failed."""
+    night = demo_night(world, property_id)
+    result = execute_night(instance, property_id, night)
+    return NightOutcome(
+        property_id=property_id,
+        night=night,
+        run_id=result.run_id,
+        provider_records=_metadata_int(result, "provider_records", "dagster/row_count"),
+        adjustments_new=_metadata_int(result, "adjustments", "new"),
+        adjustments_unchanged=_metadata_int(result, "adjustments", "unchanged"),
+        found=found_by_category(engine, property_id, night),
+        planted={cat: n for (p, nt, cat), n in world.expected.items() if p == property_id and nt == night},
+        top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
+    )
+
+
+def demo_night(world: World, property_id: str) -> str:
+    return next(n for (p, n, _c) in world.expected if p == property_id)
+
+
+def execute_night(instance: dg.DagsterInstance, property_id: str, night: str) -> dg.ExecuteInProcessResult:
+    """One successful run of reconcile_night for the property-night, or DemoRunFailed (one line)."""
     from recon_pipeline.definitions import build_definitions  # after the environment is set
 
-    night = next(n for (p, n, _c) in world.expected if p == property_id)
     if not instance.has_dynamic_partition(PROPERTY_DIMENSION, property_id):
         instance.add_dynamic_partitions(PROPERTY_DIMENSION, [property_id])
     job = build_definitions().resolve_job_def("reconcile_night")
@@ -134,17 +164,97 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
     if not result.success:
         reason = failure_reason(result, property_id, night)
         raise DemoRunFailed(f"{property_id} night {night} (run {result.run_id[:8]}): {reason}")
-    return NightOutcome(
-        property_id=property_id,
+    return result
+
+
+@dataclass(frozen=True)
+class LifecycleOutcome:
+    """What the re-run after the PMS caught up did to one property-night's findings and adjustments."""
+
+    property_id: str
+    night: str
+    booked: int  # missing payments the PMS booked (ledger_entries newly inserted)
+    changed: int  # ledger amounts the PMS changed
+    cleared: int
+    withdrawn: int
+    superseded: int
+    new: int
+
+
+def follow_the_ledger(
+    instance: dg.DagsterInstance, engine: Engine, world: World, prop: PropertyRow
+) -> LifecycleOutcome:
+    """Book the first half (by record) of the night's missing payments in the PMS, move the ledger amount
+    of its first mismatched payment by CHANGED_BY_MINOR, re-run the night; what the re-run did.
+
+    Idempotent: the booked entries' ids derive from the payments, and the changed amount from the seeded
+    one, so a second demo books and changes nothing and its re-run clears nothing."""
+    night = demo_night(world, prop.property_id)
+    with engine.begin() as connection:
+        booked = insert_new(connection, ledger_entries, _bookings(connection, prop, night), ["entry_id"])
+        changed = _change_one_amount(connection, world, prop.property_id, night)
+    result = execute_night(instance, prop.property_id, night)
+    return LifecycleOutcome(
+        property_id=prop.property_id,
         night=night,
-        run_id=result.run_id,
-        provider_records=_metadata_int(result, "provider_records", "dagster/row_count"),
-        adjustments_new=_metadata_int(result, "adjustments", "new"),
-        adjustments_suppressed=_metadata_int(result, "adjustments", "duplicates_suppressed"),
-        found=found_by_category(engine, property_id, night),
-        planted={cat: n for (p, nt, cat), n in world.expected.items() if p == property_id and nt == night},
-        top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
+        booked=booked,
+        changed=changed,
+        cleared=_metadata_int(result, "discrepancy_report", "discrepancies_cleared"),
+        withdrawn=_metadata_int(result, "adjustments", "withdrawn"),
+        superseded=_metadata_int(result, "adjustments", "superseded"),
+        new=_metadata_int(result, "adjustments", "new"),
     )
+
+
+def _payment_findings(
+    connection: Connection, property_id: str, night: str, category: str
+) -> list[RowMapping]:
+    c = discrepancies.c
+    query = (
+        select(discrepancies)
+        .where(c.property_id == property_id, c.night == night, c.category == category)
+        .where(c.record_key.like("%:payment"))
+        .order_by(c.record_key)
+    )
+    return list(connection.execute(query).mappings())
+
+
+def _bookings(connection: Connection, prop: PropertyRow, night: str) -> list[dict[str, object]]:
+    """Ledger entries for the first half of the night's missing payments (cleared ones included, so the
+    choice never moves), posted an hour into the night."""
+    missing = _payment_findings(connection, prop.property_id, night, MISSING_IN_LEDGER)
+    posted_at = night_window(night, prop.timezone, prop.night_cutoff).start + timedelta(hours=1)
+    return [
+        {
+            "entry_id": f"demo-booked-{finding['provider_record_id']}",
+            "property_id": prop.property_id,
+            "booking_id": finding["booking_id"],
+            "provider_record_id": finding["provider_record_id"],
+            "kind": "payment",
+            "amount_minor": finding["provider_amount_minor"],
+            "currency": finding["currency"],
+            "posted_at": posted_at,
+        }
+        for finding in missing[: (len(missing) + 1) // 2]
+    ]
+
+
+def _change_one_amount(connection: Connection, world: World, property_id: str, night: str) -> int:
+    """Set the first mismatched payment's ledger amount to its seeded amount less CHANGED_BY_MINOR;
+    1 when that changed the row."""
+    findings = _payment_findings(connection, property_id, night, AMOUNT_MISMATCH)
+    mismatched = [row for row in findings if row["ledger_entry_id"]]
+    if not mismatched:
+        return 0
+    entry_id = mismatched[0]["ledger_entry_id"]
+    seeded = next(entry["amount_minor"] for entry in world.ledger_entries if entry["entry_id"] == entry_id)
+    amount = ledger_entries.c.amount_minor
+    statement = (
+        update(ledger_entries)
+        .where(ledger_entries.c.entry_id == entry_id, amount != seeded - CHANGED_BY_MINOR)
+        .values(amount_minor=seeded - CHANGED_BY_MINOR)
+    )
+    return connection.execute(statement).rowcount
 
 
 def failure_reason(result: dg.ExecuteInProcessResult, property_id: str, night: str) -> str:
@@ -184,7 +294,8 @@ def _innermost(event: dg.DagsterEvent) -> str:
 
 
 def found_by_category(engine: Engine, property_id: str, night: str) -> dict[str, int]:
-    """Rows in ``discrepancies`` for the property-night, per category."""
+    """Rows in ``discrepancies`` for the property-night, per category (cleared ones included: the demo
+    compares what it ever found with what it planted)."""
     query = (
         select(discrepancies.c.category, func.count())
         .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
@@ -211,7 +322,7 @@ def render_outcome(outcome: NightOutcome) -> str:
         "",
         f"== {outcome.property_id}  night {outcome.night}  run {outcome.run_id[:8]}",
         f"   provider records {outcome.provider_records};  adjustments: {outcome.adjustments_new} new, "
-        f"{outcome.adjustments_suppressed} already committed",
+        f"{outcome.adjustments_unchanged} already committed",
         f"   {'category':<28}{'found':>7}{'planted':>9}",
     ]
     for category in ALL_CATEGORIES:
@@ -220,3 +331,12 @@ def render_outcome(outcome: NightOutcome) -> str:
         lines.append(f"   {category:<28}{found:>7}{planted:>9}{mark}")
     lines.append(outcome.top_discrepancies)
     return "\n".join(lines)
+
+
+def render_lifecycle(outcome: LifecycleOutcome) -> str:
+    """One line per property: what the PMS did, then what the re-run made of it."""
+    return (
+        f"   {outcome.property_id} {outcome.night}: booked {outcome.booked}, changed {outcome.changed} -> "
+        f"findings cleared {outcome.cleared}; proposals withdrawn {outcome.withdrawn}, "
+        f"superseded {outcome.superseded}, new {outcome.new}"
+    )

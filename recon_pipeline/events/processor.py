@@ -21,16 +21,18 @@ leave the older state behind. A read that lost that race changes nothing (outcom
 Failure policy:
 
 - ``ProviderUnavailable`` and other provider failures are unknown outcomes: nothing is written and the
-  event is retried with backoff (``queue.retry_later``), dead after the schedule's ``max_attempts``. So is
-  any unexpected error, which is also logged with its traceback: one poison event cannot stop the worker.
+  event is retried with backoff (``queue.retry_later``), dead on a failure after the retry budget
+  (``RetrySchedule``, RECON_EVENT_RETRY_BUDGET_S; each batch logs it). So is any unexpected error, which
+  is also logged with its traceback: one poison event cannot stop the worker.
 - A payment the provider does not know (404) is dead at once: retrying cannot make it exist.
 - No property attributable (no known ``metadata.property_id``, no property with the event's connected
   account) is dead with ``last_error`` "cannot attribute payment …": its night cannot be named.
 - A booking id unknown locally is not an error: ``payment_orders`` is still written from provider truth
   and the event is processed with outcome ``booking_not_found``, which the orphan report surfaces.
 - An event without a payment id has nothing to read: processed with outcome ``no_payment_reference``.
-- A lease that expired before the event's turn is skipped (another worker will reclaim it); a lease lost
-  while writing rolls the transaction back.
+- A lease that expired before the event's turn is released untried (``queue.release``: due again at
+  once, no attempt counted), so a batch held up by a hanging provider costs its tail nothing; a lease
+  lost while writing rolls the transaction back.
 - A worker killed outright (SIGKILL, OOM) leaves every event either applied and processed, or untouched:
   the processed mark commits with the effects. The rest of its claimed batch stays ``processing`` until
   the lease ends, then any worker reclaims it. ``crash_point`` marks both sides of the commit
@@ -66,6 +68,7 @@ from recon_pipeline.events.queue import (
     claim_batch,
     complete,
     dead_letter,
+    release,
     retry_later,
 )
 from recon_pipeline.events.razorpay_state import state_of_razorpay_payment
@@ -83,7 +86,7 @@ DEFAULT_LEASE = timedelta(minutes=5)
 Clock = Callable[[], datetime]
 Attributions = dict[tuple[str | None, str | None], PropertyRow]  # (metadata property, account) → property
 
-PROCESSED, RETRIED, DEAD, LEASE_LOST = "processed", "retried", "dead", "lease_lost"
+PROCESSED, RETRIED, DEAD, RELEASED, LEASE_LOST = "processed", "retried", "dead", "released", "lease_lost"
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,9 @@ class ProcessCounts:
     processed: int = 0
     retried: int = 0
     dead: int = 0
+    released: int = 0  # claimed but never tried: the lease ran out before their turn
     lease_lost: int = 0
+    retry_budget_s: int = 0  # the budget the failures were judged against
 
 
 class _LeaseLost(Exception):
@@ -118,10 +123,10 @@ def process_available(
 ) -> ProcessCounts:
     """Claim and process due events, batch by batch, until none is due or ``max_batches`` were done.
 
-    ``lease`` must outlast a batch (``batch_size`` events, two provider reads each); an event whose lease
-    ran out before its turn is left for reclaiming.
+    ``lease`` should outlast a batch (``batch_size`` events, two provider reads each); an event whose lease
+    ran out before its turn is released untried. ``policy`` defaults to the RECON_EVENT_RETRY_* settings.
     """
-    schedule = policy or RetrySchedule()
+    schedule = policy or RetrySchedule.configured()
     attributions: Attributions = {}
     tally: Counter[str] = Counter()
     batches = 0
@@ -137,14 +142,17 @@ def process_available(
                 for event in batch
             )
         logger.info(
-            "worker %s batch %d: claimed %d, processed %d, retried %d, dead %d, lease lost %d",
+            "worker %s batch %d: claimed %d, processed %d, retried %d, dead %d, released untried %d, "
+            "lease lost %d (retry budget %d s)",
             worker_id,
             batches,
             len(batch),
             results[PROCESSED],
             results[RETRIED],
             results[DEAD],
+            results[RELEASED],
             results[LEASE_LOST],
+            schedule.budget.total_seconds(),
         )
         tally.update(results)
         tally["claimed"] += len(batch)
@@ -154,7 +162,9 @@ def process_available(
         processed=tally[PROCESSED],
         retried=tally[RETRIED],
         dead=tally[DEAD],
+        released=tally[RELEASED],
         lease_lost=tally[LEASE_LOST],
+        retry_budget_s=int(schedule.budget.total_seconds()),
     )
 
 
@@ -167,10 +177,13 @@ def _process(
     clock: Clock,
     attributions: Attributions,
 ) -> str:
-    """Process one claimed event; returns PROCESSED, RETRIED, DEAD or LEASE_LOST."""
-    if clock() >= event.locked_until:
-        logger.warning("event %s: lease expired before its turn; left for reclaiming", event.event_id)
-        return LEASE_LOST
+    """Process one claimed event; returns PROCESSED, RETRIED, DEAD, RELEASED or LEASE_LOST."""
+    now = clock()
+    if now >= event.locked_until:
+        with connection.begin():
+            released = release(connection, event, worker_id, now)
+        logger.warning("event %s: lease expired before its turn; released untried", event.event_id)
+        return RELEASED if released else LEASE_LOST
     try:
         if event.provider_payment_id is None:
             with connection.begin():
@@ -350,5 +363,5 @@ def _retry(
         status = retry_later(connection, event, worker_id, error, now, policy)
     if status is None:
         return LEASE_LOST
-    logger.warning("event %s attempt %d failed (%s): %s", event.event_id, event.attempts, status, error)
+    logger.warning("event %s try %d failed (%s): %s", event.event_id, event.attempts + 1, status, error)
     return DEAD if status == "dead" else RETRIED

@@ -1,7 +1,7 @@
 """The event queue in ``payment_event_processing``: claim with a lease, then settle under that lease.
 
 Claiming is one short transaction that selects due rows and marks them ``processing`` with
-``locked_by`` / ``locked_until = now + lease`` and ``attempts + 1``:
+``locked_by`` / ``locked_until = now + lease``:
 
 - PostgreSQL: ``SELECT … ORDER BY seq LIMIT n FOR UPDATE SKIP LOCKED``, so concurrent workers never wait
   on each other and never claim the same row.
@@ -15,9 +15,16 @@ expired lease (its worker crashed or stalled), so no event is lost with a worker
 (``locked_by = worker AND status = 'processing'``) and reports whether it was: a slow worker whose lease
 expired and was reclaimed cannot overwrite the new owner's result, and must roll back its transaction.
 
-A failure is retried with exponential backoff and jitter on ``available_at`` (status ``failed``); after
-``max_attempts`` claims the row becomes ``dead`` with its ``last_error`` and stays in the table, visible
-to operators, until someone re-queues it.
+``attempts`` counts real tries only: every settling write adds one, a claim adds nothing. A claim that
+never got its turn (the batch outlived its lease behind a hanging provider) is handed back with
+``release``, and a lease taken over counts nothing for the worker that lost it; so a slow provider can
+neither dead-letter an event it never saw nor stretch its backoff.
+
+A failure is retried with exponential backoff and jitter on ``available_at`` (status ``failed``); once a
+failure comes after the retry budget (``RetrySchedule.budget``, from the event's first failed try) the row
+becomes ``dead`` with its ``last_error`` and stays in the table, visible to operators, until ``requeue``
+brings it back (``recon events requeue``). A budget in time, not in tries, is what makes "an outage
+shorter than the budget dead-letters nothing" hold whatever the backoff and however often workers run.
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, or_, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, and_, case, or_, select, update
 
+from recon_pipeline import config
 from recon_pipeline.db.schema import payment_event_processing as processing
 
 AWAITING_STATUSES = ("pending", "failed")
@@ -36,22 +44,37 @@ _RNG = random.Random()
 
 @dataclass(frozen=True)
 class RetrySchedule:
-    """How often a failing event is retried, and how long to wait before each retry."""
+    """How long a failing event is retried (``budget``, from its first failed try), and how long to wait
+    before each retry."""
 
-    max_attempts: int = 8
+    budget: timedelta = timedelta(hours=6)
     base_delay: timedelta = timedelta(seconds=30)
-    max_delay: timedelta = timedelta(hours=1)
+    max_delay: timedelta = timedelta(minutes=30)
 
-    def delay(self, attempts: int, rng: random.Random) -> timedelta:
-        """Wait after the ``attempts``-th failed attempt (1-based): half the capped exponential step plus up
+    @classmethod
+    def configured(cls) -> RetrySchedule:
+        """The schedule the RECON_EVENT_RETRY_* settings describe (read now, not at import)."""
+        settings = config.event_retry_settings()
+        return cls(
+            budget=timedelta(seconds=settings.budget_s),
+            base_delay=timedelta(seconds=settings.base_delay_s),
+            max_delay=timedelta(seconds=settings.max_delay_s),
+        )
+
+    def delay(self, tries: int, rng: random.Random) -> timedelta:
+        """Wait after the ``tries``-th failed try (1-based): half the capped exponential step plus up
         to as much again at random, so the wait is never zero yet retries of one outage spread out."""
-        step = min(self.max_delay, self.base_delay * 2 ** max(0, attempts - 1))
+        step = min(self.max_delay, self.base_delay * 2 ** min(max(0, tries - 1), 32))
         return step / 2 + step * (rng.random() / 2)
+
+    def spent(self, first_failed_at: datetime, now: datetime) -> bool:
+        """Whether a failure at ``now`` is past the budget that started at ``first_failed_at``."""
+        return now - first_failed_at >= self.budget
 
 
 @dataclass(frozen=True)
 class ClaimedEvent:
-    """One event this worker holds a lease on; ``attempts`` counts this claim."""
+    """One event this worker holds a lease on; ``attempts`` counts the real tries before this one."""
 
     seq: int
     event_id: str
@@ -60,6 +83,7 @@ class ClaimedEvent:
     account: str | None
     attempts: int
     locked_until: datetime
+    first_failed_at: datetime | None
 
 
 def due(now: datetime) -> ColumnElement[bool]:
@@ -100,7 +124,6 @@ def claim_batch(
                 status="processing",
                 locked_by=worker_id,
                 locked_until=now + lease,
-                attempts=processing.c.attempts + 1,
             )
             .returning(
                 processing.c.seq,
@@ -110,6 +133,7 @@ def claim_batch(
                 processing.c.account,
                 processing.c.attempts,
                 processing.c.locked_until,
+                processing.c.first_failed_at,
             )
         ).all()
         connection.commit()
@@ -146,6 +170,7 @@ def complete(
             processed_at=now,
             locked_until=None,
             last_error=None,
+            attempts=processing.c.attempts + 1,
         )
     )
     return result.rowcount == 1
@@ -160,9 +185,10 @@ def retry_later(
     policy: RetrySchedule,
     rng: random.Random = _RNG,
 ) -> str | None:
-    """Schedule another attempt (status ``failed``), or dead-letter the event once it has used
-    ``policy.max_attempts``; returns the status written, None when the lease is no longer ours."""
-    if event.attempts >= policy.max_attempts:
+    """Count the failed try and schedule another (status ``failed``), or dead-letter the event when the
+    failure comes after ``policy.budget``; returns the status written, None when the lease is not ours."""
+    first_failed_at = event.first_failed_at or now
+    if policy.spent(first_failed_at, now):
         return "dead" if dead_letter(connection, event, worker_id, error) else None
     result = connection.execute(
         update(processing)
@@ -170,18 +196,94 @@ def retry_later(
         .values(
             status="failed",
             last_error=error,
-            available_at=now + policy.delay(event.attempts, rng),
+            available_at=now + policy.delay(event.attempts + 1, rng),
             locked_until=None,
+            attempts=processing.c.attempts + 1,
+            first_failed_at=first_failed_at,
         )
     )
     return "failed" if result.rowcount == 1 else None
 
 
 def dead_letter(connection: Connection, event: ClaimedEvent, worker_id: str, error: str) -> bool:
-    """Give up on the event (status ``dead``, ``last_error`` says why); False when the lease is not ours."""
+    """Give up on the event after a real try (status ``dead``, ``last_error`` says why); False when the
+    lease is not ours."""
     result = connection.execute(
         update(processing)
         .where(_ours(event, worker_id))
-        .values(status="dead", last_error=error, locked_until=None)
+        .values(status="dead", last_error=error, locked_until=None, attempts=processing.c.attempts + 1)
     )
     return result.rowcount == 1
+
+
+def release(connection: Connection, event: ClaimedEvent, worker_id: str, now: datetime) -> bool:
+    """Hand back a claim that was never tried (its lease ran out before its turn): due again at once, as
+    it was before the claim (``failed`` after an earlier try, else ``pending``), no attempt counted.
+    False when another worker has taken the lease over meanwhile."""
+    result = connection.execute(
+        update(processing)
+        .where(_ours(event, worker_id))
+        .values(
+            status=case((processing.c.attempts > 0, "failed"), else_="pending"),
+            available_at=now,
+            locked_until=None,
+            locked_by=None,
+        )
+    )
+    return result.rowcount == 1
+
+
+class RequeueError(ValueError):
+    """A requeue named an event that does not exist or is not dead."""
+
+
+def requeue(
+    connection: Connection,
+    event_ids: list[str],
+    all_dead: bool,
+    provider: str | None,
+    who: str,
+    now: datetime,
+) -> list[str]:
+    """Bring dead events back deliberately: ``pending`` and due now, ``attempts`` and the budget reset,
+    ``requeued_at``/``requeued_by`` recorded (``last_error`` stays: why it died). Selects the named
+    ``event_ids`` and, with ``all_dead``, every dead event, both limited to ``provider`` when given.
+    A named event that is unknown or not dead raises RequeueError before anything changes. Returns the
+    requeued event ids."""
+    if not event_ids and not all_dead:
+        raise RequeueError("name events with --event-id or pass --all-dead")
+    where = [processing.c.status == "dead"]
+    if provider is not None:
+        where.append(processing.c.provider == provider)
+    if event_ids:
+        query = select(processing.c.event_id, processing.c.status, processing.c.provider).where(
+            processing.c.event_id.in_(event_ids)
+        )
+        found = {row.event_id: row for row in connection.execute(query)}
+        for event_id in event_ids:
+            row = found.get(event_id)
+            if row is None:
+                raise RequeueError(f"event {event_id!r} is not in payment_event_processing")
+            if row.status != "dead":
+                raise RequeueError(f"event {event_id!r} is {row.status}, not dead: nothing to requeue")
+            if provider is not None and row.provider != provider:
+                raise RequeueError(f"event {event_id!r} is a {row.provider} event, not {provider}")
+    if not all_dead:
+        where.append(processing.c.event_id.in_(event_ids))
+    rows = connection.execute(
+        update(processing)
+        .where(*where)
+        .values(
+            status="pending",
+            attempts=0,
+            first_failed_at=None,
+            available_at=now,
+            locked_until=None,
+            locked_by=None,
+            requeued_at=now,
+            requeued_by=who,
+        )
+        .returning(processing.c.event_id)
+    ).scalars()
+    return sorted(rows)
+

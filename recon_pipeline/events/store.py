@@ -7,14 +7,16 @@ other path is a no-op on the event id.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, func, select
 
-from recon_pipeline.db.schema import payment_event_processing, payment_events
-from recon_pipeline.db.upsert import inserted_keys
+from recon_pipeline.db.schema import payment_event_conflicts, payment_event_processing, payment_events
+from recon_pipeline.db.upsert import insert_new, inserted_keys
 from recon_pipeline.events.parse import ProviderEvent
 
 
@@ -80,3 +82,45 @@ def store_event(
 ) -> bool:
     """Store one event; False when its event id was already stored."""
     return store_events(connection, provider, [ReceivedEvent(event, raw_body, received_at)])[0]
+
+
+def record_conflicts(
+    connection: Connection, provider: str, duplicates: Sequence[ReceivedEvent]
+) -> list[ReceivedEvent]:
+    """Of deliveries whose event id was already stored, keep those with a different body as evidence in
+    ``payment_event_conflicts`` (once per event id and body) and return them; the stored event is never
+    modified. Bodies are compared as JSON, so a re-serialised copy (the recovery pull's) is no conflict.
+    """
+    if not duplicates:
+        return []
+    ids = sorted({item.event.event_id for item in duplicates})
+    query = select(payment_events.c.event_id, payment_events.c.payload).where(
+        payment_events.c.event_id.in_(ids)
+    )
+    stored = {event_id: json.loads(payload) for event_id, payload in connection.execute(query)}
+    conflicts = [
+        item
+        for item in duplicates
+        if item.event.event_id in stored and stored[item.event.event_id] != json.loads(item.raw_body)
+    ]
+    insert_new(
+        connection,
+        payment_event_conflicts,
+        [
+            {
+                "event_id": item.event.event_id,
+                "body_sha256": hashlib.sha256(item.raw_body.encode()).hexdigest(),
+                "provider": provider,
+                "payload": item.raw_body,
+                "received_at": item.received_at,
+            }
+            for item in conflicts
+        ],
+        ["event_id", "body_sha256"],
+    )
+    return conflicts
+
+
+def conflict_count(connection: Connection) -> int:
+    """Distinct conflicting bodies kept so far (the receiver's /healthz shows it)."""
+    return int(connection.execute(select(func.count()).select_from(payment_event_conflicts)).scalar_one())

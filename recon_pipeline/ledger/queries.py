@@ -3,23 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 
 import pandas as pd
 from sqlalchemy import Connection, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, empty_ledger_records
-from recon_pipeline.nights import NightWindow
+from recon_pipeline.keys import validate_property_id
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.money import normalize_currency, upper_currency
+from recon_pipeline.nights import NightWindow, parse_cutoff, property_zone
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
 CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
 
 
+# A ledger entry's columns as read, before validation: the amount may be null or not an integer at all.
+_RAW_LEDGER_COLUMNS = {**LEDGER_RECORD_COLUMNS, "amount_minor": "object"}
+
+
 class UnknownPropertyError(LookupError):
     """A partition names a property that the ``properties`` table does not hold."""
+
+
+class InvalidPropertyError(ValueError):
+    """A ``properties`` row the contract forbids; one line naming the property and everything wrong.
+
+    A ValueError, so the CLI prints it as its one-line ``error:``; schedules, sensors and checks skip
+    the property it names and carry on with the others."""
+
+    def __init__(self, property_id: str, problems: Sequence[str]) -> None:
+        self.property_id = property_id
+        self.problems = tuple(problems)
+        super().__init__(f"property {property_id!r} is invalid: {'; '.join(problems)}")
 
 
 @dataclass(frozen=True)
@@ -33,21 +51,60 @@ class PropertyRow:
     night_cutoff: str
     provider_account: str | None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "currency", upper_currency(self.currency))  # the PMS may store "usd"
+
     def row(self) -> dict[str, str | None]:
         """The ``properties`` row this was read from (or is to be written as)."""
         return asdict(self)
 
+    def validated(self) -> PropertyRow:
+        """This row with its currency upper-cased, or InvalidPropertyError listing every problem.
+
+        The one place a ``properties`` row is judged: the PMS writes the table, so a bad row must fail
+        its own property with its name on it, never whichever schedule or check met it first."""
+        problems = []
+        for check in (
+            lambda: validate_property_id(self.property_id),
+            lambda: property_zone(self.timezone),
+            lambda: parse_cutoff(self.night_cutoff),
+        ):
+            try:
+                check()
+            except ValueError as error:
+                problems.append(str(error))
+        try:
+            currency = normalize_currency(self.currency)
+        except (ValueError, AttributeError):
+            problems.append(f"currency must be a three-letter ISO 4217 code, not {self.currency!r}")
+        if problems:
+            raise InvalidPropertyError(self.property_id, problems)
+        return replace(self, currency=currency)
+
+
+def split_valid_properties(
+    rows: Iterable[PropertyRow],
+) -> tuple[list[PropertyRow], list[InvalidPropertyError]]:
+    """The valid rows (validated) and one error per invalid row: callers act on each property alone."""
+    valid, invalid = [], []
+    for row in rows:
+        try:
+            valid.append(row.validated())
+        except InvalidPropertyError as error:
+            invalid.append(error)
+    return valid, invalid
+
 
 def load_property(connection: Connection, property_id: str) -> PropertyRow:
-    """The property's row, or UnknownPropertyError naming it."""
+    """The property's validated row; UnknownPropertyError or InvalidPropertyError naming it."""
     row = connection.execute(select(properties).where(properties.c.property_id == property_id)).first()
     if row is None:
         raise UnknownPropertyError(f"property {property_id!r} is not in the properties table")
-    return PropertyRow(**row._asdict())
+    return PropertyRow(**row._asdict()).validated()
 
 
 def list_properties(connection: Connection) -> list[PropertyRow]:
-    """Every property's row, sorted by id."""
+    """Every property's row as stored (not validated: see ``split_valid_properties``), sorted by id."""
     rows = connection.execute(select(properties).order_by(properties.c.property_id))
     return [PropertyRow(**row._asdict()) for row in rows]
 
@@ -58,7 +115,12 @@ def load_ledger_records(
     window: NightWindow,
     margin: timedelta = ADJACENT_NIGHT_MARGIN,
 ) -> pd.DataFrame:
-    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``)."""
+    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``), as read.
+
+    Currencies are upper-cased (the PMS may store ``usd``); amounts, kinds and currencies are otherwise
+    unchecked (``amount_minor`` is object): :func:`~recon_pipeline.ledger.validation.split_ledger_records`
+    turns the rows the contract forbids into findings.
+    """
     wide = window.widened(margin)
     query = (
         select(*(ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"))
@@ -66,13 +128,18 @@ def load_ledger_records(
         .where(ledger_entries.c.posted_at >= wide.start, ledger_entries.c.posted_at < wide.end)
         .order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
     )
-    rows = connection.execute(query).all()
-    if not rows:
-        return empty_ledger_records()
-    frame = pd.DataFrame.from_records([row._asdict() for row in rows])
+    rows = [row._asdict() for row in connection.execute(query)]
+    frame = pd.DataFrame(
+        {
+            name: pd.Series([row[name] for row in rows], dtype="object")
+            for name in LEDGER_RECORD_COLUMNS
+            if name != "in_night"
+        }
+    )
+    frame["currency"] = frame["currency"].map(upper_currency)
     frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True)
     frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
-    return frame.astype(LEDGER_RECORD_COLUMNS)
+    return frame.astype(_RAW_LEDGER_COLUMNS)
 
 
 def load_captured_payment_orders(
@@ -97,6 +164,7 @@ def load_captured_payment_orders(
     )
     frame["captured_at"] = pd.to_datetime(frame["captured_at"], utc=True)
     frame["amount_minor"] = frame["amount_minor"].astype("int64")
+    frame["currency"] = frame["currency"].map(upper_currency)
     frame["source"] = "payment_orders"
     return frame
 

@@ -32,6 +32,16 @@ class ProviderDataError(ProviderError):
     """A response whose shape violates the contract (missing id or amount, bad currency, broken paging)."""
 
 
+class PagingError(ProviderDataError):
+    """A list that does not advance or does not end: a repeating cursor (a record comes back) or more pages
+    than the adapter's ``max_pages``. The pull fails at once rather than loop or return part of the list."""
+
+
+class RetryAfterTooLong(ProviderUnavailable):
+    """A 429 whose ``Retry-After`` exceeds what the client may wait (RECON_PROVIDER_MAX_RETRY_AFTER_S): the
+    request fails now, naming the wait, instead of sleeping for it or retrying before it ends."""
+
+
 @contextmanager
 def incomplete_pull(what: str) -> Iterator[None]:
     """Any provider failure inside is an incomplete pull of ``what`` (cause chained); an incomplete pull

@@ -4,7 +4,9 @@ The provider rate-limits per key, so every request of the process shares one ``B
 (``RECON_PROVIDER_MAX_CONCURRENCY``) and one connection pool. Transient failures (429, 5xx, transport
 errors, bodies that are not JSON) are retried with capped exponential backoff and full jitter, so that many
 workers hitting the same outage do not retry in lockstep; once the bound is reached the failure surfaces
-as ``ProviderUnavailable`` (an unknown outcome), never as an empty answer.
+as ``ProviderUnavailable`` (an unknown outcome), never as an empty answer. A 429's ``Retry-After`` is waited
+out in full up to ``RECON_PROVIDER_MAX_RETRY_AFTER_S`` (30 s); a longer one fails the request at once
+(``RetryAfterTooLong``): retrying sooner would only be refused again, and sleeping hours holds a run.
 
 A provider's rate limit is a rate, not a concurrency: eight connections answered in 5 ms each are 1,600
 requests a second. ``RECON_PROVIDER_MAX_RPS`` (or ``max_rps``) paces the request starts of one client so
@@ -22,14 +24,14 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import httpx
 
 from recon_pipeline import config
-from recon_pipeline.provider.errors import ProviderRequestRejected, ProviderUnavailable
+from recon_pipeline.provider.errors import ProviderRequestRejected, ProviderUnavailable, RetryAfterTooLong
 
 logger = logging.getLogger(__name__)
 
@@ -81,12 +83,13 @@ class RequestRateLimiter:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how patiently to retry; ``timeout_s`` bounds each attempt."""
+    """How often and how patiently to retry; ``timeout_s`` bounds each attempt. ``max_retry_after_s``
+    defaults to RECON_PROVIDER_MAX_RETRY_AFTER_S, read when the policy is made (never at import)."""
 
     max_attempts: int = 5
     base_delay_s: float = 0.25
     max_delay_s: float = 8.0
-    max_retry_after_s: float = 30.0
+    max_retry_after_s: float = field(default_factory=config.max_retry_after_s_from_env)
     timeout_s: float = 15.0
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
@@ -166,6 +169,12 @@ class ProviderHttp:
                     last_problem = f"HTTP {status}"
                     if status == 429:
                         retry_after = _retry_after_s(response)
+                        if retry_after is not None and retry_after > self.retry.max_retry_after_s:
+                            raise RetryAfterTooLong(
+                                f"GET {path}: HTTP 429 asks to retry after {retry_after:g} s, beyond "
+                                f"the {self.retry.max_retry_after_s:g} s allowed "
+                                "(RECON_PROVIDER_MAX_RETRY_AFTER_S)"
+                            )
                 elif status >= 400:
                     raise ProviderRequestRejected(
                         f"GET {path} rejected: HTTP {status}: {self._redact(_provider_message(response))}"
@@ -200,8 +209,8 @@ class ProviderHttp:
         )
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.retry.max_retry_after_s)
+        if retry_after is not None:  # within max_retry_after_s: get_json refused a longer one
+            return retry_after
         with self._rng_lock:  # random.Random is not documented as thread-safe
             return self.retry.backoff(attempt, self._rng)
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from recon_pipeline.money import normalize_currency
+from recon_pipeline.money import MAX_AMOUNT_MINOR, normalize_currency
 from recon_pipeline.provider.errors import ProviderDataError
 from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
 
@@ -26,9 +26,6 @@ ProviderObject = dict[str, Any]
 Row = dict[str, Any]
 T = TypeVar("T")
 
-# Far above any real payment (Stripe takes at most 12 digits), far below int64: a larger amount is a corrupt
-# response, and below it negations, differences and float64 display of amounts stay exact (2**53 > 10**15).
-MAX_AMOUNT_MINOR = 10**15
 # datetime64[ns] ends in 2262; no provider record is created after 2200 or before 1970.
 MAX_CREATED_S = 7_258_118_400  # 2200-01-01T00:00:00Z
 
@@ -65,11 +62,16 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def amount_field(obj: ProviderObject, name: str, what: str) -> int:
+    """A non-negative amount in minor units within the contract's bound (the same bound as the ledger's):
+    a larger one is a corrupt response, and would make the diff propose a correction as absurd."""
     value: int = field_value(obj, name, int, what)
     if value < 0:
         raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is negative ({value})")
-    if value > MAX_AMOUNT_MINOR:  # would overflow the int64 frame, or be a plausible-looking wrong amount
-        raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is over {MAX_AMOUNT_MINOR}")
+    if value > MAX_AMOUNT_MINOR:
+        raise ProviderDataError(
+            f"{what} {_name(obj)!r}: field {name!r} is {str(value)[:40]}, beyond the contract's "
+            f"{MAX_AMOUNT_MINOR:,} minor units"
+        )
     return value
 
 

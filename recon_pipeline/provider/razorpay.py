@@ -48,6 +48,7 @@ import pandas as pd
 from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.provider.errors import (
     IncompletePullError,
+    PagingError,
     ProviderDataError,
     ProviderRequestRejected,
     incomplete_pull,
@@ -402,7 +403,10 @@ class RazorpayAdapter:
         self, path: str, params: dict[str, Any], abort: threading.Event, id_name: str = "id"
     ) -> list[ProviderObject]:
         """Every item of a collection, ``skip`` by ``skip`` until a page comes back short; items are told
-        apart by ``id_name`` (a recon item by its ``entity_id``)."""
+        apart by ``id_name`` (a recon item by its ``entity_id``).
+
+        Bounded: a ``skip`` the provider ignores brings a record back (PagingError at once), and full pages
+        beyond ``max_pages`` fail with PagingError too."""
         records: list[ProviderObject] = []
         seen: set[str] = set()
         for page_number in range(self.max_pages):
@@ -421,13 +425,16 @@ class RazorpayAdapter:
                 if not isinstance(record, dict):
                     raise ProviderDataError(f"{path}: collection item is not an object: {record!r}")
                 object_id = id_field(record, id_name, path)
-                if object_id in seen:  # a record created mid-pull shifted the pages
-                    raise ProviderDataError(f"{path}: record {object_id!r} returned twice")
+                if object_id in seen:
+                    raise PagingError(
+                        f"{path}: record {object_id!r} returned twice at skip {page_number * PAGE_COUNT}: "
+                        "the pages repeat or a record created mid-pull shifted them"
+                    )
                 seen.add(object_id)
             records.extend(items)
             if len(items) < PAGE_COUNT:
                 return records
-        raise IncompletePullError(f"{path}: more than {self.max_pages} pages")
+        raise PagingError(f"{path}: more than {self.max_pages} pages, the list does not end")
 
     def _read(self, path: str) -> ProviderObject | None:
         """``GET path``; None when Razorpay answers that the id in it does not exist."""

@@ -24,7 +24,12 @@ from urllib.parse import quote
 import pandas as pd
 
 from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
-from recon_pipeline.provider.errors import IncompletePullError, ProviderDataError, incomplete_pull
+from recon_pipeline.provider.errors import (
+    IncompletePullError,
+    PagingError,
+    ProviderDataError,
+    incomplete_pull,
+)
 from recon_pipeline.provider.http import ProviderHttp
 from recon_pipeline.provider.objects import (
     PropertyAccount,
@@ -301,7 +306,10 @@ class StripeAdapter:
     def _list_all(
         self, path: str, params: dict[str, Any], headers: dict[str, str] | None, abort: threading.Event
     ) -> list[StripeObject]:
-        """Every object of a list, newest first, following ``starting_after`` until ``has_more`` is false."""
+        """Every object of a list, newest first, following ``starting_after`` until ``has_more`` is false.
+
+        Bounded: a cursor that repeats brings a record back (PagingError at once), and a list that keeps
+        ``has_more`` beyond ``max_pages`` pages fails with PagingError too."""
         records: list[StripeObject] = []
         seen: set[str] = set()
         cursor: str | None = None
@@ -322,13 +330,16 @@ class StripeAdapter:
                     raise ProviderDataError(f"{path}: list item is not an object: {record!r}")
                 object_id = record_id(record, path)
                 if object_id in seen:
-                    raise ProviderDataError(f"{path}: record {object_id!r} returned twice")
+                    raise PagingError(
+                        f"{path}: record {object_id!r} returned twice after cursor {cursor!r}: the cursor "
+                        "repeats or the list shifted mid-pull"
+                    )
                 seen.add(object_id)
             records.extend(data)
             if not has_more:
                 return records
             cursor = data[-1]["id"]
-        raise IncompletePullError(f"{path}: more than {self.max_pages} pages")
+        raise PagingError(f"{path}: more than {self.max_pages} pages, the list does not end")
 
     def _fetch_many(
         self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None

@@ -16,6 +16,7 @@ import pandas as pd
 
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.reconcile import categories as c
+from recon_pipeline.reconcile.lifecycle import PROPOSED
 
 # category → (action, which side's id names the record, amount column and its sign)
 ADJUSTMENT_POLICY: dict[str, tuple[str, str, str, int]] = {
@@ -29,7 +30,8 @@ ADJUSTMENT_POLICY: dict[str, tuple[str, str, str, int]] = {
 def plan_adjustments(
     property_id: str, night: str, discrepancies: pd.DataFrame, run_id: str | None, now: datetime
 ) -> list[dict[str, Any]]:
-    """Rows for the ``adjustments`` table, one per finding that calls for a correction."""
+    """What the findings call for now: one first-revision row per finding that calls for a correction,
+    linked to it by (category, record_key); ``reconcile/lifecycle.py`` turns these into what to write."""
     return list(_planned(property_id, night, discrepancies, run_id, now))
 
 
@@ -54,9 +56,12 @@ def _planned(
             "amount_minor": sign * int(finding[amount_column]),
             "currency": finding["currency"],
             "reason": f"{finding['category']}: {finding['detail']}",
-            "status": "proposed",
+            "status": PROPOSED,
             "created_at": now,
             "run_id": run_id,
+            "category": finding["category"],
+            "record_key": finding["record_key"],
+            "revision": 1,
         }
 
 

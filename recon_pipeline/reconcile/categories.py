@@ -11,6 +11,7 @@ CURRENCY_MISMATCH: Final = "currency_mismatch"
 DUPLICATE_IN_LEDGER: Final = "duplicate_in_ledger"
 STATUS_MISMATCH: Final = "status_mismatch"
 ORPHANED_CAPTURED_PAYMENT: Final = "orphaned_captured_payment"
+INVALID_LEDGER_ENTRY: Final = "invalid_ledger_entry"  # input the contract forbids; proposes nothing
 # a payment on an account several properties share that neither its metadata nor payment_orders attribute
 UNATTRIBUTED_PAYMENT: Final = "unattributed_payment"
 
@@ -22,6 +23,7 @@ ALL_CATEGORIES: Final = (
     DUPLICATE_IN_LEDGER,
     STATUS_MISMATCH,
     ORPHANED_CAPTURED_PAYMENT,
+    INVALID_LEDGER_ENTRY,
     UNATTRIBUTED_PAYMENT,
 )
 
@@ -29,13 +31,14 @@ ALL_CATEGORIES: Final = (
 DISCREPANCY_COLUMNS: Final = (
     "category",
     "record_key",  # stable per finding: "<provider_record_id>:<kind>", or "entry:<entry_id>"
-    "kind",  # payment | refund | fee
+    "kind",  # payment | refund | fee (null: an invalid ledger entry's unknown kind)
     "provider_record_id",  # nullable
     "ledger_entry_id",  # nullable
     "booking_id",  # nullable
     "provider_amount_minor",  # nullable Int64
     "ledger_amount_minor",  # nullable Int64
     "difference_minor",  # provider - ledger (missing side counts as 0)
-    "currency",
+    "currency",  # the provider's, else the ledger's
+    "ledger_currency",  # nullable: the ledger entry's, shown beside its amount (differs on currency_mismatch)
     "detail",  # one human sentence: why this is a finding
 )

@@ -21,6 +21,7 @@ the rare colliding runs are sorted exactly on their own.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -67,10 +68,27 @@ class DiffResult:
     ledger_total_by_currency: dict[str, int]  # in-night ledger entries, adjustments excluded
 
 
+def with_findings(result: DiffResult, *found: pd.DataFrame) -> DiffResult:
+    """The diff's result with findings made outside the diff added (invalid ledger entries, payments nobody
+    owns), ordered by (category, record_key) as the diff orders its own; totals and counts stay the diff's.
+    """
+    extra = [frame for frame in found if not frame.empty]
+    if not extra:
+        return result
+    findings = pd.concat([result.discrepancies, *extra], ignore_index=True)
+    findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
+    return dataclasses.replace(result, discrepancies=findings)
+
+
 def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes."""
+    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes;
+    a column not given is null in every row."""
+    rows = max((len(values) for values in columns.values()), default=0)
     return pd.DataFrame(
-        {name: pd.Series(columns.get(name, []), dtype=dtype) for name, dtype in DISCREPANCY_DTYPES.items()},
+        {
+            name: pd.Series(columns.get(name, [None] * rows), dtype=dtype)
+            for name, dtype in DISCREPANCY_DTYPES.items()
+        },
         columns=list(DISCREPANCY_COLUMNS),
     )
 
@@ -249,11 +267,19 @@ def _currency_codes(*arrays: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
 
 
 def _totals(amounts: np.ndarray, currency: np.ndarray, mask: np.ndarray, names: list[str]) -> dict[str, int]:
-    """Exact integer sums of ``amounts[mask]`` per currency that occurs there."""
-    codes = currency[mask]
-    sums = np.zeros(len(names), dtype=np.int64)
-    np.add.at(sums, codes, amounts[mask])
-    return {names[code]: int(sums[code]) for code in np.flatnonzero(np.bincount(codes, minlength=len(names)))}
+    """Exact integer sums of ``amounts[mask]`` per currency that occurs there, however large.
+
+    An int64 sum wraps silently past 9.2 * 10^18. So each amount is split into its high and low 32 bits
+    (``a == (a >> 32) * 2**32 + (a & 0xFFFFFFFF)``); each half sums exactly in int64 for fewer than 2^31
+    rows whatever the amounts, and the halves are joined as Python integers."""
+    codes, values = currency[mask], amounts[mask]
+    high, low = np.zeros(len(names), dtype=np.int64), np.zeros(len(names), dtype=np.int64)
+    np.add.at(high, codes, values >> 32)
+    np.add.at(low, codes, values & 0xFFFFFFFF)
+    return {
+        names[code]: (int(high[code]) << 32) + int(low[code])
+        for code in np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    }
 
 
 # --- exact grouping of match keys --------------------------------------------------------------------
@@ -700,6 +726,7 @@ def _rows(
         "ledger_amount_minor": entry["amount_minor"] if entry is not None else nothing,
         "difference_minor": difference,
         "currency": main["currency"],
+        "ledger_currency": entry["currency"] if entry is not None else nothing,
         "detail": detail,
     }
 

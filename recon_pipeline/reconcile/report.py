@@ -1,21 +1,25 @@
 """The night's report: what an analyst reads first, as frames, markdown, plain text and flat metadata.
 
 Plain values only (no Dagster here): the asset wraps ``as_metadata()`` and the markdown into its own
-metadata types. The category summary always lists all seven categories in the contract's order, so a
+metadata types. The category summary always lists every category in the contract's order, so a
 night's report has the same shape whatever it found; a category without findings is one row with
 count 0, amount 0 and an empty currency.
+
+Amounts shown to people are in major units with their currency (``format_minor``); counts stay ints. Each
+side of a finding is shown in its own currency: a currency mismatch has no difference in any currency,
+so it shows none (never "0.00 EUR").
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from recon_pipeline.money import format_minor
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES, CURRENCY_MISMATCH
 from recon_pipeline.reconcile.diff import DiffResult, empty_discrepancies
 
 SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
@@ -48,7 +52,7 @@ class NightReport:
         return category_summary(self.findings)
 
     def top_discrepancies(self, limit: int = 10) -> pd.DataFrame:
-        """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
+        """The ``limit`` findings of largest |difference| (see :func:`top_discrepancies`)."""
         return top_discrepancies(self.findings, limit)
 
     def totals(self) -> list[CurrencyTotals]:
@@ -87,15 +91,8 @@ class NightReport:
     def top_discrepancies_markdown(self, limit: int = 10) -> str:
         """A markdown table of the largest findings, amounts in major units of their currency."""
         rows = [
-            [
-                category,
-                f"`{key}`",
-                format_amount(provider, currency),
-                format_amount(ledger, currency),
-                format_amount(difference, currency),
-                detail,
-            ]
-            for category, key, provider, ledger, difference, currency, detail in self._top_rows(limit)
+            [category, f"`{key}`", provider, ledger, difference, detail]
+            for category, key, provider, ledger, difference, detail in self._top_rows(limit, _NONE)
         ]
         if not rows:
             return "_No discrepancies._"
@@ -104,13 +101,14 @@ class NightReport:
     def summary_markdown(self) -> str:
         """A markdown table of :meth:`category_summary`."""
         rows = [
-            [category, currency or _NONE, str(count), format_minor(amount, currency) if currency else _NONE]
+            [category, currency or _NONE, str(count), summed_difference(category, amount, currency)]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
         ]
         return markdown_table(["category", "currency", "findings", "sum of abs. difference"], rows)
 
     def as_metadata(self) -> dict[str, int | float | str]:
-        """Flat plain values: ``count/<category>``, ``amount/<category>/<CUR>``, matched, totals."""
+        """Flat plain values: counts as ints; ``amount/<category>/<CUR>`` (none for a currency mismatch),
+        matched and totals per currency as text in major units ("1,234.50 EUR")."""
         summary = self.category_summary()
         metadata: dict[str, int | float | str] = {
             "findings": len(self.findings),
@@ -120,14 +118,19 @@ class NightReport:
         for category in ALL_CATEGORIES:
             metadata[f"count/{category}"] = int(summary.loc[summary["category"] == category, "count"].sum())
         for category, currency, count, amount in summary.itertuples(index=False):
-            if count:
-                metadata[f"amount/{category}/{currency}"] = int(amount)
+            if count and category != CURRENCY_MISMATCH:
+                metadata[f"amount/{category}/{currency}"] = format_minor(amount, currency)
         for name, totals in (
             ("matched_amount", self.matched_amount_by_currency),
             ("provider_total", self.provider_total_by_currency),
             ("ledger_total", self.ledger_total_by_currency),
         ):
-            metadata.update({f"{name}/{currency}": int(total) for currency, total in sorted(totals.items())})
+            metadata.update(
+                {
+                    f"{name}/{currency}": format_minor(total, currency)
+                    for currency, total in sorted(totals.items())
+                }
+            )
         return metadata
 
     def as_text(self, limit: int = 10) -> str:
@@ -142,13 +145,13 @@ class NightReport:
             for t in self.totals()
         ]
         summary = [
-            [category, currency or "-", str(count), format_minor(amount, currency) if currency else "-"]
+            [category, currency or "-", str(count), summed_difference(category, amount, currency, "-")]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
         ]
         lines += ["", plain_table(["category", "currency", "findings", "sum of abs. difference"], summary)]
         top = [
-            [category, key, format_amount(difference, currency, "-"), detail]
-            for category, key, _, _, difference, currency, detail in self._top_rows(limit)
+            [category, key, difference, detail]
+            for category, key, _, _, difference, detail in self._top_rows(limit, "-")
         ]
         if top:
             lines += [
@@ -158,16 +161,17 @@ class NightReport:
             ]
         return "\n".join(lines)
 
-    def _top_rows(self, limit: int) -> list[tuple[object, ...]]:
-        columns = [
-            "category",
-            "record_key",
-            "provider_amount_minor",
-            "ledger_amount_minor",
-            "difference_minor",
+    def _top_rows(self, limit: int, missing: str) -> list[tuple[str, str, str, str, str, str]]:
+        """(category, record_key, provider, ledger, difference, detail) of the largest findings, formatted."""
+        return [
+            (
+                finding["category"],
+                finding["record_key"],
+                *finding_amounts(finding, missing),
+                finding["detail"],
+            )
+            for finding in self.top_discrepancies(limit).to_dict("records")
         ]
-        top = self.top_discrepancies(limit)
-        return list(top[[*columns, "currency", "detail"]].itertuples(index=False, name=None))
 
 
 def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport:
@@ -185,12 +189,13 @@ def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport
 
 
 def category_summary(findings: pd.DataFrame) -> pd.DataFrame:
-    """One row per (category, currency) of ``findings``: their count and the sum of |difference|.
+    """One row per (category, currency) of ``findings``: their count and the exact sum of |difference|
+    (``amount_minor`` holds Python integers).
 
     Every category appears, in the contract's order; one without findings is one row with count 0,
     amount 0 and an empty currency.
     """
-    findings = findings.assign(magnitude=findings["difference_minor"].astype("int64").abs())
+    findings = findings.assign(magnitude=exact_magnitudes(findings["difference_minor"]))
     grouped = findings.groupby(["category", "currency"], sort=True).agg(
         count=("record_key", "size"), amount_minor=("magnitude", "sum")
     )
@@ -207,13 +212,22 @@ def category_summary(findings: pd.DataFrame) -> pd.DataFrame:
         else:
             rows.append((category, "", 0, 0))
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype(
-        {"category": "object", "currency": "object", "count": "int64", "amount_minor": "int64"}
+        {"category": "object", "currency": "object", "count": "int64", "amount_minor": "object"}
     )
 
 
+def exact_magnitudes(differences: pd.Series) -> pd.Series:
+    """|difference| of each finding as Python integers (object dtype), so that sums of them never wrap
+    as int64 sums do past 9.2 * 10^18."""
+    return pd.Series([abs(int(d)) for d in differences.tolist()], index=differences.index, dtype=object)
+
+
 def top_discrepancies(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
-    """The ``limit`` findings of largest |difference| (ties: category, then record_key)."""
-    ranked = findings.assign(magnitude=findings["difference_minor"].astype("int64").abs())
+    """The ``limit`` findings of largest |difference| (ties: category, then record_key); a currency
+    mismatch ranks by its provider amount, the money in question, not by its difference of 0."""
+    mismatch = findings["category"] == CURRENCY_MISMATCH
+    at_stake = findings["provider_amount_minor"].where(mismatch, findings["difference_minor"])
+    ranked = findings.assign(magnitude=at_stake.fillna(0).astype("int64").abs())
     ranked = ranked.sort_values(
         ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
     )
@@ -225,6 +239,27 @@ def format_amount(amount: Any, currency: Any, missing: str = _NONE) -> str:
     if amount is None or pd.isna(amount):
         return missing
     return format_minor(int(amount), str(currency))
+
+
+def finding_amounts(finding: Mapping[str, Any], missing: str = _NONE) -> tuple[str, str, str]:
+    """The provider, ledger and difference cells of a finding (a row of a discrepancy frame or table),
+    each side in its own currency.
+
+    The ledger side is in ``ledger_currency`` when the finding has one; when it differs from the
+    provider's there is no difference in either currency to show, so the cell names both instead."""
+    theirs, ours = str(finding["currency"]), finding.get("ledger_currency")
+    ours = theirs if ours is None or pd.isna(ours) else str(ours)
+    difference = finding["difference_minor"]
+    return (
+        format_amount(finding["provider_amount_minor"], theirs, missing),
+        format_amount(finding["ledger_amount_minor"], ours, missing),
+        format_amount(difference, theirs, missing) if ours == theirs else f"{theirs} ≠ {ours}",
+    )
+
+
+def summed_difference(category: str, amount: int, currency: str, missing: str = _NONE) -> str:
+    """A summary row's sum of |difference|; none for a category without findings or across currencies."""
+    return missing if not currency or category == CURRENCY_MISMATCH else format_minor(amount, currency)
 
 
 def markdown_table(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:

@@ -2,6 +2,10 @@
 
 Each writer fills a temporary file beside the target and ``os.replace``s it into place, so a crash
 mid-write leaves the old report, and a re-run with the same rows writes the same bytes.
+
+CSV files are opened in spreadsheets, and their text cells come from the PMS and the provider (ids,
+names, metadata): a cell such as ``=HYPERLINK(...)`` would run as a formula. Text cells are therefore
+neutralised as OWASP's "CSV Injection" advises; Parquet is data for programs and keeps every value exact.
 """
 
 from __future__ import annotations
@@ -13,9 +17,16 @@ from pathlib import Path
 
 import pandas as pd
 
+# OWASP "CSV Injection": a cell starting with one of these is read as a formula by spreadsheets.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
-    """Every column of ``frame``; nulls are empty cells, timestamps ISO 8601 with their UTC offset."""
+    """Every column of ``frame``; nulls are empty cells, timestamps ISO 8601 with their UTC offset, and
+    text cells that a spreadsheet would run as a formula prefixed with ``'`` (numbers stay numbers).
+
+    Lines end in CRLF (RFC 4180): Python's CSV writer quotes a cell holding a line terminator's character,
+    so a carriage return inside a PMS field stays inside its cell instead of splitting the row."""
     text = frame.assign(
         **{
             name: frame[name].map(lambda moment: moment.isoformat(), na_action="ignore")
@@ -23,7 +34,21 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
             if isinstance(frame[name].dtype, pd.DatetimeTZDtype)
         }
     )
-    return _atomically(path, lambda temp: text.to_csv(temp, index=False, lineterminator="\n"))
+    text = text.assign(
+        **{
+            name: text[name].map(neutralise_formula, na_action="ignore")
+            for name in text.columns
+            if pd.api.types.is_string_dtype(text[name].dtype)  # object columns too
+        }
+    )
+    return _atomically(path, lambda temp: text.to_csv(temp, index=False, lineterminator="\r\n"))
+
+
+def neutralise_formula(cell: object) -> object:
+    """``cell`` with a leading ``'`` if it is text a spreadsheet would run as a formula, else unchanged."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
+        return "'" + cell
+    return cell
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:

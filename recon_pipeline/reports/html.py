@@ -24,8 +24,14 @@ from recon_pipeline.keys import parse_night
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline.reconcile.report import NightReport, category_summary, format_amount, top_discrepancies
+from recon_pipeline.reconcile.categories import ALL_CATEGORIES, CURRENCY_MISMATCH
+from recon_pipeline.reconcile.report import (
+    NightReport,
+    category_summary,
+    finding_amounts,
+    summed_difference,
+    top_discrepancies,
+)
 
 NIGHTS_SHOWN = 30
 TOP_SHOWN = 20
@@ -37,7 +43,7 @@ class ReportPage:
 
     property_row: PropertyRow
     night: str
-    findings: pd.DataFrame  # every column of the partition's rows in ``discrepancies``
+    findings: pd.DataFrame  # the partition's outstanding rows of ``discrepancies``, with ``adjustment``
     recent: pd.DataFrame  # night, category, currency, difference_minor of the last NIGHTS_SHOWN nights
     night_report: NightReport
     files: Sequence[str]  # names of the exports beside the page, linked from it
@@ -93,14 +99,16 @@ def render_report_html(page: ReportPage) -> str:
 
 
 def _bar(findings: pd.DataFrame, currency: str) -> dict[str, Any]:
-    magnitude = findings["difference_minor"].astype("int64").abs()
-    by_currency = magnitude.groupby(findings["currency"].astype("object")).sum().sort_index()
+    """Count, length and label of one bar; currency mismatches count but add no amount (none exists)."""
+    priced = findings[findings["category"] != CURRENCY_MISMATCH]
+    magnitude = priced["difference_minor"].astype("int64").abs()
+    by_currency = magnitude.groupby(priced["currency"].astype("object")).sum().sort_index()
     amounts = " + ".join(format_minor(int(total), str(code)) for code, total in by_currency.items())
     count = len(findings)
     return {
         "count": count,
         "amount_minor": int(by_currency.get(currency, 0)),
-        "label": f"{count} finding{'' if count == 1 else 's'}" + (f" · {amounts}" if count else ""),
+        "label": f"{count} finding{'' if count == 1 else 's'}" + (f" · {amounts}" if amounts else ""),
     }
 
 
@@ -132,13 +140,14 @@ def _totals_table(report: NightReport) -> str:
 
 
 def _category_table(findings: pd.DataFrame, property_currency: str) -> str:
-    """Every category; one without findings shows 0 in the property's currency."""
+    """Every category; one without findings shows 0 in the property's currency, a currency mismatch no
+    sum (its sides are in different currencies)."""
     rows = []
     for category, currency, count, amount in category_summary(findings).itertuples(index=False):
         code = currency or property_currency
         rows.append(
             _tr(
-                [category, code, str(count), format_minor(amount, code)],
+                [category, code, str(count), summed_difference(category, amount, code)],
                 {"data-category": category, "data-currency": code},
             )
         )
@@ -146,26 +155,24 @@ def _category_table(findings: pd.DataFrame, property_currency: str) -> str:
 
 
 def _top_table(findings: pd.DataFrame) -> str:
-    columns = ["category", "record_key", "booking_id", "provider_amount_minor", "ledger_amount_minor"]
-    top = top_discrepancies(findings, TOP_SHOWN)
     rows = [
         _tr(
             [
-                category,
-                key,
-                _text(booking),
-                format_amount(provider, currency),
-                format_amount(ledger, currency),
-                format_amount(difference, currency),
-                _text(status),
-                _text(detail),
+                finding["category"],
+                finding["record_key"],
+                _text(finding["booking_id"]),
+                *finding_amounts(finding),
+                _text(finding["review_status"]),
+                _text(finding["adjustment"]),
+                _text(finding["detail"]),
             ]
         )
-        for category, key, booking, provider, ledger, difference, currency, status, detail in top[
-            [*columns, "difference_minor", "currency", "review_status", "detail"]
-        ].itertuples(index=False)
+        for finding in top_discrepancies(findings, TOP_SHOWN).to_dict("records")
     ]
-    header = ["category", "record", "booking", "provider", "ledger", "difference", "review", "detail"]
+    header = [
+        *("category", "record", "booking", "provider", "ledger", "difference", "review", "adjustment"),
+        "detail",
+    ]
     return _table("top-discrepancies", header, rows)
 
 

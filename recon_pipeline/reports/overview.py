@@ -13,7 +13,7 @@ import pandas as pd
 
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline.reconcile.report import format_amount, markdown_table
+from recon_pipeline.reconcile.report import format_amount, markdown_table, summed_difference
 
 # (oldest age in days the bucket holds, label); older than the last is OLDEST_BUCKET.
 AGE_BUCKETS = ((1, "0-1 days"), (7, "2-7 days"), (30, "8-30 days"))
@@ -111,7 +111,8 @@ def overview_markdown(overview: pd.DataFrame) -> str:
     if overview.empty:
         return "_No unresolved discrepancies._"
     rows = [
-        [bucket, prop, category, str(count), str(acknowledged), format_minor(amount, currency), oldest]
+        [bucket, prop, category, str(count), str(acknowledged), summed_difference(category, amount, currency)]
+        + [oldest]
         for bucket, prop, category, currency, count, acknowledged, amount, oldest in overview.head(
             MARKDOWN_ROWS
         ).itertuples(index=False)

@@ -44,29 +44,33 @@ def partition_discrepancies(connection: Connection, property_id: str, night: str
 
 
 def findings_between(connection: Connection, property_id: str, first: date, last: date) -> pd.DataFrame:
-    """Night, category, currency and difference of the property's findings from ``first`` to ``last``."""
+    """Night, category, currency and difference of the property's outstanding (not cleared) findings from
+    ``first`` to ``last``."""
     c = discrepancies.c
     return read_frame(
         connection,
         select(c.night, c.category, c.currency, c.difference_minor)
         .where(c.property_id == property_id, c.night >= first.isoformat(), c.night <= last.isoformat())
+        .where(c.cleared_at.is_(None))
         .order_by(c.night, c.category, c.record_key),
     )
 
 
 def unresolved_findings(connection: Connection) -> pd.DataFrame:
-    """Every open or acknowledged finding of every property and night (the columns the overview needs)."""
+    """Every open or acknowledged finding of every property and night that a later run has not cleared
+    (the columns the overview needs)."""
     c = discrepancies.c
     return read_frame(
         connection,
         select(c.property_id, c.night, c.category, c.currency, c.difference_minor, c.review_status)
-        .where(c.review_status.in_(UNRESOLVED_STATUSES))
+        .where(c.review_status.in_(UNRESOLVED_STATUSES), c.cleared_at.is_(None))
         .order_by(c.property_id, c.night, c.category, c.record_key),
     )
 
 
 def unresolved_orphaned_payments(connection: Connection) -> pd.DataFrame:
-    """Open or acknowledged orphaned captured payments with their capture time and the booking's state now.
+    """Open or acknowledged orphaned captured payments, not cleared, with their capture time and the
+    booking's state now.
 
     ``captured_at`` comes from ``payment_orders`` (null when the PMS never recorded the payment);
     ``booking_status`` is the booking's current status (null when the booking does not exist).
@@ -88,6 +92,7 @@ def unresolved_orphaned_payments(connection: Connection) -> pd.DataFrame:
         .outerjoin(payment_orders, payment_orders.c.provider_payment_id == c.provider_record_id)
         .outerjoin(bookings, bookings.c.booking_id == c.booking_id)
         .where(c.category == ORPHANED_CAPTURED_PAYMENT, c.review_status.in_(UNRESOLVED_STATUSES))
+        .where(c.cleared_at.is_(None))
         .order_by(c.property_id, c.night, c.record_key)
     )
     return read_frame(connection, query)

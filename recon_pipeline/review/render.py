@@ -15,8 +15,10 @@ AMOUNT_COLUMNS = (
     "ledger_amount_minor",
     "difference_minor",
     "reviewed_difference_minor",
+    "amount_minor",  # of an adjustment
 )
 LIST_HEADER = ("id", "property", "night", "category", "record", "difference", "status", "reviewed by")
+ADJUSTMENT_HEADER = ("id", "property", "night", "kind", "record", "rev", "amount", "status", "finding")
 _NONE = "-"
 
 
@@ -37,7 +39,7 @@ def list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
             row["category"],
             row["record_key"],
             money(row["difference_minor"], row["currency"]),
-            row["review_status"],
+            row["review_status"] + (", cleared" if row.get("cleared_at") is not None else ""),
             row["reviewed_by"] or _NONE,
         ]
         for row in rows
@@ -84,3 +86,39 @@ def _value(name: str, value: Any, currency: str) -> str:
 
 def _when(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
+
+
+def adjustments_list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
+    """A table of adjustments, then how many of the matching ones it shows."""
+    if not rows:
+        return "no adjustments match"
+    table = [
+        [
+            row["adjustment_id"],
+            row["property_id"],
+            row["night"],
+            row["kind"],
+            row["provider_record_id"] or row["ledger_entry_id"] or _NONE,
+            str(row["revision"]),
+            money(row["amount_minor"], row["currency"]),
+            row["status"],
+            row["category"] or _NONE,
+        ]
+        for row in rows
+    ]
+    shown = f"{len(rows)} of {total} matching" + (" (raise --limit to see more)" if total > len(rows) else "")
+    return f"{plain_table(ADJUSTMENT_HEADER, table)}\n{shown}"
+
+
+def adjustment_show_text(row: Mapping[Any, Any], history: Sequence[Mapping[Any, Any]]) -> str:
+    """Every column of the adjustment (its amount also in major units), then its review history."""
+    width = max(len(name) for name in row)
+    lines = [f"{name:<{width}}  {_value(name, value, row['currency'])}" for name, value in row.items()]
+    lines += ["", "review history" if history else "review history: none"]
+    lines += [
+        f"  {_when(event['reviewed_at'])}  {event['action']:<8}  {event['previous_status']} -> "
+        f"{event['status']}  by {event['reviewed_by']}  at "
+        f"{money(event['amount_minor'], event['currency'])}  {event['note']}"
+        for event in history
+    ]
+    return "\n".join(lines)

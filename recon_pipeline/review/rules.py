@@ -74,12 +74,16 @@ def validate_note(note: str | None) -> str:
 
 @dataclass(frozen=True)
 class DiscrepancyFilter:
-    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation."""
+    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation.
+
+    ``cleared``: False for the findings the latest run still sees (what checks count), True for those a
+    later run no longer saw, None for both."""
 
     property_id: str | None = None
     night: str | None = None
     category: str | None = None
     status: str | None = None
+    cleared: bool | None = None
 
     def __post_init__(self) -> None:
         if self.property_id is not None:
@@ -90,10 +94,3 @@ class DiscrepancyFilter:
             raise ValueError(f"unknown category {self.category!r}: use one of {', '.join(ALL_CATEGORIES)}")
         if self.status is not None and self.status not in REVIEW_STATUSES:
             raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(REVIEW_STATUSES)}")
-
-
-def parse_discrepancy_id(text: str) -> int:
-    """A discrepancy id as typed on the command line: a positive integer."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"a discrepancy id is a positive integer, not {text!r}")
-    return int(text)

@@ -49,7 +49,7 @@ class ReviewOutcome:
 
 
 def _matching(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
-    return [
+    conditions = [
         discrepancies.c[column] == value
         for column, value in (
             ("property_id", where.property_id),
@@ -59,6 +59,10 @@ def _matching(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
         )
         if value is not None
     ]
+    if where.cleared is not None:
+        cleared_at = discrepancies.c.cleared_at
+        conditions.append(cleared_at.is_not(None) if where.cleared else cleared_at.is_(None))
+    return conditions
 
 
 def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: int) -> list[RowMapping]:
@@ -233,9 +237,9 @@ def reopen_changed(
 def unexplained_amounts(
     connection: Connection, property_id: str, night: str, category: str | None = None
 ) -> dict[str, int]:
-    """Sum of |difference_minor| of the property-night's open findings (of ``category``, if given), per
-    currency, in minor units."""
-    where = DiscrepancyFilter(property_id, night, category, OPEN)
+    """Sum of |difference_minor| of the property-night's open findings that the latest run still sees (of
+    ``category``, if given), per currency, in minor units."""
+    where = DiscrepancyFilter(property_id, night, category, OPEN, cleared=False)
     query = (
         select(discrepancies.c.currency, func.sum(func.abs(discrepancies.c.difference_minor)))
         .where(*_matching(where))

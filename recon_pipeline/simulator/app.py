@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.simulator.faults import FaultSwitches
+from recon_pipeline.simulator.faults import FaultSwitches, faulty_page, without_cursor
 from recon_pipeline.simulator.razorpay_api import RAZORPAY_DIALECT, razorpay_routes
 from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
 from recon_pipeline.simulator.wire import (
@@ -178,10 +178,16 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
                 if not dialect.authorized(request, api_key):
                     status = 401
                     return JSONResponse(dialect.unauthorized(), status_code=401)
+                if decision.paging is not None:  # the page is the fault's, whatever the cursor says
+                    scope = {**request.scope, "query_string": without_cursor(request.scope["query_string"])}
+                    request = Request(scope, request.receive)
                 try:
                     status, payload = handler(request, dialect.account(request))
                 except InvalidRequest as error:
                     status, payload = 400, dialect.invalid(error)
+                if decision.paging is not None and status == 200 and _is_list(payload):
+                    size = int_param(request, "limit") or int_param(request, "count") or 10
+                    payload = faulty_page(payload, decision.paging, size, faults.endless_page_number())
                 body = json.dumps(payload).encode()
                 if decision.truncate and status == 200:
                     body = body[: len(body) // 2]
@@ -221,6 +227,11 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
     app = Starlette(routes=routes)
     app.state.faults = faults
     return app
+
+
+def _is_list(payload: dict[str, Any]) -> bool:
+    """Whether an answer is a page of a list: Stripe's ``list`` or Razorpay's ``collection``."""
+    return payload.get("object") == "list" or payload.get("entity") == "collection"
 
 
 def _injected_error(status: int) -> dict[str, Any]:

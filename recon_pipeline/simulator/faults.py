@@ -10,6 +10,10 @@ key), ``rate_limit_burst`` tokens deep (default one second's worth), refilled at
 finds the bucket empty gets 429 with ``Retry-After`` (whole seconds until the next token, at least 1, as
 the header's grammar allows). It applies to every API path, whatever ``path_prefix`` says, and before
 the injected statuses: a request over the limit never reaches them.
+
+``paging`` breaks list paging the ways a provider can. Both ignore the cursor (Stripe's ``starting_after``,
+Razorpay's ``skip``): ``repeat`` serves the first page again and, on Stripe, says ``has_more`` always;
+``endless`` answers every list with a full page of fresh ids and more to come, forever.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+PAGING_FAULTS = ("repeat", "endless")
+CURSOR_PARAMS = frozenset({"starting_after", "skip"})  # Stripe's cursor, Razorpay's offset
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,7 @@ class FaultDecision:
     truncate: bool
     delay_s: float
     in_scope: bool  # the path matches ``path_prefix``: its success counts toward ``fail_after_requests``
+    paging: str | None = None  # a PAGING_FAULTS entry: how to break the paging of a list answer
 
 
 _NO_FAULT = FaultDecision(status=None, retry_after=None, truncate=False, delay_s=0.0, in_scope=False)
@@ -47,6 +56,7 @@ _SETTABLE = frozenset(
         "path_prefix",
         "rate_limit_rps",
         "rate_limit_burst",
+        "paging",
     }
 )
 
@@ -75,6 +85,8 @@ class FaultSwitches:
             self._burst: int | None = None
             self._tokens = 0.0
             self._refilled_at = self._clock()
+            self._paging: str | None = None
+            self._endless_pages = 0
 
     def reset_stats(self) -> None:
         with self._lock:
@@ -95,7 +107,8 @@ class FaultSwitches:
         ``path_prefix``: limit all of the above to paths starting with it;
         ``rate_limit_rps``: requests per second over which the answer is 429 (a positive number; null
         turns the limit off); ``rate_limit_burst``: the bucket's depth (positive integer; null: one
-        second's worth). Setting either refills the bucket.
+        second's worth). Setting either refills the bucket; ``paging``: ``repeat``, ``endless`` or null
+        (see the module's docstring).
         """
         unknown = set(settings) - _SETTABLE
         if unknown:
@@ -115,7 +128,12 @@ class FaultSwitches:
         burst = settings.get("rate_limit_burst")
         if burst is not None and not (_is_int(burst) and burst >= 1):
             raise ValueError("rate_limit_burst must be a positive integer or null")
+        paging = settings.get("paging")
+        if paging is not None and paging not in PAGING_FAULTS:
+            raise ValueError(f"paging must be one of {', '.join(PAGING_FAULTS)} or null")
         with self._lock:
+            if "paging" in settings:
+                self._paging = paging
             if statuses is not None:
                 self._statuses = list(statuses)
             if "retry_after" in settings:
@@ -149,6 +167,7 @@ class FaultSwitches:
                 "path_prefix": self._path_prefix,
                 "rate_limit_rps": self._rate,
                 "rate_limit_burst": self._bucket_depth() if self._rate is not None else self._burst,
+                "paging": self._paging,
             }
 
     def begin(self, path: str) -> FaultDecision:
@@ -185,8 +204,19 @@ class FaultSwitches:
             if truncate:
                 self._truncate_next -= 1
             return FaultDecision(
-                status=None, retry_after=None, truncate=truncate, delay_s=delay_s, in_scope=True
+                status=None,
+                retry_after=None,
+                truncate=truncate,
+                delay_s=delay_s,
+                in_scope=True,
+                paging=self._paging,
             )
+
+    def endless_page_number(self) -> int:
+        """A fresh number for the next endless page (its ids must never repeat)."""
+        with self._lock:
+            self._endless_pages += 1
+            return self._endless_pages
 
     def _bucket_depth(self) -> int:
         if self._burst is not None:
@@ -225,6 +255,25 @@ class FaultSwitches:
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
             }
+
+
+def without_cursor(query_string: bytes) -> bytes:
+    """A request's query string with its paging cursor removed (the paging faults)."""
+    pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    return urlencode([(key, value) for key, value in pairs if key not in CURSOR_PARAMS]).encode("latin-1")
+
+
+def faulty_page(payload: dict[str, Any], paging: str, size: int, number: int) -> dict[str, Any]:
+    """A list answer (Stripe's ``list`` or Razorpay's ``collection``) with its paging broken: ``repeat``
+    says there is more (Stripe; a Razorpay page says so by being full); ``endless`` is a full page of
+    ``size`` fresh minimal objects (only an id: the client gives up on the paging before it reads them)."""
+    if paging == "endless":
+        items = [{"id": f"endless_{number}_{i}", "entity_id": f"endless_{number}_{i}"} for i in range(size)]
+    else:
+        items = payload.get("data", payload.get("items", []))
+    if payload.get("object") == "list":
+        return {**payload, "data": items, "has_more": True}
+    return {**payload, "items": items, "count": len(items)}
 
 
 def _is_int(value: Any) -> bool:

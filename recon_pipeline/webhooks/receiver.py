@@ -4,9 +4,18 @@ Razorpay's ``x-razorpay-event-id`` header), with their provider's signature chec
 
 It never calls the provider and never acts on the payload: the event is stored raw with a pending
 processing row (``store_events``), and the process job later fetches the payment's current state. So the
-only things that can go wrong here are the caller's (413/400, nothing stored) or the database's (503, which
-makes Stripe retry). A repeated delivery is a 200 that stores nothing, because Stripe retries until it
-sees a 2xx and an endpoint that answers duplicates with an error would be retried for days.
+only things that can go wrong here are the caller's (413/400/431, nothing stored) or the database's (503,
+which makes Stripe retry). A repeated delivery is a 200 that stores nothing, because Stripe retries until
+it sees a 2xx and an endpoint that answers duplicates with an error would be retried for days; one that
+reuses a stored event id with a different body is kept in ``payment_event_conflicts`` as evidence,
+logged and counted on ``/healthz`` (the stored event is never modified).
+
+A frozen or unreachable database answers 503 within ``STORE_TIMEOUT_S``: the wait for the commit is
+bounded in asyncio (a stopped PostgreSQL backend never answers, so no server-side timeout can fire), and
+PostgreSQL connections get ``connect_timeout``, ``statement_timeout`` and ``lock_timeout`` so the threads
+doing the work come back too. A write that was still running when its request gave up may commit once
+the database thaws; the provider's retry is then a duplicate, so the event is stored once either way.
+Header size and header time are bounded per connection by ``webhooks.limits``.
 
 Blocking database work runs in Starlette's thread pool, on one engine per process, and concurrent
 deliveries share transactions (``EventWriter``); logs carry ids and reasons, never bodies, headers or
@@ -26,7 +35,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import uvicorn.config
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -42,7 +52,7 @@ from recon_pipeline.events.parse import (
     parse_razorpay_event,
     parse_stripe_event,
 )
-from recon_pipeline.events.store import ReceivedEvent, store_events
+from recon_pipeline.events.store import ReceivedEvent, conflict_count, record_conflicts, store_events
 from recon_pipeline.webhooks import razorpay_signature
 from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, SignatureError, verify
 
@@ -61,7 +71,12 @@ MAX_BATCH = 64
 # make_engine allows as many overflow connections again: room for health checks beside the batches, and
 # a few workers stay far below PostgreSQL's default 100 connections.
 POOL_SIZE = MAX_IN_FLIGHT_BATCHES
-HEALTH_TIMEOUT_S = 5.0
+HEALTH_TIMEOUT_S = 4.0
+# A delivery waits this long for its commit before answering 503: inside the 5 s a provider can expect.
+STORE_TIMEOUT_S = 4.0
+# libpq's bounds (connect in whole seconds, statements in ms) so a slow or locked database frees threads.
+POSTGRES_TIMEOUTS = {"connect_timeout": "3", "options": "-c statement_timeout=4000 -c lock_timeout=3000"}
+NEW, DUPLICATE, CONFLICT = "new", "duplicate", "conflict"
 
 
 class BodyTooLarge(Exception):
@@ -73,7 +88,7 @@ class _Pending:
     event: ProviderEvent
     payload: str
     received_at: datetime
-    stored: asyncio.Future[bool]
+    stored: asyncio.Future[str]
 
 
 class EventWriter:
@@ -102,12 +117,21 @@ class EventWriter:
         self._queue: list[_Pending] = []
         self._in_flight: set[asyncio.Task[None]] = set()
 
-    async def store(self, event: ProviderEvent, payload: str, received_at: datetime) -> bool:
-        """True when the event is new, False for a duplicate; raises what its transaction raised."""
-        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(event, payload, received_at, stored))
+    async def store(self, event: ProviderEvent, payload: str, received_at: datetime) -> str:
+        """NEW, DUPLICATE or CONFLICT (a stored id, another body); raises what its transaction raised.
+
+        A caller that stops waiting (timeout, client gone) takes its event out of the queue if no
+        transaction has taken it yet, so a frozen database does not pile deliveries up in memory."""
+        stored: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        pending = _Pending(event, payload, received_at, stored)
+        self._queue.append(pending)
         self._start_batches()
-        return await stored
+        try:
+            return await stored
+        except asyncio.CancelledError:
+            if pending in self._queue:
+                self._queue.remove(pending)
+            raise
 
     def _start_batches(self) -> None:
         while self._queue and len(self._in_flight) < self._max_in_flight:
@@ -128,14 +152,20 @@ class EventWriter:
                 if not pending.stored.done():  # done: the request was cancelled (client gone)
                     pending.stored.set_exception(error)
             return
-        for pending, is_new in zip(batch, new, strict=True):
+        for pending, outcome in zip(batch, new, strict=True):
             if not pending.stored.done():
-                pending.stored.set_result(is_new)
+                pending.stored.set_result(outcome)
 
-    def _store_batch(self, batch: list[_Pending]) -> list[bool]:
+    def _store_batch(self, batch: list[_Pending]) -> list[str]:
         received = [ReceivedEvent(p.event, p.payload, p.received_at) for p in batch]
         with self._engine.begin() as connection:
-            return store_events(connection, self._provider, received)
+            new = store_events(connection, self._provider, received)
+            duplicates = [item for item, is_new in zip(received, new, strict=True) if not is_new]
+            conflicts = {id(item) for item in record_conflicts(connection, self._provider, duplicates)}
+        return [
+            NEW if is_new else CONFLICT if id(item) in conflicts else DUPLICATE
+            for item, is_new in zip(received, new, strict=True)
+        ]
 
 
 def webhook_secrets_from_env() -> list[str]:
@@ -159,8 +189,17 @@ def max_body_bytes_from_env() -> int:
 def app_from_env() -> Starlette:
     """The receiver configured from the environment: the uvicorn factory each worker process calls."""
     # No pre-ping: a transaction on a dropped connection fails its batch with 503 and the provider retries.
-    engine = make_engine(config.database_url(), pool_size=POOL_SIZE, pre_ping=False)
+    engine = make_engine(bounded_database_url(config.database_url()), pool_size=POOL_SIZE, pre_ping=False)
     return build_receiver(engine, webhook_secrets_from_env(), max_body_bytes=max_body_bytes_from_env())
+
+
+def bounded_database_url(url: str) -> str:
+    """``url`` with ``POSTGRES_TIMEOUTS`` for PostgreSQL (settings the URL names itself win); others as is."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return url
+    query = {**POSTGRES_TIMEOUTS, **parsed.query}
+    return parsed.update_query_dict(query).render_as_string(hide_password=False)
 
 
 def uvicorn_log_config() -> dict[str, Any]:
@@ -205,16 +244,27 @@ def build_receiver(
             except (UnicodeDecodeError, EventFormatError):
                 return _rejected(400, "malformed_event")
             try:
-                new = await writer.store(event, payload, datetime.now(UTC))
-            except SQLAlchemyError as error:
+                stored = writer.store(event, payload, datetime.now(UTC))
+                outcome = await asyncio.wait_for(stored, STORE_TIMEOUT_S)
+            except (SQLAlchemyError, TimeoutError) as error:
                 logger.error(
                     "could not store webhook event %s: database unavailable (%s)",
                     event.event_id,
                     type(error).__name__,
                 )
                 return JSONResponse({"error": "database_unavailable"}, status_code=503)
-            logger.info("webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, not new)
-            return JSONResponse({"received": True, "duplicate": not new})
+            if outcome == CONFLICT:
+                logger.warning(
+                    "webhook event %s reuses a stored event id with a different body: kept in "
+                    "payment_event_conflicts, the stored event is unchanged",
+                    event.event_id,
+                )
+            else:
+                logger.info(
+                    "webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, outcome != NEW
+                )
+            body = {"received": True, "duplicate": outcome != NEW}
+            return JSONResponse(body | {"conflict": True} if outcome == CONFLICT else body)
 
         return receive
 
@@ -233,13 +283,19 @@ def build_receiver(
         ),
     )
 
+    ping: asyncio.Future[int] | None = None
+
     async def healthz(_request: Request) -> JSONResponse:
+        # Checks share the one in flight: a frozen database would otherwise hold a thread per check.
+        nonlocal ping
+        if ping is None or ping.done():
+            ping = asyncio.ensure_future(run_in_threadpool(_conflicts_seen, engine))
         try:
-            await asyncio.wait_for(run_in_threadpool(_ping, engine), HEALTH_TIMEOUT_S)
+            conflicts = await asyncio.wait_for(asyncio.shield(ping), HEALTH_TIMEOUT_S)
         except (SQLAlchemyError, TimeoutError) as error:
             logger.warning("health check: database unreachable (%s)", type(error).__name__)
             return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
-        return JSONResponse({"status": "ok", "database": "reachable"})
+        return JSONResponse({"status": "ok", "database": "reachable", "event_conflicts": conflicts})
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -270,9 +326,10 @@ async def read_limited_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def _ping(engine: Engine) -> None:
+def _conflicts_seen(engine: Engine) -> int:
+    """The health check's query: it proves the database answers, and counts the conflicting bodies kept."""
     with engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
+        return conflict_count(connection)
 
 
 def _rejected(status: int, reason: str, headers: dict[str, str] | None = None) -> JSONResponse:

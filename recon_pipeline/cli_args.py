@@ -1,0 +1,84 @@
+"""Argument types of every `recon` command: each refuses bad input before anything runs.
+
+These are argparse ``type=`` callables. A refusal raises ``ArgumentTypeError`` with a message that says
+what the value must be; the parser prints it as one line naming the option (``recon`` never shows a
+usage dump or a traceback for bad input). Keeping them here gives every command, old or new, the same
+bounds: a port that cannot be bound, an id the database cannot hold or a night that is not a date never
+reaches uvicorn, the driver or Dagster.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, Integer
+
+from recon_pipeline import keys
+from recon_pipeline.money import MAX_AMOUNT_MINOR
+
+MAX_PORT = 65_535
+# Largest values of the SQL integer types (PostgreSQL's; SQLite stores up to the BigInteger bound).
+INTEGER_MAX = 2**31 - 1
+BIG_INTEGER_MAX = 2**63 - 1
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on: 1-65535 (uvicorn would otherwise bind a port other than the one shown)."""
+    return _integer(text, 1, MAX_PORT, "a port")
+
+
+def count(maximum: int) -> Callable[[str], int]:
+    """A positive count of at most ``maximum`` (how many rows, bookings, workers, bytes...)."""
+    return lambda text: _integer(text, 1, maximum, "a count")
+
+
+def database_id(column: Column[Any]) -> Callable[[str], int]:
+    """A positive id that ``column`` (Integer or BigInteger) can hold, so the driver never overflows."""
+    return lambda text: _integer(text, 1, column_maximum(column), f"a {column.name}")
+
+
+def amount(column: Column[Any]) -> Callable[[str], int]:
+    """A non-negative amount of minor units that ``column`` can hold (JPY: yen, EUR: cents)."""
+    return lambda text: _integer(text, 0, column_maximum(column), "an amount in minor units")
+
+
+def signed_amount(text: str) -> int:
+    """A signed amount of minor units within the contract's bound (an adjustment reverses with -700)."""
+    return _integer(text, -MAX_AMOUNT_MINOR, MAX_AMOUNT_MINOR, "an amount in minor units")
+
+
+def column_maximum(column: Column[Any]) -> int:
+    """The largest value an integer column holds on every supported database."""
+    if isinstance(column.type, BigInteger):
+        return BIG_INTEGER_MAX
+    if isinstance(column.type, Integer):
+        return INTEGER_MAX
+    raise TypeError(f"{column.name} is not an integer column")
+
+
+def night(text: str) -> str:
+    """A night, 'YYYY-MM-DD' and a real calendar date."""
+    try:
+        keys.parse_night(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def property_id(text: str) -> str:
+    """A property id that is safe in partition keys and paths (``keys.validate_property_id``)."""
+    try:
+        return keys.validate_property_id(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _integer(text: str, minimum: int, maximum: int, what: str) -> int:
+    # Digits only (int() would also take ' 7' and '7_000'), and no more of them than the maximum has.
+    digits = text.removeprefix("-")
+    short = digits.isascii() and digits.isdigit() and len(digits) <= len(str(maximum))
+    if not short or not minimum <= int(text) <= maximum:
+        raise argparse.ArgumentTypeError(f"{what} is an integer from {minimum} to {maximum}, not {text!r}")
+    return int(text)

@@ -1,0 +1,195 @@
+"""The database side of adjustment reviews: list and show adjustments, approve or reject a proposed one,
+and read each finding's adjustment state for the reports.
+
+Only a ``proposed`` row can be approved or rejected, and an approval names the amount the reviewer saw
+(``--amount-seen``): a row that now carries another amount is refused rather than approved blind. A
+review takes the partition's writer lock (``lock_partition``) before it locks and reads the row, so it
+never races the pipeline superseding or withdrawing that row; status and audit row are written in the
+caller's one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, select, update
+
+from recon_pipeline.db.results import lock_partition
+from recon_pipeline.db.schema import adjustment_reviews, adjustments
+from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.reconcile.lifecycle import (
+    ADJUSTMENT_STATUSES,
+    APPROVED,
+    PROPOSED,
+    REJECTED,
+    adjustment_state,
+)
+from recon_pipeline.review.rules import ReviewError
+
+APPROVE = "approve"
+REJECT = "reject"
+ACTION_STATUS = {APPROVE: APPROVED, REJECT: REJECTED}
+_ADJUSTMENT_ID = re.compile(r"^adj_[0-9a-f]{24}$")
+
+
+class UnknownAdjustmentError(LookupError):
+    """No row of ``adjustments`` has this id."""
+
+
+@dataclass(frozen=True)
+class AdjustmentFilter:
+    """Which adjustments `recon adjustments list` shows; None matches everything. Validated on creation."""
+
+    property_id: str | None = None
+    night: str | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.property_id is not None:
+            validate_property_id(self.property_id)
+        if self.night is not None:
+            parse_night(self.night)
+        if self.status is not None and self.status not in ADJUSTMENT_STATUSES:
+            raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(ADJUSTMENT_STATUSES)}")
+
+    def matching(self) -> list[ColumnElement[bool]]:
+        return [
+            adjustments.c[column] == value
+            for column, value in (
+                ("property_id", self.property_id),
+                ("night", self.night),
+                ("status", self.status),
+            )
+            if value is not None
+        ]
+
+
+def parse_adjustment_id(text: str) -> str:
+    """An adjustment id as `list` shows it: ``adj_`` and 24 hex digits."""
+    if not _ADJUSTMENT_ID.match(text):
+        raise ValueError(f"an adjustment id is 'adj_' and 24 hex digits, not {text!r}")
+    return text
+
+
+def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
+    """Matching adjustments, newest night first, then property, kind, record and revision."""
+    c = adjustments.c
+    query = (
+        select(adjustments)
+        .where(*where.matching())
+        .order_by(c.night.desc(), c.property_id, c.kind, c.idempotency_key, c.revision)
+        .limit(limit)
+    )
+    return list(connection.execute(query).mappings())
+
+
+def count_adjustments(connection: Connection, where: AdjustmentFilter) -> int:
+    query = select(func.count()).select_from(adjustments).where(*where.matching())
+    return int(connection.execute(query).scalar_one())
+
+
+def get_adjustment(connection: Connection, adjustment_id: str, *, lock: bool = False) -> RowMapping:
+    """The adjustment's row, or UnknownAdjustmentError; ``lock`` holds it until the transaction ends."""
+    query = select(adjustments).where(adjustments.c.adjustment_id == adjustment_id)
+    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
+    if row is None:
+        raise UnknownAdjustmentError(f"no adjustment with id {adjustment_id}")
+    return row
+
+
+def review_history(connection: Connection, adjustment_id: str) -> list[RowMapping]:
+    """Every approve/reject of the adjustment, oldest first."""
+    query = (
+        select(adjustment_reviews)
+        .where(adjustment_reviews.c.adjustment_id == adjustment_id)
+        .order_by(adjustment_reviews.c.reviewed_at, adjustment_reviews.c.review_id)
+    )
+    return list(connection.execute(query).mappings())
+
+
+@dataclass(frozen=True)
+class AdjustmentOutcome:
+    """What one approve/reject did; ``changed`` is False when the row already had that status."""
+
+    adjustment_id: str
+    previous_status: str
+    status: str
+    amount_minor: int
+    currency: str
+
+    @property
+    def changed(self) -> bool:
+        return self.previous_status != self.status
+
+
+def review_adjustment(
+    connection: Connection,
+    adjustment_id: str,
+    action: str,
+    reviewer: str,
+    note: str,
+    amount_seen: int | None,
+    now: datetime,
+) -> AdjustmentOutcome:
+    """Approve or reject a proposed adjustment, recording who, when, why and the amount.
+
+    Repeating the action on a row already in its status changes nothing; any other status (withdrawn,
+    superseded, posted, or the other decision) raises ReviewError, as does an ``amount_seen`` other than
+    the row's amount: the ledger moved since the reviewer looked."""
+    unlocked = get_adjustment(connection, adjustment_id)
+    lock_partition(connection, unlocked["property_id"], unlocked["night"])
+    row = get_adjustment(connection, adjustment_id, lock=True)
+    status = ACTION_STATUS[action]
+    outcome = AdjustmentOutcome(
+        adjustment_id, row["status"], status, int(row["amount_minor"]), row["currency"]
+    )
+    if row["status"] == status:
+        return AdjustmentOutcome(adjustment_id, status, status, outcome.amount_minor, outcome.currency)
+    if row["status"] != PROPOSED:
+        raise ReviewError(
+            f"adjustment {adjustment_id} is {row['status']}; only a proposed one can be {status}"
+        )
+    if amount_seen is not None and amount_seen != outcome.amount_minor:
+        raise ReviewError(
+            f"adjustment {adjustment_id} proposes {outcome.amount_minor} minor units, not {amount_seen}: "
+            "look at it again (recon adjustments show)"
+        )
+    connection.execute(
+        update(adjustments)
+        .where(adjustments.c.adjustment_id == adjustment_id)
+        .values(status=status, updated_at=now)
+    )
+    connection.execute(
+        insert(adjustment_reviews).values(
+            adjustment_id=adjustment_id,
+            action=action,
+            previous_status=row["status"],
+            status=status,
+            reviewed_by=reviewer,
+            note=note,
+            amount_minor=outcome.amount_minor,
+            currency=outcome.currency,
+            reviewed_at=now,
+        )
+    )
+    return outcome
+
+
+def adjustment_states(
+    connection: Connection, property_id: str, night: str, format_amount: Callable[[int, str], str]
+) -> dict[tuple[str, str], str]:
+    """(category, record_key) of each finding of the partition that ever proposed an adjustment → its
+    adjustment state (``reconcile.lifecycle.adjustment_state``)."""
+    c = adjustments.c
+    rows = connection.execute(
+        select(c.category, c.record_key, c.revision, c.status, c.amount_minor, c.currency).where(
+            c.property_id == property_id, c.night == night, c.category.is_not(None)
+        )
+    ).mappings()
+    by_finding: dict[tuple[str, str], list[RowMapping]] = {}
+    for row in rows:
+        by_finding.setdefault((row["category"], row["record_key"]), []).append(row)
+    return {finding: adjustment_state(found, format_amount) for finding, found in by_finding.items()}
