@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -82,9 +82,17 @@ class SeededPipeline:
 
 
 @contextmanager
-def seeded(database_url: str, flavour: str = "stripe") -> Iterator[SeededPipeline]:
-    """The demo world of ``flavour``'s properties, seeded and served by a simulator speaking its API."""
-    properties = DEMO_PROPERTIES_BY_FLAVOUR[flavour]
+def seeded(
+    database_url: str,
+    flavour: str = "stripe",
+    *,
+    plant: bool = True,
+    properties: tuple[PropertyRow, ...] | None = None,
+    edit: Callable[[World], None] | None = None,
+) -> Iterator[SeededPipeline]:
+    """The demo world of ``flavour``'s properties (or ``properties``), seeded and served by a simulator
+    speaking its API; ``plant=False``: a clean night; ``edit`` changes the world before it is seeded."""
+    properties = properties or DEMO_PROPERTIES_BY_FLAVOUR[flavour]
     engine = make_engine(database_url)
     init_db(engine)
     world = build_world(
@@ -92,7 +100,11 @@ def seeded(database_url: str, flavour: str = "stripe") -> Iterator[SeededPipelin
         bookings_per_night=BOOKINGS_PER_NIGHT,
         properties=properties,
         flavour=flavour,
+        plant=plant,
     )
+    if edit is not None:
+        edit(world)
+        world.store.reindex()
     seed_world(engine, world)
     app = build_app(world.store, flavour=flavour)
     with ServerThread(app) as simulator, dg.instance_for_test() as instance:
@@ -119,15 +131,24 @@ def seeded_pipeline(database_url: str) -> Iterator[SeededPipeline]:
         yield pipeline
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(("stripe", "sqlite_url"), id="stripe-sqlite"),
-        pytest.param(("stripe", "postgres_url"), id="stripe-postgres", marks=pytest.mark.postgres),
-        pytest.param(("razorpay", "sqlite_url"), id="razorpay-sqlite"),
-    ]
-)
+PROVIDER_WORLDS = [
+    pytest.param(("stripe", "sqlite_url"), id="stripe-sqlite"),
+    pytest.param(("stripe", "postgres_url"), id="stripe-postgres", marks=pytest.mark.postgres),
+    pytest.param(("razorpay", "sqlite_url"), id="razorpay-sqlite"),
+]
+
+
+@pytest.fixture(params=PROVIDER_WORLDS)
 def provider_pipeline(request: pytest.FixtureRequest) -> Iterator[SeededPipeline]:
     """The demo world of each provider (Razorpay on SQLite only: the database paths are the same)."""
     flavour, database_fixture = request.param
     with seeded(str(request.getfixturevalue(database_fixture)), flavour) as pipeline:
+        yield pipeline
+
+
+@pytest.fixture(params=PROVIDER_WORLDS)
+def clean_pipeline(request: pytest.FixtureRequest) -> Iterator[SeededPipeline]:
+    """The demo world of each provider on a night where nothing is wrong."""
+    flavour, database_fixture = request.param
+    with seeded(str(request.getfixturevalue(database_fixture)), flavour, plant=False) as pipeline:
         yield pipeline

@@ -14,6 +14,7 @@ from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provi
 from recon_pipeline.reconcile import diff as diff_module
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
+from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 
 NIGHT = pd.Timestamp("2025-03-15T00:00:00Z")
 
@@ -543,3 +544,34 @@ def test_every_injected_discrepancy_of_the_generator_is_found(n: int, seed: int)
     assert result.matched_count == night.matched
     assert result.timing_difference_count == night.timing_differences
     assert not result.discrepancies["record_key"].duplicated().any()
+
+
+def test_a_ledger_naming_payment_intents_diffs_as_one_naming_charges() -> None:
+    """One payment is one finding whichever id the ledger holds: mapped to the charge, the same findings
+    (same record keys) and matches; the detail names the ledger's own id."""
+    intents = {"ch_1": "pi_1", "ch_2": "pi_2"}
+    pulled = providers(
+        *(
+            row | {"payment_intent_id": intents[row["provider_record_id"]]}
+            for row in (record("ch_1"), record("ch_1", "fee", -300), record("ch_2", amount=5_000))
+        )
+    )
+    rows = [
+        ("le_1", "ch_1", "payment", 10_000),
+        ("le_2", "ch_1", "fee", -300),
+        ("le_3", "ch_2", "payment", 4_000),
+    ]
+    by_charge = ledger(*(entry(e, rid, kind, amount) for e, rid, kind, amount in rows))
+    by_intent = ledger(*(entry(e, intents[rid], kind, amount) for e, rid, kind, amount in rows))
+    canonical = canonical_ledger(by_intent, payment_aliases(pulled))
+    assert unmatched_ledger_record_ids(pulled, canonical) == []
+    expected, result = diff_night(pulled, by_charge), diff_night(pulled, canonical)
+    assert findings(result) == findings(expected) and len(findings(result)) == 1
+    assert result.matched_count == expected.matched_count == 2
+    named = name_booked_ids(result.discrepancies, by_intent)
+    assert named["detail"].tolist() == [
+        "provider payment ch_2 is 50.00 EUR but ledger entry le_3 posts 40.00 EUR"
+        " (ledger entry le_3 names it pi_2)"
+    ]
+    unchanged = name_booked_ids(expected.discrepancies, by_charge)["detail"]
+    assert unchanged.equals(expected.discrepancies["detail"])

@@ -409,6 +409,45 @@ def test_attribution_by_connected_account_and_dead_when_unattributable(harness: 
     assert dead["status"] == "dead" and "cannot attribute payment 'pi_nowhere'" in dead["last_error"]
 
 
+def test_a_shared_account_attributes_by_payment_orders_and_never_guesses(harness: Harness) -> None:
+    """Two properties on one account: a payment without metadata goes to the property payment_orders holds
+    it under; one held nowhere is dead with the reason, written under neither property."""
+    h = harness
+    with h.engine.begin() as connection:
+        connection.execute(
+            insert(properties).values(
+                property_id="prop_d",
+                name="D",
+                timezone="Asia/Tokyo",
+                currency="JPY",
+                provider_account="acct_c",
+            )
+        )
+        connection.execute(
+            insert(payment_orders).values(
+                provider_payment_id="pi_held",
+                property_id="prop_d",
+                booking_id=None,
+                amount_minor=1,
+                currency="JPY",
+                status="created",
+                updated_at=CREATED - timedelta(days=1),
+            )
+        )
+    _, held = h.add_payment("held", property_id=None, account="acct_c", currency="jpy")
+    _, unheld = h.add_payment("unheld", property_id=None, account="acct_c", currency="jpy")
+    h.deliver("evt_held", "payment_intent.succeeded", held, account="acct_c")
+    h.deliver("evt_unheld", "payment_intent.succeeded", unheld, account="acct_c")
+
+    counts = h.process()
+
+    assert (counts.processed, counts.dead) == (1, 1)
+    assert h.one(payment_orders, provider_payment_id="pi_held")["property_id"] == "prop_d"
+    assert h.rows(payment_orders, provider_payment_id="pi_unheld") == []
+    dead = h.one(payment_event_processing, event_id="evt_unheld")
+    assert dead["status"] == "dead" and "'acct_c' is not one property's alone" in dead["last_error"]
+
+
 def test_a_bare_charge_is_fetched_as_a_charge(harness: Harness) -> None:
     h = harness
     charge, _ = h.add_payment("bare")

@@ -6,9 +6,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
+import pytest
 
+from recon_pipeline.provider.objects import records_frame
+from recon_pipeline.provider.stripe import charge_rows
+from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.reconcile.identity import payment_aliases
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline_tests.provider_fixtures import make_charge
 
 NOW = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
 GRACE = timedelta(hours=1)
@@ -125,3 +131,33 @@ def test_no_captures_no_orphans() -> None:
     orphans = find_orphaned_captured_payments(payments(), bookings(), NOW, GRACE)
     assert orphans.empty
     assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+
+
+def test_a_night_whose_every_booking_is_confirmed_has_no_orphan() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("ch_1", "bk_1", timedelta(hours=3)),
+            captured("pi_2", "bk_2", timedelta(hours=4), source="payment_orders"),
+        ),
+        bookings(bk_1="confirmed", bk_2="confirmed"),
+        NOW,
+        GRACE,
+    )
+    assert orphans.empty and list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("charge_id", "intent_id"), [("ch_1", "pi_1"), ("pay_1", "order_1")], ids=["stripe", "razorpay"]
+)
+def test_a_payment_held_by_charge_id_on_one_side_and_intent_id_on_the_other_is_one_orphan(
+    charge_id: str, intent_id: str
+) -> None:
+    created = int((NOW - timedelta(hours=3)).timestamp())
+    charge = make_charge(charge_id, created, booking_id="bk_1", payment_intent=intent_id)
+    pulled = records_frame(charge_rows(charge, "prop_a"))
+    local = payments(captured(intent_id, "bk_1", timedelta(hours=3), source="payment_orders"))
+    both = captured_payments(pulled, local, payment_aliases(pulled))
+    orphans = find_orphaned_captured_payments(both, bookings(bk_1="confirming"), NOW, GRACE)
+    assert orphans["record_key"].tolist() == [f"payment:{charge_id}"]
+    assert orphans["provider_record_id"].tolist() == [intent_id]  # as payment_orders holds it
+    assert orphans["provider_amount_minor"].tolist() == [10_000]

@@ -40,6 +40,20 @@ def test_every_planted_discrepancy_is_found_on_every_property(provider_pipeline:
     assert len(provider_pipeline.table(adjustments)) == expected_adjustments
 
 
+def test_a_clean_night_succeeds_with_no_finding(clean_pipeline: SeededPipeline) -> None:
+    """Every captured payment's booking confirmed, every record booked: the run succeeds and finds nothing
+    (the orphan report failed on exactly this night, after the adjustments were committed)."""
+    for prop in clean_pipeline.properties:
+        result = clean_pipeline.materialize(prop.property_id)
+        assert result.success
+        assert clean_pipeline.found(prop.property_id) == {} == clean_pipeline.planted(prop.property_id)
+        assert result.output_for_node("orphaned_captured_payments").empty
+        reconciliation = result.asset_materializations_for_node("reconciliation")[0].metadata
+        assert reconciliation["findings"].value == 0 and reconciliation["matched"].value > 100
+    assert clean_pipeline.table(adjustments) == []
+    assert clean_pipeline.table(discrepancies) == []
+
+
 def test_rerun_writes_nothing_new(provider_pipeline: SeededPipeline) -> None:
     prop = provider_pipeline.properties[0].property_id
     first = provider_pipeline.materialize(prop)

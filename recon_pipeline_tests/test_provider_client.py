@@ -13,8 +13,10 @@ import pandas as pd
 import pytest
 
 from recon_pipeline.config import ConfigError
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import normalize_currency
 from recon_pipeline.provider.adapter import SETTLEMENT_DAYS_ENV, Adapter, build_adapter
+from recon_pipeline.provider.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.provider.errors import (
     IncompletePullError,
     ProviderDataError,
@@ -42,11 +44,15 @@ from recon_pipeline.provider.stripe import (
     records_frame,
     refund_row,
 )
+from recon_pipeline.reconcile.captured import captured_payments_from_provider
+from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,
     RAZORPAY,
+    STRIPE,
     T0,
     Flavour,
     RunningSimulator,
@@ -291,6 +297,7 @@ def test_pull_attribution_by_metadata(
 ) -> None:
     mine = make_charge(provider.charge_id("a"), T0 + 1)
     other = make_charge(provider.charge_id("b"), T0 + 2, property_id="prop_b")
+    other["metadata"]["booking_id"] = 7  # another property's corrupt metadata is not this pull's failure
     refunds = [
         make_refund(provider.refund_id("a"), mine, T0 + 10, 100),
         make_refund(provider.refund_id("b"), other, T0 + 11, 200),
@@ -688,3 +695,105 @@ def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: li
         build_adapter("razorpay", http)
     with pytest.raises(ValueError, match="settlement_days must be from 0 to 29"):
         RazorpayAdapter(http, settlement_days=30)
+
+
+# --- payment identity and attribution --------------------------------------------------------------------
+
+
+def _intent(provider: Flavour, suffix: str) -> str:
+    return f"pi_{suffix}" if provider is STRIPE else f"order_{suffix}"
+
+
+def test_fetch_by_id_of_an_intent_or_order_returns_its_charge_rows(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    """A ledger that names the PaymentIntent (Razorpay: the order) finds the charge's rows; this raised
+    'not charge or refund ids' and failed the whole night."""
+    mine = make_charge(provider.charge_id("a"), T0 - DAY, payment_intent=_intent(provider, "a"))
+    other = make_charge(
+        provider.charge_id("b"), T0 - DAY, property_id="prop_b", payment_intent=_intent(provider, "b")
+    )
+    intents = [make_payment_intent(c) for c in (mine, other)] if provider is STRIPE else []
+    sim = simulator(SimulatorStore(charges=[mine, other], payment_intents=intents), flavour=provider.name)
+    wanted = [_intent(provider, "a"), _intent(provider, "b"), _intent(provider, "missing")]
+    frame = _adapter(sim, clients, provider).fetch_records_by_id(PROP_A, wanted)
+    assert _rows(frame) == {(mine["id"], "payment", 10_000), (mine["id"], "fee", -300)}
+    assert set(frame.payment_intent_id) == {_intent(provider, "a")} and set(frame.property_id) == {"prop_a"}
+
+
+def test_pull_on_a_shared_account_claims_what_may_be_its_own_and_attribution_splits_it(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    """Metadata first, then payment_orders (by charge or intent id), else nobody's; refunds follow their
+    charge; only the account's first property keeps what nobody owns."""
+    by_metadata = make_charge(provider.charge_id("m"), T0 + 1, payment_intent=_intent(provider, "m"))
+    others = make_charge(provider.charge_id("o"), T0 + 2, property_id="prop_b")
+    by_order = make_charge(
+        provider.charge_id("p"), T0 + 3, property_id=None, payment_intent=_intent(provider, "p")
+    )
+    nobody = make_charge(
+        provider.charge_id("n"), T0 + 4, property_id=None, payment_intent=_intent(provider, "n")
+    )
+    refund = make_refund(provider.refund_id("n"), nobody, T0 + 5, 400)
+    store = SimulatorStore(charges=[by_metadata, others, by_order, nobody], refunds=[refund])
+    sim = simulator(store, flavour=provider.name)
+    adapter = _adapter(sim, clients, provider)
+    claimed = adapter.pull_claimed(PROP_A, *NIGHT)
+    assert others["id"] not in set(claimed.provider_record_id)  # another's is never even parsed
+    assert unclaimed_payment_ids(claimed) == sorted(
+        {by_order["id"], nobody["id"], _intent(provider, "p"), _intent(provider, "n")}
+    )
+    owners = {_intent(provider, "p"): "prop_a", others["id"]: "prop_a"}  # metadata outranks an order
+    shared = ("prop_a", "prop_b")
+    first = attribute(claimed, PropertyAccount("prop_a", None, shared), owners)
+    assert set(first.own.provider_record_id) == {by_metadata["id"], by_order["id"]}
+    assert set(first.own.property_id) == {"prop_a"}
+    assert _rows(first.unattributed) == {
+        (nobody["id"], "payment", 10_000),
+        (nobody["id"], "fee", -300),
+        (refund["id"], "refund", -400),
+    }
+    prop_b = PropertyAccount("prop_b", None, shared)
+    second = attribute(adapter.pull_claimed(prop_b, *NIGHT), prop_b, owners)
+    assert set(second.own.provider_record_id) == {others["id"]}
+    assert set(second.unattributed.provider_record_id) == {nobody["id"], refund["id"]}
+    assert reports_unattributed(PropertyAccount("prop_a", None, shared))
+    assert not reports_unattributed(PropertyAccount("prop_b", None, shared))
+
+
+def test_a_property_alone_on_its_connected_account_keeps_all_but_what_names_another(
+    simulator: StartSimulator, clients: list[ProviderHttp]
+) -> None:
+    unnamed = make_charge("ch_u", T0 + 1, account="acct_c", property_id=None)
+    named_other = make_charge("ch_x", T0 + 2, account="acct_c", property_id="prop_x")
+    sim = simulator(SimulatorStore(charges=[unnamed, named_other]))
+    adapter = StripeAdapter(_http(sim, clients))
+    alone = PropertyAccount("prop_c", "acct_c", ("prop_c",))
+    assert set(adapter.pull_night(alone, *NIGHT).provider_record_id) == {"ch_u"}
+    shared = PropertyAccount("prop_c", "acct_c", ("prop_c", "prop_d"))
+    split = attribute(adapter.pull_claimed(shared, *NIGHT), shared, {})
+    assert split.own.empty and set(split.unattributed.provider_record_id) == {"ch_u"}
+
+
+def test_a_clean_night_pulls_and_diffs_to_no_finding(
+    simulator: StartSimulator, clients: list[ProviderHttp], provider: Flavour
+) -> None:
+    """Every record booked as the provider has it, every booking confirmed: nothing to find, no orphan."""
+    charges = [make_charge(provider.charge_id(f"{i:03d}"), T0 + 60 * i, fee=200 + i) for i in range(30)]
+    refunds = [
+        make_refund(provider.refund_id(f"{i:03d}"), charges[i], T0 + 60 * i + 30, 500) for i in (3, 7)
+    ]
+    sim = simulator(SimulatorStore(charges=charges, refunds=refunds), flavour=provider.name)
+    pulled = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
+    books = pulled.assign(entry_id=[f"le_{i}" for i in range(len(pulled))], posted_at=pulled.created_at)
+    booked = books.assign(in_night=True)[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS)
+    result = diff_night(pulled, booked)
+    assert result.discrepancies.empty and result.matched_count == len(pulled) == 62
+    confirmed = pd.DataFrame(
+        {"booking_id": pulled.booking_id.unique(), "status": "confirmed", "updated_at": None}
+    )
+    now = datetime.fromtimestamp(T0 + DAY, UTC) + timedelta(hours=2)
+    orphans = find_orphaned_captured_payments(
+        captured_payments_from_provider(pulled), confirmed, now, timedelta(hours=1)
+    )
+    assert orphans.empty

@@ -63,6 +63,7 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
         {"category": "status_mismatch", "currency": "", "count": 0, "amount_minor": 0},
         {"category": "orphaned_captured_payment", "currency": "EUR", "count": 1, "amount_minor": 45_000},
         {"category": "invalid_ledger_entry", "currency": "", "count": 0, "amount_minor": 0},
+        {"category": "unattributed_payment", "currency": "", "count": 0, "amount_minor": 0},
     ]
 
 
@@ -84,7 +85,7 @@ def test_summary_markdown_is_a_table_of_the_summary() -> None:
     assert "| amount_mismatch | EUR | 1 | 3.45 EUR |" in lines
     assert "| status_mismatch | — | 0 | — |" in lines
     assert "| currency_mismatch | USD | 1 | — |" in lines  # no difference across currencies, not 0.00 USD
-    assert len(lines) == 2 + 9
+    assert len(lines) == 2 + len(ALL_CATEGORIES) + 1  # missing_in_ledger in two currencies
 
 
 def test_a_currency_mismatch_shows_each_side_in_its_own_currency_and_no_difference() -> None:
@@ -105,6 +106,7 @@ def test_metadata_counts_are_ints_and_amounts_are_major_units_with_their_currenc
         "count/status_mismatch": 0,
         "count/orphaned_captured_payment": 1,
         "count/invalid_ledger_entry": 0,
+        "count/unattributed_payment": 0,
     }
     assert metadata["amount/missing_in_ledger/JPY"] == "70,000 JPY"
     assert metadata["amount/missing_in_ledger/EUR"] == "5.00 EUR"

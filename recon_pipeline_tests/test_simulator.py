@@ -92,6 +92,31 @@ def test_bad_list_parameters_are_stripe_errors(simulator: StartSimulator, params
     assert response.json()["error"]["type"] == "invalid_request_error"
 
 
+@pytest.mark.parametrize(
+    ("path", "param"),
+    [
+        ("/v1/charges", "created[after]"),
+        ("/v1/refunds", "payment"),
+        ("/v1/charges/ch_00000", "limit"),
+        ("/v1/payment_intents/pi_00000", "expand"),
+    ],
+)
+def test_unknown_parameters_are_refused_as_stripe_does(
+    simulator: StartSimulator, path: str, param: str
+) -> None:
+    charges = _charges(1)
+    sim = simulator(SimulatorStore(charges=charges, payment_intents=[make_payment_intent(charges[0])]))
+    assert _get(sim, path).status_code == 200
+    response = _get(sim, path, **{param: "1"})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "type": "invalid_request_error",
+        "message": f"Received unknown parameter: {param}",
+        "param": param,
+        "code": "parameter_unknown",
+    }
+
+
 def test_expand_balance_transaction_and_account_key_hidden(simulator: StartSimulator) -> None:
     sim = simulator(SimulatorStore(charges=[make_charge("ch_1", T0, fee=250)]))
     plain = _get(sim, "/v1/charges").json()["data"][0]
@@ -291,6 +316,26 @@ def test_razorpay_statuses_rendered_from_the_store(simulator: StartSimulator) ->
         "pay_a": ("authorized", False, None, None),
         "pay_f": ("failed", False, None, None),
     }
+
+
+def test_razorpay_orders_list_their_payments(simulator: StartSimulator) -> None:
+    """``GET /v1/orders/{id}/payments`` as Razorpay serves it: every payment of the order, newest first;
+    a payment names its order in ``order_id``; an unknown order is Razorpay's 400."""
+    failed = make_charge("pay_1", T0, status="failed", captured=False, fee=None, payment_intent="order_1")
+    paid = make_charge("pay_2", T0 + 60, payment_intent="order_1")
+    plain = make_charge("pay_3", T0 + 90)
+    sim = simulator(SimulatorStore(charges=[failed, paid, plain]), flavour="razorpay")
+    body = sim.client.get("/v1/orders/order_1/payments").json()
+    assert (body["entity"], body["count"]) == ("collection", 2)
+    assert [(p["id"], p["status"], p["order_id"]) for p in body["items"]] == [
+        ("pay_2", "captured", "order_1"),
+        ("pay_1", "failed", "order_1"),
+    ]
+    assert sim.client.get("/v1/payments/pay_3").json()["order_id"] is None
+    for unknown in ("order_nope", "pi_3"):
+        answer = sim.client.get(f"/v1/orders/{unknown}/payments")
+        assert answer.status_code == 400
+        assert answer.json()["error"]["description"] == "The id provided does not exist"
 
 
 def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartSimulator) -> None:

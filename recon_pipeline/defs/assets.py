@@ -5,7 +5,7 @@ ledger_records ───┴─> reconciliation ─┬─> adjustments
 provider_records ──> orphaned_captured_payments ─┴─> discrepancy_report
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
@@ -18,21 +18,26 @@ from recon_pipeline.defs.partitions import property_night, property_night_partit
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import (
     PropertyRow,
+    list_properties,
     load_bookings,
     load_captured_payment_orders,
     load_ledger_records,
+    load_payment_order_owners,
     load_property,
 )
-from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records, with_invalid_findings
+from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.provider.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.provider.records import empty_provider_records
 from recon_pipeline.provider.stripe import PropertyAccount
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.captured import captured_payments_from_provider
-from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
+from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
+from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import build_night_report
+from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.reports.partition import export_partition
 
 GROUP = "reconciliation"
@@ -46,17 +51,22 @@ class NightTarget:
     night: str
     window: NightWindow
 
-    @property
-    def account(self) -> PropertyAccount:
-        return PropertyAccount(self.property_row.property_id, self.property_row.provider_account)
+    account: PropertyAccount
 
 
 def night_target(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> NightTarget:
-    """Resolve the partition key to the property's window, from the properties table."""
+    """Resolve the partition key to the property's window and account (with every property sharing it),
+    from the properties table."""
     key = property_night(context.partition_key)
     with recon_db.engine().connect() as connection:
         row = load_property(connection, key.property_id)
-    return NightTarget(row, key.night, night_window(key.night, row.timezone, row.night_cutoff))
+        sharing = tuple(
+            other.property_id
+            for other in list_properties(connection)
+            if other.provider_account == row.provider_account
+        )
+    account = PropertyAccount(row.property_id, row.provider_account, sharing)
+    return NightTarget(row, key.night, night_window(key.night, row.timezone, row.night_cutoff), account)
 
 
 def window_metadata(target: NightTarget) -> dict[str, str]:
@@ -77,22 +87,34 @@ def window_metadata(target: NightTarget) -> dict[str, str]:
 def provider_records(
     context: dg.AssetExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
 ) -> dg.Output[pd.DataFrame]:
-    """Every charge, fee and refund the provider holds for the property's night; a partial pull fails."""
+    """Every charge, fee and refund the provider holds for the property's night; a partial pull fails.
+
+    Records of an account several properties share are attributed (metadata, then payment_orders); the
+    ones nobody owns stay in the frame with a null property_id only for the account's first property,
+    which reports them."""
     target = night_target(context, recon_db)
     with provider.adapter() as adapter:
-        frame = adapter.pull_night(target.account, target.window.start, target.window.end)
+        claimed = adapter.pull_claimed(target.account, target.window.start, target.window.end)
+    with recon_db.engine().connect() as connection:
+        owners = load_payment_order_owners(connection, unclaimed_payment_ids(claimed))
+    split = attribute(claimed, target.account, owners)
+    frame = split.own
+    if reports_unattributed(target.account) and len(split.unattributed):
+        frame = pd.concat([frame, split.unattributed], ignore_index=True)
     context.log.info(
-        f"pulled {len(frame)} provider records for {target.property_row.property_id} {target.night}"
+        f"pulled {len(split.own)} provider records for {target.property_row.property_id} {target.night}, "
+        f"{len(split.unattributed)} attributable to no property"
     )
     return dg.Output(
         frame,
         metadata={
-            "dagster/row_count": len(frame),
-            **{f"rows/{kind}": int(n) for kind, n in frame["kind"].value_counts().items()},
+            "dagster/row_count": len(split.own),
+            "unattributed": len(split.unattributed),
+            **{f"rows/{kind}": int(n) for kind, n in split.own["kind"].value_counts().items()},
             # Fee rows by status; for Razorpay, settled (booked in a settlement) vs provisional.
             **{
                 f"fees/{status}": int(n)
-                for status, n in frame.loc[frame["kind"] == "fee", "status"].value_counts().items()
+                for status, n in split.own.loc[split.own["kind"] == "fee", "status"].value_counts().items()
             },
             **window_metadata(target),
         },
@@ -137,15 +159,27 @@ def reconciliation(
     ledger_records: LedgerSplit,
 ) -> dg.Output[DiffResult]:
     """Diff of provider against ledger; ledger records absent from the pull are looked up by id first.
-    Invalid ledger entries join the findings without entering the diff."""
+
+    Ledger ids are mapped to charge ids first (``identity.py``), so an entry booked by PaymentIntent or
+    order id matches its charge; records nobody owns (``provider_records``) are unattributed findings, and
+    invalid ledger entries join the findings without entering the diff."""
     target = night_target(context, recon_db)
-    unmatched = unmatched_ledger_record_ids(provider_records, ledger_records.valid)
+    attributed = provider_records["property_id"].notna().to_numpy()
+    own, nobody = provider_records[attributed], provider_records[~attributed]
+    ledger = canonical_ledger(ledger_records.valid, payment_aliases(own))
+    unmatched = unmatched_ledger_record_ids(own, ledger)
     elsewhere = empty_provider_records()
     if unmatched:
         with provider.adapter() as adapter:
             elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
-    result = with_invalid_findings(
-        diff_night(provider_records, ledger_records.valid, elsewhere), ledger_records.invalid
+        ledger = canonical_ledger(ledger_records.valid, payment_aliases(own, elsewhere))
+    result = diff_night(own, ledger, elsewhere)
+    result = with_findings(
+        replace(
+            result, discrepancies=name_booked_ids(result.discrepancies, ledger_records.valid)
+        ),
+        unattributed_findings(nobody),
+        ledger_records.invalid,
     )
     context.log.info(
         f"{len(result.discrepancies)} findings, {result.matched_count} matched, "
@@ -159,6 +193,7 @@ def reconciliation(
             "timing_differences": result.timing_difference_count,
             "looked_up_by_id": len(unmatched),
             "found_in_other_nights": len(elsewhere),
+            "unattributed_reported": int(nobody["kind"].isin(("payment", "refund")).sum()),
         },
     )
 
@@ -178,9 +213,10 @@ def orphaned_captured_payments(
 ) -> dg.Output[pd.DataFrame]:
     """Money captured (at the provider or in payment_orders) whose booking is still not confirmed."""
     target = night_target(context, recon_db)
+    own = provider_records[provider_records["property_id"].notna().to_numpy()]
     with recon_db.engine().connect() as connection:
         local = load_captured_payment_orders(connection, target.property_row.property_id, target.window)
-        captured = pd.concat([captured_payments_from_provider(provider_records), local], ignore_index=True)
+        captured = captured_payments(own, local, payment_aliases(own))
         booking_states = load_bookings(connection, captured["booking_id"].dropna())
     orphans = find_orphaned_captured_payments(
         captured, booking_states, datetime.now(UTC), timedelta(minutes=config.grace_minutes)

@@ -58,14 +58,16 @@ def build_world(
     seed: int = 7,
     properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES,
     flavour: str = "stripe",
+    plant: bool = True,
 ) -> World:
-    """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids."""
+    """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids; with
+    ``plant=False`` a clean night (ordinary bookings and timing differences only: nothing to find)."""
     world = World()
     for prop in properties:
         world.properties.append(prop.row())
         night = nights[prop.property_id]
         rng = random.Random(f"{seed}/{prop.property_id}/{night}")
-        _NightBuilder(world, prop, night, rng, PROVIDER_IDS[flavour]).build(bookings_per_night)
+        _NightBuilder(world, prop, night, rng, PROVIDER_IDS[flavour]).build(bookings_per_night, plant)
     world.store.reindex()
     return world
 
@@ -277,9 +279,10 @@ class _NightBuilder:
         self.world.expected[(self.prop.property_id, self.night, category)] += count
 
     # ----- the night -------------------------------------------------------------------------------
-    def build(self, bookings: int) -> None:
+    def build(self, bookings: int, plant: bool) -> None:
         charges = [self.ordinary_booking() for _ in range(bookings)]
-        self.plant_discrepancies(charges)
+        if plant:
+            self.plant_discrepancies(charges)
         self.plant_timing_differences()
 
     def ordinary_booking(self) -> dict[str, Any]:

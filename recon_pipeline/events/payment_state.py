@@ -33,6 +33,7 @@ from recon_pipeline.provider.stripe import (
     created_at_field,
     currency_field,
     field_value,
+    latest_charge_id,
     metadata_field,
 )
 
@@ -83,18 +84,6 @@ class BookingAction:
 
     confirm: bool
     outcome: str
-
-
-def latest_charge_id(payment_intent: StripeObject) -> str | None:
-    """The id of the PaymentIntent's latest charge (an id, or an expanded object), None before any attempt."""
-    latest = payment_intent.get("latest_charge")
-    if isinstance(latest, dict):
-        latest = latest.get("id")
-    if latest is None:
-        return None
-    if not isinstance(latest, str) or not latest:
-        raise ProviderDataError(f"payment_intent {payment_intent.get('id')!r}: latest_charge is {latest!r}")
-    return latest
 
 
 def state_of_payment_intent(payment_intent: StripeObject, charge: StripeObject | None) -> PaymentState:

@@ -73,7 +73,12 @@ from recon_pipeline.events.queue import (
 )
 from recon_pipeline.events.razorpay_state import state_of_razorpay_payment
 from recon_pipeline.events.stale import mark_night_stale
-from recon_pipeline.ledger.queries import PropertyRow, UnknownPropertyError, load_property
+from recon_pipeline.ledger.queries import (
+    PropertyRow,
+    UnknownPropertyError,
+    load_payment_order_owners,
+    load_property,
+)
 from recon_pipeline.nights import night_window
 from recon_pipeline.provider.adapter import Adapter
 from recon_pipeline.provider.errors import ProviderDataError, ProviderError
@@ -84,7 +89,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE = timedelta(minutes=5)
 Clock = Callable[[], datetime]
-Attributions = dict[tuple[str | None, str | None], PropertyRow]  # (metadata property, account) → property
+# (metadata or payment_orders property, None) or (None, account) → property
+Attributions = dict[tuple[str | None, str | None], PropertyRow]
 
 PROCESSED, RETRIED, DEAD, RELEASED, LEASE_LOST = "processed", "retried", "dead", "released", "lease_lost"
 
@@ -242,11 +248,12 @@ def _apply(
     attributions: Attributions,
 ) -> str:
     """The event's one transaction: payment order, booking, processed mark, stale night."""
-    prop = _attribute(connection, state.property_id, event.account, attributions)
+    prop = _attribute(connection, state, event.account, attributions)
     if prop is None:
         error = (
             f"cannot attribute payment {state.provider_payment_id!r} to a property: metadata.property_id "
-            f"is {state.property_id!r} and no property has provider_account {event.account!r}"
+            f"is {state.property_id!r}, no payment_orders row holds it and provider_account "
+            f"{event.account!r} is not one property's alone"
         )
         return _dead(connection, event, worker_id, error)
     applied = _write_order(connection, state, prop.property_id, as_of)
@@ -266,23 +273,46 @@ def _apply(
 
 
 def _attribute(
-    connection: Connection, property_id: str | None, account: str | None, attributions: Attributions
+    connection: Connection, state: PaymentState, account: str | None, attributions: Attributions
 ) -> PropertyRow | None:
-    """The payment's property: the one its metadata names, else the one owning the connected account.
+    """The payment's property, by the pipeline's rule (DESIGN: metadata, then ``payment_orders``): the one
+    its metadata names, else the one ``payment_orders`` already holds it under, else the property owning
+    the connected account when it owns it alone. An account several properties share names nobody:
+    guessing would write one property's payment under another's name, and the night's pull, which
+    attributes by ``payment_orders`` too, would then reconcile it against the wrong ledger.
 
-    Found properties are remembered for the rest of the ``process_available`` call (properties change
-    rarely and a call is bounded); a miss is asked again every time, so a property added meanwhile counts.
+    Properties found by metadata or account are remembered for the rest of the ``process_available`` call
+    (properties change rarely and a call is bounded); a miss is asked again every time.
     """
-    key = (property_id, account)
+    if state.property_id is not None:
+        named = _remembered(connection, (state.property_id, None), attributions)
+        if named is not None:
+            return named
+    owner = load_payment_order_owners(connection, [state.provider_payment_id]).get(state.provider_payment_id)
+    if owner is not None:
+        return _remembered(connection, (owner, None), attributions)
+    if account is None:
+        return None
+    return _remembered(connection, (None, account), attributions)
+
+
+def _remembered(
+    connection: Connection, key: tuple[str | None, str | None], attributions: Attributions
+) -> PropertyRow | None:
+    """The property a metadata id names (``(id, None)``) or that alone owns an account (``(None, acct)``)."""
     if key in attributions:
         return attributions[key]
+    property_id, account = key
     found = None
     if property_id is not None:
         with suppress(UnknownPropertyError):
             found = load_property(connection, property_id)
-    if found is None and account is not None:
-        row = connection.execute(select(properties).where(properties.c.provider_account == account)).first()
-        found = None if row is None else PropertyRow(**row._asdict())
+    else:
+        owners = connection.execute(
+            select(properties.c.property_id).where(properties.c.provider_account == account).limit(2)
+        ).all()
+        if len(owners) == 1:
+            found = load_property(connection, owners[0].property_id)
     if found is not None:
         attributions[key] = found
     return found

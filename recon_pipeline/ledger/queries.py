@@ -186,3 +186,16 @@ def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.Data
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]) -> dict[str, str]:
+    """provider_payment_id → property_id of the ``payment_orders`` rows among ``payment_ids`` (attribution
+    of payments whose provider record names no property)."""
+    wanted = sorted(set(payment_ids))
+    owners: dict[str, str] = {}
+    for chunk in _chunks(wanted, IN_CLAUSE_CHUNK):
+        query = select(payment_orders.c.provider_payment_id, payment_orders.c.property_id).where(
+            payment_orders.c.provider_payment_id.in_(chunk)
+        )
+        owners.update({payment_id: property_id for payment_id, property_id in connection.execute(query)})
+    return owners

@@ -13,7 +13,6 @@ are left out of the diff and counted as deferred, never reported as invalid.
 
 from __future__ import annotations
 
-import dataclasses
 import reprlib
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,7 +23,7 @@ import pandas as pd
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import MAX_AMOUNT_MINOR, is_contract_amount, is_iso_currency
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS, INVALID_LEDGER_ENTRY
-from recon_pipeline.reconcile.diff import KINDS, DiffResult, discrepancy_frame
+from recon_pipeline.reconcile.diff import KINDS, discrepancy_frame
 
 LEDGER_KINDS: Final = (*KINDS, "dispute", "dispute_reversal")  # every kind the contract allows
 DEFERRED_KINDS: Final = tuple(kind for kind in LEDGER_KINDS if kind not in KINDS)
@@ -63,16 +62,6 @@ def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
         invalid=_findings(raw[~valid & in_night]),
         deferred=int((deferred & in_night).sum()),
     )
-
-
-def with_invalid_findings(result: DiffResult, invalid: pd.DataFrame) -> DiffResult:
-    """The diff's result with the invalid-entry findings added (ordered by category and record_key, as the
-    diff orders its own); totals and counts stay the diff's: an invalid row is in none of them."""
-    if invalid.empty:
-        return result
-    findings = pd.concat([result.discrepancies, invalid], ignore_index=True)
-    findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
-    return dataclasses.replace(result, discrepancies=findings)
 
 
 def _findings(rows: pd.DataFrame) -> pd.DataFrame:

@@ -32,10 +32,15 @@ MAX_CREATED_S = 7_258_118_400  # 2200-01-01T00:00:00Z
 
 @dataclass(frozen=True)
 class PropertyAccount:
-    """Where a property's records live at the provider: a connected account, or the platform (None)."""
+    """Where a property's records live at the provider: a connected account, or the platform (None).
+
+    ``account_properties``: every property on the same ``provider_account`` (this one included), sorted;
+    empty when unknown, which counts as alone. Attribution (``attribution.py``) reads it.
+    """
 
     property_id: str
     provider_account: str | None = None
+    account_properties: tuple[str, ...] = ()
 
 
 def _name(obj: ProviderObject) -> Any:

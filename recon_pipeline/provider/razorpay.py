@@ -10,9 +10,12 @@ The same guarantees as the Stripe adapter (every record validated, a pull that c
 - ``GET /v1/payments/{id}`` and ``GET /v1/refunds/{id}`` fetch by id; an id Razorpay does not know is
   answered with 400 ``BAD_REQUEST_ERROR`` "The id provided does not exist" (not 404), read as absent.
 - Basic auth with ``key_id:key_secret`` (``RECON_PROVIDER_API_KEY``); amounts in minor units (paise).
-- Attribution by ``notes.property_id`` (and ``notes.booking_id``) of the payment; a refund is attributed
-  through its payment (``payment_id``), fetched by id when it was created in an earlier night. Razorpay
-  renders empty notes as ``[]``.
+- Attribution (``attribution.attribute``) by ``notes.property_id`` of the payment (``notes.booking_id``
+  names the booking), else ``payment_orders``; a refund follows its payment (``payment_id``), fetched by
+  id when it was created in an earlier night. Razorpay renders empty notes as ``[]``.
+- A payment's order (``order_id``) is to Razorpay what a PaymentIntent is to Stripe: it goes in the
+  frame's ``payment_intent_id``, and a by-id lookup of an ``order_`` id reads
+  ``GET /v1/orders/{id}/payments``.
 - Fees: the fee Razorpay booked is the one in its settlement, listed by the settlement recon
   ``GET /v1/settlements/recon/combined?year&month&day`` (``count``/``skip`` paged) under the day the money
   settled (Indian calendar; T+2 for domestic payments). A night's payments are looked up in the recon of
@@ -42,6 +45,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.provider.errors import (
     IncompletePullError,
     PagingError,
@@ -78,6 +82,7 @@ MAX_RECON_DAYS = 31  # settlement days one pull or lookup reads at most
 FEE_SETTLED, FEE_PROVISIONAL = "settled", "provisional"  # the status of a fee row: where its amount is from
 PAYMENT_ID_PREFIX = "pay_"
 REFUND_ID_PREFIX = "rfnd_"
+ORDER_ID_PREFIX = "order_"
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 # Razorpay's answer to a by-id fetch of an id it does not know (HTTP 400, not 404).
@@ -92,9 +97,14 @@ def notes_field(obj: ProviderObject, what: str) -> dict[str, Any]:
     return {} if obj.get("notes") == [] else metadata_field(obj, what, "notes")
 
 
-def belongs_to(payment: ProviderObject, account: PropertyAccount) -> bool:
-    """Whether the payment is the property's, by ``notes.property_id``."""
-    return notes_field(payment, "payment").get("property_id") == account.property_id
+def claimed_property(payment: ProviderObject) -> str | None:
+    """The property the payment names in ``notes.property_id``, None when it names none."""
+    return claim_of(payment.get("notes"))
+
+
+def order_id_of(payment: ProviderObject) -> str | None:
+    """The order the payment pays (``order_id``), None for a payment made without one."""
+    return optional_id_field(payment, "order_id", "payment")
 
 
 def booking_id_of(payment: ProviderObject) -> str | None:
@@ -103,7 +113,9 @@ def booking_id_of(payment: ProviderObject) -> str | None:
     return optional_id_field(notes, "booking_id", f"notes of payment {payment.get('id')!r}")
 
 
-def payment_rows(payment: ProviderObject, property_id: str, settled_fee: int | None = None) -> list[Row]:
+def payment_rows(
+    payment: ProviderObject, property_id: str | None, settled_fee: int | None = None
+) -> list[Row]:
     """A payment's ``payment`` row, and its ``fee`` row when Razorpay took a fee.
 
     Money moved when the payment was captured: status ``captured``, or ``refunded`` (the refunds are rows
@@ -122,7 +134,7 @@ def payment_rows(payment: ProviderObject, property_id: str, settled_fee: int | N
         "charge_id": payment_id,
         "property_id": property_id,
         "booking_id": booking_id_of(payment),
-        "payment_intent_id": None,  # payment_orders are keyed by the payment id itself
+        "payment_intent_id": order_id_of(payment),
         "status": status,
         "settled": captured and status in ("captured", "refunded"),
         "created_at": created_at_field(payment, "payment", "created_at"),
@@ -150,7 +162,7 @@ def refund_payment_id(refund: ProviderObject) -> str:
     return value
 
 
-def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str) -> Row:
+def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str | None) -> Row:
     """A refund's ``refund`` row (negative amount), with the booking from its payment's notes."""
     refund_id = record_id(refund, "refund")
     payment_id = refund_payment_id(refund)
@@ -165,7 +177,7 @@ def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str
         "charge_id": payment_id,
         "property_id": property_id,
         "booking_id": booking_id_of(payment),
-        "payment_intent_id": None,
+        "payment_intent_id": order_id_of(payment),
         "amount_minor": -amount_field(refund, "amount", "refund"),
         "currency": currency_field(refund, "refund"),
         "status": status,
@@ -240,8 +252,16 @@ class RazorpayAdapter:
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
-        """The property's payments and refunds created in ``[window_start, window_end)`` as the frame, fees
-        from the settlement recon where settled.
+        """The property's payments and refunds created in ``[window_start, window_end)`` as the frame,
+        attributed by their notes alone (the pipeline adds ``payment_orders``: ``pull_claimed``)."""
+        return attribute(self.pull_claimed(account, window_start, window_end), account, {}).own
+
+    def pull_claimed(
+        self, account: PropertyAccount, window_start: datetime, window_end: datetime
+    ) -> pd.DataFrame:
+        """Every payment and refund of the merchant created in ``[window_start, window_end)`` that names no
+        other property, each with the property its payment claims (``property_id``, None when none) for
+        ``attribute``; fees from the settlement recon where settled.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
@@ -265,38 +285,58 @@ class RazorpayAdapter:
                 abort=abort,
             )
             payments, refunds = _in_window(payments, gte, lt), _in_window(refunds, gte, lt)
-            mine = [payment for payment in payments if belongs_to(payment, account)]
-            rows = self._payment_rows(account, mine, settled_fees(item for page in recon for item in page))
+            fees = settled_fees(item for page in recon for item in page)
+            rows = self._payment_rows(account, payments, fees)
             rows += self._refund_rows(account, refunds, {payment["id"]: payment for payment in payments})
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
-        """The frame for explicit payment/refund ids; ids unknown to Razorpay are absent, as are records of
-        another property. Raises IncompletePullError when Razorpay cannot be read."""
+        """The frame for explicit payment, refund or order ids (an order's rows are those of its payments);
+        ids unknown to Razorpay are absent, as are records another property owns (the ledger that names a
+        record nobody owns keeps it). Raises IncompletePullError when Razorpay cannot be read."""
         _merchant_only(account)
         ids = list(dict.fromkeys(record_ids))
-        unknown = [i for i in ids if not i.startswith((PAYMENT_ID_PREFIX, REFUND_ID_PREFIX))]
+        unknown = [i for i in ids if not i.startswith((PAYMENT_ID_PREFIX, REFUND_ID_PREFIX, ORDER_ID_PREFIX))]
         if unknown:
-            raise ValueError(f"not payment or refund ids: {unknown}")
+            raise ValueError(f"not payment, refund or order ids: {unknown}")
         payment_ids = [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)]
         refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIX)]
+        order_ids = [i for i in ids if i.startswith(ORDER_ID_PREFIX)]
         with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
             found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids).values() if r]
+            of_orders = {p["id"]: p for order_id in order_ids for p in self._order_payments(order_id)}
             payments = self._fetch_many(
                 "/v1/payments",
                 list(dict.fromkeys(payment_ids + [refund_payment_id(r) for r in found_refunds])),
             )
-            mine = [
+            payments = {**payments, **of_orders}
+            found = [
                 payment
-                for payment_id in payment_ids
-                if (payment := payments[payment_id]) is not None and belongs_to(payment, account)
+                for payment_id in dict.fromkeys(payment_ids + list(of_orders))
+                if (payment := payments[payment_id]) is not None
+                and claimable(claimed_property(payment), account)
             ]
-            created = [created_at_field(payment, "payment", "created_at") for payment in mine]
-            rows = self._payment_rows(account, mine, self._recon_fees(created))
+            created = [created_at_field(payment, "payment", "created_at") for payment in found]
+            rows = self._payment_rows(account, found, self._recon_fees(created))
             rows += self._refund_rows(
                 account, found_refunds, {i: p for i, p in payments.items() if p is not None}
             )
-        return records_frame(rows)
+        return named_by_ledger(records_frame(rows), account)
+
+    def _order_payments(self, order_id: str) -> list[ProviderObject]:
+        """Every payment of the order (``GET /v1/orders/{id}/payments``); none for an order Razorpay does
+        not know."""
+        path = f"/v1/orders/{quote(order_id, safe='')}/payments"
+        page = self._read(path)
+        if page is None:
+            return []
+        items = page.get("items")
+        if page.get("entity") != "collection" or not isinstance(items, list):
+            raise ProviderDataError(f"{path}: not a collection response (keys {sorted(page)})")
+        for item in items:
+            if not isinstance(item, dict) or order_id_of(item) != order_id:
+                raise ProviderDataError(f"{path}: an item is not a payment of the order: {item!r}")
+        return items
 
     def fetch_payment(self, payment_id: str) -> ProviderObject | None:
         """The payment's current state, or None when Razorpay does not know it.
@@ -307,9 +347,10 @@ class RazorpayAdapter:
     def _payment_rows(
         self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, int]
     ) -> list[Row]:
-        """Rows of the property's payments, each fee settled where ``fees`` has it; a fee revised at
-        settlement is logged (the settled one is the row)."""
-        revised = revised_fees(payments, fees)
+        """Rows of the payments naming no other property, with their claims, each fee settled where
+        ``fees`` has it; a fee revised at settlement is logged (the settled one is the row)."""
+        mine = [payment for payment in payments if claimable(claimed_property(payment), account)]
+        revised = revised_fees(mine, fees)
         if revised:
             logger.warning(
                 "%s: %d settled fees differ from their payment's fee field, the settled fee is used (%s)",
@@ -319,8 +360,8 @@ class RazorpayAdapter:
             )
         return [
             row
-            for payment in payments
-            for row in payment_rows(payment, account.property_id, fees.get(payment["id"]))
+            for payment in mine
+            for row in payment_rows(payment, claimed_property(payment), fees.get(payment["id"]))
         ]
 
     def _recon_fees(self, created: Sequence[datetime]) -> dict[str, int]:
@@ -343,7 +384,8 @@ class RazorpayAdapter:
         refunds: Sequence[ProviderObject],
         known_payments: dict[str, ProviderObject],
     ) -> list[Row]:
-        """Rows of the refunds whose payment is the property's, fetching payments not already known."""
+        """Rows of the refunds (with their payment's claim) whose payment names no other property, fetching
+        payments not already known."""
         missing = sorted({refund_payment_id(r) for r in refunds} - known_payments.keys())
         payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
         rows = []
@@ -353,8 +395,8 @@ class RazorpayAdapter:
                 raise ProviderDataError(
                     f"refund {refund.get('id')!r}: its payment {refund['payment_id']!r} is unknown"
                 )
-            if belongs_to(payment, account):
-                rows.append(refund_row(refund, payment, account.property_id))
+            if claimable(claim := claimed_property(payment), account):
+                rows.append(refund_row(refund, payment, claim))
         return rows
 
     def _list_all(
@@ -394,13 +436,17 @@ class RazorpayAdapter:
                 return records
         raise PagingError(f"{path}: more than {self.max_pages} pages, the list does not end")
 
-    def _get_by_id(self, path: str, object_id: str) -> ProviderObject | None:
+    def _read(self, path: str) -> ProviderObject | None:
+        """``GET path``; None when Razorpay answers that the id in it does not exist."""
         try:
-            obj = self._http.get_json(f"{path}/{quote(object_id, safe='')}", headers=self._headers)
+            return self._http.get_json(path, headers=self._headers)
         except ProviderRequestRejected as error:
             if "HTTP 400" in str(error) and UNKNOWN_ID_DESCRIPTION in str(error):
                 return None
             raise
+
+    def _get_by_id(self, path: str, object_id: str) -> ProviderObject | None:
+        obj = self._read(f"{path}/{quote(object_id, safe='')}")
         if obj is not None and obj.get("id") != object_id:
             raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
         return obj

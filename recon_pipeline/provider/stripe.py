@@ -5,10 +5,12 @@ discrepancies and possibly wrong adjustments. Hence: every record's shape is val
 pull raises ``IncompletePullError`` (never a partial frame), and a by-id lookup that cannot reach the
 provider raises rather than reporting the record as missing.
 
-Attribution follows DESIGN.md: a property with a connected account is scoped by ``Stripe-Account`` (every
-record is the property's); otherwise a charge belongs to the property named by ``metadata.property_id``.
-A refund carries no property metadata, so it is attributed through its charge, fetched by id when the
-charge was created in an earlier night.
+A property with a connected account is scoped by ``Stripe-Account``, otherwise it reads the platform. Every
+record of that scope is read with its claim (``metadata.property_id`` of its charge; a refund carries no
+property metadata, so it follows its charge, fetched by id when created in an earlier night), and
+``attribution.attribute`` decides whose it is (several properties may share one account).
+A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id reads the intent's
+``latest_charge`` (Stripe API 2022-11-15 and later) and returns that charge's rows.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.provider.errors import (
     IncompletePullError,
     PagingError,
@@ -52,19 +55,18 @@ PAGE_LIMIT = 100
 # Stripe gives charges of some payment methods "py_" ids and their refunds "pyr_" ids.
 CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
+PAYMENT_INTENT_ID_PREFIX = "pi_"
 
 
 # --- pure mapping: Stripe JSON -> provider-record rows ------------------------------------------------
 
 
-def belongs_to(charge: StripeObject, account: PropertyAccount) -> bool:
-    """Whether the charge is the property's: always under its connected account, else by metadata."""
-    if account.provider_account is not None:
-        return True
-    return metadata_field(charge, "charge").get("property_id") == account.property_id
+def claimed_property(charge: StripeObject) -> str | None:
+    """The property the charge names in ``metadata.property_id``, None when it names none."""
+    return claim_of(charge.get("metadata"))
 
 
-def charge_rows(charge: StripeObject, property_id: str) -> list[Row]:
+def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
     """A charge's ``payment`` row, and its ``fee`` row when Stripe took a fee.
 
     The payment is what was captured (a partial capture captures less than ``amount``); it is settled only
@@ -124,7 +126,19 @@ def refund_charge_id(refund: StripeObject) -> str:
     return id_field(refund, "charge", "refund")
 
 
-def refund_row(refund: StripeObject, charge: StripeObject, property_id: str) -> Row:
+def latest_charge_id(payment_intent: StripeObject) -> str | None:
+    """The id of the PaymentIntent's latest charge (an id, or an expanded object), None before any attempt."""
+    latest = payment_intent.get("latest_charge")
+    if isinstance(latest, dict):
+        latest = latest.get("id")
+    if latest is None:
+        return None
+    if not isinstance(latest, str) or not latest:
+        raise ProviderDataError(f"payment_intent {payment_intent.get('id')!r}: latest_charge is {latest!r}")
+    return latest
+
+
+def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | None) -> Row:
     """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge."""
     refund_id = record_id(refund, "refund")
     charge_id = refund_charge_id(refund)
@@ -160,7 +174,16 @@ class StripeAdapter:
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
-        """The property's charges and refunds created in ``[window_start, window_end)`` as the frame.
+        """The property's charges and refunds created in ``[window_start, window_end)`` as the frame,
+        attributed by their metadata alone (the pipeline adds ``payment_orders``: ``pull_claimed``)."""
+        return attribute(self.pull_claimed(account, window_start, window_end), account, {}).own
+
+    def pull_claimed(
+        self, account: PropertyAccount, window_start: datetime, window_end: datetime
+    ) -> pd.DataFrame:
+        """Every charge and refund of the account's scope created in ``[window_start, window_end)`` that
+        names no other property, each with the property its charge claims (``property_id``, None when
+        none) for ``attribute``.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
@@ -192,24 +215,29 @@ class StripeAdapter:
             rows = [
                 row
                 for charge in charges
-                if belongs_to(charge, account)
-                for row in charge_rows(charge, account.property_id)
+                if claimable(claim := claimed_property(charge), account)
+                for row in charge_rows(charge, claim)
             ]
             rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
-        """The frame for explicit charge/refund ids; ids unknown to the provider (404) are absent, as are
-        records of another property. Raises IncompletePullError when the provider cannot be read: an
-        unavailable provider never makes a record look missing."""
+        """The frame for explicit charge, refund or PaymentIntent ids (an intent's rows are those of its
+        ``latest_charge``); ids unknown to the provider (404) are absent, as are records another property
+        owns (the ledger that names a record nobody owns keeps it). Raises IncompletePullError when the
+        provider cannot be read: an unavailable provider never makes a record look missing."""
         ids = list(dict.fromkeys(record_ids))
-        unknown = [i for i in ids if not i.startswith(CHARGE_ID_PREFIXES + REFUND_ID_PREFIXES)]
+        prefixes = CHARGE_ID_PREFIXES + REFUND_ID_PREFIXES + (PAYMENT_INTENT_ID_PREFIX,)
+        unknown = [i for i in ids if not i.startswith(prefixes)]
         if unknown:
-            raise ValueError(f"not charge or refund ids: {unknown}")
-        charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
+            raise ValueError(f"not charge, refund or PaymentIntent ids: {unknown}")
         refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIXES)]
+        intent_ids = [i for i in ids if i.startswith(PAYMENT_INTENT_ID_PREFIX)]
         headers = _headers(account)
         with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
+            intents = self._fetch_many("/v1/payment_intents", intent_ids, headers).values()
+            charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
+            charge_ids += [latest for intent in intents if intent and (latest := latest_charge_id(intent))]
             found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids, headers).values() if r]
             charges = self._fetch_many(
                 "/v1/charges",
@@ -218,14 +246,15 @@ class StripeAdapter:
             )
             rows = [
                 row
-                for charge_id in charge_ids
-                if (charge := charges[charge_id]) is not None and belongs_to(charge, account)
-                for row in charge_rows(charge, account.property_id)
+                for charge_id in dict.fromkeys(charge_ids)
+                if (charge := charges[charge_id]) is not None
+                and claimable(claim := claimed_property(charge), account)
+                for row in charge_rows(charge, claim)
             ]
             rows += self._refund_rows(
                 account, found_refunds, {i: c for i, c in charges.items() if c is not None}
             )
-        return records_frame(rows)
+        return named_by_ledger(records_frame(rows), account)
 
     def fetch_charge(self, account: PropertyAccount, charge_id: str) -> StripeObject | None:
         """The charge's current state (balance transaction expanded), or None when Stripe does not know it.
@@ -259,7 +288,8 @@ class StripeAdapter:
         refunds: Sequence[StripeObject],
         known_charges: dict[str, StripeObject],
     ) -> list[Row]:
-        """Rows of the refunds whose charge is the property's, fetching charges not in ``known_charges``."""
+        """Rows of the refunds (with their charge's claim) whose charge names no other property, fetching
+        charges not in ``known_charges``."""
         missing = sorted({refund_charge_id(r) for r in refunds} - known_charges.keys())
         charges = {**known_charges, **self._fetch_many("/v1/charges", missing, _headers(account))}
         rows = []
@@ -269,8 +299,8 @@ class StripeAdapter:
                 raise ProviderDataError(
                     f"refund {refund.get('id')!r}: its charge {refund['charge']!r} is unknown"
                 )
-            if belongs_to(charge, account):
-                rows.append(refund_row(refund, charge, account.property_id))
+            if claimable(claim := claimed_property(charge), account):
+                rows.append(refund_row(refund, charge, claim))
         return rows
 
     def _list_all(

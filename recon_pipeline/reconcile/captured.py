@@ -1,18 +1,30 @@
-"""Captured payments as the provider reports them, in the shape orphan detection reads."""
+"""Captured payments as the provider and the PMS report them, in the shape orphan detection reads.
+
+Both sides are keyed by the charge id (``identity.py``): ``payment_orders`` may hold a payment by its
+PaymentIntent or order id, the provider's frame knows which charge that is, and one payment must be one
+orphan whichever id each side holds.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from recon_pipeline.reconcile.identity import PaymentAliases, canonical_ids
+
 CAPTURED_PAYMENT_COLUMNS = ["payment_id", "booking_id", "amount_minor", "currency", "captured_at", "source"]
+PAYMENT_ORDER_ID = "payment_order_id"  # the id a payment_orders row holds (null for the provider's rows)
 
 
 def captured_payments_from_provider(provider_records: pd.DataFrame) -> pd.DataFrame:
-    """Settled payments of the pull, keyed by PaymentIntent id when there is one (as payment_orders are)."""
-    payments = provider_records[(provider_records["kind"] == "payment") & provider_records["settled"]]
+    """Settled payments of the property's own records in the pull, keyed by charge id."""
+    payments = provider_records[
+        (provider_records["kind"] == "payment")
+        & provider_records["settled"]
+        & provider_records["property_id"].notna()
+    ]
     frame = pd.DataFrame(
         {
-            "payment_id": payments["payment_intent_id"].fillna(payments["provider_record_id"]),
+            "payment_id": payments["provider_record_id"],
             "booking_id": payments["booking_id"],
             "amount_minor": payments["amount_minor"].astype("int64"),
             "currency": payments["currency"],
@@ -22,3 +34,20 @@ def captured_payments_from_provider(provider_records: pd.DataFrame) -> pd.DataFr
         columns=CAPTURED_PAYMENT_COLUMNS,
     )
     return frame.reset_index(drop=True)
+
+
+def captured_payments(
+    provider_records: pd.DataFrame, payment_orders: pd.DataFrame, aliases: PaymentAliases
+) -> pd.DataFrame:
+    """The provider's captured payments and the PMS's captured ``payment_orders``, both keyed by charge id
+    where the alias is known (a payment order the pull does not explain keeps its own id); a payment
+    order's own id stays in ``payment_order_id``, the id the PMS and the event processor look it up by."""
+    local = payment_orders.assign(
+        payment_id=canonical_ids(payment_orders["payment_id"], aliases),
+        **{PAYMENT_ORDER_ID: payment_orders["payment_id"]},
+    )
+    provider = captured_payments_from_provider(provider_records)
+    parts = [part for part in (provider, local) if len(part)]
+    if not parts:
+        return provider
+    return pd.concat(parts, ignore_index=True)

@@ -12,6 +12,8 @@ DUPLICATE_IN_LEDGER: Final = "duplicate_in_ledger"
 STATUS_MISMATCH: Final = "status_mismatch"
 ORPHANED_CAPTURED_PAYMENT: Final = "orphaned_captured_payment"
 INVALID_LEDGER_ENTRY: Final = "invalid_ledger_entry"  # input the contract forbids; proposes nothing
+# a payment on an account several properties share that neither its metadata nor payment_orders attribute
+UNATTRIBUTED_PAYMENT: Final = "unattributed_payment"
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -22,6 +24,7 @@ ALL_CATEGORIES: Final = (
     STATUS_MISMATCH,
     ORPHANED_CAPTURED_PAYMENT,
     INVALID_LEDGER_ENTRY,
+    UNATTRIBUTED_PAYMENT,
 )
 
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.

@@ -21,6 +21,7 @@ the rare colliding runs are sorted exactly on their own.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -65,6 +66,18 @@ class DiffResult:
     timing_difference_count: int  # pairs whose two sides lie on either side of a night boundary
     provider_total_by_currency: dict[str, int]  # settled provider records of the night
     ledger_total_by_currency: dict[str, int]  # in-night ledger entries, adjustments excluded
+
+
+def with_findings(result: DiffResult, *found: pd.DataFrame) -> DiffResult:
+    """The diff's result with findings made outside the diff added (invalid ledger entries, payments nobody
+    owns), ordered by (category, record_key) as the diff orders its own; totals and counts stay the diff's.
+    """
+    extra = [frame for frame in found if not frame.empty]
+    if not extra:
+        return result
+    findings = pd.concat([result.discrepancies, *extra], ignore_index=True)
+    findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
+    return dataclasses.replace(result, discrepancies=findings)
 
 
 def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:

@@ -5,6 +5,10 @@ arrive here and count once, the provider's winning because it is the authority o
 A capture younger than ``grace`` is still in flight (the confirmation webhook may not have arrived),
 so it is not reported yet. The detail names the capture time, not an age, so that re-detecting the
 same orphan later leaves its row unchanged.
+
+A payment is keyed by its charge (``record_key`` ``payment:<charge id>``, see ``identity.py``) whichever
+id each side holds; its ``provider_record_id`` is the id its ``payment_orders`` row holds when there is one
+(what the PMS, the overview and the event processor look it up by), else the charge's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 
+from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.reconcile.diff import discrepancy_frame
 
@@ -28,16 +33,20 @@ def find_orphaned_captured_payments(
     payments = _one_per_payment(captured_payments)
     payments = payments[payments["captured_at"] <= pd.Timestamp(now) - grace]
     states = bookings.drop_duplicates("booking_id").set_index("booking_id")["status"]
-    status = payments["booking_id"].map(states)
-    orphans = payments[status.ne(CONFIRMED).to_numpy()].assign(status=status)
+    status = payments["booking_id"].map(states).to_numpy()
+    unconfirmed = status != CONFIRMED
+    # Positional: assigning a Series to an empty frame would adopt the Series' index (rows of NaN).
+    orphans = payments[unconfirmed].assign(status=status[unconfirmed])
     orphans = orphans.sort_values("payment_id", kind="stable")
     amounts = orphans["amount_minor"].astype("int64").tolist()
+    order_ids = orphans["payment_id"].map(_payment_order_ids(captured_payments))
+    looked_up_by = order_ids.fillna(orphans["payment_id"])
     return discrepancy_frame(
         {
             "category": [ORPHANED_CAPTURED_PAYMENT] * len(orphans),
             "record_key": [f"payment:{payment_id}" for payment_id in orphans["payment_id"]],
             "kind": ["payment"] * len(orphans),
-            "provider_record_id": orphans["payment_id"].tolist(),
+            "provider_record_id": looked_up_by.tolist(),
             "ledger_entry_id": [None] * len(orphans),
             "booking_id": [_or_none(booking) for booking in orphans["booking_id"]],
             "provider_amount_minor": amounts,
@@ -60,6 +69,14 @@ def _one_per_payment(captured_payments: pd.DataFrame) -> pd.DataFrame:
     ranked = captured_payments.assign(_preference=preference.to_numpy(dtype=np.int64))
     ranked = ranked.sort_values(["payment_id", "_preference"], kind="stable")
     return ranked.drop_duplicates("payment_id", keep="first").drop(columns="_preference")
+
+
+def _payment_order_ids(captured_payments: pd.DataFrame) -> pd.Series:
+    """payment id → the id its payment_orders row holds, for the payments that have one."""
+    if PAYMENT_ORDER_ID not in captured_payments:
+        return pd.Series(dtype="object")
+    rows = captured_payments.dropna(subset=[PAYMENT_ORDER_ID]).drop_duplicates("payment_id")
+    return rows.set_index("payment_id")[PAYMENT_ORDER_ID]
 
 
 def _booking_state(booking: object, status: object) -> str:

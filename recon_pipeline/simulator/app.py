@@ -23,7 +23,14 @@ from starlette.routing import Route
 from recon_pipeline.simulator.faults import FaultSwitches, faulty_page, without_cursor
 from recon_pipeline.simulator.razorpay_api import RAZORPAY_DIALECT, razorpay_routes
 from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
-from recon_pipeline.simulator.wire import ApiHandler, ApiResult, Dialect, InvalidRequest, int_param
+from recon_pipeline.simulator.wire import (
+    ApiHandler,
+    ApiResult,
+    Dialect,
+    InvalidRequest,
+    accepting,
+    int_param,
+)
 
 FLAVOURS = ("stripe", "razorpay")
 
@@ -107,21 +114,37 @@ def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
 
+# The query parameters each Stripe endpoint takes (its API reference); any other is a 400.
+_LIST_PARAMS = frozenset(
+    {"created", "created[gte]", "created[gt]", "created[lte]", "created[lt]", "limit", "starting_after"}
+    | {"ending_before", "expand[]"}
+)
+_RETRIEVE_PARAMS = frozenset({"expand[]"})
+
+
 def _stripe_routes(store: SimulatorStore, api: Callable[[ApiHandler], Any]) -> list[Route]:
+    def lister(kind: Kind, extra: set[str], filter_param: str | None = None) -> Any:
+        return api(accepting(_LIST_PARAMS | extra, lambda r, a: _list(store, kind, r, a, filter_param)))
+
+    def retriever(kind: Kind) -> Any:
+        return api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve(store, kind, r, a)))
+
     return [
-        Route("/v1/charges", api(lambda r, a: _list(store, "charges", r, a))),
-        Route("/v1/charges/{object_id}", api(lambda r, a: _retrieve(store, "charges", r, a))),
-        Route("/v1/refunds", api(lambda r, a: _list(store, "refunds", r, a, filter_param="charge"))),
-        Route("/v1/refunds/{object_id}", api(lambda r, a: _retrieve(store, "refunds", r, a))),
-        Route("/v1/payment_intents/{object_id}", api(lambda r, a: _retrieve(store, "payment_intents", r, a))),
-        Route("/v1/events", api(lambda r, a: _list(store, "events", r, a, filter_param="type"))),
+        Route("/v1/charges", lister("charges", {"customer", "payment_intent", "transfer_group"})),
+        Route("/v1/charges/{object_id}", retriever("charges")),
+        Route("/v1/refunds", lister("refunds", {"charge", "payment_intent"}, filter_param="charge")),
+        Route("/v1/refunds/{object_id}", retriever("refunds")),
+        Route("/v1/payment_intents/{object_id}", retriever("payment_intents")),
+        Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
     ]
 
 
 STRIPE_DIALECT = Dialect(
     authorized=_authorized,
     account=lambda request: request.headers.get("stripe-account"),
-    invalid=lambda error: stripe_error(str(error), param=error.param),
+    invalid=lambda error: stripe_error(
+        str(error), param=error.param, **({"code": error.code} if error.code else {})
+    ),
     unauthorized=lambda: stripe_error("Invalid API Key provided."),
     injected=lambda status: _injected_error(status),
 )

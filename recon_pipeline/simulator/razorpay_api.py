@@ -9,8 +9,10 @@ records are served (store objects with ``account`` None). Razorpay has no events
 Rendering keeps the store one model for both flavours: a charge becomes a payment (``created_at``,
 upper-case currency, ``notes`` from ``metadata``, ``[]`` when empty as Razorpay sends it, status
 ``created`` / ``authorized`` / ``captured`` / ``refunded`` / ``failed``, ``fee`` from the balance
-transaction with its 18% GST as ``tax``); a refund becomes a refund of ``payment_id`` (status
-``processed`` / ``pending`` / ``failed``).
+transaction with its 18% GST as ``tax``, ``order_id`` from ``payment_intent`` when that names an
+``order_`` as a Razorpay world's charges may); a refund becomes a refund of ``payment_id`` (status
+``processed`` / ``pending`` / ``failed``). ``GET /v1/orders/{id}/payments`` lists an order's payments
+(all of them, unpaged, as Razorpay does); an order no payment names is unknown.
 
 The settlement recon (``GET /v1/settlements/recon/combined?year&month[&day]``, ``count`` at most 1000,
 ``skip``) lists what settled on a day or month, Indian calendar (IST): every captured payment (a credit of
@@ -40,6 +42,7 @@ SETTLEMENT_TZ = ZoneInfo("Asia/Kolkata")
 SETTLEMENT_TIME = time(11, 0)  # one settlement a day, at 11:00 IST
 RECON_MAX_COUNT = 1000
 UNKNOWN_ID = "The id provided does not exist"
+ORDER_PREFIX = "order_"
 _REFUND_STATUSES = {"succeeded": "processed", "pending": "pending", "failed": "failed", "canceled": "failed"}
 
 
@@ -93,7 +96,7 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "amount": charge["amount"],
         "currency": str(charge["currency"]).upper() if isinstance(charge["currency"], str) else None,
         "status": status,
-        "order_id": None,
+        "order_id": order_of(charge),
         "invoice_id": None,
         "international": False,
         "method": "card",
@@ -108,6 +111,12 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "error_description": "Payment failed" if status == "failed" else None,
         "created_at": charge["created"],
     }
+
+
+def order_of(charge: StripeObject) -> str | None:
+    """The Razorpay order a store charge pays: its ``payment_intent`` when that is an ``order_`` id."""
+    intent = charge.get("payment_intent")
+    return intent if isinstance(intent, str) and intent.startswith(ORDER_PREFIX) else None
 
 
 def render_refund(refund: StripeObject) -> StripeObject:
@@ -166,7 +175,7 @@ def recon_item(store: SimulatorStore, kind: Kind, obj: StripeObject, day: date) 
         "notes": json.dumps(obj.get("metadata") or {}),
         "payment_id": None if payment else obj["charge"],
         "settlement_utr": f"{settled_at(day)}simutr",
-        "order_id": None,
+        "order_id": order_of(obj) if payment else None,
         "order_receipt": None,
         "method": "card",
         "dispute_id": None,
@@ -273,7 +282,16 @@ def razorpay_routes(store: SimulatorStore, api: Callable[[ApiHandler], Any]) -> 
             return status, body
         return _collection(store, "refunds", request, "charge", payment_id)
 
+    def order_payments(request: Request, _account: str | None) -> ApiResult:
+        order_id = request.path_params["object_id"]
+        payments = store.view("charges", None, "payment_intent", order_id).objects
+        if not order_id.startswith(ORDER_PREFIX) or not payments:
+            return 400, razorpay_error(UNKNOWN_ID)
+        items = [render_payment(charge) for charge in reversed(payments)]
+        return 200, {"entity": "collection", "count": len(items), "items": items}
+
     return [
+        Route("/v1/orders/{object_id}/payments", api(order_payments)),
         Route("/v1/payments", api(lambda r, _a: _collection(store, "charges", r))),
         Route("/v1/payments/{object_id}", api(by_id("charges"))),
         Route("/v1/payments/{object_id}/refunds", api(payment_refunds)),

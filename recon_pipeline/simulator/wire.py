@@ -14,11 +14,28 @@ ApiHandler = Callable[[Request, str | None], ApiResult]  # (request, account sco
 
 
 class InvalidRequest(Exception):
-    """A request the provider would answer with 400 (Stripe: ``invalid_request_error``)."""
+    """A request the provider would answer with 400 (Stripe: ``invalid_request_error``, with ``code``
+    such as ``parameter_unknown`` where Stripe gives one)."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.param = param
+        self.code = code
+
+
+def accepting(params: frozenset[str], handler: ApiHandler) -> ApiHandler:
+    """``handler`` behind the provider's refusal of query parameters the endpoint does not take (Stripe:
+    400 ``parameter_unknown``), so that an adapter sending one fails here as it would in production."""
+
+    def checked(request: Request, account: str | None) -> ApiResult:
+        unknown = sorted(set(request.query_params) - params)
+        if unknown:
+            raise InvalidRequest(
+                f"Received unknown parameter: {unknown[0]}", param=unknown[0], code="parameter_unknown"
+            )
+        return handler(request, account)
+
+    return checked
 
 
 def int_param(request: Request, name: str) -> int | None:

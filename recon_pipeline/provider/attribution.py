@@ -1,0 +1,90 @@
+"""Whose payment is it: the one attribution rule of DESIGN.md, for every provider.
+
+Several properties may share one provider account (a Stripe connected account, the platform, a Razorpay
+merchant). A pulled record belongs to a property by what the payment itself says (Stripe
+``metadata.property_id``, Razorpay ``notes.property_id``), else by the PMS's ``payment_orders`` (keyed by
+charge or PaymentIntent/order id), else it is nobody's. A property alone on a connected account keeps
+everything on it unless the metadata names another property. Refunds and fees carry their charge's claim
+and ids, so they follow their charge.
+
+Adapters read the claim into the frame's ``property_id`` (None when the payment names no property) and
+leave the decision to :func:`attribute`, so that no property can ever reconcile another's payment, and a
+payment nobody can be given is reported once: by the first property (by id) on the account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from recon_pipeline.provider.objects import PropertyAccount
+
+PaymentOwners = Mapping[str, str]  # payment_orders: provider_payment_id (ch_/pi_/pay_/order_) -> property_id
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """A pulled frame split by owner: the property's own records, and the records nobody owns."""
+
+    own: pd.DataFrame
+    unattributed: pd.DataFrame
+
+
+def claim_of(metadata: object) -> str | None:
+    """The property a payment's metadata (Stripe ``metadata``, Razorpay ``notes``) names, None when it
+    names none. Lenient on purpose: an adapter reads every payment of a shared account, and another
+    property's corrupt metadata must not fail this property's pull (what nobody claims is reported)."""
+    claim = metadata.get("property_id") if isinstance(metadata, dict) else None
+    return claim if isinstance(claim, str) and claim else None
+
+
+def claimable(claim: str | None, account: PropertyAccount) -> bool:
+    """Whether a payment with this claim may be the property's: unclaimed, or claimed by it. Adapters
+    build rows only for these, so another property's payments are never even parsed here."""
+    return claim is None or claim == account.property_id
+
+
+def unclaimed_payment_ids(claimed: pd.DataFrame) -> list[str]:
+    """Charge and intent ids of the records whose payment names no property: what ``payment_orders``
+    is asked about."""
+    rows = claimed[claimed["property_id"].isna()]
+    ids = pd.concat([rows["charge_id"], rows["payment_intent_id"]]).dropna()
+    return sorted(set(ids))
+
+
+def reports_unattributed(account: PropertyAccount) -> bool:
+    """Whether this property reports its account's unattributable payments: the first property on it."""
+    return account.property_id == min(account.account_properties, default=account.property_id)
+
+
+def attribute(claimed: pd.DataFrame, account: PropertyAccount, owners: PaymentOwners) -> Attribution:
+    """Split ``claimed`` (``property_id`` = the payment's own claim, or None) into the property's records
+    (``property_id`` set to it) and the records nobody can be given (``property_id`` None)."""
+    owner = claimed["property_id"]
+    unclaimed = owner.isna()
+    if unclaimed.any():
+        by_orders = claimed["charge_id"].map(owners).fillna(claimed["payment_intent_id"].map(owners))
+        owner = owner.where(~unclaimed, by_orders)
+        if account.provider_account is not None and set(account.account_properties) <= {account.property_id}:
+            owner = owner.fillna(account.property_id)
+    own = claimed[owner.eq(account.property_id).to_numpy(dtype=bool)].reset_index(drop=True)
+    nobody = claimed[owner.isna().to_numpy()].reset_index(drop=True)
+    return Attribution(own=_owned_by(own, account.property_id), unattributed=nobody)
+
+
+def _owned_by(records: pd.DataFrame, property_id: str) -> pd.DataFrame:
+    """``records`` with ``property_id`` set, kept in the frame contract's dtype (object, not str)."""
+    return records.assign(property_id=pd.Series(property_id, index=records.index, dtype="object"))
+
+
+def named_by_ledger(claimed: pd.DataFrame, account: PropertyAccount) -> pd.DataFrame:
+    """Records a by-id lookup found for ids the property's ledger names: its own, and those nobody else
+    owns (the ledger naming it is the only claim there is); another property's are dropped."""
+    split = attribute(claimed, account, {})
+    nobody = _owned_by(split.unattributed, account.property_id)
+    if nobody.empty:
+        return split.own
+    both = pd.concat([split.own, nobody], ignore_index=True)
+    return both.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)

@@ -1,0 +1,105 @@
+"""Which money movement an id names: one payment is one finding, whichever of its ids each side holds.
+
+A side may name a payment by the charge (Stripe ``ch_``/``py_``, Razorpay ``pay_``) or by what the charge
+fulfils (a Stripe PaymentIntent ``pi_``, a Razorpay order ``order_``); the provider-record frame carries
+both (``charge_id`` and ``payment_intent_id``). The charge is the money movement, so every id is mapped to
+its charge id before matching: the diff and the orphan report then key a payment the same way whichever
+id the ledger or ``payment_orders`` stored, and a finding's ``record_key`` stays the same when the PMS
+switches ids. The mapping (``PaymentAliases``) is built from the frames the night already holds (the pull
+and the by-id lookups) and applied with Arrow hashing, so a million ledger rows cost under a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# Ledger kinds booked against the charge itself (a refund names its own re_/rfnd_ id).
+CHARGE_KINDS = ("payment", "fee")
+
+
+@dataclass(frozen=True)
+class PaymentAliases:
+    """Intent/order ids (distinct) and, aligned, the charge id each one stands for."""
+
+    intents: pa.Array  # large_string
+    charges: np.ndarray  # object
+
+
+def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
+    """Intent/order id → charge id, from the ``payment`` rows of provider-record frames.
+
+    An intent may hold several charges (failed attempts before the one that succeeded): the settled one
+    wins, then the latest created, as Stripe's ``latest_charge`` does. Only those few intents are sorted;
+    a million distinct ones cost one Arrow hash pass.
+    """
+    columns = ["payment_intent_id", "charge_id", "settled", "created_at"]
+    payments = pd.concat(
+        [f.loc[(f["kind"] == "payment") & f["payment_intent_id"].notna(), columns] for f in provider_frames],
+        ignore_index=True,
+    )
+    intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
+    counts = pc.value_counts(intents)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        crowded = pc.is_in(intents, value_set=repeated).to_numpy(zero_copy_only=False)
+        latest = (
+            payments[crowded]
+            .sort_values(["payment_intent_id", "settled", "created_at", "charge_id"], kind="stable")
+            .drop_duplicates("payment_intent_id", keep="last")
+        )
+        payments = pd.concat([payments[~crowded], latest], ignore_index=True)
+        intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
+    return PaymentAliases(intents, payments["charge_id"].to_numpy(dtype=object))
+
+
+def canonical_ids(ids: pd.Series, aliases: PaymentAliases, applies: np.ndarray | None = None) -> pd.Series:
+    """``ids`` with every alias replaced by its charge id (only where ``applies``, if given); nulls and
+    ids that are no alias stay as they are (the very Series comes back when none is an alias)."""
+    if len(aliases.intents) == 0 or ids.empty:
+        return ids
+    text = pa.array(ids, type=pa.large_string(), from_pandas=True)
+    position = pc.index_in(text, value_set=aliases.intents).fill_null(-1).to_numpy()
+    hit = position >= 0
+    if applies is not None:
+        hit &= applies
+    if not hit.any():
+        return ids
+    out = ids.to_numpy(dtype=object, copy=True)
+    out[hit] = aliases.charges[position[hit]]
+    return pd.Series(out, index=ids.index, name=ids.name, dtype=ids.dtype)
+
+
+def canonical_ledger(ledger_records: pd.DataFrame, aliases: PaymentAliases) -> pd.DataFrame:
+    """The ledger frame with payment and fee entries keyed by charge id (the frame itself when no entry
+    names an alias); the entries' own ids stay in the caller's original frame for the findings' detail."""
+    booked = ledger_records["provider_record_id"]
+    ids = canonical_ids(booked, aliases, ledger_records["kind"].isin(CHARGE_KINDS).to_numpy())
+    if ids is booked:
+        return ledger_records
+    return ledger_records.assign(provider_record_id=ids)
+
+
+def name_booked_ids(findings: pd.DataFrame, ledger_records: pd.DataFrame) -> pd.DataFrame:
+    """Findings about a ledger entry that named its payment by another id get that id in their detail,
+    so the analyst sees what the PMS stored while the finding is keyed by the charge."""
+    if findings.empty or ledger_records.empty:
+        return findings
+    booked = ledger_records.drop_duplicates("entry_id").set_index("entry_id")["provider_record_id"]
+    as_booked = findings["ledger_entry_id"].map(booked)
+    renamed = as_booked.notna() & findings["provider_record_id"].notna()
+    renamed &= as_booked.ne(findings["provider_record_id"])
+    if not renamed.any():
+        return findings
+    detail = findings["detail"].copy()
+    detail[renamed] = [
+        f"{text} (ledger entry {entry} names it {booked_id})"
+        for text, entry, booked_id in zip(
+            detail[renamed], findings.loc[renamed, "ledger_entry_id"], as_booked[renamed], strict=True
+        )
+    ]
+    return findings.assign(detail=detail)
