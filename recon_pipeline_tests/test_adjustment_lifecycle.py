@@ -9,6 +9,7 @@ change → no row of either table modified, timestamps and run ids included.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -180,6 +181,10 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     assert [
         (a["adjustment_id"], a["action"], a["reviewed_by"], a["note"], a["amount_minor"]) for a in audit
     ] == [(approved_id, "approve", "ana", "checked", needed + 50)]
+    assert cli.main(["adjustments", "show", approved_id]) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"^status +approved$", shown, re.MULTILINE)
+    assert re.search(r"^  \S+ +approve +proposed -> approved +by ana +at .+ checked$", shown, re.MULTILINE)
 
     # The amount changes again: the approved row stays as approved, a new proposal carries the remainder.
     set_ledger_amount(ledger_amount - 80)

@@ -60,18 +60,24 @@ def findings_markdown(rows: Sequence[Mapping[Any, Any]]) -> str:
 
 def show_text(row: Mapping[Any, Any], history: Sequence[Mapping[Any, Any]]) -> str:
     """Every column of the finding (amounts also in major units), then its review history."""
+    return _record_text(
+        row,
+        [
+            f"  {_when(event['reviewed_at'])}  {event['action']:<11}  {event['previous_status']} -> "
+            f"{RESULTING_STATUS[event['action']]}  by {event['reviewed_by']}  at "
+            f"{money(event['difference_minor'], event['currency'])}"
+            + (f"  {event['note']}" if event["note"] else "")
+            + (f"  (run {event['run_id']})" if event["run_id"] else "")
+            for event in history
+        ],
+    )
+
+
+def _record_text(row: Mapping[Any, Any], history: Sequence[str]) -> str:
+    """Every column of a row, one per line (amounts also in major units), then its review history lines."""
     width = max(len(name) for name in row)
     lines = [f"{name:<{width}}  {_value(name, value, row['currency'])}" for name, value in row.items()]
-    lines += ["", "review history" if history else "review history: none"]
-    lines += [
-        f"  {_when(event['reviewed_at'])}  {event['action']:<11}  {event['previous_status']} -> "
-        f"{RESULTING_STATUS[event['action']]}  by {event['reviewed_by']}  at "
-        f"{money(event['difference_minor'], event['currency'])}"
-        + (f"  {event['note']}" if event["note"] else "")
-        + (f"  (run {event['run_id']})" if event["run_id"] else "")
-        for event in history
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", "review history" if history else "review history: none", *history])
 
 
 def _value(name: str, value: Any, currency: str) -> str:
@@ -112,13 +118,12 @@ def adjustments_list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
 
 def adjustment_show_text(row: Mapping[Any, Any], history: Sequence[Mapping[Any, Any]]) -> str:
     """Every column of the adjustment (its amount also in major units), then its review history."""
-    width = max(len(name) for name in row)
-    lines = [f"{name:<{width}}  {_value(name, value, row['currency'])}" for name, value in row.items()]
-    lines += ["", "review history" if history else "review history: none"]
-    lines += [
-        f"  {_when(event['reviewed_at'])}  {event['action']:<8}  {event['previous_status']} -> "
-        f"{event['status']}  by {event['reviewed_by']}  at "
-        f"{money(event['amount_minor'], event['currency'])}  {event['note']}"
-        for event in history
-    ]
-    return "\n".join(lines)
+    return _record_text(
+        row,
+        [
+            f"  {_when(event['reviewed_at'])}  {event['action']:<8}  {event['previous_status']} -> "
+            f"{event['status']}  by {event['reviewed_by']}  at "
+            f"{money(event['amount_minor'], event['currency'])}  {event['note']}"
+            for event in history
+        ],
+    )
