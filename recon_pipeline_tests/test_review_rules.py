@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recon_pipeline.config import ConfigError
+from recon_pipeline.review import render
 from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
 from recon_pipeline.review.rules import (
     ACKNOWLEDGE,
@@ -89,3 +90,27 @@ def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECON_ORPHAN_ERROR_HOURS", "0")
     with pytest.raises(ConfigError, match="RECON_ORPHAN_ERROR_HOURS"):
         orphan_error_after()
+
+
+def test_a_listed_currency_mismatch_names_both_currencies_not_a_zero_difference() -> None:
+    row = {
+        "discrepancy_id": 18,
+        "property_id": "kyoto-gion",
+        "night": "2026-12-02",
+        "category": "currency_mismatch",
+        "record_key": "ch_1:payment",
+        "provider_amount_minor": 20_000,
+        "ledger_amount_minor": 12_000,
+        "difference_minor": 0,
+        "currency": "JPY",
+        "ledger_currency": "GBP",
+        "review_status": "open",
+        "cleared_at": None,
+        "reviewed_by": None,
+        "detail": "in JPY but posted in GBP",
+    }
+    listed = render.list_text([row], 1)
+    assert "JPY ≠ GBP" in listed and "0 JPY" not in listed
+    assert render.findings_markdown([row]) == "- #18 `ch_1:payment` JPY ≠ GBP: in JPY but posted in GBP"
+    same = row | {"category": "amount_mismatch", "ledger_currency": "JPY", "difference_minor": 8_000}
+    assert "8,000 JPY" in render.list_text([same], 1)

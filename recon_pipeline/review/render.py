@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from recon_pipeline.money import format_minor
-from recon_pipeline.reconcile.report import plain_table
+from recon_pipeline.reconcile.report import finding_amounts, plain_table
 from recon_pipeline.review.rules import RESULTING_STATUS
 
 AMOUNT_COLUMNS = (
@@ -38,7 +38,7 @@ def list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
             row["night"],
             row["category"],
             row["record_key"],
-            money(row["difference_minor"], row["currency"]),
+            difference_text(row),
             row["review_status"] + (", cleared" if row.get("cleared_at") is not None else ""),
             row["reviewed_by"] or _NONE,
         ]
@@ -52,10 +52,16 @@ def findings_markdown(rows: Sequence[Mapping[Any, Any]]) -> str:
     """A markdown list of findings (id, record, amount, why), for check metadata in the UI."""
     lines = [
         f"- #{row['discrepancy_id']} `{row['record_key']}` "
-        f"{money(row['difference_minor'], row['currency'])}: {row['detail']}"
+        f"{difference_text(row)}: {row['detail']}"
         for row in rows
     ]
     return "\n".join(lines) or "none"
+
+
+def difference_text(row: Mapping[Any, Any]) -> str:
+    """A finding's difference in its currency, or both currencies when the sides are in different ones
+    (a currency mismatch has no difference to show: ``EUR ≠ GBP``, never ``0.00 EUR``)."""
+    return finding_amounts(row, _NONE)[2]
 
 
 def show_text(row: Mapping[Any, Any], history: Sequence[Mapping[Any, Any]]) -> str:
