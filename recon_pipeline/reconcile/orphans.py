@@ -47,10 +47,8 @@ def find_orphaned_captured_payments(
             "record_key": [f"payment:{payment_id}" for payment_id in orphans["payment_id"]],
             "kind": ["payment"] * len(orphans),
             "provider_record_id": looked_up_by.tolist(),
-            "ledger_entry_id": [None] * len(orphans),
             "booking_id": [_or_none(booking) for booking in orphans["booking_id"]],
             "provider_amount_minor": amounts,
-            "ledger_amount_minor": [None] * len(orphans),
             "difference_minor": amounts,
             "currency": orphans["currency"].tolist(),
             "detail": [

@@ -28,10 +28,8 @@ def unattributed_findings(records: pd.DataFrame) -> pd.DataFrame:
             ],
             "kind": moved["kind"].tolist(),
             "provider_record_id": moved["provider_record_id"].tolist(),
-            "ledger_entry_id": [None] * len(moved),
             "booking_id": [None if pd.isna(b) else b for b in moved["booking_id"]],
             "provider_amount_minor": amounts,
-            "ledger_amount_minor": [None] * len(moved),
             "difference_minor": amounts,
             "currency": moved["currency"].tolist(),
             "detail": [
