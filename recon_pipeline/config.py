@@ -6,7 +6,6 @@ so a test or a deployment can set the variables first.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 from dataclasses import dataclass
@@ -166,14 +165,6 @@ def night_from_env(name: str, default: str) -> str:
     except ValueError as error:
         raise ConfigError(f"{name}: {error}") from None
     return night
-
-
-def positive_argument(text: str) -> int:
-    """An argparse ``type=`` for positive integer options."""
-    try:
-        return positive_int("value", text)
-    except ConfigError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,12 @@ from recon_pipeline.ledger.queries import (
 )
 from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
-from recon_pipeline.provider.attribution import attribute, reports_unattributed, unclaimed_payment_ids
+from recon_pipeline.provider.attribution import (
+    attribute,
+    reported_split,
+    reports_unattributed,
+    unclaimed_payment_ids,
+)
 from recon_pipeline.provider.records import empty_provider_records
 from recon_pipeline.provider.stripe import PropertyAccount
 from recon_pipeline.reconcile.adjustments import plan_adjustments
@@ -164,8 +169,8 @@ def reconciliation(
     order id matches its charge; records nobody owns (``provider_records``) are unattributed findings, and
     invalid ledger entries join the findings without entering the diff."""
     target = night_target(context, recon_db)
-    attributed = provider_records["property_id"].notna().to_numpy()
-    own, nobody = provider_records[attributed], provider_records[~attributed]
+    split = reported_split(provider_records)
+    own, nobody = split.own, split.unattributed
     ledger = canonical_ledger(ledger_records.valid, payment_aliases(own))
     unmatched = unmatched_ledger_record_ids(own, ledger)
     elsewhere = empty_provider_records()
@@ -213,7 +218,7 @@ def orphaned_captured_payments(
 ) -> dg.Output[pd.DataFrame]:
     """Money captured (at the provider or in payment_orders) whose booking is still not confirmed."""
     target = night_target(context, recon_db)
-    own = provider_records[provider_records["property_id"].notna().to_numpy()]
+    own = reported_split(provider_records).own
     with recon_db.engine().connect() as connection:
         local = load_captured_payment_orders(connection, target.property_row.property_id, target.window)
         captured = captured_payments(own, local, payment_aliases(own))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import timedelta
 
-from recon_pipeline import config
+from recon_pipeline import cli_args, config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.provider.adapter import build_adapter
@@ -26,6 +26,7 @@ from recon_pipeline.provider.http import ProviderHttp
 
 
 def build_parser() -> argparse.ArgumentParser:
+    positive = cli_args.count(config.MAX_INT_SETTING)
     parser = argparse.ArgumentParser(
         prog="python -m recon_pipeline.events.worker", description=__doc__.splitlines()[0]
     )
@@ -33,14 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--provider-base-url", help="provider API root (default: RECON_PROVIDER_BASE_URL)")
     parser.add_argument("--worker-id", required=True, help="unique name of this worker (the lease owner)")
     parser.add_argument(
-        "--batch-size", type=config.positive_argument, default=100, help="events claimed per batch"
+        "--batch-size", type=positive, default=100, help="events claimed per batch"
     )
     parser.add_argument(
-        "--max-batches", type=config.positive_argument, default=10_000, help="stop after this many batches"
+        "--max-batches", type=positive, default=10_000, help="stop after this many batches"
     )
     parser.add_argument(
         "--lease-s",
-        type=config.positive_argument,
+        type=positive,
         default=int(DEFAULT_LEASE.total_seconds()),
         help="lease per claim",
     )
