@@ -11,17 +11,11 @@ import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
-from recon_pipeline.definitions import defs
 from recon_pipeline.nights import night_window
 from recon_pipeline.provider.razorpay import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 
 ADJUSTED_CATEGORIES = ("missing_in_ledger", "missing_at_provider", "amount_mismatch", "duplicate_in_ledger")
-
-
-def test_definitions_load() -> None:
-    dg.Definitions.validate_loadable(defs)
-    assert defs.resolve_job_def("reconcile_night").partitions_def is not None
 
 
 def test_every_planted_discrepancy_is_found_on_every_property(provider_pipeline: SeededPipeline) -> None:
@@ -131,7 +125,7 @@ def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_
     store.settled_fees[charge_id] = booked_fee + 700  # Razorpay's settlement books a different fee
 
     def fee_rows(result: dg.ExecuteInProcessResult) -> dict[str, tuple[int, str]]:
-        frame = result.output_for_node("provider_records")
+        frame = result.output_for_node("provider_records").records
         return {
             r.provider_record_id: (r.amount_minor, r.status) for r in frame[frame.kind == "fee"].itertuples()
         }

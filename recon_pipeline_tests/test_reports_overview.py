@@ -16,7 +16,7 @@ from sqlalchemy import case, func, select, update
 
 from recon_pipeline.db.engine import init_db, make_engine
 from recon_pipeline.db.schema import discrepancies
-from recon_pipeline.definitions import defs
+from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.summary import DAILY_REFRESH_CRON, GROUP, summary_assets
 from recon_pipeline.reconcile.categories import AMOUNT_MISMATCH, MISSING_IN_LEDGER, ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.reports.overview import (
@@ -215,7 +215,11 @@ def test_views_are_requested_after_new_reports_and_daily(
     def evaluate(previous: dg.EvaluateAutomationConditionsResult | None, **kwargs: Any) -> Any:
         cursor = previous.cursor if previous else None
         return dg.evaluate_automation_conditions(
-            defs=defs, instance=seeded_pipeline.instance, asset_selection=selection, cursor=cursor, **kwargs
+            defs=build_definitions(),
+            instance=seeded_pipeline.instance,
+            asset_selection=selection,
+            cursor=cursor,
+            **kwargs,
         )
 
     first = evaluate(None)

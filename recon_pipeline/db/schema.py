@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -274,4 +275,13 @@ provider_cursors = Table(
     Column("name", Text, primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", UTC_TIMESTAMP, nullable=False),
+)
+
+# The deployment-wide provider rate bound (recon_pipeline/ratelimit.py): per bucket, the next free request
+# slot in Unix seconds by the database's clock.
+provider_rate_slots = Table(
+    "provider_rate_slots",
+    metadata,
+    Column("bucket", Text, primary_key=True),
+    Column("next_slot_s", Float(precision=53), nullable=False),
 )

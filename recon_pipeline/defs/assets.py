@@ -1,8 +1,9 @@
-"""The reconciliation assets of one (property, night) partition: thin wrappers over the pure logic.
+"""The reconciliation assets of one (property, night) partition: thin wrappers over the pure logic, each
+doing one thing (only ``provider_records`` talks to the provider; the property row is read once, by
+``ledger_records``).
 
-provider_records ─┐
-ledger_records ───┴─> reconciliation ─┬─> adjustments
-provider_records ──> orphaned_captured_payments ─┴─> discrepancy_report
+ledger_records ─> provider_records ─┬─> reconciliation ─┬─> adjustments ─> discrepancy_report ─> report_files
+                                    └─> orphaned_captured_payments ─┘
 """
 
 from dataclasses import dataclass, replace
@@ -82,54 +83,31 @@ def window_metadata(target: NightTarget) -> dict[str, str]:
     }
 
 
-@dg.asset(
-    partitions_def=property_night_partitions,
-    group_name=GROUP,
-    pool=PROVIDER_POOL,
-    retry_policy=provider_step_retry_policy(),
-    kinds={"stripe", "pandas"},
-)
-def provider_records(
-    context: dg.AssetExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
-) -> dg.Output[pd.DataFrame]:
-    """Every charge, fee and refund the provider holds for the property's night; a partial pull fails.
+@dataclass(frozen=True)
+class LedgerNight:
+    """The ``ledger_records`` asset's value: the partition resolved once per run (the property's row,
+    window and account), and the ledger entries of its window."""
 
-    Records of an account several properties share are attributed (metadata, then payment_orders); the
-    ones nobody owns stay in the frame with a null property_id only for the account's first property,
-    which reports them."""
-    target = night_target(context, recon_db)
-    with provider.adapter() as adapter:
-        claimed = adapter.pull_claimed(target.account, target.window.start, target.window.end)
-    with recon_db.engine().connect() as connection:
-        owners = load_payment_order_owners(connection, unclaimed_payment_ids(claimed))
-    split = attribute(claimed, target.account, owners)
-    frame = split.own
-    if reports_unattributed(target.account) and len(split.unattributed):
-        frame = pd.concat([frame, split.unattributed], ignore_index=True)
-    context.log.info(
-        f"pulled {len(split.own)} provider records for {target.property_row.property_id} {target.night}, "
-        f"{len(split.unattributed)} attributable to no property"
-    )
-    return dg.Output(
-        frame,
-        metadata={
-            "dagster/row_count": len(split.own),
-            "unattributed": len(split.unattributed),
-            **{f"rows/{kind}": int(n) for kind, n in split.own["kind"].value_counts().items()},
-            # Fee rows by status; for Razorpay, settled (booked in a settlement) vs provisional.
-            **{
-                f"fees/{status}": int(n)
-                for status, n in split.own.loc[split.own["kind"] == "fee", "status"].value_counts().items()
-            },
-            **window_metadata(target),
-        },
-    )
+    target: NightTarget
+    entries: LedgerSplit
+
+
+@dataclass(frozen=True)
+class NightPull:
+    """The ``provider_records`` asset's value: the night's records (with the unattributed ones this
+    property reports, ``property_id`` null), and the records of other nights that the ledger names and the
+    night lacks, fetched by id."""
+
+    records: pd.DataFrame
+    elsewhere: pd.DataFrame
+    looked_up: int  # ids looked up: ledger ids the night's pull did not explain
 
 
 @dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
-def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[LedgerSplit]:
+def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[LedgerNight]:
     """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences;
-    entries the contract forbids are split off as findings (``invalid_entries``), disputes deferred."""
+    entries the contract forbids are split off as findings (``invalid_entries``), disputes deferred.
+    The property row read here serves every asset downstream of it in the run."""
     target = night_target(context, recon_db)
     with recon_db.engine().connect() as connection:
         ledger = split_ledger_records(
@@ -137,7 +115,7 @@ def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -
         )
     frame = ledger.valid
     return dg.Output(
-        ledger,
+        LedgerNight(target, ledger),
         metadata={
             "dagster/row_count": len(frame),
             "in_night": int(frame["in_night"].sum()),
@@ -154,37 +132,77 @@ def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -
     group_name=GROUP,
     pool=PROVIDER_POOL,
     retry_policy=provider_step_retry_policy(),
-    kinds={"pandas"},
+    kinds={"stripe", "pandas"},
 )
-def reconciliation(
+def provider_records(
     context: dg.AssetExecutionContext,
     recon_db: ReconDatabase,
     provider: ProviderResource,
-    provider_records: pd.DataFrame,
-    ledger_records: LedgerSplit,
-) -> dg.Output[DiffResult]:
-    """Diff of provider against ledger; ledger records absent from the pull are looked up by id first.
+    ledger_records: LedgerNight,
+) -> dg.Output[NightPull]:
+    """Every charge, fee and refund the provider holds for the property's night, then by id what the
+    ledger names that the night lacks; a partial pull fails. All of the run's provider reads are here.
 
-    Ledger ids are mapped to charge ids first (``identity.py``), so an entry booked by PaymentIntent or
-    order id matches its charge; records nobody owns (``provider_records``) are unattributed findings, and
-    invalid ledger entries join the findings without entering the diff."""
-    target = night_target(context, recon_db)
-    split = reported_split(provider_records)
-    own, nobody = split.own, split.unattributed
-    ledger = canonical_ledger(ledger_records.valid, payment_aliases(own))
-    unmatched = unmatched_ledger_record_ids(own, ledger)
+    Records of an account several properties share are attributed (metadata, then payment_orders); the
+    ones nobody owns stay in the frame with a null property_id only for the account's first property,
+    which reports them. Ledger ids are mapped to charge ids first (``identity.py``), so an entry booked by
+    PaymentIntent or order id is explained by its charge and not looked up."""
+    target = ledger_records.target
+    adapter = provider.adapter()
+    claimed = adapter.pull_claimed(target.account, target.window.start, target.window.end)
+    with recon_db.engine().connect() as connection:
+        owners = load_payment_order_owners(connection, unclaimed_payment_ids(claimed))
+    split = attribute(claimed, target.account, owners)
+    frame = split.own
+    if reports_unattributed(target.account) and len(split.unattributed):
+        frame = pd.concat([frame, split.unattributed], ignore_index=True)
+    ledger = canonical_ledger(ledger_records.entries.valid, payment_aliases(split.own))
+    unmatched = unmatched_ledger_record_ids(split.own, ledger)
     elsewhere = empty_provider_records()
     if unmatched:
-        with provider.adapter() as adapter:
-            elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
-        ledger = canonical_ledger(ledger_records.valid, payment_aliases(own, elsewhere))
+        elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
+    context.log.info(
+        f"pulled {len(split.own)} provider records for {target.property_row.property_id} {target.night}, "
+        f"{len(split.unattributed)} attributable to no property; {len(unmatched)} ledger ids looked up, "
+        f"{len(elsewhere)} records found in other nights"
+    )
+    return dg.Output(
+        NightPull(frame, elsewhere, len(unmatched)),
+        metadata={
+            "dagster/row_count": len(split.own),
+            "unattributed": len(split.unattributed),
+            "looked_up_by_id": len(unmatched),
+            "found_in_other_nights": len(elsewhere),
+            **{f"rows/{kind}": int(n) for kind, n in split.own["kind"].value_counts().items()},
+            # Fee rows by status; for Razorpay, settled (booked in a settlement) vs provisional.
+            **{
+                f"fees/{status}": int(n)
+                for status, n in split.own.loc[split.own["kind"] == "fee", "status"].value_counts().items()
+            },
+            **window_metadata(target),
+        },
+    )
+
+
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"pandas"})
+def reconciliation(
+    context: dg.AssetExecutionContext, provider_records: NightPull, ledger_records: LedgerNight
+) -> dg.Output[DiffResult]:
+    """Diff of provider against ledger (pure: no provider or database I/O). Ledger records absent from the
+    night are matched against what ``provider_records`` found of them by id: found → timing difference,
+    not found → missing at the provider.
+
+    Records nobody owns are unattributed findings, and invalid ledger entries join the findings without
+    entering the diff."""
+    split = reported_split(provider_records.records)
+    own, nobody, elsewhere = split.own, split.unattributed, provider_records.elsewhere
+    entries = ledger_records.entries
+    ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere))
     result = diff_night(own, ledger, elsewhere)
     result = with_findings(
-        replace(
-            result, discrepancies=name_booked_ids(result.discrepancies, ledger_records.valid)
-        ),
+        replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
         unattributed_findings(nobody),
-        ledger_records.invalid,
+        entries.invalid,
     )
     context.log.info(
         f"{len(result.discrepancies)} findings, {result.matched_count} matched, "
@@ -196,8 +214,6 @@ def reconciliation(
             "findings": len(result.discrepancies),
             "matched": result.matched_count,
             "timing_differences": result.timing_difference_count,
-            "looked_up_by_id": len(unmatched),
-            "found_in_other_nights": len(elsewhere),
             "unattributed_reported": int(nobody["kind"].isin(("payment", "refund")).sum()),
         },
     )
@@ -214,11 +230,12 @@ def orphaned_captured_payments(
     context: dg.AssetExecutionContext,
     config: OrphanConfig,
     recon_db: ReconDatabase,
-    provider_records: pd.DataFrame,
+    provider_records: NightPull,
+    ledger_records: LedgerNight,
 ) -> dg.Output[pd.DataFrame]:
     """Money captured (at the provider or in payment_orders) whose booking is still not confirmed."""
-    target = night_target(context, recon_db)
-    own = reported_split(provider_records).own
+    target = ledger_records.target
+    own = reported_split(provider_records.records).own
     with recon_db.engine().connect() as connection:
         local = load_captured_payment_orders(connection, target.property_row.property_id, target.window)
         captured = captured_payments(own, local, payment_aliases(own))
@@ -269,20 +286,15 @@ def discrepancy_report(
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared), exported as CSV,
-    Parquet and HTML (read back from the committed table, with each finding's adjustment state) to
-    ``RECON_HOME/reports/<property>/<night>/`` and summarised in the UI. After ``adjustments``, whose state
-    it shows."""
-    target = night_target(context, recon_db)
-    property_id, night = target.property_row.property_id, target.night
+    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared) and summarised
+    in the UI. After ``adjustments``, so that the report files read both committed."""
+    key = property_night(context.partition_key)
     findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
     with recon_db.engine().begin() as connection:
         counts = save_discrepancies(
-            connection, property_id, night, findings, context.run_id, datetime.now(UTC)
+            connection, key.property_id, key.night, findings, context.run_id, datetime.now(UTC)
         )
     report = build_night_report(reconciliation, orphaned_captured_payments)
-    with recon_db.engine().connect() as connection:
-        files = export_partition(connection, target.property_row, night, report)
     return dg.MaterializeResult(
         metadata={
             **report.as_metadata(),
@@ -291,10 +303,36 @@ def discrepancy_report(
             "discrepancies_unchanged": counts.already_present,
             "discrepancies_cleared": counts.cleared,
             "discrepancies_reopened": counts.reopened,
-            "discrepancies_in_table": files.rows,
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+        }
+    )
+
+
+@dg.asset(
+    partitions_def=property_night_partitions,
+    group_name=GROUP,
+    kinds={"csv", "parquet", "html"},
+    deps=[discrepancy_report],
+)
+def report_files(
+    recon_db: ReconDatabase,
+    reconciliation: DiffResult,
+    orphaned_captured_payments: pd.DataFrame,
+    ledger_records: LedgerNight,
+) -> dg.MaterializeResult:
+    """The analyst's files of the night: CSV, Parquet and HTML under
+    ``RECON_HOME/reports/<property>/<night>/``, read back from the committed ``discrepancies`` table with
+    each finding's adjustment state."""
+    target = ledger_records.target
+    report = build_night_report(reconciliation, orphaned_captured_payments)
+    with recon_db.engine().connect() as connection:
+        files = export_partition(connection, target.property_row, target.night, report)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": files.rows,
+            "discrepancies_in_table": files.rows,
             "adjustment_states": dg.MetadataValue.md(files.adjustment_states_markdown()),
             "report_html": dg.MetadataValue.path(str(files.html)),
             "report_csv": dg.MetadataValue.path(str(files.csv)),
@@ -310,4 +348,5 @@ reconciliation_assets = [
     orphaned_captured_payments,
     adjustments,
     discrepancy_report,
+    report_files,
 ]

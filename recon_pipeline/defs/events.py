@@ -40,14 +40,13 @@ def process_payment_events(
     provider: ProviderResource,
 ) -> None:
     """Claim due events, fetch each payment's current state from the provider, apply it, mark processed."""
-    with provider.adapter() as adapter:
-        counts = process_available(
-            recon_db.engine(),
-            adapter,
-            context.run_id,
-            batch_size=config.batch_size,
-            max_batches=config.max_batches,
-        )
+    counts = process_available(
+        recon_db.engine(),
+        provider.adapter(),
+        context.run_id,
+        batch_size=config.batch_size,
+        max_batches=config.max_batches,
+    )
     context.log.info(f"processed events: {counts}")
 
 
@@ -122,8 +121,7 @@ def recover_missed_events_op(
     context: dg.OpExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
 ) -> None:
     """Store provider events that no webhook delivered (``/v1/events`` since the cursor)."""
-    with provider.adapter() as adapter:
-        counts = recover_missed_events(recon_db.engine(), adapter, datetime.now(UTC))
+    counts = recover_missed_events(recon_db.engine(), provider.adapter(), datetime.now(UTC))
     log = context.log.warning if counts.malformed else context.log.info
     log(f"recovery: {counts.seen} events seen, {counts.stored} new, {counts.malformed} malformed (skipped)")
 

@@ -37,3 +37,9 @@ def executor_from_env() -> dg.ExecutorDefinition:
         package = module_name.replace("_", "-")
         raise ConfigError(f"RECON_EXECUTOR={name} needs the {package} package") from None
     return executor
+
+
+@dg.definitions
+def executor() -> dg.Definitions:
+    """The code location's executor, chosen when it loads (never at import)."""
+    return dg.Definitions(executor=executor_from_env())

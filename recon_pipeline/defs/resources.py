@@ -1,14 +1,16 @@
 """Dagster resources: the reconciliation database and the payment provider.
 
-Fields left unset fall back to the contract's environment variables when a run starts, so the same
+Fields left unset fall back to the contract's environment variables when a run starts (``config.py``
+reads them then, and a bad value fails the run with a ConfigError naming its variable), so the same
 definitions serve the demo, a developer laptop and a deployment; secrets never appear in run config.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
+import threading
 
 import dagster as dg
 from sqlalchemy import Engine
@@ -16,7 +18,8 @@ from sqlalchemy import Engine
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.provider.adapter import Adapter, build_adapter
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
+from recon_pipeline.provider.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
+from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
 
 
 @functools.cache
@@ -30,18 +33,41 @@ class ReconDatabase(dg.ConfigurableResource):
 
     database_url: str | None = None
 
+    def url(self) -> str:
+        return self.database_url or config.database_url()
+
     def engine(self) -> Engine:
-        return _engine_for(self.database_url or config.database_url())
+        return _engine_for(self.url())
+
+
+_clients: dict[tuple[object, ...], ProviderHttp] = {}
+_clients_lock = threading.Lock()
+
+
+@atexit.register
+def _close_clients() -> None:
+    """Close every process-wide provider client when the process ends."""
+    with _clients_lock:
+        for http in _clients.values():
+            http.close()
+        _clients.clear()
 
 
 class ProviderResource(dg.ConfigurableResource):
-    """The payment provider's API, with bounded concurrency and bounded retries."""
+    """The payment provider's API, with bounded concurrency, bounded retries and a request rate shared by
+    the whole deployment (``max_rps``, else RECON_PROVIDER_MAX_RPS; unset: no client-side rate).
 
+    One HTTP client per process and settings, shared by every step of the process (one connection pool,
+    one concurrency bound) and closed at exit; its rate is taken from a bucket in the reconciliation
+    database (``recon_pipeline.ratelimit``), which every process and run shares."""
+
+    database_url: str | None = None  # where the rate bucket lives: RECON_DATABASE_URL's database
     provider: str | None = None
     flavour: str | None = None  # the simulator's API: stripe or razorpay (RECON_PROVIDER_FLAVOUR)
     base_url: str | None = None
     api_key: str | None = None
     max_concurrency: int | None = None
+    max_rps: int | None = None
     max_attempts: int = 5
     base_delay_s: float = 0.25
     max_delay_s: float = 8.0
@@ -51,12 +77,54 @@ class ProviderResource(dg.ConfigurableResource):
             self.provider, self.base_url, self.api_key, self.max_concurrency, self.flavour
         )
 
-    @contextmanager
-    def adapter(self) -> Iterator[Adapter]:
-        """The adapter of the provider's flavour (Stripe's or Razorpay's API), closed after use."""
+    def rate(self) -> float | None:
+        """Requests a second for the deployment, validated (a ConfigError naming RECON_PROVIDER_MAX_RPS)."""
+        if self.max_rps is not None:
+            return float(config.positive_int(MAX_RPS_VARIABLE, str(self.max_rps)))
+        return max_rps_from_env()
+
+    def http(self) -> ProviderHttp:
+        """This process's client for these settings, made on first use."""
         settings = self.settings()
         policy = RetryPolicy(
             max_attempts=self.max_attempts, base_delay_s=self.base_delay_s, max_delay_s=self.max_delay_s
         )
-        with ProviderHttp(settings.base_url, settings.api_key, settings.max_concurrency, policy) as http:
-            yield build_adapter(settings.flavour, http, settings.api_key)
+        rate, database_url = self.rate(), ReconDatabase(database_url=self.database_url).url()
+        key = (settings, policy, rate, database_url)
+        with _clients_lock:
+            http = _clients.get(key)
+            if http is None:
+                limiter = None
+                if rate is not None:
+                    bucket = bucket_name(settings.kind, settings.base_url, settings.api_key)
+                    limiter = SharedRateLimiter(_engine_for(database_url), bucket, rate)
+                http = ProviderHttp(
+                    settings.base_url,
+                    settings.api_key,
+                    settings.max_concurrency,
+                    policy,
+                    max_rps=rate or float("inf"),
+                    limiter=limiter,
+                )
+                _clients[key] = http
+        return http
+
+    def adapter(self) -> Adapter:
+        """The adapter of the provider's flavour (Stripe's or Razorpay's API) over the process's client."""
+        settings = self.settings()
+        return build_adapter(settings.flavour, self.http(), settings.api_key)
+
+
+def _from_env(name: str) -> dg.EnvVar | None:
+    """An EnvVar (resolved when a run starts, never stored in run config) if the variable is set; unset,
+    the field stays None and ``config.py`` applies the contract's default when a run starts."""
+    return dg.EnvVar(name) if os.environ.get(name) else None
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    """The resources of the code location, bound when it loads (never at import)."""
+    database_url = _from_env("RECON_DATABASE_URL")
+    provider = ProviderResource(database_url=database_url, api_key=_from_env("RECON_PROVIDER_API_KEY"))
+    recon_db = ReconDatabase(database_url=database_url)
+    return dg.Definitions(resources={"recon_db": recon_db, "provider": provider})

@@ -32,6 +32,7 @@ import httpx
 
 from recon_pipeline import config
 from recon_pipeline.provider.errors import ProviderRequestRejected, ProviderUnavailable, RetryAfterTooLong
+from recon_pipeline.ratelimit import RateLimiter
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,8 @@ class ProviderHttp:
 
     ``max_rps`` caps request starts per second (retries included) for this client and every thread using
     it; None reads ``RECON_PROVIDER_MAX_RPS`` (unset: no cap), ``math.inf`` means no cap whatever the
-    environment says. The cap is per client: processes that share one provider key each need a share.
+    environment says. The cap is per client; ``limiter`` replaces it with one shared beyond the client
+    (``recon_pipeline.ratelimit.SharedRateLimiter``: one rate for every process of the deployment).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class ProviderHttp:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         max_rps: float | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -123,7 +126,9 @@ class ProviderHttp:
         self.retry = retry or RetryPolicy()
         self.max_concurrency = max_concurrency
         self.max_rps = rate if rate is not None and math.isfinite(rate) else None
-        self._limiter = RequestRateLimiter(self.max_rps) if self.max_rps is not None else None
+        self._limiter: RateLimiter | None = limiter
+        if limiter is None and self.max_rps is not None:
+            self._limiter = RequestRateLimiter(self.max_rps)
         self._api_key = api_key
         self._sleep = sleep
         self._rng = rng or random.Random()

@@ -213,6 +213,9 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
     async def get_stats(request: Request) -> Response:
         return JSONResponse(faults.stats())
 
+    async def get_requests(request: Request) -> Response:
+        return JSONResponse({"requests": faults.request_log()})
+
     async def reset_stats(request: Request) -> Response:
         faults.reset_stats()
         return JSONResponse(faults.stats())
@@ -222,6 +225,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
         Route("/_simulator/faults", set_faults, methods=["POST"]),
         Route("/_simulator/faults", reset_faults, methods=["DELETE"]),
         Route("/_simulator/stats", get_stats, methods=["GET"]),
+        Route("/_simulator/requests", get_requests, methods=["GET"]),
         Route("/_simulator/reset-stats", reset_stats, methods=["POST"]),
     ]
     app = Starlette(routes=routes)

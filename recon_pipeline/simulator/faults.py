@@ -2,7 +2,8 @@
 
 A client that survives only the happy path is not tested: these switches make the simulator answer like a
 real provider on a bad day (rate limits, 5xx, a pull that dies mid-way, slow replies, cut-off bodies), and
-the counters let a test assert what the client actually did (retries, concurrency bound).
+the counters let a test assert what the client actually did (retries, concurrency bound), and the request
+log when (``GET /_simulator/requests``: a rate bound is judged on the provider's side of the wire).
 Every method takes the lock, so the switches may be set from a test thread while the server serves.
 
 ``rate_limit_rps`` enforces a provider's rate limit: a token bucket per simulator (a provider limits per
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ from urllib.parse import parse_qsl, urlencode
 
 PAGING_FAULTS = ("repeat", "endless")
 CURSOR_PARAMS = frozenset({"starting_after", "skip"})  # Stripe's cursor, Razorpay's offset
+# Arrivals kept for GET /_simulator/requests (the newest; enough for a test's whole run).
+REQUEST_LOG_SIZE = 100_000
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class FaultSwitches:
             self._by_path: Counter[str] = Counter()
             self._in_flight = 0
             self._max_in_flight = 0
+            self._arrivals: deque[tuple[float, str]] = deque(maxlen=REQUEST_LOG_SIZE)
 
     def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Set the given switches, leave the others; raise ValueError on an unknown or ill-typed one.
@@ -175,6 +179,7 @@ class FaultSwitches:
         with self._lock:
             self._requests += 1
             self._by_path[path] += 1
+            self._arrivals.append((self._clock(), path))
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
             wait_s = self._take_token()
@@ -244,6 +249,13 @@ class FaultSwitches:
             self._by_status[status] += 1
             if decision.in_scope and status < 400:
                 self._successes_since_armed += 1
+
+    def request_log(self) -> list[dict[str, Any]]:
+        """The latest API requests (at most REQUEST_LOG_SIZE) in arrival order: ``at`` is the arrival on
+        the simulator's clock (monotonic seconds), so tests can count requests per second as the provider
+        saw them."""
+        with self._lock:
+            return [{"at": at, "path": path} for at, path in self._arrivals]
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

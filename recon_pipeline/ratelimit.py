@@ -1,0 +1,98 @@
+"""A provider request rate that holds for the whole deployment, not per client.
+
+Every process that calls a provider (run workers of concurrent runs, the event worker, several machines)
+takes its request slots from one bucket row in the reconciliation database, so the provider sees at most
+``RECON_PROVIDER_MAX_RPS`` request starts a second in total. Pools and run tag limits bound how many steps
+call the provider at once; they cannot bound the rate, since a step's request count is not known.
+
+The bucket is a schedule, not a counter (GCRA without burst, as ``RequestRateLimiter`` is in one process):
+one ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` reserves the next free slot, ``1 / rate`` after the
+previous one, by the database's clock, and the caller sleeps until its slot. It never retries, holds no
+lock beyond the statement, and idle time builds no credit, so any one-second window holds at most
+``rate + 1`` request starts whatever the number of processes. Cost: one short statement per request
+(see the README's measured figures).
+
+On PostgreSQL the row is shared by every process and machine. On SQLite (the embedded single-machine
+default) the same statement runs in the SQLite file, serialised by its write lock, which every process of
+the machine shares too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from sqlalchemy import Engine, text
+
+from recon_pipeline.db.schema import provider_rate_slots
+
+# statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the
+# slot is the later of now and the bucket's next slot, and the bucket moves one interval past it.
+_RESERVE_POSTGRES = text(
+    f"""
+    INSERT INTO {provider_rate_slots.name} AS b (bucket, next_slot_s)
+    VALUES (:bucket, EXTRACT(EPOCH FROM statement_timestamp()) + :interval_s)
+    ON CONFLICT (bucket) DO UPDATE
+    SET next_slot_s = GREATEST(EXCLUDED.next_slot_s, b.next_slot_s + :interval_s)
+    RETURNING next_slot_s - :interval_s - EXTRACT(EPOCH FROM statement_timestamp())
+    """
+)
+_SQLITE_NOW_S = "((julianday('now') - 2440587.5) * 86400.0)"
+_RESERVE_SQLITE = text(
+    f"""
+    INSERT INTO {provider_rate_slots.name} AS b (bucket, next_slot_s)
+    VALUES (:bucket, {_SQLITE_NOW_S} + :interval_s)
+    ON CONFLICT (bucket) DO UPDATE
+    SET next_slot_s = MAX(excluded.next_slot_s, b.next_slot_s + :interval_s)
+    RETURNING next_slot_s - :interval_s - {_SQLITE_NOW_S}
+    """
+)
+
+
+class RateLimiter(Protocol):
+    """What a provider client needs of a limiter: wait for the next request's slot."""
+
+    def acquire(self) -> float:
+        """Block until a request may start; returns the seconds waited."""
+        ...
+
+
+class SharedRateLimiter:
+    """At most ``rate`` request starts a second across every process using the same ``bucket`` row.
+
+    Thread-safe: each ``acquire`` is one statement on a pooled connection of ``engine``."""
+
+    def __init__(
+        self, engine: Engine, bucket: str, rate: float, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        if not 0 < rate < math.inf:
+            raise ValueError("rate must be a positive, finite number of requests per second")
+        self.rate = rate
+        self.bucket = bucket
+        self._engine = engine
+        self._interval_s = 1.0 / rate
+        self._sleep = sleep
+        self._statement = _RESERVE_SQLITE if engine.dialect.name == "sqlite" else _RESERVE_POSTGRES
+
+    def reserve(self) -> float:
+        """Reserve the next slot; the seconds until it (≤ 0: now)."""
+        with self._engine.begin() as connection:
+            wait = connection.execute(
+                self._statement, {"bucket": self.bucket, "interval_s": self._interval_s}
+            ).scalar_one()
+        return float(wait)
+
+    def acquire(self) -> float:
+        wait = self.reserve()
+        if wait > 0:
+            self._sleep(wait)
+        return max(0.0, wait)
+
+
+def bucket_name(kind: str, base_url: str, api_key: str | None) -> str:
+    """One bucket per provider account: its API root and a digest of its key (the key is never stored)."""
+    digest = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
+    return f"{kind}:{base_url}:{digest}"

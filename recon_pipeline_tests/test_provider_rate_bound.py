@@ -1,0 +1,189 @@
+"""The provider rate bound holds for the whole deployment, not per client (``recon_pipeline/ratelimit.py``).
+
+The acceptance test runs 4 concurrent ``reconcile_night`` runs (real run worker processes launched by the
+daemon) against the simulator with RECON_PROVIDER_MAX_RPS=5 and reads the simulator's own request log:
+no one-second window holds more than 5 requests plus 1 (the bucket has no burst; one arrival delayed by
+network jitter can share a window with the slots around it). Before the shared bucket each run paced
+itself alone, and the same test counted 18–21 requests in a second.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
+from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
+from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulator.app import build_app
+from recon_pipeline_tests.dagster_processes import (
+    DagsterDeployment,
+    build_nights_world,
+    dagster_pg_env,
+    fresh_postgres_database,
+    instance_from_home,
+    recon_env,
+    seed_database,
+    url_string,
+    wait_for_runs,
+    write_dagster_home,
+)
+from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.test_run_concurrency import max_in_progress
+
+MAX_RPS = 5
+JITTER_ALLOWANCE = 1  # the bucket's burst is 0 (no idle credit); one late arrival may join a window
+NIGHTS = (date(2026, 11, 27), date(2026, 11, 28))
+PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 2 nights × 2 properties = 4 runs
+BOOKINGS_PER_NIGHT = 600  # several pages per pull: each run makes enough requests to overlap the others
+STARTUP_TIMEOUT_S = 90
+RUNS_TIMEOUT_S = 300
+
+
+def busiest_second(arrivals: list[float]) -> int:
+    """The most arrivals in any half-open one-second window [t, t + 1)."""
+    times = sorted(arrivals)
+    return max((bisect.bisect_left(times, t + 1.0) - i for i, t in enumerate(times)), default=0)
+
+
+def test_busiest_second() -> None:
+    assert busiest_second([]) == 0
+    assert busiest_second([0.0, 0.5, 0.99, 1.0, 1.5]) == 3
+    assert busiest_second([0.0, 1.0, 2.0]) == 1
+
+
+# --- the bucket alone -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def bucket_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'bucket.sqlite'}")
+        init_db(engine)
+        yield engine
+        engine.dispose()
+        return
+    with postgres_database("recon_rate") as url:
+        engine = make_engine(url)
+        init_db(engine)
+        yield engine
+        engine.dispose()
+
+
+def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None:
+    """Two limiters (as two processes would hold) on one bucket, four threads each: the request starts
+    are spaced by 1/rate across all of them, and another bucket is not slowed."""
+    rate, per_thread = 40, 5
+    limiters = [SharedRateLimiter(bucket_engine, "acct", rate) for _ in range(2)]
+    starts: list[float] = []
+    lock = threading.Lock()
+
+    def work(limiter: SharedRateLimiter) -> None:
+        for _ in range(per_thread):
+            limiter.acquire()
+            with lock:
+                starts.append(time.monotonic())
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=work, args=(limiter,)) for limiter in limiters for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    elapsed = time.monotonic() - began
+    assert len(starts) == 40
+    assert elapsed >= (len(starts) - 1) / rate * 0.95  # paced as one client at `rate`
+    assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
+    other = SharedRateLimiter(bucket_engine, "another account", rate)
+    assert other.acquire() == 0.0
+
+
+def test_bucket_names_never_hold_the_key() -> None:
+    name = bucket_name("stripe", "https://api.stripe.com", "sk_live_secret")
+    assert "sk_live_secret" not in name
+    assert name != bucket_name("stripe", "https://api.stripe.com", "sk_live_other")
+    with pytest.raises(ValueError):
+        SharedRateLimiter(make_engine("sqlite://"), "b", 0)
+
+
+# --- the deployment ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_four_concurrent_runs_stay_under_the_deployment_rate(tmp_path: Path) -> None:
+    world = build_nights_world(NIGHTS, bookings_per_night=BOOKINGS_PER_NIGHT, properties=PROPERTIES)
+    keys = world.partition_keys()
+    assert len(keys) == 4
+    with (
+        fresh_postgres_database("recon_dagster") as dagster_db,
+        fresh_postgres_database("recon_data") as recon_db,
+        ServerThread(build_app(world.world.store)) as simulator,
+    ):
+        seed_database(url_string(recon_db), world)
+        home = write_dagster_home(
+            tmp_path / "dagster_home",
+            {
+                "concurrency": {
+                    "runs": {
+                        "max_concurrent_runs": 10,
+                        "tag_concurrency_limits": [{"key": PROVIDER_BOUND_TAG, "limit": 4}],
+                    },
+                    "pools": {"default_limit": 4},
+                },
+                "run_queue": {"dequeue_interval_seconds": 1},
+            },
+        )
+        pg_env = dagster_pg_env(dagster_db)
+        env = {
+            "DAGSTER_HOME": str(home),
+            **pg_env,
+            **recon_env(url_string(recon_db), simulator.base_url, NIGHTS[0]),
+            "RECON_PROVIDER_MAX_RPS": str(MAX_RPS),
+        }
+        with (
+            instance_from_home(home, pg_env) as instance,
+            DagsterDeployment(env, tmp_path / "logs") as deployment,
+        ):
+            instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
+            deployment.start_code_server(STARTUP_TIMEOUT_S)
+            client = deployment.start_webserver(STARTUP_TIMEOUT_S)
+            client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
+            client.stop_all_instigators()  # only these four runs call the provider
+            run_ids = [client.launch_partition_run(key) for key in keys]
+            deployment.start_daemon()
+            try:
+                records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
+            except Exception:
+                print(deployment.logs())
+                raise
+        statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
+        assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses
+        log = httpx.get(f"{simulator.base_url}/_simulator/requests", timeout=10).json()["requests"]
+        stats = httpx.get(f"{simulator.base_url}/_simulator/stats", timeout=10).json()
+
+    intervals = [(float(r.start_time or 0), float(r.end_time or 0)) for r in records]
+    arrivals = [float(request["at"]) for request in log]
+    span = max(arrivals) - min(arrivals)
+    busiest = busiest_second(arrivals)
+    print(
+        f"rate bound: {len(arrivals)} requests in {span:.1f} s ({len(arrivals) / span:.2f}/s), busiest "
+        f"second {busiest}, runs in progress at once {max_in_progress(intervals)}"
+    )
+    assert len(arrivals) == stats["api_requests"] >= 4 * 8  # several pages per run: a real load
+    assert stats["rate_limited"] == 0
+    assert max_in_progress(intervals) >= 3  # the runs really overlapped (else the bound proves nothing)
+    assert busiest <= MAX_RPS + JITTER_ALLOWANCE
+    assert len(arrivals) / span <= MAX_RPS * 1.05
