@@ -72,14 +72,15 @@ class SharedRateLimiter:
             raise ValueError("rate must be a positive, finite number of requests per second")
         self.rate = rate
         self.bucket = bucket
-        self._engine = engine
+        # Autocommit: the statement is its own transaction, no BEGIN/COMMIT round trips around it.
+        self._engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._interval_s = 1.0 / rate
         self._sleep = sleep
         self._statement = _RESERVE_SQLITE if engine.dialect.name == "sqlite" else _RESERVE_POSTGRES
 
     def reserve(self) -> float:
         """Reserve the next slot; the seconds until it (≤ 0: now)."""
-        with self._engine.begin() as connection:
+        with self._engine.connect() as connection:
             wait = connection.execute(
                 self._statement, {"bucket": self.bucket, "interval_s": self._interval_s}
             ).scalar_one()

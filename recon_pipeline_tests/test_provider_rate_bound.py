@@ -186,4 +186,4 @@ def test_four_concurrent_runs_stay_under_the_deployment_rate(tmp_path: Path) -> 
     assert stats["rate_limited"] == 0
     assert max_in_progress(intervals) >= 3  # the runs really overlapped (else the bound proves nothing)
     assert busiest <= MAX_RPS + JITTER_ALLOWANCE
-    assert len(arrivals) / span <= MAX_RPS * 1.05
+    assert (len(arrivals) - 1) / span <= MAX_RPS * 1.02
