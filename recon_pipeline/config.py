@@ -130,6 +130,11 @@ def max_retry_after_s_from_env() -> int:
     return positive_int_from_env("RECON_PROVIDER_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
 
 
+def text_from_env(name: str, default: str) -> str:
+    """The variable ``name``, stripped; ``default`` when unset or blank."""
+    return os.environ.get(name, "").strip() or default
+
+
 def positive_int_from_env(name: str, default: int) -> int:
     """The variable ``name`` as a positive integer, ``default`` when unset, else a ConfigError naming it."""
     return positive_int(name, os.environ.get(name, str(default)))

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from sqlalchemy import Engine, text
 
+from recon_pipeline.config import ProviderSettings
 from recon_pipeline.db.schema import provider_rate_slots
 
 # statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the
@@ -97,3 +98,12 @@ def bucket_name(kind: str, base_url: str, api_key: str | None) -> str:
     """One bucket per provider account: its API root and a digest of its key (the key is never stored)."""
     digest = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
     return f"{kind}:{base_url}:{digest}"
+
+
+def deployment_limiter(
+    engine: Engine, settings: ProviderSettings, rate: float | None
+) -> SharedRateLimiter | None:
+    """The limiter every process calling this provider account shares (None: no rate configured)."""
+    if rate is None:
+        return None
+    return SharedRateLimiter(engine, bucket_name(settings.kind, settings.base_url, settings.api_key), rate)

@@ -59,7 +59,7 @@ class ReportedNights:
 
     def report_metadata(self, property_id: str, night: str) -> dict[str, Any]:
         [materialization] = self.results[(property_id, night)].asset_materializations_for_node(
-            "report_files"
+            "discrepancy_report"
         )
         return {key: value.value for key, value in materialization.metadata.items()}
 

@@ -218,7 +218,7 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     assert approved_id in out and out.rstrip().endswith("1 of 1 matching")
     result = pipeline.materialize(LISBON)
     states = str(
-        result.asset_materializations_for_node("report_files")[0].metadata["adjustment_states"]
+        result.asset_materializations_for_node("discrepancy_report")[0].metadata["adjustment_states"]
     )
     assert f"`{missing_key}` | proposed " in states
     assert f"`{mismatch_key}` | approved " in states and "; proposed 0.30 EUR" in states

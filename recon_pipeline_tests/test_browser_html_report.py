@@ -85,7 +85,7 @@ def report_path(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             for key in world.partition_keys()
         ]
     assert all(result.success for result in results)
-    [materialization] = results[-1].asset_materializations_for_node("report_files")
+    [materialization] = results[-1].asset_materializations_for_node("discrepancy_report")
     path = Path(str(materialization.metadata["report_html"].value))
     assert (
         path == partition_folder(PROPERTY.property_id, NIGHT.isoformat(), tmp_path / "recon_home") / HTML_NAME

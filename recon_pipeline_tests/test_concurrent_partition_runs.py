@@ -193,7 +193,7 @@ def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(tmp_pa
                 records = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
                 metadata = {
                     asset: [reported_metadata(instance, run_id, asset) or {} for run_id in run_ids]
-                    for asset in ("adjustments", "discrepancy_report")
+                    for asset in ("adjustments", "findings")
                 }
             keys, found, finding_runs = read_results(engine)
         finally:
@@ -212,7 +212,7 @@ def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(tmp_pa
     # One set of discrepancies: the planted findings, once each.
     assert found == planted  # category → count, over every row of the table
     assert finding_runs <= set(run_ids)
-    reported_new = [m["discrepancies_new"] for m in metadata["discrepancy_report"]]
+    reported_new = [m["discrepancies_new"] for m in metadata["findings"]]
     assert sorted(reported_new) == [0] * (RUNS - 1) + [found.total()]  # new once, by whichever ran first
     print(
         f"4 concurrent runs: {planned_adjustments} adjustments, {found.total()} discrepancies, "

@@ -29,8 +29,8 @@ def descriptions() -> dict[str, str]:
     return {name: text for name, text in found.items() if text}
 
 
-def test_the_report_files_name_their_folder() -> None:
-    text = descriptions()[str(dg.AssetKey("report_files"))]
+def test_the_discrepancy_report_names_its_folder() -> None:
+    text = descriptions()[str(dg.AssetKey("discrepancy_report"))]
     assert "&lt;property&gt;/&lt;night&gt;" in MarkdownIt("commonmark").render(text)
 
 

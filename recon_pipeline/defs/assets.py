@@ -1,9 +1,9 @@
 """The reconciliation assets of one (property, night) partition: thin wrappers over the pure logic, each
 doing one thing (only ``provider_records`` talks to the provider; the property row is read once, by
-``ledger_records``).
+``ledger_records``; ``findings`` writes the findings' table, ``discrepancy_report`` the files).
 
-ledger_records ─> provider_records ─┬─> reconciliation ─┬─> adjustments ─> discrepancy_report ─> report_files
-                                    └─> orphaned_captured_payments ─┘
+ledger_records ─> provider_records ─┬─> reconciliation ──────────────┬─> adjustments ─┬─> discrepancy_report
+                                    └─> orphaned_captured_payments ──┴─> findings ─────┘
 """
 
 from dataclasses import dataclass, replace
@@ -13,7 +13,7 @@ import dagster as dg
 import pandas as pd
 
 from recon_pipeline.crashpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, crash_point
-from recon_pipeline.db.results import save_discrepancies, sync_adjustments
+from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
@@ -45,6 +45,7 @@ from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import build_night_report
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.reports.partition import export_partition
+from recon_pipeline.review.store import save_discrepancies
 
 GROUP = "reconciliation"
 
@@ -279,33 +280,28 @@ def adjustments(
     return dg.MaterializeResult(metadata={"proposed": len(proposals), **counts})
 
 
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"}, deps=[adjustments])
-def discrepancy_report(
+@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
+def findings(
     context: dg.AssetExecutionContext,
     recon_db: ReconDatabase,
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
 ) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared) and summarised
-    in the UI. After ``adjustments``, so that the report files read both committed."""
+    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared; a re-run leaves
+    the table identical, reviewed findings are never dropped)."""
     key = property_night(context.partition_key)
-    findings = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
+    found = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
     with recon_db.engine().begin() as connection:
         counts = save_discrepancies(
-            connection, key.property_id, key.night, findings, context.run_id, datetime.now(UTC)
+            connection, key.property_id, key.night, found, context.run_id, datetime.now(UTC)
         )
-    report = build_night_report(reconciliation, orphaned_captured_payments)
     return dg.MaterializeResult(
         metadata={
-            **report.as_metadata(),
-            "dagster/row_count": len(findings),
+            "dagster/row_count": len(found),
             "discrepancies_new": counts.new,
             "discrepancies_unchanged": counts.already_present,
             "discrepancies_cleared": counts.cleared,
             "discrepancies_reopened": counts.reopened,
-            "totals": dg.MetadataValue.md(report.totals_markdown()),
-            "categories": dg.MetadataValue.md(report.summary_markdown()),
-            "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
         }
     )
 
@@ -314,25 +310,29 @@ def discrepancy_report(
     partitions_def=property_night_partitions,
     group_name=GROUP,
     kinds={"csv", "parquet", "html"},
-    deps=[discrepancy_report],
+    deps=[findings, adjustments],
 )
-def report_files(
+def discrepancy_report(
     recon_db: ReconDatabase,
     reconciliation: DiffResult,
     orphaned_captured_payments: pd.DataFrame,
     ledger_records: LedgerNight,
 ) -> dg.MaterializeResult:
-    """The analyst's files of the night: CSV, Parquet and HTML under
+    """The analyst's report of the night: CSV, Parquet and HTML under
     ``RECON_HOME/reports/<property>/<night>/``, read back from the committed ``discrepancies`` table with
-    each finding's adjustment state."""
+    each finding's adjustment state (after ``findings`` and ``adjustments``), and summarised in the UI."""
     target = ledger_records.target
     report = build_night_report(reconciliation, orphaned_captured_payments)
     with recon_db.engine().connect() as connection:
         files = export_partition(connection, target.property_row, target.night, report)
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": files.rows,
+            **report.as_metadata(),
+            "dagster/row_count": len(report.findings),
             "discrepancies_in_table": files.rows,
+            "totals": dg.MetadataValue.md(report.totals_markdown()),
+            "categories": dg.MetadataValue.md(report.summary_markdown()),
+            "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
             "adjustment_states": dg.MetadataValue.md(files.adjustment_states_markdown()),
             "report_html": dg.MetadataValue.path(str(files.html)),
             "report_csv": dg.MetadataValue.path(str(files.csv)),
@@ -347,6 +347,6 @@ reconciliation_assets = [
     reconciliation,
     orphaned_captured_payments,
     adjustments,
+    findings,
     discrepancy_report,
-    report_files,
 ]

@@ -17,19 +17,18 @@ Per partition, in every ``reconcile_night`` run (checks of the job's selected as
 - ``orphaned_payment_age`` (not blocking): the night's open ``orphaned_captured_payment`` findings
   (captured, past the grace, booking still not confirmed, not acknowledged or resolved) are a WARN, an
   ERROR once the night closed more than ``RECON_ORPHAN_ERROR_HOURS`` (24) ago. It reads the rows
-  ``discrepancy_report`` wrote, hence its place on that asset: the review status lives there, and an
+  ``findings`` wrote, hence its place on the report after it: the review status lives there, and an
   unpartitioned check on ``orphaned_captured_payments`` could only load every partition of it
   (partitioned checks are a preview in Dagster 1.13).
 """
 
-import os
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from recon_pipeline.config import positive_int_from_env
+from recon_pipeline.config import positive_int_from_env, text_from_env
 from recon_pipeline.defs.assets import discrepancy_report
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, property_night
 from recon_pipeline.defs.resources import ReconDatabase
@@ -66,7 +65,7 @@ payment_events_backlog = dg.AssetSpec(
 def previous_night_reconciled(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
-    morning_close = parse_cutoff(os.environ.get("RECON_MORNING_CLOSE", "09:00"), "RECON_MORNING_CLOSE")
+    morning_close = parse_cutoff(text_from_env("RECON_MORNING_CLOSE", "09:00"), "RECON_MORNING_CLOSE")
     now = datetime.now(UTC)
     with recon_db.engine().connect() as connection:
         properties, invalid = split_valid_properties(list_properties(connection))

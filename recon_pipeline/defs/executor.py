@@ -9,11 +9,10 @@ Pools and run tag limits in dagster.yaml bound provider traffic whichever execut
 """
 
 import importlib
-import os
 
 import dagster as dg
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.config import ConfigError, text_from_env
 
 EXTERNAL_EXECUTORS = {
     "k8s": ("dagster_k8s", "k8s_job_executor"),
@@ -23,7 +22,7 @@ EXTERNAL_EXECUTORS = {
 
 def executor_from_env() -> dg.ExecutorDefinition:
     """The executor named by RECON_EXECUTOR, or a ConfigError naming what is missing."""
-    name = os.environ.get("RECON_EXECUTOR", "in_process").strip() or "in_process"
+    name = text_from_env("RECON_EXECUTOR", "in_process")
     if name == "in_process":
         return dg.in_process_executor
     if name == "multiprocess":

@@ -19,7 +19,7 @@ from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.provider.adapter import Adapter, build_adapter
 from recon_pipeline.provider.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
-from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
+from recon_pipeline.ratelimit import deployment_limiter
 
 
 @functools.cache
@@ -94,10 +94,7 @@ class ProviderResource(dg.ConfigurableResource):
         with _clients_lock:
             http = _clients.get(key)
             if http is None:
-                limiter = None
-                if rate is not None:
-                    bucket = bucket_name(settings.kind, settings.base_url, settings.api_key)
-                    limiter = SharedRateLimiter(_engine_for(database_url), bucket, rate)
+                limiter = deployment_limiter(_engine_for(database_url), settings, rate)
                 http = ProviderHttp(
                     settings.base_url,
                     settings.api_key,

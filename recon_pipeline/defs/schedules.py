@@ -1,11 +1,10 @@
 """The nightly schedule: after each property's cutoff, its night just closed plus a look-back."""
 
-import os
 from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from recon_pipeline.config import positive_int
+from recon_pipeline.config import positive_int, text_from_env
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, first_night
 from recon_pipeline.defs.resources import ReconDatabase
@@ -17,8 +16,8 @@ DEFAULT_LOOKBACK = 3
 
 def lookback_nights() -> int:
     """RECON_NIGHTLY_LOOKBACK: prior nights re-requested each day (0 disables)."""
-    raw = os.environ.get("RECON_NIGHTLY_LOOKBACK", str(DEFAULT_LOOKBACK))
-    return 0 if raw.strip() == "0" else positive_int("RECON_NIGHTLY_LOOKBACK", raw)
+    raw = text_from_env("RECON_NIGHTLY_LOOKBACK", str(DEFAULT_LOOKBACK))
+    return 0 if raw == "0" else positive_int("RECON_NIGHTLY_LOOKBACK", raw)
 
 
 @dg.schedule(

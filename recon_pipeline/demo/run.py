@@ -207,7 +207,7 @@ def follow_the_ledger(
         night=night,
         booked=booked,
         changed=changed,
-        cleared=_metadata_int(result, "discrepancy_report", "discrepancies_cleared"),
+        cleared=_metadata_int(result, "findings", "discrepancies_cleared"),
         withdrawn=_metadata_int(result, "adjustments", "withdrawn"),
         superseded=_metadata_int(result, "adjustments", "superseded"),
         new=_metadata_int(result, "adjustments", "new"),

@@ -22,7 +22,8 @@ from recon_pipeline import cli_args, config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.provider.adapter import build_adapter
-from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.provider.http import ProviderHttp, max_rps_from_env
+from recon_pipeline.ratelimit import deployment_limiter
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,12 +55,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request at INFO
     try:
         settings = config.provider_settings(base_url=args.provider_base_url)
+        rate = max_rps_from_env()
         engine = make_engine(args.database_url or config.database_url(), pool_size=1)
     except config.ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        with ProviderHttp(settings.base_url, settings.api_key, settings.max_concurrency) as http:
+        # RECON_PROVIDER_MAX_RPS is the deployment's: this worker takes its slots from the shared bucket.
+        limiter = deployment_limiter(engine, settings, rate)
+        with ProviderHttp(
+            settings.base_url, settings.api_key, settings.max_concurrency, limiter=limiter
+        ) as http:
             counts = process_available(
                 engine,
                 build_adapter(settings.flavour, http, settings.api_key),

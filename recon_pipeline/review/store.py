@@ -1,5 +1,12 @@
-"""The database side of reviews: list and show findings, acknowledge and resolve them, record re-opens,
-and read what the checks judge (open amounts, thresholds).
+"""The one owner of the findings' table (``discrepancies``): the pipeline's upsert of a night's findings,
+listing and showing them, acknowledging and resolving them, re-opens, and what the checks judge (open
+amounts, thresholds).
+
+A finding no longer seen is cleared (``cleared_at``), not deleted: the row stays for audit, and its
+``cleared_at`` goes back to NULL if a later run sees it again. Review status survives re-detection: a
+re-run refreshes a finding's facts and keeps its status, unless the finding was acknowledged or resolved
+at another difference than it has now; then it goes back to ``open`` and ``discrepancy_reviews`` records
+the automatic re-open.
 
 A review locks its findings (``FOR UPDATE`` on PostgreSQL, in id order so two reviewers cannot deadlock;
 SQLite serialises writers anyway) before it decides, and writes the status and its audit row in the
@@ -13,10 +20,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, insert, select, update
+import pandas as pd
+from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, func, insert, select, update
 
+from recon_pipeline.db.results import WriteCounts, lock_partition
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
+from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.review.limits import default_threshold_minor
 from recon_pipeline.review.rules import (
     OPEN,
@@ -26,6 +36,14 @@ from recon_pipeline.review.rules import (
     ReviewError,
     next_status,
     reopens,
+)
+
+# What a re-detection may refresh; detected_at, run_id, review_status and the review columns keep their
+# values (a changed difference re-opens the finding afterwards, see reopen_changed); a cleared finding
+# seen again is outstanding again (cleared_at back to NULL).
+FINDING_FACTS = (
+    *(name for name in DISCREPANCY_COLUMNS if name not in ("category", "record_key")),
+    "cleared_at",
 )
 
 
@@ -187,6 +205,62 @@ def record_reviews(connection: Connection, rows: Sequence[Mapping[str, Any]]) ->
         connection.execute(insert(discrepancy_reviews), list(rows))
 
 
+def save_discrepancies(
+    connection: Connection,
+    property_id: str,
+    night: str,
+    findings: pd.DataFrame,
+    run_id: str | None,
+    now: datetime,
+) -> WriteCounts:
+    """Make the partition's outstanding findings equal ``findings``: upsert them (a cleared one seen again
+    is outstanding again) and clear the ones no longer seen, reviewed or not; no row is deleted.
+
+    A reviewed finding re-detected with another difference than its reviewer saw is re-opened. Writers of
+    one partition take turns (``lock_partition``), so each one's read of what was there is current: two
+    concurrent identical runs count the findings as new once, and neither clears what the other wrote.
+    """
+    lock_partition(connection, property_id, night)
+    partition = (discrepancies.c.property_id == property_id) & (discrepancies.c.night == night)
+    before = {
+        (row.category, row.record_key): row.cleared_at
+        for row in connection.execute(
+            select(discrepancies.c.category, discrepancies.c.record_key, discrepancies.c.cleared_at).where(
+                partition
+            )
+        )
+    }
+    rows = [
+        {
+            **_clean(record),
+            "property_id": property_id,
+            "night": night,
+            "detected_at": now,
+            "run_id": run_id,
+            "cleared_at": None,
+        }
+        for record in findings.loc[:, list(DISCREPANCY_COLUMNS)].to_dict("records")
+    ]
+    upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
+    reopened = reopen_changed(connection, property_id, night, run_id, now)
+    current = {(row["category"], row["record_key"]) for row in rows}
+    stale = [key for key, cleared_at in before.items() if key not in current and cleared_at is None]
+    if stale:
+        connection.execute(
+            update(discrepancies)
+            .where(
+                partition,
+                discrepancies.c.category == bindparam("stale_category"),
+                discrepancies.c.record_key == bindparam("stale_record_key"),
+                discrepancies.c.cleared_at.is_(None),
+            )
+            .values(cleared_at=now),
+            [{"stale_category": category, "stale_record_key": key} for category, key in stale],
+        )
+    new = len(current - before.keys())
+    return WriteCounts(new=new, already_present=len(rows) - new, cleared=len(stale), reopened=reopened)
+
+
 def reopen_changed(
     connection: Connection, property_id: str, night: str, run_id: str | None, now: datetime
 ) -> int:
@@ -277,3 +351,16 @@ def set_threshold(connection: Connection, property_id: str, minor: int | None, n
     row = {"property_id": property_id, "unexplained_threshold_minor": minor, "updated_at": now}
     facts = ["unexplained_threshold_minor", "updated_at"]
     upsert(connection, discrepancy_thresholds, [row], ["property_id"], facts)
+
+
+def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
+    """pandas NA/NaN → None and numpy integers → int, as the DB drivers expect."""
+    return {key: (None if _is_missing(value) else _plain(value)) for key, value in record.items()}
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
