@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import func, insert, select  # noqa: E402
 
-from recon_pipeline.db.engine import init_db, make_engine  # noqa: E402
+from recon_pipeline.db import migrations  # noqa: E402
+from recon_pipeline.db.engine import make_engine  # noqa: E402
 from recon_pipeline.db.schema import (  # noqa: E402
     booking_confirmations,
     bookings,
@@ -129,7 +130,7 @@ def seed(database_url: str, world: EventWorld, now: datetime) -> int:
     returns how many events were new (replays are no-ops on their event id)."""
     engine = make_engine(database_url)
     try:
-        init_db(engine)
+        migrations.upgrade(engine)
         with engine.begin() as connection:
             connection.execute(
                 insert(properties),

@@ -32,7 +32,8 @@ import yaml
 from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.defs.partitions import PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
@@ -171,7 +172,7 @@ def build_nights_world(
 def seed_database(url: str, world: NightsWorld) -> None:
     engine = make_engine(url)
     try:
-        init_db(engine)
+        migrations.upgrade(engine)
         seed_world(engine, world.world)
     finally:
         engine.dispose()

@@ -13,7 +13,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
@@ -94,7 +95,7 @@ def seeded(
     speaking its API; ``plant=False``: a clean night; ``edit`` changes the world before it is seeded."""
     properties = properties or DEMO_PROPERTIES_BY_FLAVOUR[flavour]
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     world = build_world(
         {p.property_id: NIGHT for p in properties},
         bookings_per_night=BOOKINGS_PER_NIGHT,

@@ -37,7 +37,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import Connection, Engine, select, text
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
@@ -231,7 +232,7 @@ def test_a_row_clashing_on_any_unique_key_is_skipped_not_an_error(database_url: 
     that exists under another idempotency key."""
     engine = make_engine(database_url)
     try:
-        init_db(engine)
+        migrations.upgrade(engine)
         [row] = plan_adjustments("prop", NIGHT.isoformat(), missing_in_ledger_finding(), None, NOW)
         with engine.begin() as connection:
             assert write_adjustments(connection, [row]).new == 1

@@ -66,7 +66,8 @@ from recon_pipeline.crashpoints import (
     _armed,
     crash_point,
 )
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     adjustments,
     booking_confirmations,
@@ -551,7 +552,7 @@ def processor_harness(tmp_path: Path, store: SimulatorStore) -> Iterator[Process
     with postgres_database("recon_crash") as url, ServerThread(build_app(store)) as simulator:
         engine = make_engine(url)
         try:
-            init_db(engine)
+            migrations.upgrade(engine)
             with engine.begin() as connection:
                 connection.execute(insert(properties).values(PROPERTY.row()))
             env = inherited_env(RECON_DATABASE_URL=url, RECON_PROVIDER="simulator")

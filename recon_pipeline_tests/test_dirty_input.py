@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import func, insert, select, update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, payment_orders, properties
 from recon_pipeline.ledger.queries import (
     list_properties,
@@ -160,7 +161,7 @@ def test_category_summary_sums_do_not_wrap() -> None:
 
 def test_currencies_are_upper_cased_on_read(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     window = night_window(NIGHT, "UTC", "00:00")
     posted = window.start + timedelta(hours=1)
     with engine.begin() as connection:

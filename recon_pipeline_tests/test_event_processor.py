@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Engine, Table, func, insert, select
 
 from recon_pipeline import cli
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     booking_confirmations,
     bookings,
@@ -123,7 +124,7 @@ class Harness:
 @pytest.fixture
 def harness(database_url: str, simulator: StartSimulator) -> Iterator[Harness]:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_event_processing, payment_orders
 from recon_pipeline.db.schema import properties as properties_table
 from recon_pipeline.events.parse import parse_razorpay_event
@@ -69,7 +70,7 @@ class ProviderHarness(Harness):
 @pytest.fixture
 def harness(database_url: str, simulator: StartSimulator, provider: Flavour) -> Iterator[ProviderHarness]:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         row = {"property_id": "prop_a", "name": "A", "timezone": "Europe/Berlin", "currency": "EUR"}
         connection.execute(insert(properties_table), [row])

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, insert, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     bookings,
     payment_event_processing,
@@ -43,7 +44,7 @@ def event(
 
 def seeded_engine(database_url: str) -> Engine:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),

@@ -23,7 +23,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine, func, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
@@ -74,7 +75,7 @@ def counts(engine: Engine) -> tuple[int, int]:
 @pytest.fixture
 def receiver(database_url: str) -> Iterator[Receiver]:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     app = build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY)
     with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
         yield Receiver(engine, client, server)

@@ -26,7 +26,8 @@ import dagster as dg
 from sqlalchemy import Connection, Engine, RowMapping, func, select, update
 
 from recon_pipeline import config
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
@@ -95,7 +96,7 @@ def run_demo(
     home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RECON_DATABASE_URL", config.database_url())
     engine = make_engine(os.environ["RECON_DATABASE_URL"])
-    init_db(engine)
+    migrations.upgrade(engine)
     now = datetime.now(UTC)
     world = build_world(demo_nights(now, properties), bookings_per_night, seed, properties, flavour)
     inserted = seed_world(engine, world)
