@@ -1,11 +1,11 @@
 """Bulk ``INSERT … ON CONFLICT DO NOTHING`` on PostgreSQL: COPY into a staging table, then one INSERT.
 
 SQLAlchemy's batched ``VALUES`` path costs about 50 µs of client CPU per row (parameter rendering and
-type processing in Python); COPY streams the rows through psycopg 3's ``cursor.copy`` and lets the server
-do the rest, which is what makes 100,000 adjustments, or a replay of them that inserts nothing, a matter
-of seconds (``benchmarks/writer.py``). The database's unique keys still decide what is new: the staging
-table only carries the rows to the same ``INSERT … SELECT … ON CONFLICT DO NOTHING`` a small batch would
-run.
+type processing in Python); COPY streams the rows in binary through psycopg 3's ``cursor.copy`` and lets
+the server do the rest, which is what makes 100,000 adjustments, or a replay of them that inserts
+nothing, a matter of seconds (``benchmarks/writer.py``). The database's unique keys still decide what is
+new: the staging table only carries the rows to the same ``INSERT … SELECT … ON CONFLICT DO NOTHING`` a
+small batch would run.
 """
 
 from __future__ import annotations
@@ -36,11 +36,13 @@ def copy_insert_new(
     names = ", ".join(f'"{name}"' for name in columns)
     stage = f"recon_stage_{uuid.uuid4().hex[:16]}"
     connection.exec_driver_sql(f'CREATE TEMPORARY TABLE {stage} (LIKE "{table.name}" INCLUDING DEFAULTS)')
-    copy = sql.SQL("COPY {} ({}) FROM STDIN").format(
+    copy = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier(stage), sql.SQL(", ").join(map(sql.Identifier, columns))
     )
     driver = cast(psycopg.Connection[Any], connection.connection.dbapi_connection)
     with driver.cursor() as cursor, cursor.copy(copy) as stream:
+        # Binary COPY: the server parses nothing, psycopg writes each value as its column's type.
+        stream.set_types([table.c[name].type.compile(dialect=connection.dialect).lower() for name in columns])
         for values in _bound(table, columns, rows, connection):
             stream.write_row(values)
     inserted = connection.exec_driver_sql(

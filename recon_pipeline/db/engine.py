@@ -61,4 +61,3 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
         cursor.close()
 
     return engine
-

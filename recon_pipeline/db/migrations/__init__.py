@@ -64,7 +64,10 @@ def upgrade(engine: Engine) -> Upgrade:
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({UPGRADE_LOCK_KEY})")
         before = current(connection)
         command.upgrade(alembic_config(connection), "head")
-        return Upgrade(before, head())
+        after = current(connection)
+    if after is None:
+        raise RuntimeError("the upgrade recorded no revision in alembic_version")
+    return Upgrade(before, after)
 
 
 def revision(engine: Engine, message: str) -> Path:
