@@ -62,8 +62,8 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
     from recon_pipeline.demo.properties import DEMO_PROPERTIES_BY_FLAVOUR
     from recon_pipeline.demo.run import demo_nights
     from recon_pipeline.demo.world import build_world
-    from recon_pipeline.simulator.app import build_app
-    from recon_pipeline.simulator.store import SimulatorStore
+    from recon_pipeline.providers.simulator.app import build_app
+    from recon_pipeline.providers.simulator.store import SimulatorStore
 
     flavour = config.simulator_flavour(args.flavour)
     if args.data:

@@ -22,8 +22,8 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_PROPERTIES_BY_F
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 
 NIGHT = date(2026, 11, 30)
 BOOKINGS_PER_NIGHT = 120  # > 100 platform charges per window: every pull spans several pages

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from recon_pipeline.provider.adapter import Adapter, build_adapter
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.adapter import Adapter, build_adapter
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.simulator.app import build_app
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
-from recon_pipeline.simulator.store import SimulatorStore
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY = 86_400

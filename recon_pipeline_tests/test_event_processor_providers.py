@@ -17,13 +17,13 @@ from sqlalchemy import insert
 from recon_pipeline.db.engine import init_db, make_engine
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_event_processing, payment_orders
 from recon_pipeline.db.schema import properties as properties_table
-from recon_pipeline.events.parse import parse_razorpay_event
 from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.store import store_event
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.simulator.razorpay_api import render_payment
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.razorpay.simulator import render_payment
+from recon_pipeline.providers.razorpay.webhook import parse_event as parse_razorpay_event
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, Flavour, StartSimulator
 from recon_pipeline_tests.test_event_processor import CREATED, NIGHT, OPEN, Harness
 

@@ -25,9 +25,9 @@ from sqlalchemy import Engine, func, select
 
 from recon_pipeline.db.engine import init_db, make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
+from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
-from recon_pipeline.webhooks.signature import sign
 
 SECRET = "whsec_test_current_0123456789"
 OLD_SECRET = "whsec_test_previous_9876543210"

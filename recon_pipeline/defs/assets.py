@@ -27,14 +27,14 @@ from recon_pipeline.ledger.queries import (
 )
 from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
-from recon_pipeline.provider.attribution import (
+from recon_pipeline.providers.attribution import (
     attribute,
     reported_split,
     reports_unattributed,
     unclaimed_payment_ids,
 )
-from recon_pipeline.provider.records import empty_provider_records
-from recon_pipeline.provider.stripe import PropertyAccount
+from recon_pipeline.providers.records import empty_provider_records
+from recon_pipeline.providers.stripe.client import PropertyAccount
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings

@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.provider.adapter import Adapter, build_adapter
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.adapter import Adapter, build_adapter
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 
 
 @functools.cache

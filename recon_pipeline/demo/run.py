@@ -35,9 +35,9 @@ from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 # The demo prints its own report; each run's full event log is on its Dagster instance (`dagster dev`).

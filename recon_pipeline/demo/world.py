@@ -20,8 +20,8 @@ from typing import Any
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
-from recon_pipeline.simulator.store import SimulatorStore
 
 AMOUNT_RANGE = {"JPY": (9_000, 60_000), "INR": (350_000, 2_500_000)}
 DEFAULT_AMOUNT_RANGE = (8_000, 45_000)

@@ -57,10 +57,7 @@ from recon_pipeline.events.payment_state import (
     CONFIRMABLE_BOOKING_STATUSES,
     PaymentState,
     booking_action,
-    latest_charge_id,
     night_of,
-    state_of_charge,
-    state_of_payment_intent,
 )
 from recon_pipeline.events.queue import (
     ClaimedEvent,
@@ -71,7 +68,6 @@ from recon_pipeline.events.queue import (
     release,
     retry_later,
 )
-from recon_pipeline.events.razorpay_state import state_of_razorpay_payment
 from recon_pipeline.events.stale import mark_night_stale
 from recon_pipeline.ledger.queries import (
     PropertyRow,
@@ -80,10 +76,12 @@ from recon_pipeline.ledger.queries import (
     load_property,
 )
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.adapter import Adapter
-from recon_pipeline.provider.errors import ProviderDataError, ProviderError
-from recon_pipeline.provider.razorpay import RazorpayAdapter
-from recon_pipeline.provider.stripe import CHARGE_ID_PREFIXES, PropertyAccount
+from recon_pipeline.providers.adapter import Adapter
+from recon_pipeline.providers.errors import ProviderDataError, ProviderError
+from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.razorpay.state import state_of_razorpay_payment
+from recon_pipeline.providers.stripe.client import CHARGE_ID_PREFIXES, PropertyAccount, latest_charge_id
+from recon_pipeline.providers.stripe.state import state_of_charge, state_of_payment_intent
 
 logger = logging.getLogger(__name__)
 

@@ -25,11 +25,12 @@ from sqlalchemy import Connection, Engine, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, discrepancies, payment_orders, properties, provider_cursors
 from recon_pipeline.db.upsert import upsert
-from recon_pipeline.events.parse import EventFormatError, ProviderEvent, parse_stripe_event
+from recon_pipeline.events.parse import EventFormatError, ProviderEvent
 from recon_pipeline.events.store import store_event
 from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
-from recon_pipeline.provider.adapter import Adapter
-from recon_pipeline.provider.razorpay import RazorpayAdapter
+from recon_pipeline.providers.adapter import Adapter
+from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from datetime import timedelta
 from recon_pipeline import cli_args, config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
-from recon_pipeline.provider.adapter import build_adapter
-from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.providers.adapter import build_adapter
+from recon_pipeline.providers.http import ProviderHttp
 
 
 def build_parser() -> argparse.ArgumentParser:

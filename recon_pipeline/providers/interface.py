@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     import pandas as pd
     from starlette.routing import BaseRoute
 
-    from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.events.parse import ProviderEvent
-    from recon_pipeline.provider.http import ProviderHttp
-    from recon_pipeline.provider.objects import PropertyAccount
+    from recon_pipeline.events.payment_state import PaymentState
+    from recon_pipeline.providers.http import ProviderHttp
+    from recon_pipeline.providers.objects import PropertyAccount
 
 
 @dataclass(frozen=True)

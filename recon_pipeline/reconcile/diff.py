@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 
 from recon_pipeline.money import format_minor
-from recon_pipeline.provider.records import empty_provider_records
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,

@@ -46,15 +46,13 @@ from starlette.routing import Route
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.events.parse import (
-    EventFormatError,
-    ProviderEvent,
-    parse_razorpay_event,
-    parse_stripe_event,
-)
+from recon_pipeline.events.parse import EventFormatError, ProviderEvent
 from recon_pipeline.events.store import ReceivedEvent, conflict_count, record_conflicts, store_events
-from recon_pipeline.webhooks import razorpay_signature
-from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, SignatureError, verify
+from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.razorpay import webhook as razorpay_signature
+from recon_pipeline.providers.razorpay.webhook import parse_event as parse_razorpay_event
+from recon_pipeline.providers.stripe.webhook import DEFAULT_TOLERANCE_S, HEADER, verify
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 
 logger = logging.getLogger(__name__)
 

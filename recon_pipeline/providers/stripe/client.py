@@ -23,15 +23,15 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
-from recon_pipeline.provider.errors import (
+from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.errors import (
     IncompletePullError,
     PagingError,
     ProviderDataError,
     incomplete_pull,
 )
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import (
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
     Row,

@@ -8,9 +8,9 @@ state of one payment is read, which the event processor asks each in its own ter
 from __future__ import annotations
 
 from recon_pipeline.config import positive_int_from_env
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.razorpay import DEFAULT_SETTLEMENT_DAYS, RazorpayAdapter
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.razorpay.client import DEFAULT_SETTLEMENT_DAYS, RazorpayAdapter
+from recon_pipeline.providers.stripe.client import StripeAdapter
 
 Adapter = StripeAdapter | RazorpayAdapter
 FLAVOURS = ("stripe", "razorpay")

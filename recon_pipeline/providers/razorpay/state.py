@@ -11,8 +11,8 @@ dates its night. Attribution and booking come from ``notes.property_id`` / ``not
 from __future__ import annotations
 
 from recon_pipeline.events.payment_state import PaymentState
-from recon_pipeline.provider.errors import ProviderDataError
-from recon_pipeline.provider.objects import (
+from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.objects import (
     ProviderObject,
     amount_field,
     created_at_field,
@@ -20,7 +20,7 @@ from recon_pipeline.provider.objects import (
     field_value,
     record_id,
 )
-from recon_pipeline.provider.razorpay import notes_field
+from recon_pipeline.providers.razorpay.client import notes_field
 
 _STATUSES = {"created": "created", "authorized": "authorized", "refunded": "refunded", "failed": "failed"}
 

@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.simulator.faults import FaultSwitches, faulty_page, without_cursor
-from recon_pipeline.simulator.razorpay_api import RAZORPAY_DIALECT, razorpay_routes
-from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
-from recon_pipeline.simulator.wire import (
+from recon_pipeline.providers.razorpay.simulator import RAZORPAY_DIALECT, razorpay_routes
+from recon_pipeline.providers.simulator.faults import FaultSwitches, faulty_page, without_cursor
+from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
+from recon_pipeline.providers.simulator.wire import (
     ApiHandler,
     ApiResult,
     Dialect,

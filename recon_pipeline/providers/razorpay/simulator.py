@@ -34,8 +34,8 @@ from zoneinfo import ZoneInfo
 from starlette.requests import Request
 from starlette.routing import Route
 
-from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
-from recon_pipeline.simulator.wire import ApiHandler, ApiResult, Dialect, InvalidRequest, int_param
+from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
+from recon_pipeline.providers.simulator.wire import ApiHandler, ApiResult, Dialect, InvalidRequest, int_param
 
 GST_RATE = 0.18
 SETTLEMENT_TZ = ZoneInfo("Asia/Kolkata")

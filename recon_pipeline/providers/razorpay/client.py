@@ -45,16 +45,16 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
-from recon_pipeline.provider.errors import (
+from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.errors import (
     IncompletePullError,
     PagingError,
     ProviderDataError,
     ProviderRequestRejected,
     incomplete_pull,
 )
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import (
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
     Row,
