@@ -15,7 +15,7 @@ import pytest
 from recon_pipeline.config import ConfigError
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import normalize_currency
-from recon_pipeline.providers.adapter import SETTLEMENT_DAYS_ENV, Adapter, build_adapter
+from recon_pipeline.providers import build_client
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.providers.errors import (
     IncompletePullError,
@@ -25,6 +25,7 @@ from recon_pipeline.providers.errors import (
     RetryAfterTooLong,
 )
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.razorpay import SETTLEMENT_DAYS_ENV
 from recon_pipeline.providers.razorpay.client import (
     FEE_PROVISIONAL,
     FEE_SETTLED,
@@ -54,6 +55,7 @@ from recon_pipeline_tests.provider_fixtures import (
     RAZORPAY,
     STRIPE,
     T0,
+    Adapter,
     Flavour,
     RunningSimulator,
     StartSimulator,
@@ -688,11 +690,11 @@ def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: li
     http = ProviderHttp("http://127.0.0.1:9", retry=FAST_RETRY)
     clients.append(http)
     monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "5")
-    adapter = build_adapter("razorpay", http)
+    adapter = build_client("razorpay", http)
     assert isinstance(adapter, RazorpayAdapter) and adapter.settlement_days == 5
     monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "0")
     with pytest.raises(ConfigError, match=SETTLEMENT_DAYS_ENV):
-        build_adapter("razorpay", http)
+        build_client("razorpay", http)
     with pytest.raises(ValueError, match="settlement_days must be from 0 to 29"):
         RazorpayAdapter(http, settlement_days=30)
 

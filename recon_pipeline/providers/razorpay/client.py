@@ -37,14 +37,14 @@ import base64
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.providers.errors import (
     IncompletePullError,
@@ -54,6 +54,7 @@ from recon_pipeline.providers.errors import (
     incomplete_pull,
 )
 from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
@@ -65,20 +66,25 @@ from recon_pipeline.providers.objects import (
     field_value,
     gather,
     id_field,
-    metadata_field,
     optional_id_field,
     record_id,
     records_frame,
     unix_seconds,
 )
+from recon_pipeline.providers.razorpay.settlement import (
+    DEFAULT_SETTLEMENT_DAYS,
+    MAX_RECON_DAYS,
+    payment_fee,
+    recon_days,
+    revised_fees,
+    settled_fees,
+)
+from recon_pipeline.providers.razorpay.state import notes_field, state_of_razorpay_payment
 
 logger = logging.getLogger(__name__)
 
 PAGE_COUNT = 100
 RECON_PATH = "/v1/settlements/recon/combined"
-SETTLEMENT_TZ = ZoneInfo("Asia/Kolkata")  # the recon's days are Indian calendar days
-DEFAULT_SETTLEMENT_DAYS = 3
-MAX_RECON_DAYS = 31  # settlement days one pull or lookup reads at most
 FEE_SETTLED, FEE_PROVISIONAL = "settled", "provisional"  # the status of a fee row: where its amount is from
 PAYMENT_ID_PREFIX = "pay_"
 REFUND_ID_PREFIX = "rfnd_"
@@ -90,11 +96,6 @@ UNKNOWN_ID_DESCRIPTION = "The id provided does not exist"
 
 
 # --- pure mapping: Razorpay JSON -> provider-record rows ----------------------------------------------
-
-
-def notes_field(obj: ProviderObject, what: str) -> dict[str, Any]:
-    """``notes`` as a dict: Razorpay sends ``[]`` for no notes."""
-    return {} if obj.get("notes") == [] else metadata_field(obj, what, "notes")
 
 
 def claimed_property(payment: ProviderObject) -> str | None:
@@ -149,13 +150,6 @@ def payment_rows(
     return rows
 
 
-def payment_fee(payment: ProviderObject) -> int:
-    """The fee Razorpay took (GST included); 0 while it has none (``null`` before capture)."""
-    if payment.get("fee") is None:
-        return 0
-    return amount_field(payment, "fee", "payment")
-
-
 def refund_payment_id(refund: ProviderObject) -> str:
     """The id of the payment a refund belongs to (required: it is how the refund is attributed)."""
     value: str = field_value(refund, "payment_id", str, "refund")
@@ -186,35 +180,6 @@ def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str
     }
 
 
-def settled_fees(items: Iterable[ProviderObject]) -> dict[str, int]:
-    """Payment id → the fee (GST included) its settlement booked, from settlement recon items. Refunds,
-    transfers and adjustments carry no payment fee; a payment settled twice is a data error."""
-    fees: dict[str, int] = {}
-    for item in items:
-        what = "settlement recon item"
-        entity_id = id_field(item, "entity_id", what)
-        if field_value(item, "type", str, what) != "payment" or not field_value(item, "settled", bool, what):
-            continue
-        if entity_id in fees:
-            raise ProviderDataError(f"{what} {entity_id!r}: payment settled twice")
-        fees[entity_id] = amount_field(item, "fee", what)
-    return fees
-
-
-def recon_days(created: Iterable[datetime], settlement_days: int) -> list[date]:
-    """The settlement days whose recon may hold payments created at ``created``: each one's own day
-    (Indian calendar) through ``settlement_days`` later, the earliest ``MAX_RECON_DAYS`` of them (a payment
-    beyond them keeps its provisional fee)."""
-    own_days = {moment.astimezone(SETTLEMENT_TZ).date() for moment in created}
-    days = {day + timedelta(days=i) for day in own_days for i in range(settlement_days + 1)}
-    return sorted(days)[:MAX_RECON_DAYS]
-
-
-def revised_fees(payments: Iterable[ProviderObject], fees: dict[str, int]) -> list[str]:
-    """Ids of the payments whose settled fee differs from their own ``fee`` field."""
-    return [p["id"] for p in payments if p["id"] in fees and fees[p["id"]] != payment_fee(p)]
-
-
 def basic_auth_header(api_key: str | None) -> dict[str, str]:
     """``Authorization: Basic`` of ``key_id:key_secret``; none without a key (a keyless simulator)."""
     if api_key is None:
@@ -234,6 +199,8 @@ class RazorpayAdapter:
     default header is the Stripe-style bearer, which this overrides). ``settlement_days``: how many days
     after a payment's own day its settlement recon is read for the settled fee.
     """
+
+    name = "razorpay"
 
     def __init__(
         self,
@@ -343,6 +310,16 @@ class RazorpayAdapter:
 
         Raises ProviderUnavailable / ProviderRequestRejected as ``ProviderHttp`` does."""
         return self._get_by_id("/v1/payments", payment_id)
+
+    def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
+        """The payment's current state, read from the payment itself (None: Razorpay does not know it)."""
+        payment = self.fetch_payment(payment_id)
+        return None if payment is None else state_of_razorpay_payment(payment)
+
+    def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
+        """None: Razorpay has no events API; missed webhooks are recovered by the orphan sweep and the
+        nightly payments pull, which finds every captured payment."""
+        return None
 
     def _payment_rows(
         self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, int]

@@ -15,6 +15,8 @@ A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -23,6 +25,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from recon_pipeline.events.parse import EventFormatError
+from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.providers.errors import (
     IncompletePullError,
@@ -31,6 +35,7 @@ from recon_pipeline.providers.errors import (
     incomplete_pull,
 )
 from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import ListedEvents, ReceivedEvent
 from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
@@ -48,6 +53,10 @@ from recon_pipeline.providers.objects import (
     records_frame,
     unix_seconds,
 )
+from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
+from recon_pipeline.providers.stripe.webhook import parse_event
+
+logger = logging.getLogger(__name__)
 
 StripeObject = ProviderObject
 
@@ -56,6 +65,7 @@ PAGE_LIMIT = 100
 CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
 PAYMENT_INTENT_ID_PREFIX = "pi_"
+LOGGED_ID_CHARS = 80  # an over-long event id is cut in the log line
 
 
 # --- pure mapping: Stripe JSON -> provider-record rows ------------------------------------------------
@@ -126,18 +136,6 @@ def refund_charge_id(refund: StripeObject) -> str:
     return id_field(refund, "charge", "refund")
 
 
-def latest_charge_id(payment_intent: StripeObject) -> str | None:
-    """The id of the PaymentIntent's latest charge (an id, or an expanded object), None before any attempt."""
-    latest = payment_intent.get("latest_charge")
-    if isinstance(latest, dict):
-        latest = latest.get("id")
-    if latest is None:
-        return None
-    if not isinstance(latest, str) or not latest:
-        raise ProviderDataError(f"payment_intent {payment_intent.get('id')!r}: latest_charge is {latest!r}")
-    return latest
-
-
 def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | None) -> Row:
     """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge."""
     refund_id = record_id(refund, "refund")
@@ -166,6 +164,8 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | No
 
 class StripeAdapter:
     """Pulls and looks up a property's Stripe records over a shared ``ProviderHttp``."""
+
+    name = "stripe"
 
     def __init__(self, http: ProviderHttp, max_pages: int = 10_000) -> None:
         self._http = http
@@ -272,15 +272,53 @@ class StripeAdapter:
             f"/v1/payment_intents/{quote(payment_intent_id, safe='')}", headers=_headers(account)
         )
 
-    def list_events(self, provider_account: str | None, created_gte: int) -> list[StripeObject]:
-        """Every event of the platform (or of a connected account) created at or after ``created_gte``.
+    def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
+        """The payment's current state (None: Stripe does not know it). A charge id is read as a bare charge;
+        otherwise the PaymentIntent and its latest charge (refunds, capture time, decline). Requests are
+        scoped by the connected account alone: the property is known only once the payment is."""
+        scope = PropertyAccount(property_id="", provider_account=provider_account)
+        if payment_id.startswith(CHARGE_ID_PREFIXES):
+            charge = self.fetch_charge(scope, payment_id)
+            return None if charge is None else state_of_charge(charge)
+        intent = self.fetch_payment_intent(scope, payment_id)
+        if intent is None:
+            return None
+        charge_id = latest_charge_id(intent)
+        if charge_id is None:
+            return state_of_payment_intent(intent, None)
+        charge = self.fetch_charge(scope, charge_id)
+        if charge is None:
+            raise ProviderDataError(
+                f"payment_intent {payment_id!r}: its latest charge {charge_id!r} is unknown"
+            )
+        return state_of_payment_intent(intent, charge)
+
+    def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents:
+        """Every event of the platform (or of a connected account) created at or after ``created_gte``,
+        read as a webhook delivery would be; a listed event that is not well-formed is skipped with a
+        warning naming its id (never its body) and counted.
 
         Used to recover webhooks that never arrived; raises IncompletePullError rather than return part
         of the stream, so a recovery cursor never moves past events it did not see."""
         headers = _account_header(provider_account)
         params = {"created[gte]": created_gte, "limit": PAGE_LIMIT}
         with incomplete_pull(f"events since {created_gte} ({provider_account or 'platform'})"):
-            return self._list_all("/v1/events", params, headers, threading.Event())
+            listed = self._list_all("/v1/events", params, headers, threading.Event())
+        events, malformed = [], 0
+        for raw in listed:
+            body = json.dumps(raw)
+            try:
+                events.append(ReceivedEvent(parse_event(body), body))
+            except EventFormatError as error:
+                logger.warning(
+                    "recovery skipped malformed event %.*s of %s: %s",
+                    LOGGED_ID_CHARS,
+                    raw.get("id"),
+                    provider_account or "platform",
+                    error,
+                )
+                malformed += 1
+        return ListedEvents(events, malformed)
 
     def _refund_rows(
         self,

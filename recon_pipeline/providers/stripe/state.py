@@ -19,15 +19,16 @@ from __future__ import annotations
 from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
 from recon_pipeline.providers.errors import ProviderDataError
-from recon_pipeline.providers.stripe.client import (
-    StripeObject,
+from recon_pipeline.providers.objects import (
+    ProviderObject,
     amount_field,
     created_at_field,
     currency_field,
     field_value,
-    latest_charge_id,
     metadata_field,
 )
+
+StripeObject = ProviderObject
 
 _INTENT_STATUSES = {
     "requires_payment_method": "created",
@@ -38,6 +39,18 @@ _INTENT_STATUSES = {
     "canceled": "failed",
 }
 _CHARGE_STATUSES = {"pending": "created", "failed": "failed"}
+
+
+def latest_charge_id(payment_intent: StripeObject) -> str | None:
+    """The id of the PaymentIntent's latest charge (an id, or an expanded object), None before any attempt."""
+    latest = payment_intent.get("latest_charge")
+    if isinstance(latest, dict):
+        latest = latest.get("id")
+    if latest is None:
+        return None
+    if not isinstance(latest, str) or not latest:
+        raise ProviderDataError(f"payment_intent {payment_intent.get('id')!r}: latest_charge is {latest!r}")
+    return latest
 
 
 def state_of_payment_intent(payment_intent: StripeObject, charge: StripeObject | None) -> PaymentState:
