@@ -47,8 +47,6 @@ import pandas as pd
 from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.providers.errors import (
-    IncompletePullError,
-    PagingError,
     ProviderDataError,
     ProviderRequestRejected,
     incomplete_pull,
@@ -65,11 +63,19 @@ from recon_pipeline.providers.objects import (
     fetch_each,
     field_value,
     gather,
-    id_field,
     optional_id_field,
     record_id,
     records_frame,
-    unix_seconds,
+)
+from recon_pipeline.providers.pull import (
+    Fetched,
+    Page,
+    RecordShape,
+    claimed_payment_rows,
+    claimed_refund_rows,
+    list_all,
+    pull_name,
+    window_seconds,
 )
 from recon_pipeline.providers.razorpay.settlement import (
     DEFAULT_SETTLEMENT_DAYS,
@@ -233,14 +239,10 @@ class RazorpayAdapter:
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
         _merchant_only(account)
-        gte, lt = unix_seconds(window_start), unix_seconds(window_end)
-        if gte >= lt:
-            raise ValueError(f"empty window [{window_start}, {window_end})")
+        gte, lt = window_seconds(window_start, window_end)
         params = {"from": gte, "to": lt}
         days = recon_days([window_start, window_end - timedelta(seconds=1)], self.settlement_days)
-        with incomplete_pull(
-            f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()})"
-        ):
+        with incomplete_pull(pull_name(account, window_start, window_end)):
             abort = threading.Event()
             payments, refunds, *recon = gather(
                 [
@@ -281,7 +283,6 @@ class RazorpayAdapter:
                 payment
                 for payment_id in dict.fromkeys(payment_ids + list(of_orders))
                 if (payment := payments[payment_id]) is not None
-                and claimable(claimed_property(payment), account)
             ]
             created = [created_at_field(payment, "payment", "created_at") for payment in found]
             rows = self._payment_rows(account, found, self._recon_fees(created))
@@ -326,8 +327,8 @@ class RazorpayAdapter:
     ) -> list[Row]:
         """Rows of the payments naming no other property, with their claims, each fee settled where
         ``fees`` has it; a fee revised at settlement is logged (the settled one is the row)."""
-        mine = [payment for payment in payments if claimable(claimed_property(payment), account)]
-        revised = revised_fees(mine, fees)
+        rows = claimed_payment_rows(_shape(fees), account, payments)
+        revised = revised_fees([p for p in payments if claimable(claimed_property(p), account)], fees)
         if revised:
             logger.warning(
                 "%s: %d settled fees differ from their payment's fee field, the settled fee is used (%s)",
@@ -335,11 +336,7 @@ class RazorpayAdapter:
                 len(revised),
                 ", ".join(revised[:5]),
             )
-        return [
-            row
-            for payment in mine
-            for row in payment_rows(payment, claimed_property(payment), fees.get(payment["id"]))
-        ]
+        return rows
 
     def _recon_fees(self, created: Sequence[datetime]) -> dict[str, int]:
         """The settled fees of payments created at ``created``, from every recon day they may be in."""
@@ -356,39 +353,20 @@ class RazorpayAdapter:
         return lambda: self._list_all(RECON_PATH, params, abort, id_name="entity_id")
 
     def _refund_rows(
-        self,
-        account: PropertyAccount,
-        refunds: Sequence[ProviderObject],
-        known_payments: dict[str, ProviderObject],
+        self, account: PropertyAccount, refunds: Sequence[ProviderObject], known_payments: Fetched
     ) -> list[Row]:
         """Rows of the refunds (with their payment's claim) whose payment names no other property, fetching
         payments not already known."""
-        missing = sorted({refund_payment_id(r) for r in refunds} - known_payments.keys())
-        payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
-        rows = []
-        for refund in refunds:
-            payment = payments[refund_payment_id(refund)]
-            if payment is None:
-                raise ProviderDataError(
-                    f"refund {refund.get('id')!r}: its payment {refund['payment_id']!r} is unknown"
-                )
-            if claimable(claim := claimed_property(payment), account):
-                rows.append(refund_row(refund, payment, claim))
-        return rows
+        fetch = functools.partial(self._fetch_many, "/v1/payments")
+        return claimed_refund_rows(_shape({}), account, refunds, known_payments, fetch)
 
     def _list_all(
         self, path: str, params: dict[str, Any], abort: threading.Event, id_name: str = "id"
     ) -> list[ProviderObject]:
         """Every item of a collection, ``skip`` by ``skip`` until a page comes back short; items are told
-        apart by ``id_name`` (a recon item by its ``entity_id``).
+        apart by ``id_name`` (a recon item by its ``entity_id``); bounded and checked by ``pull.list_all``."""
 
-        Bounded: a ``skip`` the provider ignores brings a record back (PagingError at once), and full pages
-        beyond ``max_pages`` fail with PagingError too."""
-        records: list[ProviderObject] = []
-        seen: set[str] = set()
-        for page_number in range(self.max_pages):
-            if abort.is_set():
-                raise IncompletePullError(f"{path}: pull aborted")
+        def read_page(page_number: int, _last: ProviderObject | None) -> Page:
             page_params = {**params, "count": PAGE_COUNT, "skip": page_number * PAGE_COUNT}
             page = self._http.get_json(path, params=page_params, headers=self._headers)
             if page is None:
@@ -398,20 +376,9 @@ class RazorpayAdapter:
                 raise ProviderDataError(f"{path}: not a collection response (keys {sorted(page)})")
             if len(items) > PAGE_COUNT:
                 raise ProviderDataError(f"{path}: {len(items)} items on a page of {PAGE_COUNT}")
-            for record in items:
-                if not isinstance(record, dict):
-                    raise ProviderDataError(f"{path}: collection item is not an object: {record!r}")
-                object_id = id_field(record, id_name, path)
-                if object_id in seen:
-                    raise PagingError(
-                        f"{path}: record {object_id!r} returned twice at skip {page_number * PAGE_COUNT}: "
-                        "the pages repeat or a record created mid-pull shifted them"
-                    )
-                seen.add(object_id)
-            records.extend(items)
-            if len(items) < PAGE_COUNT:
-                return records
-        raise PagingError(f"{path}: more than {self.max_pages} pages, the list does not end")
+            return Page(items, more=len(items) == PAGE_COUNT)
+
+        return list_all(path, read_page, abort, self.max_pages, id_name)
 
     def _read(self, path: str) -> ProviderObject | None:
         """``GET path``; None when Razorpay answers that the id in it does not exist."""
@@ -428,9 +395,19 @@ class RazorpayAdapter:
             raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
         return obj
 
-    def _fetch_many(self, path: str, object_ids: Sequence[str]) -> dict[str, ProviderObject | None]:
+    def _fetch_many(self, path: str, object_ids: Sequence[str]) -> Fetched:
         """``GET {path}/{id}`` per id, concurrently, None if unknown."""
         return fetch_each(object_ids, functools.partial(self._get_by_id, path), self._http.max_concurrency)
+
+
+def _shape(fees: dict[str, int]) -> RecordShape:
+    """How Razorpay's payments and refunds read, each payment's fee the settled one where ``fees`` has it."""
+    return RecordShape(
+        refund_payment_id=refund_payment_id,
+        claim_of=claimed_property,
+        payment_rows=lambda payment, claim: payment_rows(payment, claim, fees.get(payment["id"])),
+        refund_row=refund_row,
+    )
 
 
 def _in_window(records: list[ProviderObject], gte: int, lt: int) -> list[ProviderObject]:
