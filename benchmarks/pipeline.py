@@ -47,8 +47,8 @@ from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 
 # Dagster's console logger prints every event at DEBUG; a benchmark of hundreds of runs keeps warnings.
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

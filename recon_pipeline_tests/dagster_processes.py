@@ -40,8 +40,8 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
-from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.postgres import postgres_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -44,10 +44,10 @@ from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import (
     build_nights_world,
     dagster_pg_env,

@@ -79,15 +79,15 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, property_night
-from recon_pipeline.events.parse import parse_stripe_event
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.store import ReceivedEvent, store_events
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.simulator.app import build_app
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
-from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.dagster_processes import (
     ADJUSTED_CATEGORIES,
     JOB_NAME,

@@ -26,7 +26,7 @@ from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.records import empty_provider_records
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import INVALID_LEDGER_ENTRY
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.report import category_summary

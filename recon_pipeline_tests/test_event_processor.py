@@ -24,13 +24,13 @@ from recon_pipeline.db.schema import (
     properties,
     stale_nights,
 )
-from recon_pipeline.events.parse import parse_stripe_event
 from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
 from recon_pipeline.events.store import store_event
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
-from recon_pipeline.provider.stripe import StripeAdapter
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     RunningSimulator,

@@ -37,11 +37,11 @@ from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.provider.errors import IncompletePullError
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import PropertyAccount
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.providers.errors import IncompletePullError
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
+from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.fuzzing import (
     ABSENT,
