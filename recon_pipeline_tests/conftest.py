@@ -1,4 +1,6 @@
-"""Shared fixtures: real SQLite files and a real PostgreSQL database per test (see ``postgres.py``)."""
+"""Shared fixtures: real SQLite files and a real PostgreSQL database per test (see ``postgres.py``), and
+the test tiers: every test not marked ``postgres`` or ``slow`` is marked ``fast``, so a new test lands in
+the fast tier (``pytest -m fast``) unless it says otherwise."""
 
 from __future__ import annotations
 
@@ -14,10 +16,26 @@ from recon_pipeline_tests.postgres import postgres_database
 os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")
 
 pytest_plugins = [
+    "recon_pipeline_tests.dagster_processes",
     "recon_pipeline_tests.pipeline_fixtures",
     "recon_pipeline_tests.provider_fixtures",
     "recon_pipeline_tests.report_fixtures",
 ]
+
+
+TIERS_OUTSIDE_FAST = ("postgres", "slow")
+POSTGRES_FIXTURES = ("postgres_url", "pg_dagster_world")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``postgres`` every test that uses a PostgreSQL fixture, and ``fast`` every test that needs
+    neither PostgreSQL nor a slow tier of its own."""
+    for item in items:
+        uses_postgres = any(name in getattr(item, "fixturenames", ()) for name in POSTGRES_FIXTURES)
+        if uses_postgres and item.get_closest_marker("postgres") is None:
+            item.add_marker(pytest.mark.postgres)
+        if not any(item.get_closest_marker(name) for name in TIERS_OUTSIDE_FAST):
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.fixture(autouse=True)

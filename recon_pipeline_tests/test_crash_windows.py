@@ -345,6 +345,7 @@ def writer_trial(h: WriterHarness, trial: Trial, key: str) -> str:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_writer_killed_around_its_commit_never_duplicates_or_loses_an_adjustment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -619,6 +620,7 @@ def _in_order(trial_world: EventTrialWorld, order: list[str]) -> list[str]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_processor_killed_around_an_event_commit_applies_every_event_exactly_once(tmp_path: Path) -> None:
     seed = crash_seed()
     rng = random.Random(seed)

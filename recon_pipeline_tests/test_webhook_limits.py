@@ -96,6 +96,7 @@ def cluster() -> Iterator[ThrowawayCluster]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_a_frozen_database_is_a_503_within_5_s_and_the_retry_after_the_thaw_is_stored_once(
     cluster: ThrowawayCluster,
 ) -> None:
