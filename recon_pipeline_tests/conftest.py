@@ -25,15 +25,19 @@ pytest_plugins = [
 
 TIERS_OUTSIDE_FAST = ("postgres", "slow")
 POSTGRES_FIXTURES = ("postgres_url", "pg_dagster_world")
+# A Dagster run of the reconciliation assets costs seconds: a test that reconciles a night through one of
+# these is in the slow tier (marking it by hand would be forgotten in the next such test).
+DAGSTER_RUN_FIXTURES = ("seeded_pipeline", "provider_pipeline", "clean_pipeline", "reported_nights")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``postgres`` every test that uses a PostgreSQL fixture, and ``fast`` every test that needs
-    neither PostgreSQL nor a slow tier of its own."""
+    """Mark ``postgres`` every test that uses a PostgreSQL fixture, ``slow`` every test that reconciles
+    through Dagster, and ``fast`` every test that is neither."""
     for item in items:
-        uses_postgres = any(name in getattr(item, "fixturenames", ()) for name in POSTGRES_FIXTURES)
-        if uses_postgres and item.get_closest_marker("postgres") is None:
-            item.add_marker(pytest.mark.postgres)
+        fixtures = getattr(item, "fixturenames", ())
+        for marker, tier_fixtures in (("postgres", POSTGRES_FIXTURES), ("slow", DAGSTER_RUN_FIXTURES)):
+            if any(name in fixtures for name in tier_fixtures) and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
         if not any(item.get_closest_marker(name) for name in TIERS_OUTSIDE_FAST):
             item.add_marker(pytest.mark.fast)
 

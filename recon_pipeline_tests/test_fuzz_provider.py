@@ -491,6 +491,7 @@ def test_a_body_python_cannot_decode_is_an_incomplete_pull(provider: Provider, l
 # --- the Dagster consequence --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a Dagster run per example
 def test_a_malformed_response_fails_provider_records_and_reports_nothing(
     provider: Provider, sqlite_url: str
 ) -> None:
