@@ -101,6 +101,7 @@ def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_t
     assert "INR unexplained, over the threshold of 1,000.00 INR" in reason
 
 
+@pytest.mark.slow  # `recon demo` processes
 def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "RECON_HOME": str(tmp_path), "RECON_DATABASE_URL": "mysql+nothing://x"}
     result = run_recon("db", "init", env=env)
