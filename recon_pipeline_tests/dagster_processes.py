@@ -41,7 +41,6 @@ import httpx
 import pytest
 import yaml
 from dagster._utils.merger import deep_merge_dicts
-from dagster_graphql import DagsterGraphQLClient
 from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
@@ -532,6 +531,9 @@ class GraphQL:
     ) -> str:
         """Launch (queue) one run of the job for one partition, as the launchpad does (Dagster's own
         GraphQL client)."""
+        # Imported here: conftest loads this module for every session, the fast tier needs no GraphQL client.
+        from dagster_graphql import DagsterGraphQLClient
+
         night, property_id = partition_key.split("|")
         url = httpx.URL(self.base_url)
         client = DagsterGraphQLClient(url.host, url.port, timeout=int(self.timeout_s))
