@@ -5,6 +5,7 @@ the fast tier (``pytest -m fast``) unless it says otherwise."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,9 +52,18 @@ def recon_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+RAM_DISK = Path("/dev/shm")
+
+
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'recon.sqlite'}"
+def sqlite_url(tmp_path: Path) -> Iterator[str]:
+    """A SQLite file for one test, on the RAM disk where there is one: creating the schema takes ~0.06 s
+    there and ~0.2 s on disk (fsync per DDL commit), and the fast tier creates hundreds of them."""
+    if not RAM_DISK.is_dir():
+        yield f"sqlite:///{tmp_path / 'recon.sqlite'}"
+        return
+    with tempfile.TemporaryDirectory(dir=RAM_DISK, prefix="recon_test_") as folder:
+        yield f"sqlite:///{Path(folder) / 'recon.sqlite'}"
 
 
 @pytest.fixture
