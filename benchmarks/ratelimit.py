@@ -23,15 +23,16 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from recon_pipeline.db.engine import init_db, make_engine
-from recon_pipeline.db.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.ratelimit import SharedRateLimiter
+from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 UNBOUNDED_RATE = 1e9  # slots 1 ns apart: every reserve answers "now", so only the statement is timed
 
 
 def measure(engine: Engine, acquires: int, threads: int) -> dict[str, Any]:
-    init_db(engine)
+    migrations.upgrade(engine)
     limiter = SharedRateLimiter(engine, "benchmark", UNBOUNDED_RATE)
     limiter.reserve()  # the row exists, the pool holds a connection
     latencies = []

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_RAZORPAY_PROPERTIES
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 
 
 def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -42,6 +43,7 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # two `recon demo` processes
 def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> None:
     env = fresh_env(tmp_path)
     first = run_recon("demo", "--bookings", "150", env=env)
@@ -76,10 +78,11 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
         del os.environ["DAGSTER_HOME"]
 
 
+@pytest.mark.slow  # `recon demo` processes
 def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_threshold(
     tmp_path: Path,
 ) -> None:
-    env, prop = fresh_env(tmp_path), DEMO_RAZORPAY_PROPERTIES[0].property_id
+    env, prop = fresh_env(tmp_path), demo_properties("razorpay")[0].property_id
     first = run_recon("demo", "--provider", "razorpay", "--bookings", "40", env=env)
     assert first.returncode == 0, first.stderr
     assert f"== {prop}" in first.stdout and "speaking razorpay" in first.stdout
@@ -98,11 +101,12 @@ def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_t
     assert "INR unexplained, over the threshold of 1,000.00 INR" in reason
 
 
+@pytest.mark.slow  # `recon demo` processes
 def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "RECON_HOME": str(tmp_path), "RECON_DATABASE_URL": "mysql+nothing://x"}
     result = run_recon("db", "init", env=env)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
     env["RECON_DATABASE_URL"] = f"sqlite:///{tmp_path / 'r.sqlite'}"
-    assert run_recon("db", "init", env=env).stdout.startswith("created tables:")
-    assert run_recon("db", "init", env=env).stdout.strip() == "all tables already exist"
+    assert run_recon("db", "init", env=env).stdout.startswith("upgraded the database from revision (none)")
+    assert run_recon("db", "init", env=env).stdout.strip().endswith(", the newest")

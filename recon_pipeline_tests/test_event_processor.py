@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Engine, Table, func, insert, select
 
 from recon_pipeline import cli
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     booking_confirmations,
     bookings,
@@ -23,13 +24,13 @@ from recon_pipeline.db.schema import (
     properties,
     stale_nights,
 )
-from recon_pipeline.events.parse import parse_stripe_event
 from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
 from recon_pipeline.events.store import store_event
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
-from recon_pipeline.provider.stripe import StripeAdapter
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     RunningSimulator,
@@ -123,7 +124,7 @@ class Harness:
 @pytest.fixture
 def harness(database_url: str, simulator: StartSimulator) -> Iterator[Harness]:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),
@@ -523,6 +524,7 @@ def _process_real_time(h: Harness, retry: RetryPolicy = FAST_RETRY, **options: A
         return process_available(h.engine, StripeAdapter(http), "w1", clock=_wall_clock, **options)
 
 
+@pytest.mark.slow  # waits out leases and retry budgets
 def test_a_batch_that_outlives_its_lease_behind_a_hanging_provider_counts_only_real_tries(
     harness: Harness,
 ) -> None:
@@ -586,6 +588,7 @@ def compressed_budget(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     return compress
 
 
+@pytest.mark.slow  # waits out leases and retry budgets
 def test_an_outage_shorter_than_the_budget_dead_letters_nothing(
     harness: Harness, compressed_budget: Callable[[int], None]
 ) -> None:
@@ -604,6 +607,7 @@ def test_an_outage_shorter_than_the_budget_dead_letters_nothing(
     assert h.count(booking_confirmations) == 2
 
 
+@pytest.mark.slow  # waits out leases and retry budgets
 def test_an_outage_longer_than_the_budget_dead_letters_and_requeue_brings_them_back(
     harness: Harness,
     compressed_budget: Callable[[int], None],

@@ -28,12 +28,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
 from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH
+from recon_pipeline.providers.stripe.webhook import DEFAULT_TOLERANCE_S, HEADER, compute_signature, sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
-from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, compute_signature, sign
 from recon_pipeline_tests.fuzzing import (
     ABSENT,
     any_text,
@@ -70,7 +71,7 @@ def fuzz_receiver(
             url = stack.enter_context(postgres_database())
         engine = make_engine(url)
         stack.callback(engine.dispose)
-        init_db(engine)
+        migrations.upgrade(engine)
         server = stack.enter_context(
             ServerThread(build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY))
         )
@@ -325,6 +326,7 @@ def assert_healthy_and_storing(receiver: Receiver) -> None:
 # --- properties -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # Hypothesis: many generated deliveries
 def test_a_delivery_that_fails_verification_is_refused_and_stores_nothing(fuzz_receiver: Receiver) -> None:
     @fuzz_settings(max_examples=200)
     @given(
@@ -384,6 +386,7 @@ def test_an_authentic_delivery_with_a_huge_timestamp_is_refused(fuzz_receiver: R
         assert counts(fuzz_receiver.engine) == before
 
 
+@pytest.mark.slow  # Hypothesis: many generated deliveries
 def test_a_signed_body_that_is_not_a_well_formed_event_is_400_and_stores_nothing(
     fuzz_receiver: Receiver,
 ) -> None:
@@ -410,6 +413,7 @@ def test_a_signed_body_that_is_not_a_well_formed_event_is_400_and_stores_nothing
     assert_healthy_and_storing(fuzz_receiver)
 
 
+@pytest.mark.slow  # Hypothesis: many generated deliveries
 def test_a_signed_well_formed_event_is_stored_exactly_once(fuzz_receiver: Receiver) -> None:
     @fuzz_settings(max_examples=150)
     @given(event=well_formed_events(), ensure_ascii=st.booleans(), indent=st.sampled_from([None, 2]))

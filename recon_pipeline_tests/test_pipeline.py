@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.razorpay import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
+from recon_pipeline.providers.razorpay.client import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 
 ADJUSTED_CATEGORIES = ("missing_in_ledger", "missing_at_provider", "amount_mismatch", "duplicate_in_ledger")
@@ -115,6 +115,7 @@ def razorpay_pipeline(sqlite_url: str) -> Iterator[SeededPipeline]:
         yield pipeline
 
 
+@pytest.mark.slow  # Dagster runs
 def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_fee_is_reconciled(
     razorpay_pipeline: SeededPipeline,
 ) -> None:
@@ -157,6 +158,7 @@ def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_
     assert tuple(finding) == ("amount_mismatch", -(booked_fee + 700), -booked_fee, -700)
 
 
+@pytest.mark.slow  # Dagster runs
 def test_razorpay_a_settlement_recon_that_cannot_be_read_fails_the_partition(
     razorpay_pipeline: SeededPipeline,
 ) -> None:

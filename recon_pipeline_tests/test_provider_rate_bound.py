@@ -14,33 +14,18 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 
 import dagster as dg
 import httpx
 import pytest
 from sqlalchemy import Engine
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
-from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
-from recon_pipeline_tests.dagster_processes import (
-    DagsterDeployment,
-    build_nights_world,
-    dagster_pg_env,
-    fresh_postgres_database,
-    instance_from_home,
-    recon_env,
-    seed_database,
-    url_string,
-    wait_for_runs,
-    write_dagster_home,
-)
-from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
 from recon_pipeline_tests.test_run_concurrency import max_in_progress
 
 MAX_RPS = 5
@@ -67,19 +52,13 @@ def test_busiest_second() -> None:
 # --- the bucket alone -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def bucket_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'bucket.sqlite'}")
-        init_db(engine)
-        yield engine
-        engine.dispose()
-        return
-    with postgres_database("recon_rate") as url:
-        engine = make_engine(url)
-        init_db(engine)
-        yield engine
-        engine.dispose()
+@pytest.fixture
+def bucket_engine(database_url: str) -> Iterator[Engine]:
+    """The bucket's table at head on SQLite and on PostgreSQL (``database_url`` runs the test on both)."""
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    yield engine
+    engine.dispose()
 
 
 def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None:
@@ -123,56 +102,41 @@ def test_bucket_names_never_hold_the_key() -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_four_concurrent_runs_stay_under_the_deployment_rate(tmp_path: Path) -> None:
-    world = build_nights_world(NIGHTS, bookings_per_night=BOOKINGS_PER_NIGHT, properties=PROPERTIES)
-    keys = world.partition_keys()
-    assert len(keys) == 4
-    with (
-        fresh_postgres_database("recon_dagster") as dagster_db,
-        fresh_postgres_database("recon_data") as recon_db,
-        ServerThread(build_app(world.world.store)) as simulator,
-    ):
-        seed_database(url_string(recon_db), world)
-        home = write_dagster_home(
-            tmp_path / "dagster_home",
-            {
-                "concurrency": {
-                    "runs": {
-                        "max_concurrent_runs": 10,
-                        "tag_concurrency_limits": [{"key": PROVIDER_BOUND_TAG, "limit": 4}],
-                    },
-                    "pools": {"default_limit": 4},
+def test_four_concurrent_runs_stay_under_the_deployment_rate(pg_dagster_world: StartWorld) -> None:
+    w = pg_dagster_world(
+        NIGHTS,
+        bookings_per_night=BOOKINGS_PER_NIGHT,
+        properties=PROPERTIES,
+        dagster_yaml={
+            "concurrency": {
+                "runs": {
+                    "max_concurrent_runs": 10,
+                    "tag_concurrency_limits": [{"key": PROVIDER_BOUND_TAG, "limit": 4}],
                 },
-                "run_queue": {"dequeue_interval_seconds": 1},
+                "pools": {"default_limit": 4},
             },
-        )
-        pg_env = dagster_pg_env(dagster_db)
-        env = {
-            "DAGSTER_HOME": str(home),
-            **pg_env,
-            **recon_env(url_string(recon_db), simulator.base_url, NIGHTS[0]),
-            "RECON_PROVIDER_MAX_RPS": str(MAX_RPS),
-        }
-        with (
-            instance_from_home(home, pg_env) as instance,
-            DagsterDeployment(env, tmp_path / "logs") as deployment,
-        ):
-            instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
-            deployment.start_code_server(STARTUP_TIMEOUT_S)
-            client = deployment.start_webserver(STARTUP_TIMEOUT_S)
-            client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
-            client.stop_all_instigators()  # only these four runs call the provider
-            run_ids = [client.launch_partition_run(key) for key in keys]
-            deployment.start_daemon()
-            try:
-                records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
-            except Exception:
-                print(deployment.logs())
-                raise
-        statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
-        assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses
-        log = httpx.get(f"{simulator.base_url}/_simulator/requests", timeout=10).json()["requests"]
-        stats = httpx.get(f"{simulator.base_url}/_simulator/stats", timeout=10).json()
+            "run_queue": {"dequeue_interval_seconds": 1},
+        },
+    )
+    keys, instance = w.world.partition_keys(), w.instance
+    assert len(keys) == 4
+    env = {**w.env, "RECON_PROVIDER_MAX_RPS": str(MAX_RPS)}
+    with DagsterDeployment(env, w.log_dir) as deployment:
+        deployment.start_code_server(STARTUP_TIMEOUT_S)
+        client = deployment.start_webserver(STARTUP_TIMEOUT_S)
+        client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
+        client.stop_all_instigators()  # only these four runs call the provider
+        run_ids = [client.launch_partition_run(key) for key in keys]
+        deployment.start_daemon()
+        try:
+            records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
+        except Exception:
+            print(deployment.logs())
+            raise
+    statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
+    assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses
+    log = httpx.get(f"{w.simulator_url}/_simulator/requests", timeout=10).json()["requests"]
+    stats = httpx.get(f"{w.simulator_url}/_simulator/stats", timeout=10).json()
 
     intervals = [(float(r.start_time or 0), float(r.end_time or 0)) for r in records]
     arrivals = [float(request["at"]) for request in log]

@@ -7,7 +7,6 @@ because other systems insert into these tables with only the contract's columns.
 from __future__ import annotations
 
 from sqlalchemy import (
-    DDL,
     BigInteger,
     Column,
     Float,
@@ -17,7 +16,6 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    event,
 )
 
 from recon_pipeline.db.types import UtcDateTime
@@ -280,17 +278,10 @@ provider_cursors = Table(
 )
 
 # The deployment-wide provider rate bound (recon_pipeline/ratelimit.py): per bucket, the next free request
-# slot in Unix seconds by the database's clock. UNLOGGED on PostgreSQL: a slot needs no WAL flush (a crash
-# empties the table, and the next request simply starts a fresh schedule), which makes a reservation cost
-# a round trip rather than an fsync.
+# slot in Unix seconds by the database's clock. Made by migration 0002 (UNLOGGED on PostgreSQL).
 provider_rate_slots = Table(
     "provider_rate_slots",
     metadata,
     Column("bucket", Text, primary_key=True),
     Column("next_slot_s", Float(precision=53), nullable=False),
-)
-event.listen(
-    provider_rate_slots,
-    "after_create",
-    DDL(f"ALTER TABLE {provider_rate_slots.name} SET UNLOGGED").execute_if(dialect="postgresql"),
 )

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 import pandas as pd
 
-from recon_pipeline.crashpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, crash_point
+from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
@@ -28,14 +28,14 @@ from recon_pipeline.ledger.queries import (
 )
 from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
-from recon_pipeline.provider.attribution import (
+from recon_pipeline.providers.attribution import (
     attribute,
     reported_split,
     reports_unattributed,
     unclaimed_payment_ids,
 )
-from recon_pipeline.provider.records import empty_provider_records
-from recon_pipeline.provider.stripe import PropertyAccount
+from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
@@ -133,7 +133,7 @@ def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -
     group_name=GROUP,
     pool=PROVIDER_POOL,
     retry_policy=provider_step_retry_policy(),
-    kinds={"stripe", "pandas"},
+    kinds={"api", "pandas"},
 )
 def provider_records(
     context: dg.AssetExecutionContext,
@@ -175,7 +175,7 @@ def provider_records(
             "looked_up_by_id": len(unmatched),
             "found_in_other_nights": len(elsewhere),
             **{f"rows/{kind}": int(n) for kind, n in split.own["kind"].value_counts().items()},
-            # Fee rows by status; for Razorpay, settled (booked in a settlement) vs provisional.
+            # Fee rows by status: where a provider settles fees later, settled vs provisional.
             **{
                 f"fees/{status}": int(n)
                 for status, n in split.own.loc[split.own["kind"] == "fee", "status"].value_counts().items()
@@ -267,8 +267,8 @@ def adjustments(
     )
     with recon_db.engine().begin() as connection:
         plan = sync_adjustments(connection, key.property_id, key.night, proposals, now)
-        crash_point(ADJUSTMENTS_BEFORE_COMMIT)
-    crash_point(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
+        reached(ADJUSTMENTS_BEFORE_COMMIT)
+    reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     counts = {
         "new": plan.new,
         "withdrawn": plan.count(WITHDRAWN),

@@ -17,8 +17,9 @@ from sqlalchemy import Engine
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.provider.adapter import Adapter, build_adapter
-from recon_pipeline.provider.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
+from recon_pipeline.providers import build_client
+from recon_pipeline.providers.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
+from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.ratelimit import deployment_limiter
 
 
@@ -63,7 +64,7 @@ class ProviderResource(dg.ConfigurableResource):
 
     database_url: str | None = None  # where the rate bucket lives: RECON_DATABASE_URL's database
     provider: str | None = None
-    flavour: str | None = None  # the simulator's API: stripe or razorpay (RECON_PROVIDER_FLAVOUR)
+    flavour: str | None = None  # the simulator's API: a registered provider's (RECON_PROVIDER_FLAVOUR)
     base_url: str | None = None
     api_key: str | None = None
     max_concurrency: int | None = None
@@ -106,10 +107,11 @@ class ProviderResource(dg.ConfigurableResource):
                 _clients[key] = http
         return http
 
-    def adapter(self) -> Adapter:
-        """The adapter of the provider's flavour (Stripe's or Razorpay's API) over the process's client."""
+    def adapter(self) -> ProviderClient:
+        """The client of the provider's flavour (the registered provider whose API it speaks) over the
+        process's HTTP client."""
         settings = self.settings()
-        return build_adapter(settings.flavour, self.http(), settings.api_key)
+        return build_client(settings.flavour, self.http(), settings.client_settings())
 
 
 def _from_env(name: str) -> dg.EnvVar | None:

@@ -35,8 +35,8 @@ Failure policy:
   lost while writing rolls the transaction back.
 - A worker killed outright (SIGKILL, OOM) leaves every event either applied and processed, or untouched:
   the processed mark commits with the effects. The rest of its claimed batch stays ``processing`` until
-  the lease ends, then any worker reclaims it. ``crash_point`` marks both sides of the commit
-  (``recon_pipeline.crashpoints``) for the crash-window tests, which kill workers there.
+  the lease ends, then any worker reclaims it. ``reached`` marks both sides of the commit
+  (``recon_pipeline.checkpoints``) for the crash-window tests, which kill workers there.
 """
 
 from __future__ import annotations
@@ -50,17 +50,14 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, select, update
 
-from recon_pipeline.crashpoints import EVENT_BEFORE_COMMIT, EVENT_COMMITTED, crash_point
+from recon_pipeline.checkpoints import EVENT_BEFORE_COMMIT, EVENT_COMMITTED, reached
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_orders, properties
 from recon_pipeline.db.upsert import dialect_insert, insert_new
 from recon_pipeline.events.payment_state import (
     CONFIRMABLE_BOOKING_STATUSES,
     PaymentState,
     booking_action,
-    latest_charge_id,
     night_of,
-    state_of_charge,
-    state_of_payment_intent,
 )
 from recon_pipeline.events.queue import (
     ClaimedEvent,
@@ -71,7 +68,6 @@ from recon_pipeline.events.queue import (
     release,
     retry_later,
 )
-from recon_pipeline.events.razorpay_state import state_of_razorpay_payment
 from recon_pipeline.events.stale import mark_night_stale
 from recon_pipeline.ledger.queries import (
     PropertyRow,
@@ -80,10 +76,8 @@ from recon_pipeline.ledger.queries import (
     load_property,
 )
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.adapter import Adapter
-from recon_pipeline.provider.errors import ProviderDataError, ProviderError
-from recon_pipeline.provider.razorpay import RazorpayAdapter
-from recon_pipeline.provider.stripe import CHARGE_ID_PREFIXES, PropertyAccount
+from recon_pipeline.providers.errors import ProviderError
+from recon_pipeline.providers.interface import ProviderClient
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +113,7 @@ def _utc_now() -> datetime:
 
 def process_available(
     engine: Engine,
-    adapter: Adapter,
+    client: ProviderClient,
     worker_id: str,
     batch_size: int = 100,
     max_batches: int = 50,
@@ -144,7 +138,7 @@ def process_available(
         # One connection per batch (a transaction per event): no pool checkout and ping per event.
         with engine.connect() as connection:
             results = Counter(
-                _process(connection, adapter, event, worker_id, schedule, clock, attributions)
+                _process(connection, client, event, worker_id, schedule, clock, attributions)
                 for event in batch
             )
         logger.info(
@@ -176,7 +170,7 @@ def process_available(
 
 def _process(
     connection: Connection,
-    adapter: Adapter,
+    client: ProviderClient,
     event: ClaimedEvent,
     worker_id: str,
     policy: RetrySchedule,
@@ -196,13 +190,13 @@ def _process(
                 _complete(connection, event, worker_id, "no_payment_reference", None, None, clock())
             return PROCESSED
         as_of = clock()
-        state = _fetch_state(adapter, event.provider_payment_id, event.account)
+        state = client.payment_state(event.account, event.provider_payment_id)
         with connection.begin():
             if state is None:
                 error = f"provider does not know payment {event.provider_payment_id!r} (404)"
                 return _dead(connection, event, worker_id, error)
             settled = _apply(connection, event, worker_id, state, as_of, clock(), attributions)
-        crash_point(EVENT_COMMITTED)  # effects and processed mark are durable; the rest of the batch is not
+        reached(EVENT_COMMITTED)  # effects and processed mark are durable; the rest of the batch is not
         return settled
     except _LeaseLost:
         logger.warning("event %s: lease lost while writing; rolled back", event.event_id)
@@ -212,30 +206,6 @@ def _process(
     except Exception as error:  # noqa: BLE001 - a poison event is retried, then dead, never stops the worker
         logger.exception("event %s: unexpected failure", event.event_id)
         return _retry(connection, event, worker_id, f"{type(error).__name__}: {error}", policy, clock())
-
-
-def _fetch_state(adapter: Adapter, payment_id: str, account: str | None) -> PaymentState | None:
-    """The payment's current state (None: the provider does not know it). Razorpay: the payment itself.
-    Stripe: a charge id is read as a bare charge; otherwise the PaymentIntent and its latest charge
-    (refunds, capture time, decline)."""
-    if isinstance(adapter, RazorpayAdapter):
-        payment = adapter.fetch_payment(payment_id)
-        return None if payment is None else state_of_razorpay_payment(payment)
-    # Requests are scoped by the connected account alone: the property is known only once the payment is.
-    scope = PropertyAccount(property_id="", provider_account=account)
-    if payment_id.startswith(CHARGE_ID_PREFIXES):
-        charge = adapter.fetch_charge(scope, payment_id)
-        return None if charge is None else state_of_charge(charge)
-    intent = adapter.fetch_payment_intent(scope, payment_id)
-    if intent is None:
-        return None
-    charge_id = latest_charge_id(intent)
-    if charge_id is None:
-        return state_of_payment_intent(intent, None)
-    charge = adapter.fetch_charge(scope, charge_id)
-    if charge is None:
-        raise ProviderDataError(f"payment_intent {payment_id!r}: its latest charge {charge_id!r} is unknown")
-    return state_of_payment_intent(intent, charge)
 
 
 def _apply(
@@ -268,7 +238,7 @@ def _apply(
     if applied and night_window(night, prop.timezone, prop.night_cutoff).end <= now:
         reason = f"late event {event.event_id}: {outcome}"
         mark_night_stale(connection, prop.property_id, night.isoformat(), reason, now)
-    crash_point(EVENT_BEFORE_COMMIT)  # everything written, nothing committed: a death here must undo it all
+    reached(EVENT_BEFORE_COMMIT)  # everything written, nothing committed: a death here must undo it all
     return PROCESSED
 
 
