@@ -35,7 +35,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import Connection, Engine, bindparam, select, text
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -77,7 +77,7 @@ WAITERS_SQL = text(
       AND (c.relname IN :tables OR l.locktype = 'advisory')
     GROUP BY 1
     """
-).bindparams(tables=GATED)
+).bindparams(bindparam("tables", GATED, expanding=True))  # psycopg 3 adapts no tuple
 
 
 @contextmanager
