@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from starlette.routing import BaseRoute
 
-    from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.events.parse import ProviderEvent
+    from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.provider.http import ProviderHttp
     from recon_pipeline.provider.objects import PropertyAccount
 
