@@ -94,6 +94,13 @@ def client_fixture(served: tuple[str, SimulatorStore, Counted]) -> Iterator[Adye
         yield client
 
 
+@pytest.fixture(name="web")
+def web_fixture() -> Iterator[httpx.Client]:
+    """A plain HTTP client (one per test: each costs a TLS context)."""
+    with httpx.Client(timeout=5) as web:
+        yield web
+
+
 def rows(frame: pd.DataFrame) -> set[tuple[str, str, int, str]]:
     return {(r.provider_record_id, r.kind, r.amount_minor, r.currency) for r in frame.itertuples()}
 
@@ -182,15 +189,15 @@ def test_platform_charges_are_the_default_merchant_accounts(
 
 
 def test_report_download_needs_the_report_users_basic_auth(
-    served: tuple[str, SimulatorStore, Counted],
+    served: tuple[str, SimulatorStore, Counted], web: httpx.Client
 ) -> None:
     base_url, _, _ = served
     item = report_available_item(base_url, MERCHANT, 1, event_date="2026-01-03T07:00:00+01:00")
     url = item["reason"]
-    assert httpx.get(url, timeout=5).status_code == 401
-    assert httpx.get(url, auth=("ws@Company.Hotels", "wrong"), timeout=5).status_code == 401
+    assert web.get(url).status_code == 401
+    assert web.get(url, auth=("ws@Company.Hotels", "wrong")).status_code == 401
     user, password = KEY.split(":")
-    answer = httpx.get(url, auth=(user, password), timeout=5)
+    answer = web.get(url, auth=(user, password))
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/csv")
     with ProviderHttp(base_url, retry=FAST_RETRY, max_rps=float("inf")) as http:
         wrong = AdyenClient(http, "ws@Company.Hotels:wrong")
@@ -201,12 +208,12 @@ def test_report_download_needs_the_report_users_basic_auth(
 
 
 def test_the_served_csv_is_adyens_settlement_details_report(
-    served: tuple[str, SimulatorStore, Counted],
+    served: tuple[str, SimulatorStore, Counted], web: httpx.Client
 ) -> None:
     base_url, _, _ = served
     user, password = KEY.split(":")
     path = f"/reports/download/MerchantAccount/{MERCHANT}/settlement_detail_report_batch_1.csv"
-    text = httpx.get(base_url + path, auth=(user, password), timeout=5).text
+    text = web.get(base_url + path, auth=(user, password)).text
     report = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     assert tuple(report.columns) == SETTLEMENT_DETAIL_COLUMNS
     assert report["Type"].tolist() == ["Settled", "Settled", "MerchantPayout"]
@@ -221,5 +228,24 @@ def test_the_served_csv_is_adyens_settlement_details_report(
     assert fees == pytest.approx(3.00)
     assert (first["Creation Date"], first["TimeZone"]) == ("2026-01-01 11:00:00", "CET")  # 10:00 UTC
     assert set(report["Batch Number"]) == {"1"} and set(report["Merchant Account"]) == {MERCHANT}
-    missing = httpx.get(base_url + path.replace("batch_1", "batch_9"), auth=(user, password), timeout=5)
+    missing = web.get(base_url + path.replace("batch_1", "batch_9"), auth=(user, password))
     assert missing.status_code == 404
+
+
+def test_report_downloads_are_retried_through_injected_faults(
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+) -> None:
+    faults = served[2].app.state.faults  # type: ignore[attr-defined]
+    faults.configure({"statuses": [503, 429, 500], "retry_after": "0"})
+    claimed = client.pull_claimed(ACCOUNT, *NIGHT)
+    assert rows(claimed) == {
+        (CH1, "payment", 10_050, "EUR"),
+        (CH1, "fee", -300, "EUR"),
+        (CH2, "payment", 20_000, "EUR"),
+    }
+    stats = faults.stats()
+    assert stats["api_requests"] == 6 + 3  # the six downloads of a cold pull, three of them answered twice
+    assert stats["responses_by_status"] == {"200": 4, "404": 2, "429": 1, "500": 1, "503": 1}
+    faults.configure({"statuses": [503] * FAST_RETRY.max_attempts})
+    with pytest.raises(IncompletePullError, match="HTTP 503"):
+        AdyenClient(client._http, KEY).pull_claimed(ACCOUNT, *NIGHT)

@@ -171,7 +171,7 @@ def parse_settlement_report(
             if kind == MERCHANT_PAYOUT:
                 closed_at = max(closed_at or line.created_at(), line.created_at())
             elif kind in (SETTLED, REFUNDED):
-                rows.extend(movement_rows(line, kind))
+                rows.extend(_movement_rows(line, kind))
     except csv.Error as error:
         raise ProviderDataError(f"{file_name} line {reader.line_num}: not CSV: {error}") from None
     if closed_at is None:
@@ -179,7 +179,7 @@ def parse_settlement_report(
     return SettlementBatch(merchant_account, batch_number, closed_at, records_frame(rows))
 
 
-def movement_rows(line: _Line, kind: str) -> list[Row]:
+def _movement_rows(line: _Line, kind: str) -> list[Row]:
     """The rows of a Settled or Refunded line: the movement itself and, when Adyen withheld costs, its fee."""
     psp_reference = line.required("Psp Reference")
     gross_currency = line.currency("Gross Currency")

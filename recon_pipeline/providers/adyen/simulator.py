@@ -15,11 +15,13 @@ of a batch with no movement is in EUR), and each is published only once ``store.
 close: a later number answers 404 as Adyen does. ``Creation Date`` is written in the company account's
 time zone (``Europe/Amsterdam``: CET/CEST), as Adyen writes it. Downloads need HTTP Basic auth of the
 report user when the app holds credentials (``request.app.state.api_key``, ``user:password``); anything
-else is answered 401.
+else is answered 401. An app with fault switches (``request.app.state.faults``, as the shared simulator
+app has) counts downloads and injects its statuses and delays into them as into any API request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import csv
 import io
@@ -44,6 +46,7 @@ from recon_pipeline.providers.adyen.report import (
     SETTLEMENT_DETAIL_COLUMNS,
 )
 from recon_pipeline.providers.adyen.webhook import compute_signature
+from recon_pipeline.simulator.faults import FaultSwitches
 from recon_pipeline.simulator.store import SimulatorStore, StripeObject
 
 SIMULATOR_COMPANY_ACCOUNT = "SimulatorHotelsCompany"
@@ -202,9 +205,32 @@ def authorized(request: Request) -> bool:
 
 
 async def download_report(request: Request) -> Response:
+    """A report download, through the app's fault switches (``app.state.faults``) when it has them."""
+    faults: FaultSwitches | None = getattr(request.app.state, "faults", None)
+    decision = faults.begin(request.url.path) if faults is not None else None
+    status = 500
+    try:
+        if decision is not None and decision.delay_s:
+            await asyncio.sleep(decision.delay_s)
+        if decision is not None and decision.status is not None:
+            status = decision.status
+            headers = {"Retry-After": decision.retry_after} if decision.retry_after is not None else None
+            return PlainTextResponse(f"HTTP Status {status}", status_code=status, headers=headers)
+        response = _report_response(request)
+        status = response.status_code
+        return response
+    finally:
+        if faults is not None and decision is not None:
+            faults.end(decision, status)
+
+
+def _report_response(request: Request) -> Response:
     if not authorized(request):
-        return PlainTextResponse("HTTP Status 401 - Unauthorized", status_code=401,
-                                 headers={"WWW-Authenticate": 'Basic realm="Adyen"'})  # fmt: skip
+        return PlainTextResponse(
+            "HTTP Status 401 - Unauthorized",
+            status_code=401,
+            headers={"WWW-Authenticate": 'Basic realm="Adyen"'},
+        )
     store: SimulatorStore = request.app.state.store
     text = render_batch(store, request.path_params["merchant_account"], request.path_params["batch"])
     if text is None:
@@ -219,9 +245,10 @@ def report_routes() -> list[Route]:
 
 
 def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
-    """An Adyen-only simulator over ``store`` (report downloads need ``api_key`` as Basic auth if given)."""
+    """An Adyen-only simulator over ``store`` (report downloads need ``api_key`` as Basic auth if given),
+    with fault switches and counters at ``app.state.faults``."""
     app = Starlette(routes=report_routes())
-    app.state.store, app.state.api_key = store, api_key
+    app.state.store, app.state.api_key, app.state.faults = store, api_key, FaultSwitches()
     return app
 
 

@@ -1,7 +1,8 @@
 """Adyen standard notifications (webhooks): HMAC verification and reading the items, pure and without I/O.
 
-A delivery is ``{"live": "false", "notificationItems": [{"NotificationRequestItem": {...}}, ...]}``; Adyen
-batches several items in one delivery and expects the body ``[accepted]`` once they are stored. Each item
+A delivery is ``{"live": "false", "notificationItems": [{"NotificationRequestItem": {...}}]}``: Adyen's
+JSON webhooks carry one item (the list is a legacy of SOAP batches, so several are read all the same), and
+Adyen expects the body ``[accepted]`` once they are stored, else it retries the delivery. Each item
 is signed on its own: ``additionalData.hmacSignature`` is base64(HMAC-SHA256(key = the hex-decoded HMAC
 key, message = ``pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:
 eventCode:success``)), an absent field signing as the empty string. A delivery is accepted only when every
