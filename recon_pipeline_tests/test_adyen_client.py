@@ -86,12 +86,17 @@ def served_fixture(
     current.app = None
 
 
-@pytest.fixture(name="client")
-def client_fixture(served: tuple[str, SimulatorStore, Counted]) -> Iterator[AdyenClient]:
+@pytest.fixture(name="http")
+def http_fixture(served: tuple[str, SimulatorStore, Counted]) -> Iterator[ProviderHttp]:
     with ProviderHttp(served[0], retry=FAST_RETRY, max_rps=float("inf")) as http:
-        client = PROVIDER.client(http, ClientSettings(served[0], KEY, {}))
-        assert isinstance(client, AdyenClient)
-        yield client
+        yield http
+
+
+@pytest.fixture(name="client")
+def client_fixture(served: tuple[str, SimulatorStore, Counted], http: ProviderHttp) -> AdyenClient:
+    client = PROVIDER.client(http, ClientSettings(served[0], KEY, {}))
+    assert isinstance(client, AdyenClient)
+    return client
 
 
 @pytest.fixture(name="web")
@@ -133,13 +138,13 @@ def test_a_night_is_pulled_from_every_batch_that_can_hold_it(
 
 
 def test_a_night_whose_covering_batch_is_not_published_fails(
-    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted], http: ProviderHttp
 ) -> None:
     served[1].clock = lambda: datetime(2026, 1, 4, 12, tzinfo=UTC).timestamp()  # newest: batch 2, Jan 4
     with pytest.raises(IncompletePullError, match="not published yet"):
         client.pull_claimed(ACCOUNT, *NIGHT)
     served[1].clock = lambda: datetime(2026, 1, 2, tzinfo=UTC).timestamp()  # nothing published at all
-    fresh = AdyenClient(client._http, KEY)
+    fresh = AdyenClient(http, KEY)  # a process that never saw a batch
     with pytest.raises(IncompletePullError, match="not published yet"):
         fresh.pull_claimed(ACCOUNT, *NIGHT)
 
@@ -233,7 +238,7 @@ def test_the_served_csv_is_adyens_settlement_details_report(
 
 
 def test_report_downloads_are_retried_through_injected_faults(
-    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted], http: ProviderHttp
 ) -> None:
     faults = served[2].app.state.faults  # type: ignore[attr-defined]
     faults.configure({"statuses": [503, 429, 500], "retry_after": "0"})
@@ -248,4 +253,4 @@ def test_report_downloads_are_retried_through_injected_faults(
     assert stats["responses_by_status"] == {"200": 4, "404": 2, "429": 1, "500": 1, "503": 1}
     faults.configure({"statuses": [503] * FAST_RETRY.max_attempts})
     with pytest.raises(IncompletePullError, match="HTTP 503"):
-        AdyenClient(client._http, KEY).pull_claimed(ACCOUNT, *NIGHT)
+        AdyenClient(http, KEY).pull_claimed(ACCOUNT, *NIGHT)  # cold: nothing cached

@@ -9,7 +9,6 @@ registry maps ``adyen`` to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.routing import BaseRoute
@@ -18,10 +17,9 @@ from recon_pipeline.provider.http import ProviderHttp
 from recon_pipeline.providers.adyen.client import DEFAULT_LOOKUP_BATCHES, DEFAULT_SETTLEMENT_DAYS, AdyenClient
 from recon_pipeline.providers.adyen.simulator import report_routes
 from recon_pipeline.providers.adyen.webhook import ACKNOWLEDGEMENT, read_delivery
-from recon_pipeline.providers.interface import ClientSettings, ReceivedEvent
+from recon_pipeline.providers.interface import ClientSettings, Provider, ReceivedEvent
 
 
-@dataclass(frozen=True)
 class AdyenProvider:
     """Adyen behind the ``Provider`` protocol.
 
@@ -68,4 +66,4 @@ class AdyenProvider:
         return list(report_routes())
 
 
-PROVIDER = AdyenProvider()
+PROVIDER: Provider = AdyenProvider()  # typed: mypy checks the protocol is implemented
