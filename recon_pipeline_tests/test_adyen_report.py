@@ -118,6 +118,8 @@ def test_columns_are_read_by_name_in_any_order_with_extra_columns() -> None:
         ({"Gross Credit (GC)": "-1.00"}, "Gross Credit (GC)"),
         ({"Gross Credit (GC)": "1e12"}, "Gross Credit (GC)"),  # beyond the contract's bound
         ({"Gross Credit (GC)": "NaN"}, "Gross Credit (GC)"),
+        ({"Gross Credit (GC)": ""}, "Gross Credit (GC)"),  # a settled payment of no amount
+        ({"Merchant Reference": "bk\x00"}, "Merchant Reference"),
         ({"Gross Currency": "EURO"}, "Gross Currency"),
         ({"Creation Date": "05/01/2026 10:00"}, "Creation Date"),
         ({"TimeZone": "XYZT"}, "TimeZone"),

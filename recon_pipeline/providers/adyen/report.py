@@ -101,13 +101,16 @@ class _Line:
         return ProviderDataError(f"{self.file_name} line {self.number}, column {column!r}: {message}")
 
     def text(self, column: str) -> str | None:
+        """The value, None when empty; a NUL or control character is an error (PostgreSQL refuses NUL)."""
         value = self.values.get(column, "").strip()
+        if not value.isprintable():
+            raise self.error(column, f"{value[:40]!r} is not printable")
         return value or None
 
     def required(self, column: str) -> str:
         value = self.text(column)
-        if value is None or not value.isprintable():
-            raise self.error(column, f"{value!r} is not a printable value")
+        if value is None:
+            raise self.error(column, "empty")
         return value
 
     def currency(self, column: str) -> str:
@@ -116,9 +119,10 @@ class _Line:
         except ValueError as error:
             raise self.error(column, str(error)) from None
 
-    def minor(self, column: str, currency: str) -> int:
-        """A non-negative decimal amount in major units (empty: 0) as exact minor units of ``currency``."""
-        raw = self.text(column)
+    def minor(self, column: str, currency: str, required: bool = False) -> int:
+        """A non-negative decimal amount in major units as exact minor units of ``currency``; empty is 0
+        unless ``required``."""
+        raw = self.required(column) if required else self.text(column)
         if raw is None:
             return 0
         try:
@@ -186,10 +190,10 @@ def _movement_rows(line: _Line, kind: str) -> list[Row]:
     created_at = line.created_at()
     if kind == SETTLED:
         record_id, record_kind = psp_reference, "payment"
-        amount, status = line.minor("Gross Credit (GC)", gross_currency), "settled"
+        amount, status = line.minor("Gross Credit (GC)", gross_currency, required=True), "settled"
     else:
         record_id, record_kind = line.required("Modification Reference"), "refund"
-        amount, status = -line.minor("Gross Debit (GC)", gross_currency), "refunded"
+        amount, status = -line.minor("Gross Debit (GC)", gross_currency, required=True), "refunded"
     common = {
         "charge_id": psp_reference,
         "property_id": None,
