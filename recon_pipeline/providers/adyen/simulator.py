@@ -96,12 +96,12 @@ def _fee(charge: StripeObject) -> int:
     return fee if isinstance(fee, int) else 0
 
 
-def _line(merchant: str, batch: int, **values: str) -> dict[str, str]:
-    return {"Company Account": SIMULATOR_COMPANY_ACCOUNT, "Merchant Account": merchant,
-            "Batch Number": str(batch), **values}  # fmt: skip
+def _line(merchant: str, **values: str) -> dict[str, str]:
+    return {"Company Account": SIMULATOR_COMPANY_ACCOUNT, "Merchant Account": merchant, **values}
 
 
-def settled_line(charge: StripeObject, merchant: str, batch: int) -> dict[str, str]:
+def settled_line(charge: StripeObject, merchant: str) -> dict[str, str]:
+    """A captured charge's Settled line (its batch number is the batch's to add)."""
     currency = str(charge["currency"]).upper()
     amount, fee = int(charge["amount_captured"]), _fee(charge)
     interchange, scheme, markup = _fee_parts(fee)
@@ -113,7 +113,7 @@ def settled_line(charge: StripeObject, merchant: str, batch: int) -> dict[str, s
         "Interchange (NC)": decimal_text(interchange, currency),
     }  # fmt: skip
     return _line(
-        merchant, batch, **money, **{
+        merchant, **money, **{
             "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
             "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
             "TimeZone": zone, "Type": SETTLED, "Modification Reference": charge["id"],
@@ -121,12 +121,13 @@ def settled_line(charge: StripeObject, merchant: str, batch: int) -> dict[str, s
     )  # fmt: skip
 
 
-def refunded_line(refund: StripeObject, charge: StripeObject, merchant: str, batch: int) -> dict[str, str]:
+def refunded_line(refund: StripeObject, charge: StripeObject, merchant: str) -> dict[str, str]:
+    """A succeeded refund's Refunded line (its batch number is the batch's to add)."""
     currency = str(refund["currency"]).upper()
     amount = decimal_text(int(refund["amount"]), currency)
     created, zone = _local(refund["created"])
     return _line(
-        merchant, batch, **{
+        merchant, **{
             "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
             "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
             "TimeZone": zone, "Type": REFUNDED, "Modification Reference": refund["id"],
@@ -148,13 +149,13 @@ def _movements(store: SimulatorStore, merchant: str) -> list[tuple[date, dict[st
     out: list[tuple[date, dict[str, str], int, str]] = []
     for charge in charges.values():
         if charge.get("status") == "succeeded" and charge.get("captured"):
-            line = settled_line(charge, merchant, 0)
+            line = settled_line(charge, merchant)
             net = int(charge["amount_captured"]) - _fee(charge)
             out.append((settlement_day(charge["created"], store), line, net, line["Net Currency"]))
     for refund in store.refunds:
         refunded = charges.get(refund.get("charge", ""))
         if refunded is not None and refund.get("status") == "succeeded":
-            line = refunded_line(refund, refunded, merchant, 0)
+            line = refunded_line(refund, refunded, merchant)
             day = settlement_day(refund["created"], store)
             out.append((day, line, -int(refund["amount"]), line["Net Currency"]))
     return out
@@ -177,8 +178,8 @@ def render_batch(store: SimulatorStore, merchant: str, batch: int) -> str | None
             nets[currency] = nets.get(currency, 0) + net
     created, zone = _local(int(closes.timestamp()))
     for currency, net in sorted((nets or {"EUR": 0}).items()):
-        lines.append(_line(merchant, batch, **{
-            "Creation Date": created, "TimeZone": zone, "Type": MERCHANT_PAYOUT,
+        lines.append(_line(merchant, **{
+            "Batch Number": str(batch), "Creation Date": created, "TimeZone": zone, "Type": MERCHANT_PAYOUT,
             "Modification Reference": f"Payout batch {batch}", "Net Currency": currency,
             "Net Debit (NC)": decimal_text(net, currency) if net >= 0 else "",
             "Net Credit (NC)": decimal_text(-net, currency) if net < 0 else "",
