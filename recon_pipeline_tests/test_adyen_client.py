@@ -16,7 +16,7 @@ import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recon_pipeline.provider.attribution import attribute
-from recon_pipeline.provider.errors import IncompletePullError, ProviderRequestRejected
+from recon_pipeline.provider.errors import IncompletePullError, ProviderRequestRejected, ProviderUnavailable
 from recon_pipeline.provider.http import ProviderHttp
 from recon_pipeline.provider.objects import PropertyAccount
 from recon_pipeline.providers.adyen import PROVIDER
@@ -254,3 +254,27 @@ def test_report_downloads_are_retried_through_injected_faults(
     faults.configure({"statuses": [503] * FAST_RETRY.max_attempts})
     with pytest.raises(IncompletePullError, match="HTTP 503"):
         AdyenClient(http, KEY).pull_claimed(ACCOUNT, *NIGHT)  # cold: nothing cached
+
+
+def test_a_report_body_that_is_not_text_is_retried_then_unavailable(
+    simulator_server: tuple[ServerThread, Any],
+) -> None:
+    """``ProviderHttp.get_text`` treats an undecodable body as transient, like invalid JSON."""
+    server, current = simulator_server
+    bodies = [b"\xff\xfe\xfa not utf-8", b"Company Account\n"]
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        body = bodies.pop(0) if bodies else b"\xff"
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/csv")]}
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    current.app = app
+    try:
+        with ProviderHttp(server.base_url, retry=FAST_RETRY, max_rps=float("inf")) as http:
+            assert http.get_text("/a.csv") == "Company Account\n"  # the first answer was retried
+            with pytest.raises(ProviderUnavailable, match="invalid body"):
+                http.get_text("/b.csv")
+    finally:
+        current.app = None
