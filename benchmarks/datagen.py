@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.reconcile.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,

@@ -38,7 +38,8 @@ import dagster as dg
 from sqlalchemy import Engine
 
 from benchmarks.worlds import LAST_NIGHT, bench_properties, bookings_for_records, build_nights, nights_ending
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.scratch import DEFAULT_ADMIN_URL, scratch_database
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.jobs import reconcile_night_job
@@ -46,8 +47,8 @@ from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 
 # Dagster's console logger prints every event at DEBUG; a benchmark of hundreds of runs keeps warnings.
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -83,7 +84,7 @@ def dagster_world(admin_url: str, world: World) -> Iterator[Harness]:
     ):
         engine = make_engine(url)
         try:
-            init_db(engine)
+            migrations.upgrade(engine)
             seed_world(engine, world)
             instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p["property_id"] for p in world.properties])
             job = build_definitions().resolve_job_def(reconcile_night_job.name)

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import func, insert, select  # noqa: E402
 
-from recon_pipeline.db.engine import init_db, make_engine  # noqa: E402
+from recon_pipeline.db import migrations  # noqa: E402
+from recon_pipeline.db.engine import make_engine  # noqa: E402
 from recon_pipeline.db.schema import (  # noqa: E402
     booking_confirmations,
     bookings,
@@ -37,11 +38,11 @@ from recon_pipeline.db.schema import (  # noqa: E402
     properties,
 )
 from recon_pipeline.db.scratch import scratch_database
-from recon_pipeline.events.parse import parse_stripe_event  # noqa: E402
 from recon_pipeline.events.store import store_event  # noqa: E402
+from recon_pipeline.providers.simulator.app import build_app  # noqa: E402
+from recon_pipeline.providers.simulator.store import SimulatorStore  # noqa: E402
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event  # noqa: E402
 from recon_pipeline.serving import ServerThread  # noqa: E402
-from recon_pipeline.simulator.app import build_app  # noqa: E402
-from recon_pipeline.simulator.store import SimulatorStore  # noqa: E402
 
 DEFAULT_ADMIN_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 API_KEY = "sk_test_processor_benchmark"
@@ -129,7 +130,7 @@ def seed(database_url: str, world: EventWorld, now: datetime) -> int:
     returns how many events were new (replays are no-ops on their event id)."""
     engine = make_engine(database_url)
     try:
-        init_db(engine)
+        migrations.upgrade(engine)
         with engine.begin() as connection:
             connection.execute(
                 insert(properties),

@@ -24,7 +24,8 @@ from typing import Any
 from sqlalchemy import Engine, func, select, text
 
 from benchmarks.datagen import PROPERTY_ID, generate_night
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.db.scratch import DEFAULT_ADMIN_URL, scratch_database
@@ -78,7 +79,7 @@ def benchmark_writer(admin_url: str, rows: int, repeat: int, seed: int = 0) -> d
     with scratch_database(admin_url, "recon_bench") as url:
         engine = make_engine(url)
         try:
-            init_db(engine)
+            migrations.upgrade(engine)
             runs = [run_once(engine, planned) for _ in range(repeat)]
         finally:
             engine.dispose()

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
 
 from recon_pipeline import cli_args, config
+from recon_pipeline.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -30,11 +31,23 @@ MAX_WORKERS = 64
 
 
 def cmd_db_init(_args: argparse.Namespace) -> int:
-    from recon_pipeline.db.engine import init_db
+    from recon_pipeline.db import migrations
 
     with _recon_database() as engine:
-        created = init_db(engine)
-    print(f"created tables: {', '.join(created)}" if created else "all tables already exist")
+        done = migrations.upgrade(engine)
+    if done.changed:
+        print(f"upgraded the database from revision {done.before or '(none)'} to {done.after}")
+    else:
+        print(f"the database is at revision {done.after}, the newest")
+    return 0
+
+
+def cmd_db_revision(args: argparse.Namespace) -> int:
+    from recon_pipeline.db import migrations
+
+    with _recon_database() as engine:
+        path = migrations.revision(engine, args.message)
+    print(f"wrote {path}: review it before committing")
     return 0
 
 
@@ -59,25 +72,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_simulator_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from recon_pipeline.demo.properties import DEMO_PROPERTIES_BY_FLAVOUR
+    from recon_pipeline.demo.properties import demo_properties
     from recon_pipeline.demo.run import demo_nights
     from recon_pipeline.demo.world import build_world
-    from recon_pipeline.simulator.app import build_app
-    from recon_pipeline.simulator.store import SimulatorStore
+    from recon_pipeline.providers.simulator.app import build_app
+    from recon_pipeline.providers.simulator.store import SimulatorStore
 
     flavour = config.simulator_flavour(args.flavour)
     if args.data:
         store = SimulatorStore.from_json(args.data)
     else:
-        properties = DEMO_PROPERTIES_BY_FLAVOUR[flavour]
+        properties = demo_properties(flavour)
         nights = demo_nights(datetime.now(UTC), properties)
         store = build_world(nights, args.bookings, args.seed, properties, flavour).store
     print(
         f"simulator on http://{args.host}:{args.port} speaking {flavour} ({len(store.charges)} payments)",
         flush=True,
     )
-    # With RECON_PROVIDER_API_KEY set, the simulator demands it as the provider would: Stripe's bearer key,
-    # or Razorpay's key_id:key_secret as Basic auth.
+    # With RECON_PROVIDER_API_KEY set, the simulator demands it as the provider would (its dialect says how).
     api_key = os.environ.get("RECON_PROVIDER_API_KEY") or None
     app = build_app(store, api_key=api_key, flavour=flavour)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
@@ -87,7 +99,7 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
 def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from recon_pipeline.db.engine import init_db
+    from recon_pipeline.db import migrations
     from recon_pipeline.webhooks import limits, receiver
 
     # Workers are processes built by the factory from the environment: pass the option that way, and
@@ -98,10 +110,10 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     limits.header_limits_from_env()
     receiver.webhook_secrets_from_env()
     with _recon_database() as engine:
-        init_db(engine)
+        migrations.upgrade(engine)
     print(
-        f"webhook receiver on http://{args.host}:{args.port}: POST /webhooks/stripe and /webhooks/razorpay "
-        f"({args.workers} workers)",
+        f"webhook receiver on http://{args.host}:{args.port}: POST /webhooks/{{provider}} for "
+        f"{', '.join(PROVIDER_NAMES)} ({args.workers} workers)",
         flush=True,
     )
     uvicorn.run(
@@ -341,7 +353,7 @@ def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         "--event-id", dest="event_ids", action="append", default=[], help="a dead event's id (repeatable)"
     )
     requeue.add_argument("--all-dead", action="store_true", help="every dead event (with --provider: its)")
-    requeue.add_argument("--provider", choices=config.PROVIDER_FLAVOURS, help="only this provider's events")
+    requeue.add_argument("--provider", choices=PROVIDER_NAMES, help="only this provider's events")
     requeue.add_argument("--by", help="who requeues (default: $USER)")
     requeue.set_defaults(handler=cmd_events_requeue)
 
@@ -364,17 +376,27 @@ def build_parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="the reconciliation database").add_subparsers(
         dest="db_command", required=True
     )
-    init = db.add_parser("init", help="create the contract's tables in RECON_DATABASE_URL (idempotent)")
+    init = db.add_parser(
+        "init", help="create or upgrade the tables in RECON_DATABASE_URL to the newest revision (idempotent)"
+    )
     init.set_defaults(handler=cmd_db_init)
+    revision = db.add_parser(
+        "revision",
+        help="write the next migration, autogenerated from db/schema.py against RECON_DATABASE_URL "
+        "(a database at the newest revision; for developers, in a source checkout)",
+    )
+    revision.add_argument("-m", "--message", required=True, help="what the revision changes")
+    revision.set_defaults(handler=cmd_db_revision)
 
     demo = commands.add_parser(
         "demo", help="seed, simulate and reconcile last night of the demo properties of one provider"
     )
     demo.add_argument(
         "--provider",
-        choices=config.PROVIDER_FLAVOURS,
-        default="stripe",
-        help="whose API the simulator speaks and whose demo properties are seeded (stripe)",
+        choices=PROVIDER_NAMES,
+        default=config.DEFAULT_FLAVOUR,
+        help="whose API the simulator speaks and whose demo properties are seeded "
+        f"({config.DEFAULT_FLAVOUR})",
     )
     demo.add_argument(
         "--bookings",
@@ -388,12 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulator = commands.add_parser("simulator", help="the provider simulator").add_subparsers(
         dest="simulator_command", required=True
     )
-    serve = simulator.add_parser("serve", help="serve the Stripe or Razorpay subset from seeded data")
+    serve = simulator.add_parser("serve", help="serve one provider's API subset from seeded data")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument(
         "--flavour",
-        choices=config.PROVIDER_FLAVOURS,
-        help="the API to speak and whose demo properties to seed (RECON_PROVIDER_FLAVOUR, else stripe)",
+        choices=PROVIDER_NAMES,
+        help="the API to speak and whose demo properties to seed "
+        f"(RECON_PROVIDER_FLAVOUR, else {config.DEFAULT_FLAVOUR})",
     )
     serve.add_argument("--port", type=cli_args.port, default=12111)
     serve.add_argument("--seed", type=int, default=7)
@@ -407,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="webhooks_command", required=True
     )
     receive = webhooks.add_parser(
-        "serve", help="receive Stripe and Razorpay webhooks (RECON_WEBHOOK_SECRET) into payment_events"
+        "serve", help="receive every provider's webhooks (RECON_WEBHOOK_SECRET) into payment_events"
     )
     receive.add_argument("--host", default="127.0.0.1")
     receive.add_argument("--port", type=cli_args.port, default=12112)

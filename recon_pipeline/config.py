@@ -10,15 +10,19 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 from recon_pipeline.keys import parse_night
 
-PROVIDER_KINDS = ("simulator", "stripe", "razorpay")
-# The API a provider speaks; the simulator speaks either (RECON_PROVIDER_FLAVOUR, default stripe).
-PROVIDER_FLAVOURS = ("stripe", "razorpay")
-PUBLIC_API_ROOTS = {"stripe": "https://api.stripe.com", "razorpay": "https://api.razorpay.com"}
+if TYPE_CHECKING:
+    from recon_pipeline.providers.interface import ClientSettings, Provider
+
+# RECON_PROVIDER is a registered provider's name, or this: the simulator, which speaks any registered
+# provider's API (RECON_PROVIDER_FLAVOUR, default DEFAULT_FLAVOUR).
+SIMULATOR = "simulator"
+DEFAULT_FLAVOUR = "stripe"
 DEFAULT_MAX_CONCURRENCY = 8
 DEFAULT_MAX_RETRY_AFTER_S = 30
 # Bound of every integer setting: beyond it a value is a typo, and it still fits an SQL Integer column.
@@ -55,7 +59,13 @@ class ProviderSettings:
     base_url: str
     api_key: str | None
     max_concurrency: int
-    flavour: str = "stripe"
+    flavour: str = DEFAULT_FLAVOUR
+
+    def client_settings(self) -> ClientSettings:
+        """What the provider's client factory is given (no provider-specific options configured here)."""
+        from recon_pipeline.providers.interface import ClientSettings  # see _registered
+
+        return ClientSettings(self.base_url, self.api_key, {})
 
     def __repr__(self) -> str:  # never show the key
         return (
@@ -73,27 +83,29 @@ def provider_settings(
 ) -> ProviderSettings:
     """Provider settings: each argument given wins, the rest come from the RECON_PROVIDER* variables.
 
-    ``flavour`` only applies to the simulator (stripe and razorpay speak their own API)."""
-    kind = kind or os.environ.get("RECON_PROVIDER", "").strip() or "simulator"
-    if kind not in PROVIDER_KINDS:
-        raise ConfigError(f"RECON_PROVIDER must be one of {', '.join(PROVIDER_KINDS)}, not {kind!r}")
+    ``flavour`` only applies to the simulator (a real provider speaks its own API)."""
+    kind = kind or os.environ.get("RECON_PROVIDER", "").strip() or SIMULATOR
+    if kind not in provider_kinds():
+        raise ConfigError(f"RECON_PROVIDER must be one of {', '.join(provider_kinds())}, not {kind[:40]!r}")
+    provider = _registered(kind if kind != SIMULATOR else simulator_flavour(flavour))
     base_url = base_url or os.environ.get("RECON_PROVIDER_BASE_URL", "").strip()
     if not base_url:
-        if kind == "simulator":
+        if kind == SIMULATOR:
             raise ConfigError(
                 "RECON_PROVIDER=simulator needs RECON_PROVIDER_BASE_URL (the simulator's address)"
             )
-        base_url = PUBLIC_API_ROOTS[kind]
+        base_url = provider.public_api_root
     _check_base_url(base_url)
     api_key = api_key or os.environ.get("RECON_PROVIDER_API_KEY") or None
-    if kind != "simulator" and not api_key:
+    if kind != SIMULATOR and not api_key:
         raise ConfigError(f"RECON_PROVIDER={kind} needs RECON_PROVIDER_API_KEY")
     if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
         # An HTTP client would refuse the header later, quoting it: say so now, without the key.
         raise ConfigError("RECON_PROVIDER_API_KEY holds spaces or unprintable characters")
-    flavour = kind if kind != "simulator" else simulator_flavour(flavour)
-    if flavour == "razorpay" and api_key is not None and ":" not in api_key:
-        raise ConfigError("RECON_PROVIDER_API_KEY for Razorpay is key_id:key_secret")
+    reason = None if api_key is None else provider.check_api_key(api_key)
+    if reason is not None:
+        raise ConfigError(reason)
+    flavour = provider.name
     return ProviderSettings(
         kind, base_url.rstrip("/"), api_key, max_concurrency or max_concurrency_from_env(), flavour
     )
@@ -110,13 +122,25 @@ def _check_base_url(base_url: str) -> None:
 
 
 def simulator_flavour(flavour: str | None = None) -> str:
-    """The API the simulator speaks: ``flavour`` if given, else RECON_PROVIDER_FLAVOUR, else stripe."""
-    flavour = flavour or os.environ.get("RECON_PROVIDER_FLAVOUR", "").strip() or "stripe"
-    if flavour not in PROVIDER_FLAVOURS:
-        raise ConfigError(
-            f"RECON_PROVIDER_FLAVOUR must be one of {', '.join(PROVIDER_FLAVOURS)}, not {flavour!r}"
-        )
-    return flavour
+    """The API the simulator speaks: ``flavour`` if given, else RECON_PROVIDER_FLAVOUR, else the default."""
+    flavour = flavour or os.environ.get("RECON_PROVIDER_FLAVOUR", "").strip() or DEFAULT_FLAVOUR
+    try:
+        return _registered(flavour).name
+    except ConfigError as error:
+        raise ConfigError(f"RECON_PROVIDER_FLAVOUR: {error}") from None
+
+
+def provider_kinds() -> tuple[str, ...]:
+    """RECON_PROVIDER's allowed values: every registered provider, and the simulator."""
+    from recon_pipeline.providers import PROVIDER_NAMES  # the registry imports this module: import late
+
+    return (SIMULATOR, *PROVIDER_NAMES)
+
+
+def _registered(name: str) -> Provider:
+    from recon_pipeline.providers import provider_named  # the registry imports this module: import late
+
+    return provider_named(name)
 
 
 def max_concurrency_from_env() -> int:

@@ -1,7 +1,7 @@
 """Currency facts: amounts are integers in the currency's minor unit; this module knows the exponent, the
 ISO 4217 codes, and the bound on amounts the data contract allows.
 
-Stripe's zero-decimal currencies (JPY, KRW, ...) carry the whole unit as their minor unit, so a JPY
+Zero-decimal currencies (JPY, KRW, ...) carry the whole unit as their minor unit, so a JPY
 amount of 1000 is ¥1000 and must never be divided by 100 for display.
 """
 
@@ -56,7 +56,7 @@ ISO_4217_CURRENCIES = frozenset(
 )
 
 # The contract's bound on any amount in minor units (±10^11: a billion in a two-decimal currency). Far
-# above any real payment (Stripe takes at most 8 digits), far below int64: within it, sums of fewer than
+# above any real payment (card processors take 8 digits), far below int64: within it, sums of fewer than
 # 9 * 10^7 rows, differences and negations stay exact in int64, and float64 display stays exact.
 MAX_AMOUNT_MINOR = 10**11
 

@@ -32,15 +32,16 @@ import yaml
 from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.defs.partitions import PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
-from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.postgres import postgres_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +172,7 @@ def build_nights_world(
 def seed_database(url: str, world: NightsWorld) -> None:
     engine = make_engine(url)
     try:
-        init_db(engine)
+        migrations.upgrade(engine)
         seed_world(engine, world.world)
     finally:
         engine.dispose()

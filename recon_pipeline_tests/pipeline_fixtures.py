@@ -13,17 +13,18 @@ import httpx
 import pytest
 from sqlalchemy import Engine, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_PROPERTIES_BY_FLAVOUR
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 
 NIGHT = date(2026, 11, 30)
 BOOKINGS_PER_NIGHT = 120  # > 100 platform charges per window: every pull spans several pages
@@ -92,9 +93,9 @@ def seeded(
 ) -> Iterator[SeededPipeline]:
     """The demo world of ``flavour``'s properties (or ``properties``), seeded and served by a simulator
     speaking its API; ``plant=False``: a clean night; ``edit`` changes the world before it is seeded."""
-    properties = properties or DEMO_PROPERTIES_BY_FLAVOUR[flavour]
+    properties = properties or demo_properties(flavour)
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     world = build_world(
         {p.property_id: NIGHT for p in properties},
         bookings_per_night=BOOKINGS_PER_NIGHT,

@@ -16,11 +16,14 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from recon_pipeline.provider.adapter import Adapter, build_adapter
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers import build_client
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.interface import ClientSettings
+from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.simulator.app import build_app
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
-from recon_pipeline.simulator.store import SimulatorStore
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY = 86_400
@@ -112,6 +115,9 @@ def make_payment_intent(charge: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+Adapter = StripeAdapter | RazorpayAdapter
+
+
 @dataclass(frozen=True)
 class Flavour:
     """A provider API as the tests see it: how its ids look, where its records are, its adapter."""
@@ -129,7 +135,10 @@ class Flavour:
         return f"{self.refund_prefix}{suffix}"
 
     def adapter(self, http: ProviderHttp, api_key: str | None = None) -> Adapter:
-        return build_adapter(self.name, http, api_key)
+        """The registry's client for this provider (the tests also read its own pull_night)."""
+        client = build_client(self.name, http, ClientSettings("", api_key, {}))
+        assert isinstance(client, StripeAdapter | RazorpayAdapter)
+        return client
 
 
 STRIPE = Flavour("stripe", "ch_", "re_", "/v1/charges", "sk_test_key")

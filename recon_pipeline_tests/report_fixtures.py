@@ -22,8 +22,8 @@ from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import NightsWorld, build_nights_world, seed_database
 from recon_pipeline_tests.pipeline_fixtures import NIGHT
 from recon_pipeline_tests.postgres import postgres_database

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from recon_pipeline.provider.errors import ProviderDataError
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.providers.adyen.report import SETTLEMENT_DETAIL_COLUMNS, parse_settlement_report
 from recon_pipeline.providers.adyen.simulator import csv_text
+from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
 MERCHANT = "HotelAmsterdamECOM"
 FILE = "settlement_detail_report_batch_7.csv"

@@ -29,11 +29,11 @@ from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.run import found_by_category
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.partition import HTML_NAME
 from recon_pipeline.reports.paths import partition_folder
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromium_page, png_dimensions
 from recon_pipeline_tests.dagster_processes import build_nights_world, recon_env, seed_database
 from recon_pipeline_tests.pipeline_fixtures import NIGHT

@@ -10,7 +10,8 @@ import dagster as dg
 import pytest
 from sqlalchemy import insert, update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, properties
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
@@ -72,7 +73,7 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = make_engine(sqlite_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     now = datetime.now(UTC)
     with engine.begin() as connection:
         connection.execute(insert(properties), [p.row() for p in DEMO_PROPERTIES])
@@ -121,7 +122,7 @@ def test_a_run_of_the_night_just_closed_passes_before_the_morning_close(
     monkeypatch.setenv("RECON_MORNING_CLOSE", close)
     prop = PropertyRow("noon-inn", "Noon Inn", zone, "EUR", cutoff, None)
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(insert(properties), [prop.row()])
     with dg.instance_for_test() as instance:

@@ -37,16 +37,17 @@ import pandas as pd
 import pytest
 from sqlalchemy import Connection, Engine, select, text
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import (
     build_nights_world,
     dagster_pg_env,
@@ -231,7 +232,7 @@ def test_a_row_clashing_on_any_unique_key_is_skipped_not_an_error(database_url: 
     that exists under another idempotency key."""
     engine = make_engine(database_url)
     try:
-        init_db(engine)
+        migrations.upgrade(engine)
         [row] = plan_adjustments("prop", NIGHT.isoformat(), missing_in_ledger_finding(), None, NOW)
         with engine.begin() as connection:
             assert write_adjustments(connection, [row]).new == 1

@@ -66,7 +66,8 @@ from recon_pipeline.crashpoints import (
     _armed,
     crash_point,
 )
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     adjustments,
     booking_confirmations,
@@ -78,15 +79,15 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, property_night
-from recon_pipeline.events.parse import parse_stripe_event
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.store import ReceivedEvent, store_events
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.simulator.app import build_app
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
-from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.dagster_processes import (
     ADJUSTED_CATEGORIES,
     JOB_NAME,
@@ -551,7 +552,7 @@ def processor_harness(tmp_path: Path, store: SimulatorStore) -> Iterator[Process
     with postgres_database("recon_crash") as url, ServerThread(build_app(store)) as simulator:
         engine = make_engine(url)
         try:
-            init_db(engine)
+            migrations.upgrade(engine)
             with engine.begin() as connection:
                 connection.execute(insert(properties).values(PROPERTY.row()))
             env = inherited_env(RECON_DATABASE_URL=url, RECON_PROVIDER="simulator")

@@ -1,4 +1,4 @@
-"""Schema creation and the idempotent writers, on a real SQLite file and a real PostgreSQL."""
+"""Upgrades of older databases and the idempotent writers, on a real SQLite file and a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from sqlalchemy import MetaData, Table, inspect, select
 
-from recon_pipeline.db.bulk import BULK_MIN_ROWS
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.bulk import BULK_MIN_ROWS, supports_copy
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import save_discrepancies, sync_adjustments, write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
@@ -63,14 +64,6 @@ FINDINGS = findings_frame(
 )
 
 
-def test_init_creates_every_contract_table_and_is_idempotent(database_url: str) -> None:
-    engine = make_engine(database_url)
-    assert sorted(init_db(engine)) == sorted(metadata.tables)
-    assert init_db(engine) == []
-    columns = {c["name"] for c in inspect(engine).get_columns("discrepancies")}
-    assert {"property_id", "night", "category", "record_key", "review_status", "run_id"} <= columns
-
-
 def test_init_upgrades_an_older_database_in_place(database_url: str) -> None:
     """A database made by an earlier release (discrepancies without the review columns and the review
     index) gets them added, and its rows survive with the new columns empty or defaulted."""
@@ -86,9 +79,9 @@ def test_init_upgrades_an_older_database_in_place(database_url: str) -> None:
             old_table.insert(),
             {**row, "property_id": "p1", "night": "2026-12-01", "detected_at": NOW},
         )
-    created = init_db(engine)
-    assert "discrepancies" not in created and "discrepancy_reviews" in created
+    assert migrations.upgrade(engine) == migrations.Upgrade(None, migrations.head())
     inspector = inspect(engine)
+    assert set(metadata.tables) <= set(inspector.get_table_names())
     assert added <= {c["name"] for c in inspector.get_columns("discrepancies")}
     indexes = {index["name"] for index in inspector.get_indexes("discrepancies")}
     assert {index.name for index in discrepancies.indexes} <= indexes
@@ -96,7 +89,7 @@ def test_init_upgrades_an_older_database_in_place(database_url: str) -> None:
         upgraded = connection.execute(select(discrepancies)).mappings().one()
     assert upgraded["record_key"] == "ch_1:payment" and upgraded["review_status"] == "open"
     assert upgraded["reviewed_by"] is None and upgraded["reviewed_difference_minor"] is None
-    assert init_db(engine) == []
+    assert not migrations.upgrade(engine).changed
     engine.dispose()
 
 
@@ -115,7 +108,7 @@ def test_init_upgrades_adjustments_of_an_older_release_and_the_lifecycle_continu
     [old] = plan_adjustments("p1", "2026-11-30", FINDINGS.iloc[:1], "run-old", NOW)
     with engine.begin() as connection:
         connection.execute(older.tables["adjustments"].insert(), {k: old[k] for k in old if k not in added})
-    init_db(engine)
+    migrations.upgrade(engine)
     assert "cleared_at" in {c["name"] for c in inspect(engine).get_columns("discrepancies")}
     with engine.connect() as connection:
         [upgraded] = connection.execute(select(adjustments)).mappings().all()
@@ -139,7 +132,7 @@ def test_init_upgrades_adjustments_of_an_older_release_and_the_lifecycle_continu
 
 def test_timestamps_round_trip_as_aware_utc(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     posted = datetime(2026, 3, 29, 1, 30, tzinfo=timezone(timedelta(hours=1)))
     with engine.begin() as connection:
         connection.execute(
@@ -161,7 +154,7 @@ def test_timestamps_round_trip_as_aware_utc(database_url: str) -> None:
 
 def test_naive_timestamps_are_refused(sqlite_url: str) -> None:
     engine = make_engine(sqlite_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with pytest.raises(Exception, match="timezone-aware"), engine.begin() as connection:
         connection.execute(
             ledger_entries.insert(),
@@ -180,7 +173,7 @@ def test_naive_timestamps_are_refused(sqlite_url: str) -> None:
 
 def test_adjustments_are_written_once_per_business_key(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     first = plan_adjustments("p1", "2026-11-30", FINDINGS, "run-a", NOW)
     replay = plan_adjustments("p1", "2026-11-30", FINDINGS, "run-b", NOW + timedelta(hours=1))
     assert [r["kind"] for r in first] == [
@@ -204,7 +197,7 @@ def test_a_large_batch_is_written_once_with_every_value_intact(database_url: str
     """Batches of BULK_MIN_ROWS and more go through COPY on PostgreSQL (db/bulk.py): the same rows as the
     plain INSERT path, awkward text kept byte for byte, a replay inserting nothing, naive times refused."""
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     awkward = ["", 'say "hi", ok', "line\nbreak\ttab", "back\\slash", "¥ € ₹ 日本", "NULL", "\\N"]
     rows = [
         {
@@ -227,6 +220,7 @@ def test_a_large_batch_is_written_once_with_every_value_intact(database_url: str
         for i in range(BULK_MIN_ROWS + 100)
     ]
     with engine.begin() as connection:
+        assert supports_copy(connection) == (engine.dialect.name == "postgresql")  # psycopg 3's COPY
         assert write_adjustments(connection, rows + rows[:10]).new == len(rows)  # in-batch repeats too
     with engine.begin() as connection:
         assert write_adjustments(connection, rows).already_present == len(rows)
@@ -245,7 +239,7 @@ def test_a_large_batch_is_written_once_with_every_value_intact(database_url: str
 
 def test_discrepancies_upsert_leaves_a_rerun_identical(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
     assert (counts.new, counts.already_present, counts.cleared) == (4, 0, 0)
@@ -262,7 +256,7 @@ def test_findings_no_longer_seen_are_cleared_not_deleted_and_outstanding_again_w
     database_url: str,
 ) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     later, latest = NOW + timedelta(hours=1), NOW + timedelta(hours=2)
 
     def cleared_at() -> dict[str, datetime | None]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_RAZORPAY_PROPERTIES
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 
 
 def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -79,7 +79,7 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
 def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_threshold(
     tmp_path: Path,
 ) -> None:
-    env, prop = fresh_env(tmp_path), DEMO_RAZORPAY_PROPERTIES[0].property_id
+    env, prop = fresh_env(tmp_path), demo_properties("razorpay")[0].property_id
     first = run_recon("demo", "--provider", "razorpay", "--bookings", "40", env=env)
     assert first.returncode == 0, first.stderr
     assert f"== {prop}" in first.stdout and "speaking razorpay" in first.stdout
@@ -104,5 +104,5 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
     env["RECON_DATABASE_URL"] = f"sqlite:///{tmp_path / 'r.sqlite'}"
-    assert run_recon("db", "init", env=env).stdout.startswith("created tables:")
-    assert run_recon("db", "init", env=env).stdout.strip() == "all tables already exist"
+    assert run_recon("db", "init", env=env).stdout.startswith("upgraded the database from revision (none)")
+    assert run_recon("db", "init", env=env).stdout.strip().endswith(", the newest")

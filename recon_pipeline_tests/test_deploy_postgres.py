@@ -18,8 +18,8 @@ from sqlalchemy import create_engine, text
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import (
     DEPLOY_DIR,
     JOB_NAME,

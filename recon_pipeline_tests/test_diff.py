@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.datagen import generate_night
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, empty_ledger_records
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
 from recon_pipeline.reconcile import diff as diff_module
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids

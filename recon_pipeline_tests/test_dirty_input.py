@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import func, insert, select, update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, payment_orders, properties
 from recon_pipeline.ledger.queries import (
     list_properties,
@@ -25,7 +26,7 @@ from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.records import empty_provider_records
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import INVALID_LEDGER_ENTRY
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.report import category_summary
@@ -160,7 +161,7 @@ def test_category_summary_sums_do_not_wrap() -> None:
 
 def test_currencies_are_upper_cased_on_read(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     window = night_window(NIGHT, "UTC", "00:00")
     posted = window.start + timedelta(hours=1)
     with engine.begin() as connection:

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from recon_pipeline.events.parse import EventFormatError, parse_stripe_event
+from recon_pipeline.events.parse import EventFormatError
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 
 
 def body(**overrides: object) -> str:

@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Engine, Table, func, insert, select
 
 from recon_pipeline import cli
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     booking_confirmations,
     bookings,
@@ -23,13 +24,13 @@ from recon_pipeline.db.schema import (
     properties,
     stale_nights,
 )
-from recon_pipeline.events.parse import parse_stripe_event
 from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
 from recon_pipeline.events.store import store_event
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
-from recon_pipeline.provider.stripe import StripeAdapter
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     RunningSimulator,
@@ -123,7 +124,7 @@ class Harness:
 @pytest.fixture
 def harness(database_url: str, simulator: StartSimulator) -> Iterator[Harness]:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),

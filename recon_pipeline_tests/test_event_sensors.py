@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 from sqlalchemy import Engine
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.events import pending_events_sensor, stale_nights_sensor
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ReconDatabase
@@ -38,7 +39,7 @@ def evaluate(
 
 def test_pending_events_request_one_run_per_unit_of_work(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with dg.instance_for_test() as instance:
         idle = evaluate(pending_events_sensor, instance, database_url, None)
         assert (idle.run_requests, idle.cursor) == ([], "0")
@@ -60,7 +61,7 @@ def test_pending_events_request_one_run_per_unit_of_work(database_url: str) -> N
 
 def test_a_late_event_reopens_a_reconciled_night_once_per_generation(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     key = PropertyNight("lisbon-riverside", "2026-11-30").partition_key
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PROPERTY_DIMENSION, ["lisbon-riverside"])

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing
 from recon_pipeline.events.backlog import events_run_key, read_backlog
 from recon_pipeline.events.parse import ProviderEvent
@@ -24,7 +25,7 @@ def test_run_keys_follow_the_work() -> None:
 
 def test_backlog_counts_due_waiting_dead_and_age(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         for index in range(5):
             event = ProviderEvent(f"evt_{index}", "payment_intent.succeeded", 1, f"pi_{index}", None)

@@ -29,18 +29,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, properties
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.provider.errors import IncompletePullError
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import PropertyAccount
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.providers.errors import IncompletePullError
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
+from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.fuzzing import (
     ABSENT,
@@ -497,7 +498,7 @@ def test_a_malformed_response_fails_provider_records_and_reports_nothing(
     """Through ``materialize``: the corrupted night fails ``provider_records`` (after its step retries),
     nothing downstream runs, and no discrepancy or adjustment is written."""
     engine = make_engine(sqlite_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         insert_new(
             connection,

@@ -28,12 +28,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
 from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH
+from recon_pipeline.providers.stripe.webhook import DEFAULT_TOLERANCE_S, HEADER, compute_signature, sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
-from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, compute_signature, sign
 from recon_pipeline_tests.fuzzing import (
     ABSENT,
     any_text,
@@ -70,7 +71,7 @@ def fuzz_receiver(
             url = stack.enter_context(postgres_database())
         engine = make_engine(url)
         stack.callback(engine.dispose)
-        init_db(engine)
+        migrations.upgrade(engine)
         server = stack.enter_context(
             ServerThread(build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY))
         )

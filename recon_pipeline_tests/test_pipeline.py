@@ -13,7 +13,7 @@ from sqlalchemy import select
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.definitions import defs
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.razorpay import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
+from recon_pipeline.providers.razorpay.client import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 
 ADJUSTED_CATEGORIES = ("missing_in_ledger", "missing_at_provider", "amount_mismatch", "duplicate_in_ledger")

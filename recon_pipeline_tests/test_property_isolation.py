@@ -10,7 +10,8 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, insert, update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ReconDatabase
@@ -34,7 +35,7 @@ TICK = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 
 def seeded_properties(database_url: str, rows: list[PropertyRow]) -> Engine:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(insert(properties), [p.row() for p in rows])
     return engine

@@ -10,15 +10,15 @@ import pytest
 
 from recon_pipeline.config import ConfigError
 from recon_pipeline.money import MAX_AMOUNT_MINOR
-from recon_pipeline.provider.errors import (
+from recon_pipeline.providers.errors import (
     IncompletePullError,
     PagingError,
     ProviderDataError,
     RetryAfterTooLong,
 )
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
-from recon_pipeline.provider.stripe import PropertyAccount
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import PropertyAccount
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

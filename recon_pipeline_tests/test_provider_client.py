@@ -15,17 +15,18 @@ import pytest
 from recon_pipeline.config import ConfigError
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import normalize_currency
-from recon_pipeline.provider.adapter import SETTLEMENT_DAYS_ENV, Adapter, build_adapter
-from recon_pipeline.provider.attribution import attribute, reports_unattributed, unclaimed_payment_ids
-from recon_pipeline.provider.errors import (
+from recon_pipeline.providers import build_client
+from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
+from recon_pipeline.providers.errors import (
     IncompletePullError,
     ProviderDataError,
     ProviderRequestRejected,
     ProviderUnavailable,
     RetryAfterTooLong,
 )
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
-from recon_pipeline.provider.razorpay import (
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.razorpay import SETTLEMENT_DAYS_ENV
+from recon_pipeline.providers.razorpay.client import (
     FEE_PROVISIONAL,
     FEE_SETTLED,
     MAX_RECON_DAYS,
@@ -35,9 +36,10 @@ from recon_pipeline.provider.razorpay import (
     recon_days,
     settled_fees,
 )
-from recon_pipeline.provider.razorpay import refund_row as razorpay_refund_row
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS
-from recon_pipeline.provider.stripe import (
+from recon_pipeline.providers.razorpay.client import refund_row as razorpay_refund_row
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import (
     PropertyAccount,
     StripeAdapter,
     charge_rows,
@@ -47,13 +49,13 @@ from recon_pipeline.provider.stripe import (
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
-from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,
     RAZORPAY,
     STRIPE,
     T0,
+    Adapter,
     Flavour,
     RunningSimulator,
     StartSimulator,
@@ -183,7 +185,7 @@ def test_transient_failures_are_retried(
     sim = simulator(SimulatorStore(charges=[make_charge("ch_1", T0)]))
     sim.set_faults(**fault)
     http = _http(sim, clients, api_key=None)
-    with caplog.at_level(logging.WARNING, logger="recon_pipeline.provider.http"):
+    with caplog.at_level(logging.WARNING, logger="recon_pipeline.providers.http"):
         body = http.get_json("/v1/charges/ch_1", params={"expand[]": "balance_transaction"})
     assert body is not None and body["id"] == "ch_1"
     assert sim.stats()["api_requests"] == 3
@@ -688,11 +690,11 @@ def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: li
     http = ProviderHttp("http://127.0.0.1:9", retry=FAST_RETRY)
     clients.append(http)
     monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "5")
-    adapter = build_adapter("razorpay", http)
+    adapter = build_client("razorpay", http)
     assert isinstance(adapter, RazorpayAdapter) and adapter.settlement_days == 5
     monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "0")
     with pytest.raises(ConfigError, match=SETTLEMENT_DAYS_ENV):
-        build_adapter("razorpay", http)
+        build_client("razorpay", http)
     with pytest.raises(ValueError, match="settlement_days must be from 0 to 29"):
         RazorpayAdapter(http, settlement_days=30)
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from recon_pipeline.config import ConfigError
-from recon_pipeline.provider.errors import ProviderUnavailable
-from recon_pipeline.provider.http import ProviderHttp, RequestRateLimiter, RetryPolicy
-from recon_pipeline.provider.stripe import PropertyAccount, StripeAdapter
-from recon_pipeline.simulator.faults import FaultSwitches
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.errors import ProviderUnavailable
+from recon_pipeline.providers.http import ProviderHttp, RequestRateLimiter, RetryPolicy
+from recon_pipeline.providers.simulator.faults import FaultSwitches
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

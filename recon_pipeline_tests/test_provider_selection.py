@@ -7,8 +7,8 @@ import pytest
 
 from recon_pipeline.config import ConfigError, provider_settings
 from recon_pipeline.defs.resources import ProviderResource
-from recon_pipeline.provider.razorpay import RazorpayAdapter
-from recon_pipeline.provider.stripe import StripeAdapter
+from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.stripe.client import StripeAdapter
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, insert, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import (
     bookings,
     payment_event_processing,
@@ -19,10 +20,10 @@ from recon_pipeline.db.schema import (
     provider_cursors,
 )
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
-from recon_pipeline.provider.errors import IncompletePullError
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.stripe import StripeAdapter
-from recon_pipeline.simulator.store import SimulatorStore
+from recon_pipeline.providers.errors import IncompletePullError
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, StartSimulator
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -43,7 +44,7 @@ def event(
 
 def seeded_engine(database_url: str) -> Engine:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import insert
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.reports.exports import write_csv, write_parquet
 from recon_pipeline.reports.queries import partition_discrepancies
@@ -27,7 +28,7 @@ HOSTILE = {
 
 def test_formula_cells_are_neutralised_and_numbers_kept(database_url: str, tmp_path: Path) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     now = datetime(2026, 11, 2, tzinfo=UTC)
     rows = [
         {

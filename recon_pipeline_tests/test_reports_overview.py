@@ -14,7 +14,8 @@ import dagster as dg
 import pytest
 from sqlalchemy import case, func, select, update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.definitions import defs
 from recon_pipeline.defs.summary import DAILY_REFRESH_CRON, GROUP, summary_assets
@@ -190,7 +191,7 @@ def test_age_buckets_and_empty_views(sqlite_url: str) -> None:
         "31+ days",
     ]
     engine = make_engine(sqlite_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.connect() as connection:
         findings, orphans = unresolved_findings(connection), unresolved_orphaned_payments(connection)
     engine.dispose()

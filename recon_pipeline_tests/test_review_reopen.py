@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, text, update
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import WriteCounts, save_discrepancies
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, ledger_entries
 from recon_pipeline.review.store import review
@@ -100,7 +101,7 @@ def test_a_rerun_keeps_review_status_and_a_changed_amount_reopens(
 def test_concurrent_identical_runs_reopen_once(postgres_url: str) -> None:
     """Two transactions save the same changed findings at once: one re-open, one audit row."""
     engine = make_engine(postgres_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-0", NOW)
         target = connection.execute(

@@ -19,8 +19,8 @@ import pytest
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 from recon_pipeline_tests.dagster_processes import (
     DagsterDeployment,
     build_nights_world,

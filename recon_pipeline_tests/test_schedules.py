@@ -8,7 +8,8 @@ import dagster as dg
 import pytest
 from sqlalchemy import insert
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.defs.resources import ReconDatabase
@@ -82,7 +83,7 @@ def test_schedule_requests_every_partitioned_property(
 ) -> None:
     monkeypatch.setenv("RECON_NIGHTLY_LOOKBACK", "2")
     engine = make_engine(sqlite_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(insert(properties), [p.row() for p in DEMO_PROPERTIES])
     when = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)  # Denver's DST night closes at this tick

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from sqlalchemy import insert
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.defs.resources import ReconDatabase
@@ -14,7 +15,7 @@ from recon_pipeline.defs.sensors import property_partitions_sensor
 
 def add_property(database_url: str, property_id: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),

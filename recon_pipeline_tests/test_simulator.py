@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
+from recon_pipeline.providers.simulator.app import build_app
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
-from recon_pipeline.simulator.store import SimulatorStore
 from recon_pipeline_tests.dagster_processes import free_port, wait_until
 from recon_pipeline_tests.provider_fixtures import (
     T0,

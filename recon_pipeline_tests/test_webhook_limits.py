@@ -18,7 +18,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine, Table, func, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_conflicts, payment_event_processing, payment_events
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
@@ -213,7 +214,7 @@ def test_headers_slower_than_the_deadline_get_the_connection_cut(limited_receive
 
 def test_a_reused_event_id_with_another_body_is_kept_as_evidence_and_counted(database_url: str) -> None:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     original = event_body("evt_twice")
     tampered = event_body("evt_twice", type="charge.refunded")
     reserialised = original.replace(b"\n  ", b"\n    ")  # other bytes, same JSON: no conflict

@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db.schema import payment_event_processing, payment_events
-from recon_pipeline.events.parse import EventFormatError, parse_razorpay_event
-from recon_pipeline.webhooks.razorpay_signature import compute_signature, verify
-from recon_pipeline.webhooks.signature import SignatureError
+from recon_pipeline.events.parse import EventFormatError
+from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.razorpay.webhook import compute_signature, verify
+from recon_pipeline.providers.razorpay.webhook import parse_event as parse_razorpay_event
 from recon_pipeline_tests import test_webhook_receiver as stripe_receiver
 from recon_pipeline_tests.test_webhook_receiver import (
     MAX_BODY,

@@ -23,11 +23,13 @@ import httpx
 import pytest
 from sqlalchemy import Engine, func, select
 
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
+from recon_pipeline.providers import PROVIDER_NAMES
+from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
-from recon_pipeline.webhooks.signature import sign
 
 SECRET = "whsec_test_current_0123456789"
 OLD_SECRET = "whsec_test_previous_9876543210"
@@ -74,7 +76,7 @@ def counts(engine: Engine) -> tuple[int, int]:
 @pytest.fixture
 def receiver(database_url: str) -> Iterator[Receiver]:
     engine = make_engine(database_url)
-    init_db(engine)
+    migrations.upgrade(engine)
     app = build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY)
     with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
         yield Receiver(engine, client, server)
@@ -328,3 +330,23 @@ def test_concurrent_mixed_deliveries_share_transactions_correctly(receiver: Rece
         duplicates = list(pool.map(deliver, bodies + bodies[::-1]))
     assert duplicates.count(False) == 40
     assert counts(receiver.engine) == (40, 40)
+
+
+def test_an_unknown_provider_is_a_404_and_stores_nothing(receiver: Receiver) -> None:
+    body = event_body("evt_nobody")
+    response = receiver.client.post("/webhooks/nobody", content=body, headers=signed(body))
+    assert (response.status_code, response.json()) == (404, {"error": "unknown_provider"})
+    assert counts(receiver.engine) == (0, 0)
+
+
+@pytest.mark.parametrize("provider", PROVIDER_NAMES)
+def test_every_registered_provider_refuses_an_unsigned_delivery(receiver: Receiver, provider: str) -> None:
+    """One route serves the registry: each provider's own check refuses a delivery it did not sign."""
+    body = event_body("evt_unsigned")
+    response = receiver.client.post(
+        f"/webhooks/{provider}", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    refusals = {"missing_header", "malformed_header", "no_matching_signature", "malformed_event"}
+    assert response.json()["error"] in refusals
+    assert counts(receiver.engine) == (0, 0)

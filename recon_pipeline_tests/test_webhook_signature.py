@@ -7,7 +7,7 @@ import hmac
 
 import pytest
 
-from recon_pipeline.webhooks.signature import (
+from recon_pipeline.providers.stripe.webhook import (
     SignatureError,
     compute_signature,
     parse_header,

@@ -1,19 +1,21 @@
 """Bulk ``INSERT … ON CONFLICT DO NOTHING`` on PostgreSQL: COPY into a staging table, then one INSERT.
 
 SQLAlchemy's batched ``VALUES`` path costs about 50 µs of client CPU per row (parameter rendering and
-type processing in Python); COPY streams the rows as CSV and lets the server do the rest, which is what
-makes 100,000 adjustments, or a replay of them that inserts nothing, a matter of seconds
-(``benchmarks/writer.py``). The database's unique keys still decide what is new: the staging table only
-carries the rows to the same ``INSERT … SELECT … ON CONFLICT DO NOTHING`` a small batch would run.
+type processing in Python); COPY streams the rows in binary through psycopg 3's ``cursor.copy`` and lets
+the server do the rest, which is what makes 100,000 adjustments, or a replay of them that inserts
+nothing, a matter of seconds (``benchmarks/writer.py``). The database's unique keys still decide what is
+new: the staging table only carries the rows to the same ``INSERT … SELECT … ON CONFLICT DO NOTHING`` a
+small batch would run.
 """
 
 from __future__ import annotations
 
-import io
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
 
+import psycopg
+from psycopg import sql
 from sqlalchemy import Connection, Table
 
 # Below this many rows the plain multi-row INSERT is as fast and needs no staging table.
@@ -21,8 +23,8 @@ BULK_MIN_ROWS = 500
 
 
 def supports_copy(connection: Connection) -> bool:
-    """COPY FROM STDIN through psycopg2, the driver ``make_engine`` uses for PostgreSQL."""
-    return connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg2"
+    """COPY FROM STDIN through psycopg 3, the driver ``make_engine`` uses for PostgreSQL."""
+    return connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
 
 
 def copy_insert_new(
@@ -34,13 +36,15 @@ def copy_insert_new(
     names = ", ".join(f'"{name}"' for name in columns)
     stage = f"recon_stage_{uuid.uuid4().hex[:16]}"
     connection.exec_driver_sql(f'CREATE TEMPORARY TABLE {stage} (LIKE "{table.name}" INCLUDING DEFAULTS)')
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.copy_expert(
-            f"COPY {stage} ({names}) FROM STDIN WITH (FORMAT csv)", _as_csv(table, columns, rows, connection)
-        )
-    finally:
-        cursor.close()
+    copy = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.Identifier(stage), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    driver = cast(psycopg.Connection[Any], connection.connection.dbapi_connection)
+    with driver.cursor() as cursor, cursor.copy(copy) as stream:
+        # Binary COPY: the server parses nothing, psycopg writes each value as its column's type.
+        stream.set_types([table.c[name].type.compile(dialect=connection.dialect).lower() for name in columns])
+        for values in _bound(table, columns, rows, connection):
+            stream.write_row(values)
     inserted = connection.exec_driver_sql(
         # The anti-join skips what is already there in one hash join (a replay costs a scan, not 100,000
         # speculative inserts); ON CONFLICT still settles rows a concurrent writer commits meanwhile.
@@ -54,31 +58,14 @@ def copy_insert_new(
     return keys
 
 
-def _as_csv(
+def _bound(
     table: Table, columns: list[str], rows: Sequence[Mapping[str, Any]], connection: Connection
-) -> io.StringIO:
-    """The rows as COPY's CSV, each value through its column type's bind processing (so the UTC type
-    still refuses naive timestamps)."""
+) -> Iterator[list[Any]]:
+    """Each row's values in ``columns`` order, through its column type's bind processing (so the UTC
+    type still refuses naive timestamps); psycopg adapts what comes out."""
     processors = [table.c[name].type.bind_processor(connection.dialect) for name in columns]
-    lines = []
     for row in rows:
-        values = (row[name] for name in columns)
-        fields = (
-            _csv_field(value if process is None or value is None else process(value))
-            for value, process in zip(values, processors, strict=True)
-        )
-        lines.append(",".join(fields))
-    return io.StringIO("\n".join(lines) + "\n")
-
-
-def _csv_field(value: Any) -> str:
-    """None is an unquoted empty field, COPY's NULL; everything else but numbers is quoted, so an empty
-    string stays an empty string and commas, quotes and newlines stay data."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "t" if value else "f"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = str(value)
-    return '"' + text.replace('"', '""') + '"'
+        yield [
+            value if process is None or value is None else process(value)
+            for value, process in zip((row[name] for name in columns), processors, strict=True)
+        ]

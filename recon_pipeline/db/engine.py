@@ -1,17 +1,15 @@
-"""Engines for the reconciliation database and the idempotent ``recon db init``."""
+"""Engines for the reconciliation database: SQLite for the embedded default, PostgreSQL through psycopg 3."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.schema import CreateColumn
 
 from recon_pipeline.config import ConfigError, ServiceUnavailable
-from recon_pipeline.db.schema import metadata
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -19,8 +17,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 def make_engine(url: str, pool_size: int = 5, pre_ping: bool = True) -> Engine:
     """An engine for ``url``; SQLite gets WAL and a busy timeout so readers and one writer coexist.
 
-    A plain ``postgresql://`` URL uses psycopg2, the driver dagster-postgres already brings: cheaper per
-    statement than psycopg 3's client-side query parsing on the hot intake path. ``pre_ping=False`` saves
+    A plain ``postgresql://`` URL uses psycopg 3, our one PostgreSQL driver (its ``cursor.copy`` is the
+    bulk path of ``db/bulk.py``), whichever default the installed SQLAlchemy has. ``pre_ping=False`` saves
     a round trip per checkout where a failed transaction is answered with a retryable error anyway.
     """
     try:
@@ -35,7 +33,7 @@ def make_engine(url: str, pool_size: int = 5, pre_ping: bool = True) -> Engine:
             "use sqlite or postgresql"
         )
     if parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg2")
+        parsed = parsed.set(drivername="postgresql+psycopg")
     return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=pre_ping)
 
 
@@ -63,31 +61,3 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
         cursor.close()
 
     return engine
-
-
-def init_db(engine: Engine) -> list[str]:
-    """Create the contract's tables that do not exist yet, and add the columns and indexes a newer
-    release added to tables that do; returns the names of the tables it created.
-
-    Added columns are nullable or defaulted (the data contract demands it of every column we add, since
-    other systems write these tables), so ``ALTER TABLE … ADD COLUMN`` is safe on a populated table.
-    """
-    with engine.begin() as connection:
-        existing = set(inspect(connection).get_table_names())
-        for name in existing & set(metadata.tables):
-            _add_missing_columns(connection, metadata.tables[name])
-    metadata.create_all(engine, checkfirst=True)
-    return [name for name in metadata.tables if name not in existing]
-
-
-def _add_missing_columns(connection: Connection, table: Table) -> None:
-    inspector = inspect(connection)
-    present = {column["name"] for column in inspector.get_columns(table.name)}
-    for column in table.columns:
-        if column.name not in present:
-            ddl = CreateColumn(column).compile(dialect=connection.dialect)
-            connection.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN {ddl}')
-    indexed = {index["name"] for index in inspector.get_indexes(table.name)}
-    for index in table.indexes:
-        if index.name not in indexed:
-            index.create(connection)

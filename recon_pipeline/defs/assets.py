@@ -27,14 +27,14 @@ from recon_pipeline.ledger.queries import (
 )
 from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
-from recon_pipeline.provider.attribution import (
+from recon_pipeline.providers.attribution import (
     attribute,
     reported_split,
     reports_unattributed,
     unclaimed_payment_ids,
 )
-from recon_pipeline.provider.records import empty_provider_records
-from recon_pipeline.provider.stripe import PropertyAccount
+from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
@@ -87,7 +87,7 @@ def window_metadata(target: NightTarget) -> dict[str, str]:
     group_name=GROUP,
     pool=PROVIDER_POOL,
     retry_policy=provider_step_retry_policy(),
-    kinds={"stripe", "pandas"},
+    kinds={"api", "pandas"},
 )
 def provider_records(
     context: dg.AssetExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
@@ -116,7 +116,7 @@ def provider_records(
             "dagster/row_count": len(split.own),
             "unattributed": len(split.unattributed),
             **{f"rows/{kind}": int(n) for kind, n in split.own["kind"].value_counts().items()},
-            # Fee rows by status; for Razorpay, settled (booked in a settlement) vs provisional.
+            # Fee rows by status: where a provider settles fees later, settled vs provisional.
             **{
                 f"fees/{status}": int(n)
                 for status, n in split.own.loc[split.own["kind"] == "fee", "status"].value_counts().items()

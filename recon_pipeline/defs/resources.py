@@ -15,8 +15,9 @@ from sqlalchemy import Engine
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.provider.adapter import Adapter, build_adapter
-from recon_pipeline.provider.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers import build_client
+from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.interface import ProviderClient
 
 
 @functools.cache
@@ -38,7 +39,7 @@ class ProviderResource(dg.ConfigurableResource):
     """The payment provider's API, with bounded concurrency and bounded retries."""
 
     provider: str | None = None
-    flavour: str | None = None  # the simulator's API: stripe or razorpay (RECON_PROVIDER_FLAVOUR)
+    flavour: str | None = None  # the simulator's API: a registered provider's (RECON_PROVIDER_FLAVOUR)
     base_url: str | None = None
     api_key: str | None = None
     max_concurrency: int | None = None
@@ -52,11 +53,12 @@ class ProviderResource(dg.ConfigurableResource):
         )
 
     @contextmanager
-    def adapter(self) -> Iterator[Adapter]:
-        """The adapter of the provider's flavour (Stripe's or Razorpay's API), closed after use."""
+    def adapter(self) -> Iterator[ProviderClient]:
+        """The client of the provider's flavour (the registered provider whose API it speaks), closed
+        after use."""
         settings = self.settings()
         policy = RetryPolicy(
             max_attempts=self.max_attempts, base_delay_s=self.base_delay_s, max_delay_s=self.max_delay_s
         )
         with ProviderHttp(settings.base_url, settings.api_key, settings.max_concurrency, policy) as http:
-            yield build_adapter(settings.flavour, http, settings.api_key)
+            yield build_client(settings.flavour, http, settings.client_settings())

@@ -1,21 +1,19 @@
-"""The demo's properties: for Stripe three timezones, three currencies (one zero-decimal), both attributions;
-for Razorpay one Indian property in INR."""
+"""The demo's properties: each provider's package names its own (``Provider.demo_world``); the analyst
+thresholds of all of them live here."""
 
 from __future__ import annotations
 
+from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers import provider_named
 
-DEMO_PROPERTIES = (
-    PropertyRow("lisbon-riverside", "Lisbon Riverside Suites", "Europe/Lisbon", "EUR", "00:00", None),
-    PropertyRow("kyoto-gion", "Kyoto Gion Ryokan", "Asia/Tokyo", "JPY", "00:00", "acct_1KyotoGion"),
-    PropertyRow("denver-lodge", "Denver Mountain Lodge", "America/Denver", "USD", "03:00", None),
-)
 
-# A Razorpay deployment's property (RECON_PROVIDER=razorpay): INR in paise, attributed by notes.property_id.
-DEMO_RAZORPAY_PROPERTIES = (
-    PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
-)
-DEMO_PROPERTIES_BY_FLAVOUR = {"stripe": DEMO_PROPERTIES, "razorpay": DEMO_RAZORPAY_PROPERTIES}
+def demo_properties(flavour: str) -> tuple[PropertyRow, ...]:
+    """The demo properties of the provider called ``flavour`` (its package says which)."""
+    return provider_named(flavour).demo_world().properties
+
+
+DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)  # the default demo's, which the tests build worlds of
 
 # The demo analyst's unexplained-amount thresholds (``recon discrepancies threshold``), in minor units and
 # of a similar size in money, about US$6,000-11,000 a night: the default of 1,000,000 minor units suits

@@ -1,6 +1,6 @@
 """`recon demo`: the embedded default end to end, on a persistent Dagster instance.
 
-Seed the demo properties of one provider (``--provider``: Stripe's three, or Razorpay's one in INR) and
+Seed the demo properties of one provider (``--provider``: the ones its package names) and
 the demo analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that
 provider's API, reconcile last night of every property through the real ``reconcile_night`` job (its
 blocking asset check included), then print what was found against what was planted. Then the PMS
@@ -26,18 +26,19 @@ import dagster as dg
 from sqlalchemy import Connection, Engine, RowMapping, func, select, update
 
 from recon_pipeline import config
-from recon_pipeline.db.engine import init_db, make_engine
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_PROPERTIES_BY_FLAVOUR, DEMO_THRESHOLDS_MINOR
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulator.app import build_app
 
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 # The demo prints its own report; each run's full event log is on its Dagster instance (`dagster dev`).
@@ -84,18 +85,18 @@ def run_demo(
     bookings_per_night: int = 1000,
     seed: int = 7,
     echo: Callable[[str], None] = print,
-    flavour: str = "stripe",
+    flavour: str = config.DEFAULT_FLAVOUR,
 ) -> list[NightOutcome]:
     """Seed, serve, reconcile and report ``flavour``'s demo properties; one outcome per property.
 
     Raises DemoRunFailed when a property's run fails."""
     started = time.monotonic()
-    properties = DEMO_PROPERTIES_BY_FLAVOUR[flavour]
+    properties = demo_properties(flavour)
     home = config.recon_home()
     home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RECON_DATABASE_URL", config.database_url())
     engine = make_engine(os.environ["RECON_DATABASE_URL"])
-    init_db(engine)
+    migrations.upgrade(engine)
     now = datetime.now(UTC)
     world = build_world(demo_nights(now, properties), bookings_per_night, seed, properties, flavour)
     inserted = seed_world(engine, world)

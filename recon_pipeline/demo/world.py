@@ -2,9 +2,9 @@
 
 The same seed and nights always give the same ids, amounts and times, so the simulator can serve the
 provider half while the PMS half is written to the database, and a second demo run changes nothing.
-A world is built for one provider (``flavour``): its ids are that provider's (Stripe ``ch_``/``re_`` with
-PaymentIntents, Razorpay ``pay_``/``rfnd_`` whose payment is itself the payment order), and the simulator
-serves it in that flavour.
+A world is built for one provider (``flavour``): its ids are that provider's (``Provider.demo_world``: the
+charge and refund id prefixes, and whether payments go through an intent or the payment is itself the
+payment order), and the simulator serves it in that flavour.
 Known discrepancies of every category are planted and counted in ``World.expected`` so that the demo
 (and the tests) can check that the pipeline finds exactly what was planted.
 """
@@ -17,27 +17,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.providers import provider_named
+from recon_pipeline.providers.interface import DemoWorld
+from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
-from recon_pipeline.simulator.store import SimulatorStore
 
 AMOUNT_RANGE = {"JPY": (9_000, 60_000), "INR": (350_000, 2_500_000)}
 DEFAULT_AMOUNT_RANGE = (8_000, 45_000)
-
-
-@dataclass(frozen=True)
-class ProviderIds:
-    """How a provider names a world's records, and whether payments go through PaymentIntents (Stripe:
-    ``payment_orders`` are keyed by them) or the payment is the order's key itself (Razorpay)."""
-
-    charge: str
-    refund: str
-    payment_intents: bool
-
-
-PROVIDER_IDS = {"stripe": ProviderIds("ch", "re", True), "razorpay": ProviderIds("pay", "rfnd", False)}
 
 
 @dataclass
@@ -57,17 +47,17 @@ def build_world(
     bookings_per_night: int = 1000,
     seed: int = 7,
     properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES,
-    flavour: str = "stripe",
+    flavour: str = DEFAULT_FLAVOUR,
     plant: bool = True,
 ) -> World:
     """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids; with
     ``plant=False`` a clean night (ordinary bookings and timing differences only: nothing to find)."""
-    world = World()
+    world, ids = World(), provider_named(flavour).demo_world()
     for prop in properties:
         world.properties.append(prop.row())
         night = nights[prop.property_id]
         rng = random.Random(f"{seed}/{prop.property_id}/{night}")
-        _NightBuilder(world, prop, night, rng, PROVIDER_IDS[flavour]).build(bookings_per_night, plant)
+        _NightBuilder(world, prop, night, rng, ids).build(bookings_per_night, plant)
     world.store.reindex()
     return world
 
@@ -77,8 +67,8 @@ def unix(moment: datetime) -> int:
 
 
 def fee_for(amount: int, currency: str) -> int:
-    """A card fee shaped like Stripe's (a percentage plus a fixed part in the currency's minor unit), or for
-    INR like Razorpay's (2% plus 18% GST on it)."""
+    """A card fee shaped like a card network's (a percentage plus a fixed part in the currency's minor
+    unit), or for INR like an Indian gateway's (2% plus 18% GST on it)."""
     if currency == "INR":
         return round(amount * 0.02 * 1.18)
     return round(amount * 0.036) if currency == "JPY" else round(amount * 0.029) + 30
@@ -94,7 +84,7 @@ class _NightBuilder:
     """Writes one property-night of ordinary activity, then plants one set of known discrepancies."""
 
     def __init__(
-        self, world: World, prop: PropertyRow, night: date, rng: random.Random, ids: ProviderIds
+        self, world: World, prop: PropertyRow, night: date, rng: random.Random, ids: DemoWorld
     ) -> None:
         self.world, self.prop, self.rng, self.ids = world, prop, rng, ids
         self.night = night.isoformat()
@@ -121,7 +111,8 @@ class _NightBuilder:
         self, created: datetime, amount: int, *, status: str = "succeeded", booking_status: str = "confirmed"
     ) -> dict[str, Any]:
         """A booking paid by one charge: provider objects, booking, payment order. No ledger entries."""
-        booking_id, pi_id, charge_id = self.next_id("bk"), self.next_id("pi"), self.next_id(self.ids.charge)
+        booking_id, pi_id = self.next_id("bk"), self.next_id("pi")
+        charge_id = self.next_id(self.ids.charge_prefix)
         intent_id = pi_id if self.ids.payment_intents else None
         succeeded = status == "succeeded"
         fee = fee_for(amount, self.prop.currency) if succeeded else 0
@@ -187,7 +178,7 @@ class _NightBuilder:
         return charge
 
     def payment_intent(self, charge: dict[str, Any], intent_id: str, created: datetime) -> None:
-        """The Stripe PaymentIntent the charge is the latest (and only) attempt of."""
+        """The payment intent the charge is the latest (and only) attempt of."""
         succeeded = charge["status"] == "succeeded"
         self.world.store.payment_intents.append(
             {
@@ -206,7 +197,7 @@ class _NightBuilder:
 
     def refund(self, charge: dict[str, Any], created: datetime, amount: int) -> dict[str, Any]:
         refund = {
-            "id": self.next_id(self.ids.refund),
+            "id": self.next_id(self.ids.refund_prefix),
             "object": "refund",
             "amount": amount,
             "charge": charge["id"],
@@ -317,7 +308,8 @@ class _NightBuilder:
         assert unbooked["amount"] > 0
         self.plant(c.MISSING_IN_LEDGER)
         for _ in range(2):
-            self.entry("payment", self.next_id(f"{self.ids.charge}_ghost"), self.amount(), self.inside())
+            ghost_id = self.next_id(f"{self.ids.charge_prefix}_ghost")
+            self.entry("payment", ghost_id, self.amount(), self.inside())
             self.plant(c.MISSING_AT_PROVIDER)
         self.entry("payment", None, self.amount(), self.inside())
         self.plant(c.MISSING_AT_PROVIDER)

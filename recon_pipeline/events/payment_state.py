@@ -1,21 +1,16 @@
-"""A payment's current provider state as a ``payment_orders`` row, and what it means for its booking: pure.
+"""A payment's current provider state in the contract's terms, and what it means for its booking: pure.
 
 The processor never acts on an event's payload (it may be stale, duplicated or out of order); it reads the
-PaymentIntent (or, for a payment without one, the charge) by id and derives everything here:
+payment by id from the provider (``ProviderClient.payment_state``), whose package maps the provider's
+objects to a ``PaymentState``. Everything after that is the same for every provider:
 
-- status: ``requires_*`` / ``processing`` → ``created`` (``failed`` when the latest charge failed, i.e. the
-  attempt was declined); ``requires_capture`` → ``authorized``; ``canceled`` → ``failed``; ``succeeded``
-  → ``captured``, ``partially_refunded`` or ``refunded`` by the latest charge's ``amount_refunded``.
-- ``amount_minor``: the money captured once captured (a partial capture takes less), else the amount
-  intended; ``captured_at`` is the capturing charge's ``created``.
-- the moment that dates the payment's night (``occurred_at``): the latest charge's ``created``, else the
-  PaymentIntent's.
-- attribution: ``metadata.property_id`` (the PaymentIntent's, else the charge's); the processor falls back
-  to the property whose ``provider_account`` is the event's connected account.
-- the booking (``metadata.booking_id``) is confirmed only when the money is captured (or partially
-  refunded) and the booking is ``pending`` / ``confirming``. A ``cancelled`` booking is never touched
-  (outcome ``captured_for_cancelled_booking``, which the orphan report surfaces); created, authorized,
-  refunded and failed payments leave the booking as it is, and the outcome says which.
+- attribution: ``property_id`` is what the payment's own metadata names; the processor falls back to
+  ``payment_orders`` and to the property that alone owns the event's provider account.
+- the booking (``booking_id`` from the payment's metadata) is confirmed only when the money is captured
+  (or partially refunded) and the booking is ``pending`` / ``confirming``. A ``cancelled`` booking is never
+  touched (outcome ``captured_for_cancelled_booking``, which the orphan report surfaces); created,
+  authorized, refunded and failed payments leave the booking as it is, and the outcome says which.
+- the night of the payment is the property's night containing ``occurred_at``.
 """
 
 from __future__ import annotations
@@ -26,27 +21,8 @@ from typing import Any
 
 from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
 from recon_pipeline.nights import night_window, parse_cutoff, property_zone
-from recon_pipeline.provider.errors import ProviderDataError
-from recon_pipeline.provider.stripe import (
-    StripeObject,
-    amount_field,
-    created_at_field,
-    currency_field,
-    field_value,
-    latest_charge_id,
-    metadata_field,
-)
 
 CONFIRMABLE_BOOKING_STATUSES = ("pending", "confirming")
-_INTENT_STATUSES = {
-    "requires_payment_method": "created",
-    "requires_confirmation": "created",
-    "requires_action": "created",
-    "processing": "created",
-    "requires_capture": "authorized",
-    "canceled": "failed",
-}
-_CHARGE_STATUSES = {"pending": "created", "failed": "failed"}
 
 
 @dataclass(frozen=True)
@@ -84,75 +60,6 @@ class BookingAction:
 
     confirm: bool
     outcome: str
-
-
-def state_of_payment_intent(payment_intent: StripeObject, charge: StripeObject | None) -> PaymentState:
-    """The state of a PaymentIntent, given its latest charge (None when it has none yet)."""
-    what = "payment_intent"
-    intent_id: str = field_value(payment_intent, "id", str, what)
-    status: str = field_value(payment_intent, "status", str, what)
-    if charge is not None and charge.get("id") != latest_charge_id(payment_intent):
-        raise ProviderDataError(f"{what} {intent_id!r}: given charge {charge.get('id')!r}, not its latest")
-    if status == "succeeded":
-        if charge is None:
-            raise ProviderDataError(f"{what} {intent_id!r} succeeded without a charge")
-        order_status = _captured_status(charge)
-    elif status in _INTENT_STATUSES:
-        order_status = _INTENT_STATUSES[status]
-        if order_status == "created" and charge is not None and charge.get("status") == "failed":
-            order_status = "failed"
-    else:
-        raise ProviderDataError(f"{what} {intent_id!r}: unknown status {status!r}")
-    captured = order_status in CAPTURED_ORDER_STATUSES or order_status == "refunded"
-    metadata = {
-        **(metadata_field(charge, "charge") if charge else {}),
-        **metadata_field(payment_intent, what),
-    }
-    return PaymentState(
-        provider_payment_id=intent_id,
-        status=order_status,
-        amount_minor=amount_field(payment_intent, "amount_received" if captured else "amount", what),
-        amount_refunded_minor=amount_field(charge, "amount_refunded", "charge") if charge else 0,
-        currency=currency_field(payment_intent, what),
-        captured_at=created_at_field(charge, "charge") if captured and charge else None,
-        occurred_at=created_at_field(charge, "charge") if charge else created_at_field(payment_intent, what),
-        property_id=metadata.get("property_id") or None,
-        booking_id=metadata.get("booking_id") or None,
-    )
-
-
-def state_of_charge(charge: StripeObject) -> PaymentState:
-    """The state of a payment that is a bare charge (no PaymentIntent: the order is keyed by the charge)."""
-    what = "charge"
-    status: str = field_value(charge, "status", str, what)
-    if status == "succeeded":
-        captured: bool = field_value(charge, "captured", bool, what)
-        order_status = _captured_status(charge) if captured else "authorized"
-    elif status in _CHARGE_STATUSES:
-        order_status = _CHARGE_STATUSES[status]
-    else:
-        raise ProviderDataError(f"{what} {charge.get('id')!r}: unknown status {status!r}")
-    is_captured = order_status in CAPTURED_ORDER_STATUSES or order_status == "refunded"
-    metadata = metadata_field(charge, what)
-    return PaymentState(
-        provider_payment_id=field_value(charge, "id", str, what),
-        status=order_status,
-        amount_minor=amount_field(charge, "amount_captured" if is_captured else "amount", what),
-        amount_refunded_minor=amount_field(charge, "amount_refunded", what),
-        currency=currency_field(charge, what),
-        captured_at=created_at_field(charge, what) if is_captured else None,
-        occurred_at=created_at_field(charge, what),
-        property_id=metadata.get("property_id") or None,
-        booking_id=metadata.get("booking_id") or None,
-    )
-
-
-def _captured_status(charge: StripeObject) -> str:
-    """captured / partially_refunded / refunded of a captured charge, by how much of it was refunded."""
-    refunded = amount_field(charge, "amount_refunded", "charge")
-    if charge.get("refunded") is True or refunded >= amount_field(charge, "amount_captured", "charge") > 0:
-        return "refunded"
-    return "partially_refunded" if refunded > 0 else "captured"
 
 
 def booking_action(order_status: str, booking_id: str | None, booking_status: str | None) -> BookingAction:

@@ -57,10 +57,7 @@ from recon_pipeline.events.payment_state import (
     CONFIRMABLE_BOOKING_STATUSES,
     PaymentState,
     booking_action,
-    latest_charge_id,
     night_of,
-    state_of_charge,
-    state_of_payment_intent,
 )
 from recon_pipeline.events.queue import (
     ClaimedEvent,
@@ -71,7 +68,6 @@ from recon_pipeline.events.queue import (
     release,
     retry_later,
 )
-from recon_pipeline.events.razorpay_state import state_of_razorpay_payment
 from recon_pipeline.events.stale import mark_night_stale
 from recon_pipeline.ledger.queries import (
     PropertyRow,
@@ -80,10 +76,8 @@ from recon_pipeline.ledger.queries import (
     load_property,
 )
 from recon_pipeline.nights import night_window
-from recon_pipeline.provider.adapter import Adapter
-from recon_pipeline.provider.errors import ProviderDataError, ProviderError
-from recon_pipeline.provider.razorpay import RazorpayAdapter
-from recon_pipeline.provider.stripe import CHARGE_ID_PREFIXES, PropertyAccount
+from recon_pipeline.providers.errors import ProviderError
+from recon_pipeline.providers.interface import ProviderClient
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +113,7 @@ def _utc_now() -> datetime:
 
 def process_available(
     engine: Engine,
-    adapter: Adapter,
+    client: ProviderClient,
     worker_id: str,
     batch_size: int = 100,
     max_batches: int = 50,
@@ -144,7 +138,7 @@ def process_available(
         # One connection per batch (a transaction per event): no pool checkout and ping per event.
         with engine.connect() as connection:
             results = Counter(
-                _process(connection, adapter, event, worker_id, schedule, clock, attributions)
+                _process(connection, client, event, worker_id, schedule, clock, attributions)
                 for event in batch
             )
         logger.info(
@@ -176,7 +170,7 @@ def process_available(
 
 def _process(
     connection: Connection,
-    adapter: Adapter,
+    client: ProviderClient,
     event: ClaimedEvent,
     worker_id: str,
     policy: RetrySchedule,
@@ -196,7 +190,7 @@ def _process(
                 _complete(connection, event, worker_id, "no_payment_reference", None, None, clock())
             return PROCESSED
         as_of = clock()
-        state = _fetch_state(adapter, event.provider_payment_id, event.account)
+        state = client.payment_state(event.account, event.provider_payment_id)
         with connection.begin():
             if state is None:
                 error = f"provider does not know payment {event.provider_payment_id!r} (404)"
@@ -212,30 +206,6 @@ def _process(
     except Exception as error:  # noqa: BLE001 - a poison event is retried, then dead, never stops the worker
         logger.exception("event %s: unexpected failure", event.event_id)
         return _retry(connection, event, worker_id, f"{type(error).__name__}: {error}", policy, clock())
-
-
-def _fetch_state(adapter: Adapter, payment_id: str, account: str | None) -> PaymentState | None:
-    """The payment's current state (None: the provider does not know it). Razorpay: the payment itself.
-    Stripe: a charge id is read as a bare charge; otherwise the PaymentIntent and its latest charge
-    (refunds, capture time, decline)."""
-    if isinstance(adapter, RazorpayAdapter):
-        payment = adapter.fetch_payment(payment_id)
-        return None if payment is None else state_of_razorpay_payment(payment)
-    # Requests are scoped by the connected account alone: the property is known only once the payment is.
-    scope = PropertyAccount(property_id="", provider_account=account)
-    if payment_id.startswith(CHARGE_ID_PREFIXES):
-        charge = adapter.fetch_charge(scope, payment_id)
-        return None if charge is None else state_of_charge(charge)
-    intent = adapter.fetch_payment_intent(scope, payment_id)
-    if intent is None:
-        return None
-    charge_id = latest_charge_id(intent)
-    if charge_id is None:
-        return state_of_payment_intent(intent, None)
-    charge = adapter.fetch_charge(scope, charge_id)
-    if charge is None:
-        raise ProviderDataError(f"payment_intent {payment_id!r}: its latest charge {charge_id!r} is unknown")
-    return state_of_payment_intent(intent, charge)
 
 
 def _apply(

@@ -1,14 +1,14 @@
 """Recovery: what webhooks alone would miss, queued exactly like a webhook so one processor handles all.
 
-- ``recover_missed_events`` pulls the provider's ``/v1/events`` since the last cursor (per account) and
-  stores each event once; events already delivered by webhook are no-ops on their event id. Razorpay has
-  no events API: for it this is skipped (with a log line), and missed webhooks are recovered by the
-  orphan sweep below and by the nightly pull of ``/v1/payments``, which finds every captured payment.
-  An event the provider lists but that is malformed (no ``data.object``, no type, a bad time...) is skipped
-  with a warning naming its id (never its body) and counted: failing the run instead would keep the cursor
-  where it is, and every later run would fail on the same event, so no event would ever be recovered
-  again. The cursor moves to the newest well-formed event; the orphan sweep still finds a captured payment
-  whose only event was the malformed one.
+- ``recover_missed_events`` asks the provider for its events since the last cursor (per account,
+  ``ProviderClient.events_since``) and stores each event once; events already delivered by webhook are
+  no-ops on their event id. A provider without an events API answers None: recovery is skipped (with a
+  log line), and missed webhooks are recovered by the orphan sweep below and by the nightly pull, which
+  finds every captured payment. An event the provider lists but that is malformed is skipped by the
+  client (a warning naming its id, never its body) and counted: failing the run instead would keep the
+  cursor where it is, and every later run would fail on the same event, so no event would ever be
+  recovered again. The cursor moves to the newest well-formed event; the orphan sweep still finds a
+  captured payment whose only event was the malformed one.
 - ``enqueue_orphaned_payments`` queues a synthetic ``recovery.orphaned_payment`` event for each captured
   payment whose booking is still not confirmed after a grace, so the processor fetches its current state
   and confirms the booking if the money really is there. One per payment per day at most.
@@ -25,11 +25,10 @@ from sqlalchemy import Connection, Engine, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, discrepancies, payment_orders, properties, provider_cursors
 from recon_pipeline.db.upsert import upsert
-from recon_pipeline.events.parse import EventFormatError, ProviderEvent, parse_stripe_event
+from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
 from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
-from recon_pipeline.provider.adapter import Adapter
-from recon_pipeline.provider.razorpay import RazorpayAdapter
+from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 
 logger = logging.getLogger(__name__)
@@ -37,7 +36,6 @@ logger = logging.getLogger(__name__)
 FIRST_RECOVERY_LOOKBACK = timedelta(days=3)
 # Events created in the same second as the cursor may arrive after it was written: re-read a margin.
 CURSOR_OVERLAP_S = 300
-LOGGED_ID_CHARS = 80  # an over-long id is cut in the log line
 ORPHAN_EVENT_TYPE = "recovery.orphaned_payment"
 RECOVERY_PROVIDER = "recovery"
 
@@ -49,43 +47,35 @@ class RecoveryCounts:
     malformed: int = 0  # listed by the provider but not a well-formed event: skipped
 
 
-def recover_missed_events(engine: Engine, adapter: Adapter, now: datetime) -> RecoveryCounts:
-    """Store every provider event since each account's cursor; a cursor only moves after its events commit."""
-    if isinstance(adapter, RazorpayAdapter):
-        logger.info(
-            "recovery of missed events skipped: Razorpay has no events API; "
-            "missed webhooks are recovered by the orphan sweep and the nightly payments pull"
-        )
-        return RecoveryCounts(seen=0, stored=0)
+def recover_missed_events(engine: Engine, client: ProviderClient, now: datetime) -> RecoveryCounts:
+    """Store every provider event since each account's cursor; a cursor only moves after its events commit.
+
+    The cursor of an account is ``<provider>_events:<account or platform>``."""
     seen = stored = malformed = 0
     for account in [None, *_connected_accounts(engine)]:
-        cursor_name = f"stripe_events:{account or 'platform'}"
+        cursor_name = f"{client.name}_events:{account or 'platform'}"
         with engine.connect() as connection:
             since = _read_cursor(connection, cursor_name) or int((now - FIRST_RECOVERY_LOOKBACK).timestamp())
-        events = adapter.list_events(account, max(0, since - CURSOR_OVERLAP_S))
+        listed = client.events_since(account, max(0, since - CURSOR_OVERLAP_S))
+        if listed is None:
+            logger.info(
+                "recovery of missed events skipped: %s has no events API; "
+                "missed webhooks are recovered by the orphan sweep and the nightly pull",
+                client.name,
+            )
+            return RecoveryCounts(seen=0, stored=0)
         newest = since
         with engine.begin() as connection:
-            for raw in events:
-                body = json.dumps(raw)
-                try:
-                    event = parse_stripe_event(body)
-                except EventFormatError as error:
-                    logger.warning(
-                        "recovery skipped malformed event %.*s of %s: %s",
-                        LOGGED_ID_CHARS,
-                        raw.get("id"),
-                        account or "platform",
-                        error,
-                    )
-                    malformed += 1
-                    continue
+            for received in listed.events:
+                event = received.event
                 if event.account is None and account is not None:
                     event = replace(event, account=account)
-                stored += store_event(connection, "stripe", event, body, now)
+                stored += store_event(connection, client.name, event, received.payload, now)
                 newest = max(newest, event.created)
             _write_cursor(connection, cursor_name, newest, now)
-        seen += len(events)
-        logger.info("recovered %d events of %s since %d", len(events), account or "platform", since)
+        seen += len(listed.events) + listed.malformed
+        malformed += listed.malformed
+        logger.info("recovered %d events of %s since %d", len(listed.events), account or "platform", since)
     return RecoveryCounts(seen=seen, stored=stored, malformed=malformed)
 
 

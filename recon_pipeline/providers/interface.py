@@ -15,10 +15,11 @@ family (``errors.py``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
 
     from recon_pipeline.events.parse import ProviderEvent
     from recon_pipeline.events.payment_state import PaymentState
-    from recon_pipeline.provider.http import ProviderHttp
-    from recon_pipeline.provider.objects import PropertyAccount
+    from recon_pipeline.ledger.queries import PropertyRow
+    from recon_pipeline.providers.http import ProviderHttp
+    from recon_pipeline.providers.objects import PropertyAccount
+    from recon_pipeline.providers.simulator.store import SimulatorStore
+    from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,32 @@ class ReceivedEvent:
 
     event: ProviderEvent
     payload: str
+
+
+# What storing one event of a delivery came to: new, a duplicate of a stored event, or a stored event id
+# with another body (kept as evidence; the stored event is unchanged).
+StoreOutcome = Literal["new", "duplicate", "conflict"]
+
+
+@dataclass(frozen=True)
+class ListedEvents:
+    """What a provider's events API listed since a cursor: the well-formed events, and how many it listed
+    that are not well-formed (skipped, logged by id: failing on them would pin the cursor forever)."""
+
+    events: list[ReceivedEvent]
+    malformed: int = 0
+
+
+@dataclass(frozen=True)
+class DemoWorld:
+    """How the demo seeds a world for a provider: its demo properties, the prefixes of its charge and
+    refund ids, and whether payments go through an intent (``payment_orders`` keyed by the intent) or the
+    payment is the order's key itself."""
+
+    properties: tuple[PropertyRow, ...]
+    charge_prefix: str
+    refund_prefix: str
+    payment_intents: bool
 
 
 @dataclass(frozen=True)
@@ -51,6 +81,8 @@ class ClientSettings:
 class ProviderClient(Protocol):
     """One provider's API over a shared, rate-bounded ``ProviderHttp``."""
 
+    name: str  # the provider's registry name: what its events are stored under
+
     def pull_claimed(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
@@ -63,16 +95,11 @@ class ProviderClient(Protocol):
         """The frame for explicit ids of any kind the provider issues (unknown ids are absent)."""
         ...
 
-    def owns_record_id(self, record_id: str) -> bool:
-        """Whether ``record_id`` has the shape of an id this provider issues (lookups are asked only for
-        those)."""
-        ...
-
     def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
         """The payment's current state, read by id (None: the provider does not know it)."""
         ...
 
-    def events_since(self, provider_account: str | None, created_gte: int) -> list[ReceivedEvent] | None:
+    def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """Events created since ``created_gte`` (unix seconds) for recovery of missed webhooks; None when
         the provider has no events API (missed deliveries are then covered by the nightly pull)."""
         ...
@@ -99,11 +126,26 @@ class Provider(Protocol):
         EventFormatError). A delivery may hold several events (Adyen batches notification items)."""
         ...
 
-    def acknowledgement(self, stored: Sequence[bool]) -> tuple[str, str]:
-        """The 2xx body and media type the provider expects once the delivery is stored (``stored[i]``:
-        event i was new)."""
+    def acknowledgement(self, outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
+        """The 2xx body and media type the provider expects once the delivery is stored (``outcomes[i]``:
+        what storing event i came to)."""
         ...
 
-    def simulator_routes(self, store: Any, api: Any) -> list[BaseRoute]:
-        """The simulator's routes for this provider's API subset over the shared seeded store."""
+    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
+        """The simulator's routes for this provider's API subset over the shared seeded store; ``api``
+        wraps a JSON handler with the host's counting, faults, auth and account scoping in the provider's
+        ``Dialect``."""
         ...
+
+    def demo_world(self) -> DemoWorld:
+        """What ``recon demo`` seeds for this provider."""
+        ...
+
+
+def json_acknowledgement(outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
+    """The receiver's JSON answer to a one-event delivery, for providers that only need a 2xx: whether it
+    was a duplicate, and ``conflict`` when a stored id came with another body."""
+    body: dict[str, bool] = {"received": True, "duplicate": any(outcome != "new" for outcome in outcomes)}
+    if "conflict" in outcomes:
+        body["conflict"] = True
+    return json.dumps(body), "application/json"

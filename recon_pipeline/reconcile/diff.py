@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 
 from recon_pipeline.money import format_minor
-from recon_pipeline.provider.records import empty_provider_records
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
@@ -337,7 +337,7 @@ def _key_words(parts: Sequence[tuple[_IdBytes, np.ndarray]]) -> np.ndarray:
 
     Two rows are equal exactly when the keys are: the length keeps "ab" and "ab\\0" apart. Rows are
     copied per distinct id length (a provider's ids come in a handful) as whole windows of the buffer.
-    A 32-byte row (ids up to 29 bytes, Stripe's are 27) also lets numpy gather rows as single items.
+    A 32-byte row (ids up to 29 bytes, most are 27) also lets numpy gather rows as single items.
     """
     lengths = np.concatenate([ids.lengths for ids, _ in parts])
     longest = int(lengths.max(initial=0))

@@ -1,7 +1,7 @@
 """Which money movement an id names: one payment is one finding, whichever of its ids each side holds.
 
-A side may name a payment by the charge (Stripe ``ch_``/``py_``, Razorpay ``pay_``) or by what the charge
-fulfils (a Stripe PaymentIntent ``pi_``, a Razorpay order ``order_``); the provider-record frame carries
+A side may name a payment by the charge (the provider's payment record) or by what the charge fulfils (a
+payment intent or an order); the provider-record frame carries
 both (``charge_id`` and ``payment_intent_id``). The charge is the money movement, so every id is mapped to
 its charge id before matching: the diff and the orphan report then key a payment the same way whichever
 id the ledger or ``payment_orders`` stored, and a finding's ``record_key`` stays the same when the PMS
@@ -34,7 +34,7 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
     """Intent/order id → charge id, from the ``payment`` rows of provider-record frames.
 
     An intent may hold several charges (failed attempts before the one that succeeded): the settled one
-    wins, then the latest created, as Stripe's ``latest_charge`` does. Only those few intents are sorted;
+    wins, then the latest created, as an intent's latest charge does. Only those few intents are sorted;
     a million distinct ones cost one Arrow hash pass.
     """
     columns = ["payment_intent_id", "charge_id", "settled", "created_at"]

@@ -1,6 +1,6 @@
 """Money on a shared account that no property can be given: reported once, proposing nothing.
 
-Attribution (``provider/attribution.py``) hands these records only to the first property on the account,
+Attribution (``providers/attribution.py``) hands these records only to the first property on the account,
 so each one is a finding in exactly one partition. Only money that moved is reported (a settled payment or
 refund; a fee goes with its payment), and the category has no adjustment policy: no property's ledger is
 the place to book someone else's payment, a person decides whose it is.

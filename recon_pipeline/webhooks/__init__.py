@@ -1,1 +1,2 @@
-"""The webhook receiver: Stripe signature checks (pure) and the Starlette app that stores events."""
+"""The webhook receiver: the Starlette app that stores every provider's events (each provider checks its
+own signatures, ``providers/<name>/webhook.py``)."""

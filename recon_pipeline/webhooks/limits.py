@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES_ENV = "RECON_WEBHOOK_MAX_HEADER_BYTES"
 HEADER_TIMEOUT_ENV = "RECON_WEBHOOK_HEADER_TIMEOUT_S"
-# Stripe's and Razorpay's deliveries carry well under 2 KiB of headers; 32 KiB is what common proxies
+# Providers' deliveries carry well under 2 KiB of headers; 32 KiB is what common proxies
 # allow (nginx: 4 x 8 KiB buffers) and bounds what a client can make us hold.
 DEFAULT_MAX_HEADER_BYTES = 32 * 1024
 DEFAULT_HEADER_TIMEOUT_S = 10

@@ -1,12 +1,14 @@
-"""The webhook receiver: ``POST /webhooks/stripe`` and ``POST /webhooks/razorpay`` verify, parse and store
-an event; nothing more. Both store the same way (``store_events``, deduped on the event id: Stripe's ``id``,
-Razorpay's ``x-razorpay-event-id`` header), with their provider's signature check and parser.
+"""The webhook receiver: ``POST /webhooks/{provider}`` verifies, parses and stores a delivery's events;
+nothing more. Every registered provider is served by the same route: the provider's ``read_delivery``
+checks the signature and reads the events, they are stored the same way (``store_events``, deduped on the
+event id the provider gives), and the provider's ``acknowledgement`` is the answer. An unknown provider
+name is a 404.
 
 It never calls the provider and never acts on the payload: the event is stored raw with a pending
 processing row (``store_events``), and the process job later fetches the payment's current state. So the
 only things that can go wrong here are the caller's (413/400/431, nothing stored) or the database's (503,
-which makes Stripe retry). A repeated delivery is a 200 that stores nothing, because Stripe retries until
-it sees a 2xx and an endpoint that answers duplicates with an error would be retried for days; one that
+which makes the provider retry). A repeated delivery is a 200 that stores nothing, because providers retry
+until they see a 2xx and an endpoint that answers duplicates with an error would be retried for days; one that
 reuses a stored event id with a different body is kept in ``payment_event_conflicts`` as evidence,
 logged and counted on ``/healthz`` (the stored event is never modified).
 
@@ -28,7 +30,8 @@ import asyncio
 import copy
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,25 +44,20 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.events.parse import (
-    EventFormatError,
-    ProviderEvent,
-    parse_razorpay_event,
-    parse_stripe_event,
-)
+from recon_pipeline.events.parse import EventFormatError, ProviderEvent
 from recon_pipeline.events.store import ReceivedEvent, conflict_count, record_conflicts, store_events
-from recon_pipeline.webhooks import razorpay_signature
-from recon_pipeline.webhooks.signature import DEFAULT_TOLERANCE_S, HEADER, SignatureError, verify
+from recon_pipeline.providers import PROVIDERS
+from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.interface import Provider, StoreOutcome
 
 logger = logging.getLogger(__name__)
 
-PROVIDER = "stripe"
-# Stripe's events are a few KiB; 256 KiB leaves room for large metadata yet bounds memory per request.
+# A provider's events are a few KiB; 256 KiB leaves room for large metadata yet bounds memory per request.
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_BYTES_ENV = "RECON_WEBHOOK_MAX_BODY_BYTES"
 SECRET_ENV = "RECON_WEBHOOK_SECRET"
@@ -76,7 +74,9 @@ HEALTH_TIMEOUT_S = 4.0
 STORE_TIMEOUT_S = 4.0
 # libpq's bounds (connect in whole seconds, statements in ms) so a slow or locked database frees threads.
 POSTGRES_TIMEOUTS = {"connect_timeout": "3", "options": "-c statement_timeout=4000 -c lock_timeout=3000"}
-NEW, DUPLICATE, CONFLICT = "new", "duplicate", "conflict"
+NEW: StoreOutcome = "new"
+DUPLICATE: StoreOutcome = "duplicate"
+CONFLICT: StoreOutcome = "conflict"
 
 
 class BodyTooLarge(Exception):
@@ -88,7 +88,7 @@ class _Pending:
     event: ProviderEvent
     payload: str
     received_at: datetime
-    stored: asyncio.Future[str]
+    stored: asyncio.Future[StoreOutcome]
 
 
 class EventWriter:
@@ -106,9 +106,9 @@ class EventWriter:
     def __init__(
         self,
         engine: Engine,
+        provider: str,
         max_batch: int = MAX_BATCH,
         max_in_flight: int = MAX_IN_FLIGHT_BATCHES,
-        provider: str = PROVIDER,
     ) -> None:
         self._engine = engine
         self._provider = provider
@@ -117,12 +117,12 @@ class EventWriter:
         self._queue: list[_Pending] = []
         self._in_flight: set[asyncio.Task[None]] = set()
 
-    async def store(self, event: ProviderEvent, payload: str, received_at: datetime) -> str:
+    async def store(self, event: ProviderEvent, payload: str, received_at: datetime) -> StoreOutcome:
         """NEW, DUPLICATE or CONFLICT (a stored id, another body); raises what its transaction raised.
 
         A caller that stops waiting (timeout, client gone) takes its event out of the queue if no
         transaction has taken it yet, so a frozen database does not pile deliveries up in memory."""
-        stored: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        stored: asyncio.Future[StoreOutcome] = asyncio.get_running_loop().create_future()
         pending = _Pending(event, payload, received_at, stored)
         self._queue.append(pending)
         self._start_batches()
@@ -156,7 +156,7 @@ class EventWriter:
             if not pending.stored.done():
                 pending.stored.set_result(outcome)
 
-    def _store_batch(self, batch: list[_Pending]) -> list[str]:
+    def _store_batch(self, batch: list[_Pending]) -> list[StoreOutcome]:
         received = [ReceivedEvent(p.event, p.payload, p.received_at) for p in batch]
         with self._engine.begin() as connection:
             new = store_events(connection, self._provider, received)
@@ -214,74 +214,48 @@ def build_receiver(
     engine: Engine,
     secrets: Sequence[str],
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    tolerance_s: int = DEFAULT_TOLERANCE_S,
+    providers: dict[str, Provider] = PROVIDERS,
 ) -> Starlette:
-    """The Starlette app: ``POST /webhooks/stripe``, ``POST /webhooks/razorpay`` and ``GET /healthz``;
-    disposes ``engine`` on shutdown. Both providers' deliveries are checked against ``secrets``."""
+    """The Starlette app: ``POST /webhooks/{provider}`` for each of ``providers`` (the registry) and
+    ``GET /healthz``; disposes ``engine`` on shutdown. Every provider's deliveries are checked against
+    ``secrets``."""
     if not secrets:
         raise config.ConfigError("the webhook receiver needs at least one signing secret")
     secret_list = list(secrets)
+    writers = {name: EventWriter(engine, name) for name in providers}
 
-    def endpoint(
-        writer: EventWriter,
-        authenticate: Callable[[bytes, Request], object],
-        parse: Callable[[str, Request], ProviderEvent],
-    ) -> Callable[[Request], Awaitable[JSONResponse]]:
-        """A provider's route: ``authenticate`` raises SignatureError, ``parse`` EventFormatError."""
-
-        async def receive(request: Request) -> JSONResponse:
-            try:
-                raw_body = await read_limited_body(request, max_body_bytes)
-            except BodyTooLarge:
-                return _rejected(413, "body_too_large", headers={"Connection": "close"})
-            try:
-                authenticate(raw_body, request)
-            except SignatureError as error:
-                return _rejected(400, error.reason)
-            try:
-                payload = raw_body.decode("utf-8")
-                event = parse(payload, request)
-            except (UnicodeDecodeError, EventFormatError):
-                return _rejected(400, "malformed_event")
-            try:
-                stored = writer.store(event, payload, datetime.now(UTC))
-                outcome = await asyncio.wait_for(stored, STORE_TIMEOUT_S)
-            except (SQLAlchemyError, TimeoutError) as error:
-                logger.error(
-                    "could not store webhook event %s: database unavailable (%s)",
-                    event.event_id,
-                    type(error).__name__,
-                )
-                return JSONResponse({"error": "database_unavailable"}, status_code=503)
-            if outcome == CONFLICT:
-                logger.warning(
-                    "webhook event %s reuses a stored event id with a different body: kept in "
-                    "payment_event_conflicts, the stored event is unchanged",
-                    event.event_id,
-                )
-            else:
-                logger.info(
-                    "webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, outcome != NEW
-                )
-            body = {"received": True, "duplicate": outcome != NEW}
-            return JSONResponse(body | {"conflict": True} if outcome == CONFLICT else body)
-
-        return receive
-
-    receive_stripe = endpoint(
-        EventWriter(engine),
-        lambda body, request: verify(body, request.headers.get(HEADER), secret_list, tolerance_s),
-        lambda payload, _request: parse_stripe_event(payload),
-    )
-    receive_razorpay = endpoint(
-        EventWriter(engine, provider="razorpay"),
-        lambda body, request: razorpay_signature.verify(
-            body, request.headers.get(razorpay_signature.HEADER), secret_list
-        ),
-        lambda payload, request: parse_razorpay_event(
-            payload, request.headers.get(razorpay_signature.EVENT_ID_HEADER)
-        ),
-    )
+    async def receive(request: Request) -> Response:
+        name = request.path_params["provider"]
+        provider = providers.get(name)
+        if provider is None:
+            return _rejected(404, "unknown_provider")
+        try:
+            raw_body = await read_limited_body(request, max_body_bytes)
+        except BodyTooLarge:
+            return _rejected(413, "body_too_large", headers={"Connection": "close"})
+        try:
+            received = provider.read_delivery(raw_body, request.headers, secret_list, int(time.time()))
+        except SignatureError as error:
+            return _rejected(400, error.reason)
+        except (UnicodeDecodeError, EventFormatError):
+            return _rejected(400, "malformed_event")
+        now = datetime.now(UTC)
+        try:
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(*(writers[name].store(item.event, item.payload, now) for item in received)),
+                STORE_TIMEOUT_S,
+            )
+        except (SQLAlchemyError, TimeoutError) as error:
+            logger.error(
+                "could not store webhook event %s: database unavailable (%s)",
+                ", ".join(item.event.event_id for item in received),
+                type(error).__name__,
+            )
+            return JSONResponse({"error": "database_unavailable"}, status_code=503)
+        for item, outcome in zip(received, outcomes, strict=True):
+            _log_stored(item.event, outcome)
+        body, media_type = provider.acknowledgement(outcomes)
+        return Response(body, media_type=media_type)
 
     ping: asyncio.Future[int] | None = None
 
@@ -304,8 +278,7 @@ def build_receiver(
 
     return Starlette(
         routes=[
-            Route("/webhooks/stripe", receive_stripe, methods=["POST"]),
-            Route("/webhooks/razorpay", receive_razorpay, methods=["POST"]),
+            Route("/webhooks/{provider}", receive, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
         ],
         lifespan=lifespan,
@@ -330,6 +303,17 @@ def _conflicts_seen(engine: Engine) -> int:
     """The health check's query: it proves the database answers, and counts the conflicting bodies kept."""
     with engine.connect() as connection:
         return conflict_count(connection)
+
+
+def _log_stored(event: ProviderEvent, outcome: StoreOutcome) -> None:
+    if outcome == CONFLICT:
+        logger.warning(
+            "webhook event %s reuses a stored event id with a different body: kept in "
+            "payment_event_conflicts, the stored event is unchanged",
+            event.event_id,
+        )
+    else:
+        logger.info("webhook event %s type=%s duplicate=%s", event.event_id, event.event_type, outcome != NEW)
 
 
 def _rejected(status: int, reason: str, headers: dict[str, str] | None = None) -> JSONResponse:

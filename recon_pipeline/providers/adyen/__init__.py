@@ -9,15 +9,32 @@ registry maps ``adyen`` to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.provider.http import ProviderHttp
+from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.adyen.client import DEFAULT_LOOKUP_BATCHES, DEFAULT_SETTLEMENT_DAYS, AdyenClient
 from recon_pipeline.providers.adyen.simulator import report_routes
 from recon_pipeline.providers.adyen.webhook import ACKNOWLEDGEMENT, read_delivery
-from recon_pipeline.providers.interface import ClientSettings, Provider, ReceivedEvent
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import (
+    ClientSettings,
+    DemoWorld,
+    Provider,
+    ReceivedEvent,
+    StoreOutcome,
+)
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.simulator.wire import ApiWrapper
+
+# Two European properties, each its own merchant account (its provider_account): the report names no
+# property, so each night is attributed by the merchant account and the ledger.
+DEMO_PROPERTIES = (
+    PropertyRow(
+        "amsterdam-canal", "Amsterdam Canal House", "Europe/Amsterdam", "EUR", "00:00", "AmsterdamCanalECOM"
+    ),
+    PropertyRow("london-borough", "London Borough Inn", "Europe/London", "GBP", "00:00", "LondonBoroughECOM"),
+)
 
 
 class AdyenProvider:
@@ -56,14 +73,18 @@ class AdyenProvider:
         and a replay is stored once and changes nothing, since workers read current state)."""
         return read_delivery(raw_body, secrets)
 
-    def acknowledgement(self, stored: Sequence[bool]) -> tuple[str, str]:
+    def acknowledgement(self, outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
         """Adyen needs ``[accepted]`` whether or not an item was new, else it retries the delivery."""
         return ACKNOWLEDGEMENT, "text/plain"
 
-    def simulator_routes(self, store: Any, api: Any) -> list[BaseRoute]:
-        """The report download (CSV, so not wrapped in the JSON ``api``); it reads ``app.state.store`` and
-        ``app.state.api_key``, which the app sets."""
+    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
+        """The report download (CSV, so not wrapped in the JSON ``api``); it reads ``app.state.store``,
+        ``app.state.api_key`` and ``app.state.faults``, which the host sets."""
         return list(report_routes())
+
+    def demo_world(self) -> DemoWorld:
+        """PSP references for payments and modification references for refunds; no payment intents."""
+        return DemoWorld(DEMO_PROPERTIES, charge_prefix="psp", refund_prefix="mod", payment_intents=False)
 
 
 PROVIDER: Provider = AdyenProvider()  # typed: mypy checks the protocol is implemented

@@ -36,22 +36,21 @@ from urllib.parse import quote
 import pandas as pd
 
 from recon_pipeline.events.payment_state import PaymentState
-from recon_pipeline.provider.attribution import named_by_ledger
-from recon_pipeline.provider.errors import IncompletePullError, incomplete_pull
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import PropertyAccount
 from recon_pipeline.providers.adyen.report import (
     SettlementBatch,
     parse_settlement_report,
     records_of,
     report_file_name,
 )
-from recon_pipeline.providers.interface import ReceivedEvent
+from recon_pipeline.providers.attribution import named_by_ledger
+from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import ListedEvents
+from recon_pipeline.providers.objects import PropertyAccount
 
 DEFAULT_SETTLEMENT_DAYS = 3
 DEFAULT_LOOKUP_BATCHES = 31
 MAX_BATCH_NUMBER = 10**7  # batch numbers are daily-ish counters; a probe beyond this is a broken server
-PSP_REFERENCE_LENGTH = 16
 
 
 def basic_auth_header(api_key: str | None) -> dict[str, str]:
@@ -73,6 +72,8 @@ def report_path(merchant_account: str, batch_number: int) -> str:
 
 class AdyenClient:
     """Reads a property's Adyen settlement reports over a shared ``ProviderHttp``."""
+
+    name: str = "adyen"
 
     def __init__(
         self,
@@ -133,15 +134,6 @@ class AdyenClient:
         found = records[records["provider_record_id"].isin(ids).to_numpy(dtype=bool)]
         return named_by_ledger(found.reset_index(drop=True), account)
 
-    def owns_record_id(self, record_id: str) -> bool:
-        """A PSP reference: 16 upper-case letters and digits."""
-        return (
-            len(record_id) == PSP_REFERENCE_LENGTH
-            and record_id.isascii()
-            and record_id.isalnum()
-            and (record_id.upper() == record_id)
-        )
-
     def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
         """What the recent settlement batches say of the payment: captured (its Settled line), partially
         refunded or refunded (its Refunded lines); None when no recent batch holds its Settled line."""
@@ -170,7 +162,7 @@ class AdyenClient:
             booking_id=settled["booking_id"] if isinstance(settled["booking_id"], str) else None,
         )
 
-    def events_since(self, provider_account: str | None, created_gte: int) -> list[ReceivedEvent] | None:
+    def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Adyen has no events API; missed notifications are covered by the nightly pull."""
         return None
 

@@ -36,8 +36,8 @@ from decimal import Decimal, InvalidOperation
 import pandas as pd
 
 from recon_pipeline.money import MAX_AMOUNT_MINOR, minor_unit_exponent, normalize_currency
-from recon_pipeline.provider.errors import ProviderDataError
-from recon_pipeline.provider.objects import Row, records_frame
+from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.objects import Row, records_frame
 
 SETTLEMENT_DETAIL_COLUMNS: tuple[str, ...] = (
     "Company Account",

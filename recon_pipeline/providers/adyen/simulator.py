@@ -32,7 +32,6 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -46,8 +45,8 @@ from recon_pipeline.providers.adyen.report import (
     SETTLEMENT_DETAIL_COLUMNS,
 )
 from recon_pipeline.providers.adyen.webhook import compute_signature
-from recon_pipeline.simulator.faults import FaultSwitches
-from recon_pipeline.simulator.store import SimulatorStore, StripeObject
+from recon_pipeline.providers.simulator.faults import FaultSwitches
+from recon_pipeline.providers.simulator.store import SimulatorStore, StripeObject
 
 SIMULATOR_COMPANY_ACCOUNT = "SimulatorHotelsCompany"
 SIMULATOR_MERCHANT_ACCOUNT = "SimulatorHotelsECOM"
@@ -243,14 +242,6 @@ def report_routes() -> list[Route]:
     """The report download route; it reads the store at ``request.app.state.store``."""
     path = REPORT_PATH.format(merchant_account="{merchant_account}", batch="{batch:int}")
     return [Route(path, download_report, methods=["GET"])]
-
-
-def build_app(store: SimulatorStore, api_key: str | None = None) -> Starlette:
-    """An Adyen-only simulator over ``store`` (report downloads need ``api_key`` as Basic auth if given),
-    with fault switches and counters at ``app.state.faults``."""
-    app = Starlette(routes=report_routes())
-    app.state.store, app.state.api_key, app.state.faults = store, api_key, FaultSwitches()
-    return app
 
 
 # --- notifications ---------------------------------------------------------------------------------------

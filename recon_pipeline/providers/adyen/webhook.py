@@ -30,8 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH, EventFormatError, ProviderEvent
+from recon_pipeline.providers.errors import SignatureError
 from recon_pipeline.providers.interface import ReceivedEvent
-from recon_pipeline.webhooks.signature import SignatureError
 
 EVENT_CODES = ("AUTHORISATION", "CAPTURE", "REFUND", "CANCELLATION", "CHARGEBACK", "REPORT_AVAILABLE")
 REPORT_AVAILABLE = "REPORT_AVAILABLE"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from recon_pipeline.provider.objects import PropertyAccount
+from recon_pipeline.providers.objects import PropertyAccount
 
 PaymentOwners = Mapping[str, str]  # payment_orders: provider_payment_id (ch_/pi_/pay_/order_) -> property_id
 

@@ -37,24 +37,23 @@ import base64
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
-from recon_pipeline.provider.errors import (
-    IncompletePullError,
-    PagingError,
+from recon_pipeline.events.payment_state import PaymentState
+from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.errors import (
     ProviderDataError,
     ProviderRequestRejected,
     incomplete_pull,
 )
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import (
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import ListedEvents
+from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
     Row,
@@ -64,21 +63,34 @@ from recon_pipeline.provider.objects import (
     fetch_each,
     field_value,
     gather,
-    id_field,
-    metadata_field,
     optional_id_field,
     record_id,
     records_frame,
-    unix_seconds,
 )
+from recon_pipeline.providers.pull import (
+    Fetched,
+    Page,
+    RecordShape,
+    claimed_payment_rows,
+    claimed_refund_rows,
+    list_all,
+    pull_name,
+    window_seconds,
+)
+from recon_pipeline.providers.razorpay.settlement import (
+    DEFAULT_SETTLEMENT_DAYS,
+    MAX_RECON_DAYS,
+    payment_fee,
+    recon_days,
+    revised_fees,
+    settled_fees,
+)
+from recon_pipeline.providers.razorpay.state import notes_field, state_of_razorpay_payment
 
 logger = logging.getLogger(__name__)
 
 PAGE_COUNT = 100
 RECON_PATH = "/v1/settlements/recon/combined"
-SETTLEMENT_TZ = ZoneInfo("Asia/Kolkata")  # the recon's days are Indian calendar days
-DEFAULT_SETTLEMENT_DAYS = 3
-MAX_RECON_DAYS = 31  # settlement days one pull or lookup reads at most
 FEE_SETTLED, FEE_PROVISIONAL = "settled", "provisional"  # the status of a fee row: where its amount is from
 PAYMENT_ID_PREFIX = "pay_"
 REFUND_ID_PREFIX = "rfnd_"
@@ -90,11 +102,6 @@ UNKNOWN_ID_DESCRIPTION = "The id provided does not exist"
 
 
 # --- pure mapping: Razorpay JSON -> provider-record rows ----------------------------------------------
-
-
-def notes_field(obj: ProviderObject, what: str) -> dict[str, Any]:
-    """``notes`` as a dict: Razorpay sends ``[]`` for no notes."""
-    return {} if obj.get("notes") == [] else metadata_field(obj, what, "notes")
 
 
 def claimed_property(payment: ProviderObject) -> str | None:
@@ -149,13 +156,6 @@ def payment_rows(
     return rows
 
 
-def payment_fee(payment: ProviderObject) -> int:
-    """The fee Razorpay took (GST included); 0 while it has none (``null`` before capture)."""
-    if payment.get("fee") is None:
-        return 0
-    return amount_field(payment, "fee", "payment")
-
-
 def refund_payment_id(refund: ProviderObject) -> str:
     """The id of the payment a refund belongs to (required: it is how the refund is attributed)."""
     value: str = field_value(refund, "payment_id", str, "refund")
@@ -186,35 +186,6 @@ def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str
     }
 
 
-def settled_fees(items: Iterable[ProviderObject]) -> dict[str, int]:
-    """Payment id → the fee (GST included) its settlement booked, from settlement recon items. Refunds,
-    transfers and adjustments carry no payment fee; a payment settled twice is a data error."""
-    fees: dict[str, int] = {}
-    for item in items:
-        what = "settlement recon item"
-        entity_id = id_field(item, "entity_id", what)
-        if field_value(item, "type", str, what) != "payment" or not field_value(item, "settled", bool, what):
-            continue
-        if entity_id in fees:
-            raise ProviderDataError(f"{what} {entity_id!r}: payment settled twice")
-        fees[entity_id] = amount_field(item, "fee", what)
-    return fees
-
-
-def recon_days(created: Iterable[datetime], settlement_days: int) -> list[date]:
-    """The settlement days whose recon may hold payments created at ``created``: each one's own day
-    (Indian calendar) through ``settlement_days`` later, the earliest ``MAX_RECON_DAYS`` of them (a payment
-    beyond them keeps its provisional fee)."""
-    own_days = {moment.astimezone(SETTLEMENT_TZ).date() for moment in created}
-    days = {day + timedelta(days=i) for day in own_days for i in range(settlement_days + 1)}
-    return sorted(days)[:MAX_RECON_DAYS]
-
-
-def revised_fees(payments: Iterable[ProviderObject], fees: dict[str, int]) -> list[str]:
-    """Ids of the payments whose settled fee differs from their own ``fee`` field."""
-    return [p["id"] for p in payments if p["id"] in fees and fees[p["id"]] != payment_fee(p)]
-
-
 def basic_auth_header(api_key: str | None) -> dict[str, str]:
     """``Authorization: Basic`` of ``key_id:key_secret``; none without a key (a keyless simulator)."""
     if api_key is None:
@@ -234,6 +205,8 @@ class RazorpayAdapter:
     default header is the Stripe-style bearer, which this overrides). ``settlement_days``: how many days
     after a payment's own day its settlement recon is read for the settled fee.
     """
+
+    name = "razorpay"
 
     def __init__(
         self,
@@ -266,14 +239,10 @@ class RazorpayAdapter:
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
         _merchant_only(account)
-        gte, lt = unix_seconds(window_start), unix_seconds(window_end)
-        if gte >= lt:
-            raise ValueError(f"empty window [{window_start}, {window_end})")
+        gte, lt = window_seconds(window_start, window_end)
         params = {"from": gte, "to": lt}
         days = recon_days([window_start, window_end - timedelta(seconds=1)], self.settlement_days)
-        with incomplete_pull(
-            f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()})"
-        ):
+        with incomplete_pull(pull_name(account, window_start, window_end)):
             abort = threading.Event()
             payments, refunds, *recon = gather(
                 [
@@ -314,7 +283,6 @@ class RazorpayAdapter:
                 payment
                 for payment_id in dict.fromkeys(payment_ids + list(of_orders))
                 if (payment := payments[payment_id]) is not None
-                and claimable(claimed_property(payment), account)
             ]
             created = [created_at_field(payment, "payment", "created_at") for payment in found]
             rows = self._payment_rows(account, found, self._recon_fees(created))
@@ -344,13 +312,23 @@ class RazorpayAdapter:
         Raises ProviderUnavailable / ProviderRequestRejected as ``ProviderHttp`` does."""
         return self._get_by_id("/v1/payments", payment_id)
 
+    def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
+        """The payment's current state, read from the payment itself (None: Razorpay does not know it)."""
+        payment = self.fetch_payment(payment_id)
+        return None if payment is None else state_of_razorpay_payment(payment)
+
+    def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
+        """None: Razorpay has no events API; missed webhooks are recovered by the orphan sweep and the
+        nightly payments pull, which finds every captured payment."""
+        return None
+
     def _payment_rows(
         self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, int]
     ) -> list[Row]:
         """Rows of the payments naming no other property, with their claims, each fee settled where
         ``fees`` has it; a fee revised at settlement is logged (the settled one is the row)."""
-        mine = [payment for payment in payments if claimable(claimed_property(payment), account)]
-        revised = revised_fees(mine, fees)
+        rows = claimed_payment_rows(_shape(fees), account, payments)
+        revised = revised_fees([p for p in payments if claimable(claimed_property(p), account)], fees)
         if revised:
             logger.warning(
                 "%s: %d settled fees differ from their payment's fee field, the settled fee is used (%s)",
@@ -358,11 +336,7 @@ class RazorpayAdapter:
                 len(revised),
                 ", ".join(revised[:5]),
             )
-        return [
-            row
-            for payment in mine
-            for row in payment_rows(payment, claimed_property(payment), fees.get(payment["id"]))
-        ]
+        return rows
 
     def _recon_fees(self, created: Sequence[datetime]) -> dict[str, int]:
         """The settled fees of payments created at ``created``, from every recon day they may be in."""
@@ -379,39 +353,20 @@ class RazorpayAdapter:
         return lambda: self._list_all(RECON_PATH, params, abort, id_name="entity_id")
 
     def _refund_rows(
-        self,
-        account: PropertyAccount,
-        refunds: Sequence[ProviderObject],
-        known_payments: dict[str, ProviderObject],
+        self, account: PropertyAccount, refunds: Sequence[ProviderObject], known_payments: Fetched
     ) -> list[Row]:
         """Rows of the refunds (with their payment's claim) whose payment names no other property, fetching
         payments not already known."""
-        missing = sorted({refund_payment_id(r) for r in refunds} - known_payments.keys())
-        payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
-        rows = []
-        for refund in refunds:
-            payment = payments[refund_payment_id(refund)]
-            if payment is None:
-                raise ProviderDataError(
-                    f"refund {refund.get('id')!r}: its payment {refund['payment_id']!r} is unknown"
-                )
-            if claimable(claim := claimed_property(payment), account):
-                rows.append(refund_row(refund, payment, claim))
-        return rows
+        fetch = functools.partial(self._fetch_many, "/v1/payments")
+        return claimed_refund_rows(_shape({}), account, refunds, known_payments, fetch)
 
     def _list_all(
         self, path: str, params: dict[str, Any], abort: threading.Event, id_name: str = "id"
     ) -> list[ProviderObject]:
         """Every item of a collection, ``skip`` by ``skip`` until a page comes back short; items are told
-        apart by ``id_name`` (a recon item by its ``entity_id``).
+        apart by ``id_name`` (a recon item by its ``entity_id``); bounded and checked by ``pull.list_all``."""
 
-        Bounded: a ``skip`` the provider ignores brings a record back (PagingError at once), and full pages
-        beyond ``max_pages`` fail with PagingError too."""
-        records: list[ProviderObject] = []
-        seen: set[str] = set()
-        for page_number in range(self.max_pages):
-            if abort.is_set():
-                raise IncompletePullError(f"{path}: pull aborted")
+        def read_page(page_number: int, _last: ProviderObject | None) -> Page:
             page_params = {**params, "count": PAGE_COUNT, "skip": page_number * PAGE_COUNT}
             page = self._http.get_json(path, params=page_params, headers=self._headers)
             if page is None:
@@ -421,20 +376,9 @@ class RazorpayAdapter:
                 raise ProviderDataError(f"{path}: not a collection response (keys {sorted(page)})")
             if len(items) > PAGE_COUNT:
                 raise ProviderDataError(f"{path}: {len(items)} items on a page of {PAGE_COUNT}")
-            for record in items:
-                if not isinstance(record, dict):
-                    raise ProviderDataError(f"{path}: collection item is not an object: {record!r}")
-                object_id = id_field(record, id_name, path)
-                if object_id in seen:
-                    raise PagingError(
-                        f"{path}: record {object_id!r} returned twice at skip {page_number * PAGE_COUNT}: "
-                        "the pages repeat or a record created mid-pull shifted them"
-                    )
-                seen.add(object_id)
-            records.extend(items)
-            if len(items) < PAGE_COUNT:
-                return records
-        raise PagingError(f"{path}: more than {self.max_pages} pages, the list does not end")
+            return Page(items, more=len(items) == PAGE_COUNT)
+
+        return list_all(path, read_page, abort, self.max_pages, id_name)
 
     def _read(self, path: str) -> ProviderObject | None:
         """``GET path``; None when Razorpay answers that the id in it does not exist."""
@@ -451,9 +395,19 @@ class RazorpayAdapter:
             raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
         return obj
 
-    def _fetch_many(self, path: str, object_ids: Sequence[str]) -> dict[str, ProviderObject | None]:
+    def _fetch_many(self, path: str, object_ids: Sequence[str]) -> Fetched:
         """``GET {path}/{id}`` per id, concurrently, None if unknown."""
         return fetch_each(object_ids, functools.partial(self._get_by_id, path), self._http.max_concurrency)
+
+
+def _shape(fees: dict[str, int]) -> RecordShape:
+    """How Razorpay's payments and refunds read, each payment's fee the settled one where ``fees`` has it."""
+    return RecordShape(
+        refund_payment_id=refund_payment_id,
+        claim_of=claimed_property,
+        payment_rows=lambda payment, claim: payment_rows(payment, claim, fees.get(payment["id"])),
+        refund_row=refund_row,
+    )
 
 
 def _in_window(records: list[ProviderObject], gte: int, lt: int) -> list[ProviderObject]:

@@ -5,11 +5,11 @@ account id, or None for the platform), which the app uses for ``Stripe-Account``
 responses. Charges keep ``balance_transaction`` expanded (a dict); the app renders it as its id unless the
 request asks for the expansion.
 
-The Razorpay flavour (``razorpay_api.py``) serves the same charges and refunds rendered as Razorpay
-payments and refunds, so one world can be served in either flavour. Its settlement recon needs what Stripe
-objects do not say: when money settles (``settlement_delay_days`` after the day it was created, T+2 as
-Razorpay's domestic cycle), the fee a settlement booked where it differs from the charge's
-(``settled_fees``), and what time it is (``clock``: settlements in the future are not served yet).
+The Razorpay flavour (``providers/razorpay/simulator.py``) serves the same charges and refunds rendered as
+Razorpay payments and refunds, so one world can be served in either flavour. Its settlement recon needs
+what Stripe objects do not say: when money settles (``settlement_delay_days`` after the day it was
+created, T+2 as Razorpay's domestic cycle), the fee a settlement booked where it differs from the
+charge's (``settled_fees``), and what time it is (``clock``: settlements in the future are not served).
 
 Lists are served from ``SortedView``s built once per (kind, account[, filter]) so that paging through
 ~100k charges costs a bisect and a slice per page, not a scan.

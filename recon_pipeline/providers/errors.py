@@ -52,3 +52,12 @@ def incomplete_pull(what: str) -> Iterator[None]:
         raise
     except ProviderError as error:
         raise IncompletePullError(f"{what} failed: {error}") from error
+
+
+class SignatureError(ValueError):
+    """A webhook delivery is not authentic (or not fresh); ``reason`` (a short snake_case word such as
+    ``missing_header`` or ``no_matching_signature``) is safe to send back to the caller."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

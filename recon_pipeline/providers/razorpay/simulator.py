@@ -32,10 +32,18 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from starlette.requests import Request
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from recon_pipeline.simulator.store import Kind, SimulatorStore, StripeObject
-from recon_pipeline.simulator.wire import ApiHandler, ApiResult, Dialect, InvalidRequest, int_param
+from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
+from recon_pipeline.providers.simulator.wire import (
+    ApiHandler,
+    ApiResult,
+    ApiWrapper,
+    Dialect,
+    Endpoint,
+    InvalidRequest,
+    int_param,
+)
 
 GST_RATE = 0.18
 SETTLEMENT_TZ = ZoneInfo("Asia/Kolkata")
@@ -269,8 +277,11 @@ def _retrieve(store: SimulatorStore, kind: Kind, object_id: str) -> ApiResult:
     return 200, _RENDER[kind](obj)
 
 
-def razorpay_routes(store: SimulatorStore, api: Callable[[ApiHandler], Any]) -> list[Route]:
-    """The Razorpay API subset, each handler wrapped by the app's ``api`` (faults, auth, counting)."""
+def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
+    """The Razorpay API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting)."""
+
+    def api(handler: ApiHandler) -> Endpoint:
+        return wrap(RAZORPAY_DIALECT, handler)
 
     def by_id(kind: Kind) -> ApiHandler:
         return lambda request, _account: _retrieve(store, kind, request.path_params["object_id"])

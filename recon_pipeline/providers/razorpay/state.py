@@ -10,19 +10,26 @@ dates its night. Attribution and booking come from ``notes.property_id`` / ``not
 
 from __future__ import annotations
 
+from typing import Any
+
 from recon_pipeline.events.payment_state import PaymentState
-from recon_pipeline.provider.errors import ProviderDataError
-from recon_pipeline.provider.objects import (
+from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.objects import (
     ProviderObject,
     amount_field,
     created_at_field,
     currency_field,
     field_value,
+    metadata_field,
     record_id,
 )
-from recon_pipeline.provider.razorpay import notes_field
 
 _STATUSES = {"created": "created", "authorized": "authorized", "refunded": "refunded", "failed": "failed"}
+
+
+def notes_field(obj: ProviderObject, what: str) -> dict[str, Any]:
+    """``notes`` as a dict: Razorpay sends ``[]`` for no notes."""
+    return {} if obj.get("notes") == [] else metadata_field(obj, what, "notes")
 
 
 def state_of_razorpay_payment(payment: ProviderObject) -> PaymentState:

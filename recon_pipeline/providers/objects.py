@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from recon_pipeline.money import MAX_AMOUNT_MINOR, normalize_currency
-from recon_pipeline.provider.errors import ProviderDataError
-from recon_pipeline.provider.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
+from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
 
 ProviderObject = dict[str, Any]
 Row = dict[str, Any]

@@ -1,5 +1,5 @@
-"""Stripe's webhook signature scheme, pure and without I/O so it is tested exhaustively and reused by the
-receiver, the tests, the benchmark and the simulator.
+"""Stripe's webhooks, pure and without I/O: the signature scheme (tested exhaustively and reused by the
+receiver, the tests, the benchmark and the simulator) and the event parser.
 
 ``Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>...][,v0=...]``: each ``v1`` is the hex HMAC-SHA256 of
 ``b"<t>." + raw_body`` under the endpoint's signing secret. Several ``v1`` values and several secrets are
@@ -16,7 +16,17 @@ import hmac
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
+
+from recon_pipeline.events.parse import (
+    EventFormatError,
+    ProviderEvent,
+    json_object,
+    optional_id,
+    required_id,
+    unix_time,
+)
+from recon_pipeline.providers.errors import SignatureError
 
 HEADER = "Stripe-Signature"
 SCHEME = "v1"
@@ -25,22 +35,6 @@ DEFAULT_TOLERANCE_S = 300
 # before int(): Python refuses to convert more than 4300 digits (ValueError) and a value past 10**308
 # cannot be compared with the float clock (OverflowError); both were 500s, the first needing no secret.
 MAX_TIMESTAMP_DIGITS = 12
-
-Reason = Literal[
-    "missing_header",
-    "malformed_header",
-    "no_v1_signature",
-    "timestamp_outside_tolerance",
-    "no_matching_signature",
-]
-
-
-class SignatureError(ValueError):
-    """The delivery is not authentic (or not fresh); ``reason`` is safe to send back to the caller."""
-
-    def __init__(self, reason: Reason) -> None:
-        super().__init__(reason)
-        self.reason: Reason = reason
 
 
 @dataclass(frozen=True)
@@ -113,3 +107,43 @@ def verify(
     if abs(current - parsed.timestamp) > tolerance_s:
         raise SignatureError("timestamp_outside_tolerance")
     return parsed.timestamp
+
+
+def parse_event(raw_body: bytes | str) -> ProviderEvent:
+    """Read a Stripe event (``{"id", "type", "created", "data": {"object": ...}}``), else EventFormatError."""
+    event = json_object(raw_body)
+    obj = event.get("data", {}).get("object") if isinstance(event.get("data"), dict) else None
+    if not isinstance(obj, dict):
+        raise EventFormatError("event has no data.object")
+    created = unix_time(event, "created")
+    return ProviderEvent(
+        event_id=required_id(event, "id"),
+        event_type=required_id(event, "type"),
+        created=created,
+        provider_payment_id=payment_id_of(obj),
+        account=_account(event),
+    )
+
+
+def payment_id_of(obj: dict[str, Any]) -> str | None:
+    """The PaymentIntent an event's object is about (payment_orders are keyed by it), else its charge."""
+    kind = obj.get("object")
+    if kind == "payment_intent":
+        return optional_id(obj.get("id"))
+    if kind == "charge":
+        return optional_id(obj.get("payment_intent")) or optional_id(obj.get("id"))
+    if kind == "refund":
+        return optional_id(obj.get("payment_intent")) or optional_id(obj.get("charge"))
+    return None
+
+
+def _account(event: dict[str, Any]) -> str | None:
+    """The connected account, None for the platform's own events (no ``account``, or null).
+
+    Anything else must be a valid id: it is stored and then names the account the processor reads the
+    payment from, so an unreadable one (a number, a NUL or lone surrogate that the database refuses) is a
+    malformed event, not a platform event.
+    """
+    if event.get("account") is None:
+        return None
+    return required_id(event, "account")

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import httpx
 
 from recon_pipeline import config
-from recon_pipeline.provider.errors import ProviderRequestRejected, ProviderUnavailable, RetryAfterTooLong
+from recon_pipeline.providers.errors import ProviderRequestRejected, ProviderUnavailable, RetryAfterTooLong
 
 logger = logging.getLogger(__name__)
 

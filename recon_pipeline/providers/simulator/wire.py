@@ -3,14 +3,16 @@ and the ``Dialect`` that says how one provider authenticates, scopes requests an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 ApiResult = tuple[int, dict[str, Any]]
 ApiHandler = Callable[[Request, str | None], ApiResult]  # (request, account scope) -> (status, body)
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class InvalidRequest(Exception):
@@ -57,3 +59,7 @@ class Dialect:
     invalid: Callable[[InvalidRequest], dict[str, Any]]  # body of a 400
     unauthorized: Callable[[], dict[str, Any]]  # body of a 401
     injected: Callable[[int], dict[str, Any]]  # body of an injected fault status
+
+
+# How a provider's simulator routes have the host wrap a JSON handler: (its dialect, the handler) -> endpoint.
+ApiWrapper = Callable[[Dialect, ApiHandler], Endpoint]

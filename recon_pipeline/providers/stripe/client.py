@@ -15,6 +15,9 @@ A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id
 
 from __future__ import annotations
 
+import functools
+import json
+import logging
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -23,15 +26,16 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.provider.attribution import attribute, claim_of, claimable, named_by_ledger
-from recon_pipeline.provider.errors import (
-    IncompletePullError,
-    PagingError,
+from recon_pipeline.events.parse import EventFormatError
+from recon_pipeline.events.payment_state import PaymentState
+from recon_pipeline.providers.attribution import attribute, claim_of, named_by_ledger
+from recon_pipeline.providers.errors import (
     ProviderDataError,
     incomplete_pull,
 )
-from recon_pipeline.provider.http import ProviderHttp
-from recon_pipeline.provider.objects import (
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import ListedEvents, ReceivedEvent
+from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
     Row,
@@ -46,8 +50,21 @@ from recon_pipeline.provider.objects import (
     optional_id_field,
     record_id,
     records_frame,
-    unix_seconds,
 )
+from recon_pipeline.providers.pull import (
+    Fetched,
+    Page,
+    RecordShape,
+    claimed_payment_rows,
+    claimed_refund_rows,
+    list_all,
+    pull_name,
+    window_seconds,
+)
+from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
+from recon_pipeline.providers.stripe.webhook import parse_event
+
+logger = logging.getLogger(__name__)
 
 StripeObject = ProviderObject
 
@@ -56,6 +73,7 @@ PAGE_LIMIT = 100
 CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
 PAYMENT_INTENT_ID_PREFIX = "pi_"
+LOGGED_ID_CHARS = 80  # an over-long event id is cut in the log line
 
 
 # --- pure mapping: Stripe JSON -> provider-record rows ------------------------------------------------
@@ -126,18 +144,6 @@ def refund_charge_id(refund: StripeObject) -> str:
     return id_field(refund, "charge", "refund")
 
 
-def latest_charge_id(payment_intent: StripeObject) -> str | None:
-    """The id of the PaymentIntent's latest charge (an id, or an expanded object), None before any attempt."""
-    latest = payment_intent.get("latest_charge")
-    if isinstance(latest, dict):
-        latest = latest.get("id")
-    if latest is None:
-        return None
-    if not isinstance(latest, str) or not latest:
-        raise ProviderDataError(f"payment_intent {payment_intent.get('id')!r}: latest_charge is {latest!r}")
-    return latest
-
-
 def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | None) -> Row:
     """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge."""
     refund_id = record_id(refund, "refund")
@@ -161,11 +167,21 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | No
     }
 
 
+SHAPE = RecordShape(
+    refund_payment_id=refund_charge_id,
+    claim_of=claimed_property,
+    payment_rows=charge_rows,
+    refund_row=refund_row,
+)
+
+
 # --- the adapter ---------------------------------------------------------------------------------------
 
 
 class StripeAdapter:
     """Pulls and looks up a property's Stripe records over a shared ``ProviderHttp``."""
+
+    name = "stripe"
 
     def __init__(self, http: ProviderHttp, max_pages: int = 10_000) -> None:
         self._http = http
@@ -187,14 +203,10 @@ class StripeAdapter:
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
-        gte, lt = unix_seconds(window_start), unix_seconds(window_end)
-        if gte >= lt:
-            raise ValueError(f"empty window [{window_start}, {window_end})")
+        gte, lt = window_seconds(window_start, window_end)
         params = {"created[gte]": gte, "created[lt]": lt, "limit": PAGE_LIMIT}
         headers = _headers(account)
-        with incomplete_pull(
-            f"pull of {account.property_id} [{window_start.isoformat()}, {window_end.isoformat()})"
-        ):
+        with incomplete_pull(pull_name(account, window_start, window_end)):
             abort = threading.Event()
             charges, refunds = gather(
                 [
@@ -212,12 +224,7 @@ class StripeAdapter:
                     raise ProviderDataError(
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
                     )
-            rows = [
-                row
-                for charge in charges
-                if claimable(claim := claimed_property(charge), account)
-                for row in charge_rows(charge, claim)
-            ]
+            rows = claimed_payment_rows(SHAPE, account, charges)
             rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
         return records_frame(rows)
 
@@ -244,13 +251,8 @@ class StripeAdapter:
                 list(dict.fromkeys(charge_ids + [refund_charge_id(r) for r in found_refunds])),
                 headers,
             )
-            rows = [
-                row
-                for charge_id in dict.fromkeys(charge_ids)
-                if (charge := charges[charge_id]) is not None
-                and claimable(claim := claimed_property(charge), account)
-                for row in charge_rows(charge, claim)
-            ]
+            found = [charge for i in dict.fromkeys(charge_ids) if (charge := charges[i]) is not None]
+            rows = claimed_payment_rows(SHAPE, account, found)
             rows += self._refund_rows(
                 account, found_refunds, {i: c for i, c in charges.items() if c is not None}
             )
@@ -272,51 +274,70 @@ class StripeAdapter:
             f"/v1/payment_intents/{quote(payment_intent_id, safe='')}", headers=_headers(account)
         )
 
-    def list_events(self, provider_account: str | None, created_gte: int) -> list[StripeObject]:
-        """Every event of the platform (or of a connected account) created at or after ``created_gte``.
+    def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
+        """The payment's current state (None: Stripe does not know it). A charge id is read as a bare charge;
+        otherwise the PaymentIntent and its latest charge (refunds, capture time, decline). Requests are
+        scoped by the connected account alone: the property is known only once the payment is."""
+        scope = PropertyAccount(property_id="", provider_account=provider_account)
+        if payment_id.startswith(CHARGE_ID_PREFIXES):
+            charge = self.fetch_charge(scope, payment_id)
+            return None if charge is None else state_of_charge(charge)
+        intent = self.fetch_payment_intent(scope, payment_id)
+        if intent is None:
+            return None
+        charge_id = latest_charge_id(intent)
+        if charge_id is None:
+            return state_of_payment_intent(intent, None)
+        charge = self.fetch_charge(scope, charge_id)
+        if charge is None:
+            raise ProviderDataError(
+                f"payment_intent {payment_id!r}: its latest charge {charge_id!r} is unknown"
+            )
+        return state_of_payment_intent(intent, charge)
+
+    def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents:
+        """Every event of the platform (or of a connected account) created at or after ``created_gte``,
+        read as a webhook delivery would be; a listed event that is not well-formed is skipped with a
+        warning naming its id (never its body) and counted.
 
         Used to recover webhooks that never arrived; raises IncompletePullError rather than return part
         of the stream, so a recovery cursor never moves past events it did not see."""
         headers = _account_header(provider_account)
         params = {"created[gte]": created_gte, "limit": PAGE_LIMIT}
         with incomplete_pull(f"events since {created_gte} ({provider_account or 'platform'})"):
-            return self._list_all("/v1/events", params, headers, threading.Event())
+            listed = self._list_all("/v1/events", params, headers, threading.Event())
+        events, malformed = [], 0
+        for raw in listed:
+            body = json.dumps(raw)
+            try:
+                events.append(ReceivedEvent(parse_event(body), body))
+            except EventFormatError as error:
+                logger.warning(
+                    "recovery skipped malformed event %.*s of %s: %s",
+                    LOGGED_ID_CHARS,
+                    raw.get("id"),
+                    provider_account or "platform",
+                    error,
+                )
+                malformed += 1
+        return ListedEvents(events, malformed)
 
     def _refund_rows(
-        self,
-        account: PropertyAccount,
-        refunds: Sequence[StripeObject],
-        known_charges: dict[str, StripeObject],
+        self, account: PropertyAccount, refunds: Sequence[StripeObject], known_charges: Fetched
     ) -> list[Row]:
         """Rows of the refunds (with their charge's claim) whose charge names no other property, fetching
         charges not in ``known_charges``."""
-        missing = sorted({refund_charge_id(r) for r in refunds} - known_charges.keys())
-        charges = {**known_charges, **self._fetch_many("/v1/charges", missing, _headers(account))}
-        rows = []
-        for refund in refunds:
-            charge = charges[refund_charge_id(refund)]
-            if charge is None:
-                raise ProviderDataError(
-                    f"refund {refund.get('id')!r}: its charge {refund['charge']!r} is unknown"
-                )
-            if claimable(claim := claimed_property(charge), account):
-                rows.append(refund_row(refund, charge, claim))
-        return rows
+        fetch = functools.partial(self._fetch_many, "/v1/charges", headers=_headers(account))
+        return claimed_refund_rows(SHAPE, account, refunds, known_charges, fetch)
 
     def _list_all(
         self, path: str, params: dict[str, Any], headers: dict[str, str] | None, abort: threading.Event
     ) -> list[StripeObject]:
-        """Every object of a list, newest first, following ``starting_after`` until ``has_more`` is false.
+        """Every object of a list, newest first, following ``starting_after`` until ``has_more`` is false
+        (bounded and checked by ``pull.list_all``)."""
 
-        Bounded: a cursor that repeats brings a record back (PagingError at once), and a list that keeps
-        ``has_more`` beyond ``max_pages`` pages fails with PagingError too."""
-        records: list[StripeObject] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        for _ in range(self.max_pages):
-            if abort.is_set():
-                raise IncompletePullError(f"{path}: pull aborted")
-            page_params = params if cursor is None else {**params, "starting_after": cursor}
+        def read_page(_page_number: int, last: StripeObject | None) -> Page:
+            page_params = params if last is None else {**params, "starting_after": last["id"]}
             page = self._http.get_json(path, params=page_params, headers=headers)
             if page is None:
                 raise ProviderDataError(f"{path}: list answered 404")
@@ -325,25 +346,13 @@ class StripeAdapter:
                 raise ProviderDataError(f"{path}: not a list response (keys {sorted(page)})")
             if has_more and not data:
                 raise ProviderDataError(f"{path}: has_more is true with an empty page")
-            for record in data:
-                if not isinstance(record, dict):
-                    raise ProviderDataError(f"{path}: list item is not an object: {record!r}")
-                object_id = record_id(record, path)
-                if object_id in seen:
-                    raise PagingError(
-                        f"{path}: record {object_id!r} returned twice after cursor {cursor!r}: the cursor "
-                        "repeats or the list shifted mid-pull"
-                    )
-                seen.add(object_id)
-            records.extend(data)
-            if not has_more:
-                return records
-            cursor = data[-1]["id"]
-        raise PagingError(f"{path}: more than {self.max_pages} pages, the list does not end")
+            return Page(data, has_more)
+
+        return list_all(path, read_page, abort, self.max_pages)
 
     def _fetch_many(
         self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None
-    ) -> dict[str, StripeObject | None]:
+    ) -> Fetched:
         """``GET {path}/{id}`` for each id, concurrently; None for 404."""
         params = {"expand[]": "balance_transaction"} if path == "/v1/charges" else None
 

@@ -1,0 +1,85 @@
+"""Razorpay as a provider: payments, refunds and the settlement recon for money movements, signed webhooks.
+
+Everything Razorpay-specific lives in this folder: ``client.py`` (the API: a night's pull, lookups by id,
+current payment state; Razorpay has no events API), ``settlement.py`` (settlement calendar, fee and GST),
+``state.py`` (payment → ``PaymentState``), ``webhook.py`` (``X-Razorpay-Signature`` and the event parser)
+and ``simulator.py`` (Razorpay's API subset over the simulator's store). ``PROVIDER`` is what the registry
+maps ``razorpay`` to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from starlette.routing import BaseRoute
+
+from recon_pipeline.config import ConfigError, positive_int_from_env
+from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.interface import (
+    ClientSettings,
+    DemoWorld,
+    Provider,
+    ReceivedEvent,
+    StoreOutcome,
+    json_acknowledgement,
+)
+from recon_pipeline.providers.razorpay import webhook
+from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.razorpay.settlement import DEFAULT_SETTLEMENT_DAYS
+from recon_pipeline.providers.razorpay.simulator import razorpay_routes
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.simulator.wire import ApiWrapper
+
+SETTLEMENT_DAYS_ENV = "RECON_RAZORPAY_SETTLEMENT_DAYS"
+# One Indian property: INR in paise, attributed by notes.property_id.
+DEMO_PROPERTIES = (
+    PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
+)
+
+
+class RazorpayProvider:
+    """Razorpay behind the ``Provider`` protocol: ``RECON_PROVIDER_API_KEY`` is ``key_id:key_secret``
+    (Basic auth), ``RECON_WEBHOOK_SECRET`` the webhook secret(s). Client option ``settlement_days``
+    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): how many days after a payment's day its settled fee is
+    looked for."""
+
+    name: str = "razorpay"
+    public_api_root: str = "https://api.razorpay.com"
+    # Razorpay publishes no fixed rate; it answers 429 above a per-merchant limit. A cautious bound.
+    default_max_rps: float = 25.0
+
+    def check_api_key(self, api_key: str) -> str | None:
+        if ":" not in api_key:
+            return "RECON_PROVIDER_API_KEY for Razorpay is key_id:key_secret"
+        return None
+
+    def client(self, http: ProviderHttp, settings: ClientSettings) -> RazorpayAdapter:
+        days = settings.options.get("settlement_days")
+        if days is None:
+            days = positive_int_from_env(SETTLEMENT_DAYS_ENV, DEFAULT_SETTLEMENT_DAYS)
+        try:
+            return RazorpayAdapter(http, settings.api_key, settlement_days=int(days))
+        except ValueError as error:
+            raise ConfigError(f"{SETTLEMENT_DAYS_ENV}: {error}") from None
+
+    def read_delivery(
+        self, raw_body: bytes, headers: Mapping[str, str], secrets: Sequence[str], now: int
+    ) -> list[ReceivedEvent]:
+        """One event per delivery; the body has no id, ``x-razorpay-event-id`` is the event's. No
+        timestamp is signed: a replay is stored once and changes nothing."""
+        webhook.verify(raw_body, headers.get(webhook.HEADER), secrets)
+        payload = raw_body.decode("utf-8")
+        return [ReceivedEvent(webhook.parse_event(payload, headers.get(webhook.EVENT_ID_HEADER)), payload)]
+
+    def acknowledgement(self, outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
+        return json_acknowledgement(outcomes)
+
+    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
+        return razorpay_routes(store, api)
+
+    def demo_world(self) -> DemoWorld:
+        return DemoWorld(DEMO_PROPERTIES, charge_prefix="pay", refund_prefix="rfnd", payment_intents=False)
+
+
+PROVIDER: Provider = RazorpayProvider()  # typed: mypy checks the protocol is implemented
