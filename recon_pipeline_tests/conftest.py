@@ -14,8 +14,8 @@ from recon_pipeline_tests.postgres import postgres_database
 os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")
 
 pytest_plugins = [
+    "recon_pipeline_tests.provider_fixtures",  # first: pipeline_fixtures imports it
     "recon_pipeline_tests.pipeline_fixtures",
-    "recon_pipeline_tests.provider_fixtures",
     "recon_pipeline_tests.report_fixtures",
 ]
 

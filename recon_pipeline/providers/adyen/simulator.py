@@ -16,7 +16,8 @@ close: a later number answers 404 as Adyen does. ``Creation Date`` is written in
 time zone (``Europe/Amsterdam``: CET/CEST), as Adyen writes it. Downloads need HTTP Basic auth of the
 report user when the app holds credentials (``request.app.state.api_key``, ``user:password``); anything
 else is answered 401. An app with fault switches (``request.app.state.faults``, as the shared simulator
-app has) counts downloads and injects its statuses and delays into them as into any API request.
+app has) counts downloads and injects its statuses, delays and cut-off bodies into them as into any API
+request.
 """
 
 from __future__ import annotations
@@ -218,6 +219,8 @@ async def download_report(request: Request) -> Response:
             return PlainTextResponse(f"HTTP Status {status}", status_code=status, headers=headers)
         response = _report_response(request)
         status = response.status_code
+        if decision is not None and decision.truncate and status == 200:  # cut off: no payout line
+            return Response(bytes(response.body)[: len(response.body) // 2], media_type=response.media_type)
         return response
     finally:
         if faults is not None and decision is not None:
