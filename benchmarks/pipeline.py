@@ -40,7 +40,6 @@ from sqlalchemy import Engine
 from benchmarks.worlds import LAST_NIGHT, bench_properties, bookings_for_records, build_nights, nights_ending
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.scratch import DEFAULT_ADMIN_URL, scratch_database
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
@@ -49,6 +48,7 @@ from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 # Dagster's console logger prints every event at DEBUG; a benchmark of hundreds of runs keeps warnings.
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

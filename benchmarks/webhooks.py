@@ -41,8 +41,8 @@ from sqlalchemy.engine import make_url
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recon_pipeline.db.schema import payment_event_processing, payment_events  # noqa: E402
-from recon_pipeline.db.scratch import scratch_database
 from recon_pipeline.providers.stripe.webhook import HEADER, sign  # noqa: E402
+from recon_pipeline_tests.scratch import scratch_database
 
 DEFAULT_POSTGRES_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 STARTUP_TIMEOUT_S = 60.0
@@ -169,7 +169,7 @@ def receiver_process(database_url: str, secret: str, workers: int, log: IO[bytes
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds used so far by ``pid`` and its descendants (the uvicorn workers), from Linux's /proc.
 
-    Sampled around the load, so the receiver's startup (imports, ``init_db``) is not counted.
+    Sampled around the load, so the receiver's startup (imports, ``migrations.upgrade``) is not counted.
     """
     ticks = 0
     pending = [pid]

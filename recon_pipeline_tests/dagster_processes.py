@@ -2,13 +2,23 @@
 the code server, dagster-webserver and dagster-daemon as subprocesses, and a GraphQL client that talks to
 the webserver the way the UI does.
 
+The entry point is the ``pg_dagster_world`` fixture (registered in conftest): it starts the setup every
+process test shares (a seeded world served by the simulator, the recon tables in one scratch PostgreSQL
+database, the instance in another, the environment the processes need) and hands back a
+``PgDagsterWorld``; ``PgDagsterWorld.deployment()`` starts the processes on it::
+
+    def test_something(pg_dagster_world: StartWorld) -> None:
+        w = pg_dagster_world(NIGHTS, bookings_per_night=8, properties=PROPERTIES)
+        with w.deployment() as deployment:
+            deployment.start_code_server(90)
+            ...
+
 Every wait is bounded; every process is started in its own session (process group) and stopped by that
 group's id, so the run workers the code server spawns go down with it. Traffic stays on 127.0.0.1.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 import signal
@@ -18,7 +28,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -28,20 +38,24 @@ from unittest import mock
 
 import dagster as dg
 import httpx
+import pytest
 import yaml
+from dagster._utils.merger import deep_merge_dicts
 from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
-from recon_pipeline.defs.partitions import PropertyNight
+from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
+from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.postgres import postgres_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,17 +71,6 @@ T = TypeVar("T")
 
 
 # ----- PostgreSQL ---------------------------------------------------------------------------------------
-@contextmanager
-def fresh_postgres_database(prefix: str) -> Iterator[URL]:
-    """A new, empty database on the test server, dropped (connections forced closed) afterwards."""
-    with postgres_database(prefix) as url:
-        yield make_url(url)
-
-
-def url_string(url: URL) -> str:
-    return url.render_as_string(hide_password=False)
-
-
 def dagster_pg_env(url: URL) -> dict[str, str]:
     """The DAGSTER_PG_* variables deploy/dagster.yaml reads, pointing at ``url``'s database."""
     return {
@@ -81,16 +84,6 @@ def dagster_pg_env(url: URL) -> dict[str, str]:
 
 
 # ----- the Dagster instance -----------------------------------------------------------------------------
-def _merged(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    result = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(result.get(key), dict):
-            result[key] = _merged(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
 def write_dagster_home(home: Path, overrides: Mapping[str, Any] | None = None) -> Path:
     """``home``/dagster.yaml = deploy/dagster.yaml with ``overrides`` merged in (mappings deep-merged)."""
     home.mkdir(parents=True, exist_ok=True)
@@ -99,7 +92,7 @@ def write_dagster_home(home: Path, overrides: Mapping[str, Any] | None = None) -
         shutil.copyfile(source, home / "dagster.yaml")
         return home
     config = yaml.safe_load(source.read_text())
-    (home / "dagster.yaml").write_text(yaml.safe_dump(_merged(config, overrides), sort_keys=False))
+    (home / "dagster.yaml").write_text(yaml.safe_dump(deep_merge_dicts(config, overrides), sort_keys=False))
     return home
 
 
@@ -419,18 +412,6 @@ mutation StopSensor($id: String) {
 }
 """
 
-LAUNCH_RUN_MUTATION = """
-mutation LaunchRun($executionParams: ExecutionParams!) {
-  launchRun(executionParams: $executionParams) {
-    __typename
-    ... on LaunchRunSuccess { run { runId status } }
-    ... on PythonError { message stack }
-    ... on RunConfigValidationInvalid { errors { message } }
-    ... on Error { message }
-  }
-}
-"""
-
 LAUNCH_BACKFILL_MUTATION = """
 mutation LaunchPartitionBackfill($backfillParams: LaunchBackfillParams!) {
   launchPartitionBackfill(backfillParams: $backfillParams) {
@@ -549,24 +530,26 @@ class GraphQL:
         tags: Mapping[str, str] | None = None,
         run_config: Mapping[str, Any] | None = None,
     ) -> str:
-        """Launch (queue) one run of the job for one partition, as the launchpad does."""
+        """Launch (queue) one run of the job for one partition, as the launchpad does (Dagster's own
+        GraphQL client)."""
+        # Imported here: conftest loads this module for every session, the fast tier needs no GraphQL client.
+        from dagster_graphql import DagsterGraphQLClient
+
         night, property_id = partition_key.split("|")
-        run_tags = {
-            "dagster/partition": partition_key,
-            "dagster/partition/night": night,
-            "dagster/partition/property": property_id,
-            **(tags or {}),
-        }
-        params = {
-            "selector": {**self.repository_selector, "jobName": JOB_NAME},
-            "runConfigData": dict(run_config or {}),
-            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in run_tags.items()]},
-        }
-        result = self.execute(LAUNCH_RUN_MUTATION, {"executionParams": params})["launchRun"]
-        if result["__typename"] != "LaunchRunSuccess":
-            raise GraphQLError(f"launchRun: {result}")
-        run_id: str = result["run"]["runId"]
-        return run_id
+        url = httpx.URL(self.base_url)
+        client = DagsterGraphQLClient(url.host, url.port, timeout=int(self.timeout_s))
+        return client.submit_job_execution(
+            JOB_NAME,
+            repository_location_name=LOCATION_NAME,
+            repository_name=REPOSITORY_NAME,
+            run_config=run_config,
+            tags={
+                "dagster/partition": partition_key,
+                "dagster/partition/night": night,
+                "dagster/partition/property": property_id,
+                **(tags or {}),
+            },
+        )
 
     def launch_asset_backfill(
         self,
@@ -634,3 +617,77 @@ def recon_env(database_url: str, simulator_base_url: str, first_night: date) -> 
         "RECON_FIRST_NIGHT": first_night.isoformat(),
         "RECON_PROVIDER_MAX_CONCURRENCY": "4",
     }
+
+
+# ----- the setup the process tests share ----------------------------------------------------------------
+@dataclass
+class PgDagsterWorld:
+    """What a process test runs against: the seeded ``world``, its recon database, the simulator serving
+    it, and the PostgreSQL-backed instance. ``env`` is everything a Dagster process needs (DAGSTER_HOME,
+    DAGSTER_PG_*, RECON_*); ``instance`` is this process's handle on the same instance, with the world's
+    property partitions added (the property sensor would add them; tests stop the sensors)."""
+
+    world: NightsWorld
+    recon_url: str
+    dagster_url: str
+    simulator_url: str
+    home: Path
+    env: dict[str, str]
+    instance: dg.DagsterInstance
+    log_dir: Path
+
+    @property
+    def pg_env(self) -> dict[str, str]:
+        return dagster_pg_env(make_url(self.dagster_url))
+
+    def deployment(self) -> DagsterDeployment:
+        """The code server, webserver and daemon on this world, each started by the test when it wants."""
+        return DagsterDeployment(self.env, self.log_dir)
+
+
+StartWorld = Callable[..., PgDagsterWorld]
+
+
+@contextmanager
+def pg_dagster_world_in(
+    tmp_path: Path,
+    nights: Sequence[date],
+    bookings_per_night: int,
+    properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES,
+    dagster_yaml: Mapping[str, Any] | None = None,
+) -> Iterator[PgDagsterWorld]:
+    """Two scratch databases (recon tables, Dagster storage), the simulator, the world seeded, and
+    ``tmp_path``/dagster_home = deploy/dagster.yaml with ``dagster_yaml`` merged in; all gone afterwards."""
+    world = build_nights_world(nights, bookings_per_night, properties)
+    with (
+        postgres_database("recon_dagster") as dagster_url,
+        postgres_database("recon_data") as recon_url,
+        ServerThread(build_app(world.world.store)) as simulator,
+    ):
+        seed_database(recon_url, world)
+        home = write_dagster_home(tmp_path / "dagster_home", dagster_yaml)
+        pg_env = dagster_pg_env(make_url(dagster_url))
+        env = {
+            "DAGSTER_HOME": str(home),
+            "RECON_HOME": str(tmp_path / "recon_home"),  # where runs leave files (reports)
+            **pg_env,
+            **recon_env(recon_url, simulator.base_url, nights[0]),
+        }
+        with instance_from_home(home, pg_env) as instance:
+            instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
+            yield PgDagsterWorld(
+                world, recon_url, dagster_url, simulator.base_url, home, env, instance, tmp_path / "logs"
+            )
+
+
+@pytest.fixture
+def pg_dagster_world(tmp_path: Path) -> Iterator[StartWorld]:
+    """``pg_dagster_world(nights, bookings_per_night, properties=..., dagster_yaml=...)`` starts the shared
+    setup (``pg_dagster_world_in``) once per call; the test's end tears it down. The conftest puts every
+    test that uses it in the ``postgres`` tier."""
+    with ExitStack() as stack:
+
+        def start(*args: Any, **kwargs: Any) -> PgDagsterWorld:
+            return stack.enter_context(pg_dagster_world_in(tmp_path, *args, **kwargs))
+
+        yield start

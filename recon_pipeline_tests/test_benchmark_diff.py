@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from benchmarks.datagen import DIFF_CATEGORIES, generate_frames, generate_night
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
@@ -16,6 +17,7 @@ from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "diff.py"
 
 
+@pytest.mark.slow  # runs the benchmark script
 def test_benchmark_script_reports_the_injected_discrepancies() -> None:
     completed = subprocess.run(
         [sys.executable, str(SCRIPT), "--n", "2000", "--repeat", "2", "--json"],
@@ -34,6 +36,7 @@ def test_benchmark_script_reports_the_injected_discrepancies() -> None:
     assert figures["peak_rss_mb"] > 0
 
 
+@pytest.mark.slow  # runs the benchmark script
 def test_benchmark_script_prints_text_by_default() -> None:
     completed = subprocess.run(
         [sys.executable, str(SCRIPT), "--n", "500", "--repeat", "1"],

@@ -16,6 +16,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "processor.py"
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_benchmark_script_processes_every_event(postgres_url: str) -> None:
     # postgres_url only proves the server is reachable (or fails/skips as the suite requires); the script
     # creates and drops its own databases on that server.

@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_quick_suite_writes_every_section_with_sane_figures(postgres_url: str, tmp_path: Path) -> None:
     # postgres_url only proves the server is up (or fails/skips as the suite requires); every benchmark
     # creates and drops its own scratch databases on that server.

@@ -14,6 +14,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "webhooks.py"
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_benchmark_stores_every_distinct_event_once(postgres_url: str) -> None:
     # postgres_url is only the server to create the benchmark's own database on (and proves it is up).
     completed = subprocess.run(

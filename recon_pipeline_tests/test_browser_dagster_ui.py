@@ -22,6 +22,8 @@ from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromi
 from recon_pipeline_tests.dagster_processes import DagsterDeployment
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 
+pytestmark = pytest.mark.slow  # starts Dagster processes and Chromium
+
 REPORT = dg.AssetKey("discrepancy_report")
 STARTUP_TIMEOUT_S = 60
 AMOUNT_HEADER = "sum of abs. difference"

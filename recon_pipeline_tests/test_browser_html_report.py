@@ -38,6 +38,8 @@ from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromi
 from recon_pipeline_tests.dagster_processes import build_nights_world, recon_env, seed_database
 from recon_pipeline_tests.pipeline_fixtures import NIGHT
 
+pytestmark = pytest.mark.slow  # drives Chromium
+
 NIGHTS = (NIGHT - timedelta(days=1), NIGHT)
 BOOKINGS_PER_NIGHT = 20
 PROPERTY = DEMO_PROPERTIES[0]

@@ -69,6 +69,7 @@ def run_checks(
     return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
+@pytest.mark.slow  # Dagster runs
 def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,6 +109,7 @@ def noon_zone(now: datetime) -> str:
     return "Etc/GMT" if offset == 0 else f"Etc/GMT{'-' if offset > 0 else '+'}{abs(offset)}"
 
 
+@pytest.mark.slow  # a Dagster run
 def test_a_run_of_the_night_just_closed_passes_before_the_morning_close(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

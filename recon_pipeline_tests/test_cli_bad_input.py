@@ -110,6 +110,7 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "env", "name", "code"), CASES, ids=[" ".join(c[0]) + str(c[1]) for c in CASES]
 )
+@pytest.mark.slow  # a `recon` process per case
 def test_bad_input_is_one_line_naming_it(
     argv: list[str],
     env: dict[str, str],
@@ -126,6 +127,7 @@ def test_bad_input_is_one_line_naming_it(
 
 
 @pytest.mark.parametrize("argv", UNREACHABLE, ids=" ".join)
+@pytest.mark.slow  # a `recon` process per case
 def test_unreachable_postgres_is_one_line_without_the_password(argv: list[str]) -> None:
     url = unreachable_postgres()
     done = run_recon(*argv, RECON_DATABASE_URL=url)
@@ -141,6 +143,7 @@ def run_recon(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a `recon` process per case
 def test_console_script_refuses_a_port_it_would_not_listen_on() -> None:
     done = run_recon("webhooks", "serve", "--port", "70000")
     assert (done.returncode, done.stdout) == (2, "")
@@ -149,6 +152,7 @@ def test_console_script_refuses_a_port_it_would_not_listen_on() -> None:
 
 
 @pytest.mark.parametrize("first_night", ["abc", "2026-02-30"])
+@pytest.mark.slow  # a `recon` process per case
 def test_console_script_names_a_bad_first_night(first_night: str, tmp_path: Path) -> None:
     """RECON_FIRST_NIGHT is read when the Dagster definitions load (a child process loads them afresh)."""
     done = run_recon("demo", "--bookings", "1", RECON_FIRST_NIGHT=first_night, RECON_HOME=str(tmp_path))
@@ -157,6 +161,7 @@ def test_console_script_names_a_bad_first_night(first_night: str, tmp_path: Path
     assert first_night in done.stderr
 
 
+@pytest.mark.slow  # a `recon` process per case
 def test_ids_beyond_the_column_are_refused_on_a_real_database(database_url: str) -> None:
     """SQLite's driver overflowed past 2^63 (a traceback); PostgreSQL looked up an id its column cannot
     hold. Both now refuse the id up front, and an id within range still reaches the database."""

@@ -42,22 +42,10 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import (
-    build_nights_world,
-    dagster_pg_env,
-    fresh_postgres_database,
-    instance_from_home,
-    recon_env,
-    seed_database,
-    url_string,
-    write_dagster_home,
-)
+from recon_pipeline_tests.dagster_processes import StartWorld
 from recon_pipeline_tests.warm_children import (
     CONTEXT,
     Child,
@@ -159,46 +147,33 @@ def read_results(engine: Engine) -> tuple[list[tuple[str, str]], Counter[str], s
     return keys, found, finding_runs
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
-def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(tmp_path: Path) -> None:
+def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(
+    pg_dagster_world: StartWorld, tmp_path: Path
+) -> None:
     started = time.monotonic()
     prop = DEMO_PROPERTIES[0]
-    world = build_nights_world([NIGHT], DEMO_BOOKINGS, properties=(prop,))
-    [key] = world.partition_keys()
-    planned_adjustments = world.planted_adjustments()
-    planted = Counter({category: n for (_p, _n, category), n in world.world.expected.items()})
     warm_up()
-    with (
-        fresh_postgres_database("recon_dagster") as dagster_db,
-        fresh_postgres_database("recon_data") as recon_db,
-        ServerThread(build_app(world.world.store)) as simulator,
-    ):
-        recon_url = url_string(recon_db)
-        seed_database(recon_url, world)
-        home = write_dagster_home(tmp_path / "dagster_home")
-        pg_env = dagster_pg_env(dagster_db)
-        env = inherited_env(
-            DAGSTER_HOME=str(home),
-            RECON_HOME=str(tmp_path / "recon_home"),  # where runs leave files (reports)
-            **pg_env,
-            **recon_env(recon_url, simulator.base_url, NIGHT),
-        )
-        engine, logs = make_engine(recon_url), tmp_path / "logs"
-        try:
-            with instance_from_home(home, pg_env) as instance:
-                instance.add_dynamic_partitions(PROPERTY_DIMENSION, [prop.property_id])
-                # instance_from_home set the pool's limit, as a deployment must (see above).
-                assert instance.event_log_storage.get_concurrency_info(PROVIDER_POOL).slot_count >= RUNS
-                run_ids = [str(uuid.uuid4()) for _ in range(RUNS)]
-                released = run_together(engine, [RunSpec(env, logs / f"{r}.log", key, r) for r in run_ids])
-                records = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
-                metadata = {
-                    asset: [reported_metadata(instance, run_id, asset) or {} for run_id in run_ids]
-                    for asset in ("adjustments", "discrepancy_report")
-                }
-            keys, found, finding_runs = read_results(engine)
-        finally:
-            engine.dispose()
+    w = pg_dagster_world([NIGHT], DEMO_BOOKINGS, (prop,))
+    [key] = w.world.partition_keys()
+    planned_adjustments = w.world.planted_adjustments()
+    planted = Counter({category: n for (_p, _n, category), n in w.world.world.expected.items()})
+    env = inherited_env(**w.env)
+    engine, logs, instance = make_engine(w.recon_url), tmp_path / "logs", w.instance
+    try:
+        # instance_from_home set the pool's limit, as a deployment must (see above).
+        assert instance.event_log_storage.get_concurrency_info(PROVIDER_POOL).slot_count >= RUNS
+        run_ids = [str(uuid.uuid4()) for _ in range(RUNS)]
+        released = run_together(engine, [RunSpec(env, logs / f"{r}.log", key, r) for r in run_ids])
+        records = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
+        metadata = {
+            asset: [reported_metadata(instance, run_id, asset) or {} for run_id in run_ids]
+            for asset in ("adjustments", "discrepancy_report")
+        }
+        keys, found, finding_runs = read_results(engine)
+    finally:
+        engine.dispose()
 
     # Every writer ran against the three others: one at the table, three queued on the partition lock.
     assert released == {table: 1 for table in GATED}

@@ -16,9 +16,10 @@ What "acknowledgement" means, per stage:
 
 Each trial kills one real process. Trials cycle through three kinds; the rest is drawn from a seeded RNG:
 
-- ``recon_pipeline.crashpoints`` armed at ``*.before_commit`` (all written, nothing committed) or at
-  ``*.committed`` (the window). Writer: one hit per run, the partition at random. Processor: the hit at
-  random among the trial's 11 effectful events, so the death lands at any position of a claimed batch;
+- a checkpoint (``recon_pipeline.checkpoints``) armed by ``crash_points`` at ``*.before_commit`` (all
+  written, nothing committed) or at ``*.committed`` (the window). Writer: one hit per run, the partition
+  at random. Processor: the hit at random among the trial's 11 effectful events, so the death lands at
+  any position of a claimed batch;
 - an external SIGKILL at a random delay: for the writer between the step's start and the end of an
   uninterrupted child's life (medians of three measured first), so deaths land while the input loads,
   mid-commit, in Dagster's event writes or at the exit; for the processor anywhere in the worker's life.
@@ -56,15 +57,12 @@ import pytest
 import yaml
 from sqlalchemy import Engine, delete, func, insert, select
 
-from recon_pipeline.crashpoints import (
+from recon_pipeline import checkpoints
+from recon_pipeline.checkpoints import (
     ADJUSTMENTS_BEFORE_COMMIT,
     ADJUSTMENTS_COMMITTED,
-    AFTER_VARIABLE,
     EVENT_BEFORE_COMMIT,
     EVENT_COMMITTED,
-    POINT_VARIABLE,
-    _armed,
-    crash_point,
 )
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -88,6 +86,7 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline.serving import ServerThread
+from recon_pipeline_tests.crash_points import CrashAt, arm_from, crash_env
 from recon_pipeline_tests.dagster_processes import (
     ADJUSTED_CATEGORIES,
     JOB_NAME,
@@ -102,7 +101,6 @@ from recon_pipeline_tests.warm_children import (
     Child,
     RunSpec,
     WorkerSpec,
-    crash_env,
     crash_seed,
     execute_partition,
     inherited_env,
@@ -162,26 +160,26 @@ def wait_child(child: Child, trial: Trial) -> int:
     return exitcode
 
 
-def test_crash_points_are_inert_unless_switched_on_and_a_misspelt_switch_is_an_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Production sets no variable; a typo in a trial's variables must fail, not silently disarm it."""
-    monkeypatch.delenv(POINT_VARIABLE, raising=False)
+def test_checkpoints_are_inert_unless_a_test_arms_them_and_a_misspelt_switch_is_an_error() -> None:
+    """Production installs no hook; a typo in a trial's variables must fail, not silently disarm it."""
+    assert checkpoints.hook is None
+    checkpoints.reached(EVENT_COMMITTED)  # this process lives on
     try:
-        _armed.cache_clear()
-        crash_point(EVENT_COMMITTED)  # this process lives on
+        assert arm_from({}) is None and checkpoints.hook is None
+        armed = arm_from(crash_env(EVENT_COMMITTED, 3))
+        assert armed == CrashAt(EVENT_COMMITTED, 3) and checkpoints.hook is armed
+        checkpoints.reached(EVENT_BEFORE_COMMIT)  # another checkpoint: not counted
+        checkpoints.reached(EVENT_COMMITTED)
+        checkpoints.reached(EVENT_COMMITTED)  # the second of three hits: still alive
+        assert armed.hits == 2
         for point, after, error in [
-            ("events.comitted", "1", "not a crash point"),
+            ("events.comitted", "1", "not a checkpoint"),
             (EVENT_COMMITTED, "0", "positive"),
         ]:
-            monkeypatch.setenv(POINT_VARIABLE, point)
-            monkeypatch.setenv(AFTER_VARIABLE, after)
-            _armed.cache_clear()
             with pytest.raises(ValueError, match=error):
-                crash_point(EVENT_COMMITTED)
+                arm_from({"RECON_CRASH_POINT": point, "RECON_CRASH_AFTER": after})
     finally:
-        monkeypatch.undo()
-        _armed.cache_clear()  # read again, from the restored environment, at the next hit
+        checkpoints.hook = None
 
 
 # ----- writer stage -------------------------------------------------------------------------------------
@@ -348,6 +346,7 @@ def writer_trial(h: WriterHarness, trial: Trial, key: str) -> str:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_writer_killed_around_its_commit_never_duplicates_or_loses_an_adjustment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -622,6 +621,7 @@ def _in_order(trial_world: EventTrialWorld, order: list[str]) -> list[str]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_processor_killed_around_an_event_commit_applies_every_event_exactly_once(tmp_path: Path) -> None:
     seed = crash_seed()
     rng = random.Random(seed)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 
@@ -42,6 +43,7 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # two `recon demo` processes
 def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> None:
     env = fresh_env(tmp_path)
     first = run_recon("demo", "--bookings", "150", env=env)
@@ -76,6 +78,7 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
         del os.environ["DAGSTER_HOME"]
 
 
+@pytest.mark.slow  # `recon demo` processes
 def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_threshold(
     tmp_path: Path,
 ) -> None:
@@ -98,6 +101,7 @@ def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_t
     assert "INR unexplained, over the threshold of 1,000.00 INR" in reason
 
 
+@pytest.mark.slow  # `recon demo` processes
 def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "RECON_HOME": str(tmp_path), "RECON_DATABASE_URL": "mysql+nothing://x"}
     result = run_recon("db", "init", env=env)

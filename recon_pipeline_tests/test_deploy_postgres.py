@@ -1,99 +1,73 @@
 """deploy/dagster.yaml really puts a run and its materializations into PostgreSQL.
 
 The yaml is copied as is into a temporary DAGSTER_HOME; DAGSTER_PG_* point it at a fresh database on the
-local server. One property-night of ``reconcile_night`` runs in process against a seeded SQLite
-reconciliation database and the simulator; a second instance from the same yaml, and plain SQL on the
-Dagster tables, read the run back.
+local server (the shared ``pg_dagster_world``). One property-night of ``reconcile_night`` runs in process
+against the seeded reconciliation database and the simulator; a second instance from the same yaml, and
+plain SQL on the Dagster tables, read the run back.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 
 import dagster as dg
 import pytest
 from sqlalchemy import create_engine, text
 
 from recon_pipeline.definitions import build_definitions
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import (
-    DEPLOY_DIR,
-    JOB_NAME,
-    build_nights_world,
-    dagster_pg_env,
-    fresh_postgres_database,
-    instance_from_home,
-    recon_env,
-    seed_database,
-    url_string,
-    write_dagster_home,
-)
+from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, JOB_NAME, StartWorld, instance_from_home
 
 NIGHT = date(2026, 11, 29)
 ASSET_COUNT = 6  # the reconciliation assets of one partition
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_deploy_instance_stores_runs_and_materializations_in_postgres(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pg_dagster_world: StartWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     prop = DEMO_PROPERTIES[1]  # kyoto-gion: a connected account, zero-decimal currency
-    world = build_nights_world([NIGHT], bookings_per_night=10, properties=(prop,))
+    w = pg_dagster_world([NIGHT], 10, (prop,))
+    world, home, instance = w.world, w.home, w.instance
     [key] = world.partition_keys()
-    recon_url = f"sqlite:///{tmp_path / 'recon.sqlite'}"
-    seed_database(recon_url, world)
-    home = write_dagster_home(tmp_path / "dagster_home")
     assert (home / "dagster.yaml").read_bytes() == (DEPLOY_DIR / "dagster.yaml").read_bytes()
-
-    with (
-        fresh_postgres_database("recon_dagster") as dagster_db,
-        ServerThread(build_app(world.world.store)) as simulator,
-    ):
-        pg_env = dagster_pg_env(dagster_db)
-        for name, value in recon_env(recon_url, simulator.base_url, NIGHT).items():
+    for name, value in w.env.items():
+        if name.startswith("RECON_"):  # for the run in this process
             monkeypatch.setenv(name, value)
-        with instance_from_home(home, pg_env) as instance:
-            assert type(instance.run_storage).__name__ == "PostgresRunStorage"
-            assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
-            instance.add_dynamic_partitions(PROPERTY_DIMENSION, [prop.property_id])
-            result = (
-                build_definitions()
-                .resolve_job_def(JOB_NAME)
-                .execute_in_process(partition_key=key, instance=instance)
-            )
-            assert result.success
-            run_id = result.run_id
+    assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+    assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+    job = build_definitions().resolve_job_def(JOB_NAME)
+    result = job.execute_in_process(partition_key=key, instance=instance)
+    assert result.success
+    run_id = result.run_id
 
-        # A second instance from the same yaml: nothing is shared with the first but the database.
-        with instance_from_home(home, pg_env) as reader:
-            record = reader.get_run_record_by_id(run_id)
-            assert record is not None
-            assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
-            assert record.dagster_run.tags["dagster/partition"] == key
-            assert key in reader.get_materialized_partitions(dg.AssetKey("discrepancy_report"))
-            events = reader.fetch_materializations(dg.AssetKey("adjustments"), limit=10).records
-            assert [(e.run_id, e.partition_key) for e in events] == [(run_id, key)]
-            metadata = events[0].asset_materialization.metadata  # type: ignore[union-attr]
-            assert metadata["new"].value == world.planted_adjustments() > 0
+    # A second instance from the same yaml: nothing is shared with the first but the database.
+    with instance_from_home(home, w.pg_env) as reader:
+        record = reader.get_run_record_by_id(run_id)
+        assert record is not None
+        assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+        assert record.dagster_run.tags["dagster/partition"] == key
+        assert key in reader.get_materialized_partitions(dg.AssetKey("discrepancy_report"))
+        events = reader.fetch_materializations(dg.AssetKey("adjustments"), limit=10).records
+        assert [(e.run_id, e.partition_key) for e in events] == [(run_id, key)]
+        metadata = events[0].asset_materialization.metadata  # type: ignore[union-attr]
+        assert metadata["new"].value == world.planted_adjustments() > 0
 
-        engine = create_engine(url_string(dagster_db))
-        try:
-            with engine.connect() as connection:
-                runs = connection.execute(text("SELECT run_id, status FROM runs")).all()
-                materializations = connection.execute(
-                    text(
-                        "SELECT count(*) FROM event_logs "
-                        "WHERE run_id = :run_id AND dagster_event_type = 'ASSET_MATERIALIZATION'"
-                    ),
-                    {"run_id": run_id},
-                ).scalar_one()
-        finally:
-            engine.dispose()
-        assert [tuple(row) for row in runs] == [(run_id, "SUCCESS")]
-        assert materializations == ASSET_COUNT
+    engine = create_engine(w.dagster_url)
+    try:
+        with engine.connect() as connection:
+            runs = connection.execute(text("SELECT run_id, status FROM runs")).all()
+            materializations = connection.execute(
+                text(
+                    "SELECT count(*) FROM event_logs "
+                    "WHERE run_id = :run_id AND dagster_event_type = 'ASSET_MATERIALIZATION'"
+                ),
+                {"run_id": run_id},
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in runs] == [(run_id, "SUCCESS")]
+    assert materializations == ASSET_COUNT
     # Nothing of the instance landed on disk as SQLite.
     assert not [p for p in home.rglob("*") if p.suffix in (".db", ".sqlite")]

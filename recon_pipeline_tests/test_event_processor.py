@@ -524,6 +524,7 @@ def _process_real_time(h: Harness, retry: RetryPolicy = FAST_RETRY, **options: A
         return process_available(h.engine, StripeAdapter(http), "w1", clock=_wall_clock, **options)
 
 
+@pytest.mark.slow  # waits out leases and retry budgets
 def test_a_batch_that_outlives_its_lease_behind_a_hanging_provider_counts_only_real_tries(
     harness: Harness,
 ) -> None:
@@ -587,6 +588,7 @@ def compressed_budget(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     return compress
 
 
+@pytest.mark.slow  # waits out leases and retry budgets
 def test_an_outage_shorter_than_the_budget_dead_letters_nothing(
     harness: Harness, compressed_budget: Callable[[int], None]
 ) -> None:
@@ -605,6 +607,7 @@ def test_an_outage_shorter_than_the_budget_dead_letters_nothing(
     assert h.count(booking_confirmations) == 2
 
 
+@pytest.mark.slow  # waits out leases and retry budgets
 def test_an_outage_longer_than_the_budget_dead_letters_and_requeue_brings_them_back(
     harness: Harness,
     compressed_budget: Callable[[int], None],

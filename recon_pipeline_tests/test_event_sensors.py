@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
+import pytest
 from sqlalchemy import Engine
 
 from recon_pipeline.db import migrations
@@ -37,6 +38,7 @@ def evaluate(
     return result
 
 
+@pytest.mark.slow  # Dagster runs of the event job
 def test_pending_events_request_one_run_per_unit_of_work(database_url: str) -> None:
     engine = make_engine(database_url)
     migrations.upgrade(engine)
@@ -59,6 +61,7 @@ def test_pending_events_request_one_run_per_unit_of_work(database_url: str) -> N
         assert evaluate(pending_events_sensor, instance, database_url, "9").cursor == "9"  # never backwards
 
 
+@pytest.mark.slow  # Dagster runs of the event job
 def test_a_late_event_reopens_a_reconciled_night_once_per_generation(database_url: str) -> None:
     engine = make_engine(database_url)
     migrations.upgrade(engine)

@@ -21,6 +21,7 @@ BOUND_S = 240  # generous on purpose: a shared CI box can be several times slowe
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_four_worker_processes_process_every_event_and_confirm_every_booking_once(postgres_url: str) -> None:
     now = datetime.now(UTC)
     world = build_world(EVENTS, now, duplicates=REPLAYS)

@@ -361,6 +361,7 @@ def pull(provider: Provider, script: Script) -> pd.DataFrame | None:
 
 @fuzz_settings(max_examples=60)
 @given(world=worlds(), ensure_ascii=st.booleans())
+@pytest.mark.slow  # Hypothesis: many generated nights
 def test_a_well_formed_night_is_pulled_completely(
     provider: Provider, world: World, ensure_ascii: bool
 ) -> None:
@@ -373,6 +374,7 @@ def test_a_well_formed_night_is_pulled_completely(
 
 @fuzz_settings(max_examples=250)
 @given(world=worlds().flatmap(corrupted), ensure_ascii=st.booleans())
+@pytest.mark.slow  # Hypothesis: many generated nights
 def test_a_corrupted_night_gives_a_complete_valid_frame_or_an_incomplete_pull_error(
     provider: Provider, world: World, ensure_ascii: bool
 ) -> None:
@@ -385,6 +387,7 @@ def test_a_corrupted_night_gives_a_complete_valid_frame_or_an_incomplete_pull_er
 
 @fuzz_settings(max_examples=100)
 @given(world=worlds().flatmap(corrupted), ensure_ascii=st.booleans())
+@pytest.mark.slow  # Hypothesis: many generated nights
 def test_a_lookup_by_id_gives_a_complete_valid_frame_or_an_incomplete_pull_error(
     provider: Provider, world: World, ensure_ascii: bool
 ) -> None:
@@ -492,6 +495,7 @@ def test_a_body_python_cannot_decode_is_an_incomplete_pull(provider: Provider, l
 # --- the Dagster consequence --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a Dagster run per example
 def test_a_malformed_response_fails_provider_records_and_reports_nothing(
     provider: Provider, sqlite_url: str
 ) -> None:

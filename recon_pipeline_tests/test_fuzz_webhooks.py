@@ -326,6 +326,7 @@ def assert_healthy_and_storing(receiver: Receiver) -> None:
 # --- properties -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # Hypothesis: many generated deliveries
 def test_a_delivery_that_fails_verification_is_refused_and_stores_nothing(fuzz_receiver: Receiver) -> None:
     @fuzz_settings(max_examples=200)
     @given(
@@ -385,6 +386,7 @@ def test_an_authentic_delivery_with_a_huge_timestamp_is_refused(fuzz_receiver: R
         assert counts(fuzz_receiver.engine) == before
 
 
+@pytest.mark.slow  # Hypothesis: many generated deliveries
 def test_a_signed_body_that_is_not_a_well_formed_event_is_400_and_stores_nothing(
     fuzz_receiver: Receiver,
 ) -> None:
@@ -411,6 +413,7 @@ def test_a_signed_body_that_is_not_a_well_formed_event_is_400_and_stores_nothing
     assert_healthy_and_storing(fuzz_receiver)
 
 
+@pytest.mark.slow  # Hypothesis: many generated deliveries
 def test_a_signed_well_formed_event_is_stored_exactly_once(fuzz_receiver: Receiver) -> None:
     @fuzz_settings(max_examples=150)
     @given(event=well_formed_events(), ensure_ascii=st.booleans(), indent=st.sampled_from([None, 2]))

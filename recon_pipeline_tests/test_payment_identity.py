@@ -110,6 +110,7 @@ def adjustment_rows(pipeline: SeededPipeline) -> list[tuple[str, str, str | None
 
 
 @pytest.mark.parametrize("world", PROVIDER_WORLDS)
+@pytest.mark.slow  # Dagster runs
 def test_mixed_intent_and_charge_ids_give_the_same_findings_keys_and_matches(
     tmp_path: Path, world: tuple[str, str]
 ) -> None:
@@ -136,6 +137,7 @@ def test_mixed_intent_and_charge_ids_give_the_same_findings_keys_and_matches(
 
 
 @pytest.mark.parametrize("world", PROVIDER_WORLDS)
+@pytest.mark.slow  # Dagster runs
 def test_a_ledger_booking_everything_by_intent_id_reconciles_clean(
     tmp_path: Path, world: tuple[str, str]
 ) -> None:
@@ -217,6 +219,7 @@ def west_bookings(world: World) -> set[str]:
     return {b["booking_id"] for b in world.bookings if b["property_id"] == "westporto"}
 
 
+@pytest.mark.slow  # Dagster runs
 def test_two_properties_on_one_account_never_reconcile_each_others_payments(database_url: str) -> None:
     with seeded(database_url, properties=SHARED, edit=share_one_account) as pipeline:
         ran = {prop.property_id: pipeline.materialize(prop.property_id) for prop in SHARED}

@@ -122,6 +122,7 @@ def razorpay_pipeline(sqlite_url: str) -> Iterator[SeededPipeline]:
         yield pipeline
 
 
+@pytest.mark.slow  # Dagster runs
 def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_fee_is_reconciled(
     razorpay_pipeline: SeededPipeline,
 ) -> None:
@@ -164,6 +165,7 @@ def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_
     assert tuple(finding) == ("amount_mismatch", -(booked_fee + 700), -booked_fee, -700)
 
 
+@pytest.mark.slow  # Dagster runs
 def test_razorpay_a_settlement_recon_that_cannot_be_read_fails_the_partition(
     razorpay_pipeline: SeededPipeline,
 ) -> None:

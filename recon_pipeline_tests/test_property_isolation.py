@@ -133,6 +133,7 @@ def test_the_partitions_sensor_skips_a_bad_row_by_name_and_adds_it_once_fixed(da
     assert [list(r.partition_keys) for r in fixed.dynamic_partitions_requests or []] == [["mars-base"]]
 
 
+@pytest.mark.slow  # Dagster runs
 def test_the_slo_check_fails_naming_a_bad_property_and_still_judges_the_others(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

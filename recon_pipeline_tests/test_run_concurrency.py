@@ -10,29 +10,14 @@ from __future__ import annotations
 
 import time
 from datetime import date
-from pathlib import Path
 
 import dagster as dg
 import httpx
 import pytest
 
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import (
-    DagsterDeployment,
-    build_nights_world,
-    dagster_pg_env,
-    fresh_postgres_database,
-    instance_from_home,
-    recon_env,
-    seed_database,
-    url_string,
-    wait_for_runs,
-    write_dagster_home,
-)
+from recon_pipeline_tests.dagster_processes import StartWorld, wait_for_runs
 
 NIGHTS = (date(2026, 11, 27), date(2026, 11, 28), date(2026, 11, 29))
 PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 3 nights × 2 properties = 6 runs
@@ -58,75 +43,60 @@ def test_max_in_progress() -> None:
     assert max_in_progress([(0, 1), (1, 2)]) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
-def test_tag_limit_caps_provider_bound_runs_through_the_daemon(tmp_path: Path) -> None:
+def test_tag_limit_caps_provider_bound_runs_through_the_daemon(pg_dagster_world: StartWorld) -> None:
     started = time.monotonic()
-    world = build_nights_world(NIGHTS, bookings_per_night=8, properties=PROPERTIES)
-    keys = world.partition_keys()
-    assert len(keys) == 6
-    with (
-        fresh_postgres_database("recon_dagster") as dagster_db,
-        fresh_postgres_database("recon_data") as recon_db,
-        ServerThread(build_app(world.world.store)) as simulator,
-    ):
-        seed_database(url_string(recon_db), world)
-        httpx.post(
-            f"{simulator.base_url}/_simulator/faults", json={"slow_ms": SLOW_MS}, timeout=5
-        ).raise_for_status()
-        home = write_dagster_home(
-            tmp_path / "dagster_home",
-            {
-                "concurrency": {
-                    "runs": {
-                        "max_concurrent_runs": 10,
-                        "tag_concurrency_limits": [{"key": PROVIDER_BOUND_TAG, "limit": TAG_LIMIT}],
-                    }
-                },
-                "run_queue": {"dequeue_interval_seconds": 1},
+    w = pg_dagster_world(
+        NIGHTS,
+        bookings_per_night=8,
+        properties=PROPERTIES,
+        dagster_yaml={
+            "concurrency": {
+                "runs": {
+                    "max_concurrent_runs": 10,
+                    "tag_concurrency_limits": [{"key": PROVIDER_BOUND_TAG, "limit": TAG_LIMIT}],
+                }
             },
-        )
-        pg_env = dagster_pg_env(dagster_db)
-        env = {
-            "DAGSTER_HOME": str(home),
-            **pg_env,
-            **recon_env(url_string(recon_db), simulator.base_url, NIGHTS[0]),
-        }
-        with (
-            instance_from_home(home, pg_env) as instance,
-            DagsterDeployment(env, tmp_path / "logs") as deployment,
-        ):
-            config = instance.get_concurrency_config().run_queue_config
-            assert config is not None
-            assert config.tag_concurrency_limits == [{"key": PROVIDER_BOUND_TAG, "limit": TAG_LIMIT}]
-            instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
-            deployment.start_code_server(STARTUP_TIMEOUT_S)
-            client = deployment.start_webserver(STARTUP_TIMEOUT_S)
-            client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
-            # Stopped for the same reason as in test_ui_backfill: a schedule tick would add
-            # provider-bound runs of these nights that compete for the same two slots.
-            client.stop_all_instigators()
-            # Queue all six before the daemon exists, so the queue alone decides what starts when.
-            run_ids = [client.launch_partition_run(key) for key in keys]
-            queued = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
-            assert {r.dagster_run.status for r in queued} == {dg.DagsterRunStatus.QUEUED}
-            deployment.start_daemon()
-            try:
-                records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
-            except Exception:
-                print(deployment.logs())
-                raise
+            "run_queue": {"dequeue_interval_seconds": 1},
+        },
+    )
+    keys, instance = w.world.partition_keys(), w.instance
+    assert len(keys) == 6
+    slow = httpx.post(f"{w.simulator_url}/_simulator/faults", json={"slow_ms": SLOW_MS}, timeout=5)
+    slow.raise_for_status()
+    config = instance.get_concurrency_config().run_queue_config
+    assert config is not None
+    assert config.tag_concurrency_limits == [{"key": PROVIDER_BOUND_TAG, "limit": TAG_LIMIT}]
+    with w.deployment() as deployment:
+        deployment.start_code_server(STARTUP_TIMEOUT_S)
+        client = deployment.start_webserver(STARTUP_TIMEOUT_S)
+        client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
+        # Stopped for the same reason as in test_ui_backfill: a schedule tick would add
+        # provider-bound runs of these nights that compete for the same two slots.
+        client.stop_all_instigators()
+        # Queue all six before the daemon exists, so the queue alone decides what starts when.
+        run_ids = [client.launch_partition_run(key) for key in keys]
+        queued = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
+        assert {r.dagster_run.status for r in queued} == {dg.DagsterRunStatus.QUEUED}
+        deployment.start_daemon()
+        try:
+            records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
+        except Exception:
+            print(deployment.logs())
+            raise
 
-        statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
-        assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses
-        assert all(r.dagster_run.tags[PROVIDER_BOUND_TAG] == "true" for r in records)
-        intervals = [(float(r.start_time or 0), float(r.end_time or 0)) for r in records]
-        assert all(0 < start < end for start, end in intervals), intervals
-        peak = max_in_progress(intervals)
-        # Exactly the limit: never more, and the slow provider makes the runs overlap up to it (a
-        # queue that ran them one by one would also be wrong for the deployment's throughput).
-        assert peak == TAG_LIMIT, intervals
-        stats = httpx.get(f"{simulator.base_url}/_simulator/stats", timeout=5).json()
-        assert stats["api_requests"] >= len(keys)  # the runs really went through the slow simulator
-        assert stats["in_flight"] == 0
+    statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
+    assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses
+    assert all(r.dagster_run.tags[PROVIDER_BOUND_TAG] == "true" for r in records)
+    intervals = [(float(r.start_time or 0), float(r.end_time or 0)) for r in records]
+    assert all(0 < start < end for start, end in intervals), intervals
+    peak = max_in_progress(intervals)
+    # Exactly the limit: never more, and the slow provider makes the runs overlap up to it (a
+    # queue that ran them one by one would also be wrong for the deployment's throughput).
+    assert peak == TAG_LIMIT, intervals
+    stats = httpx.get(f"{w.simulator_url}/_simulator/stats", timeout=5).json()
+    assert stats["api_requests"] >= len(keys)  # the runs really went through the slow simulator
+    assert stats["in_flight"] == 0
     print(f"concurrency test: peak {peak}, {stats['api_requests']} provider requests, intervals {intervals}")
     print(f"concurrency test wall time: {time.monotonic() - started:.1f} s")

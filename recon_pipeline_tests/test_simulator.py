@@ -392,6 +392,7 @@ def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartS
     assert too_many.status_code == 400 and too_many.json()["error"]["field"] == "count"
 
 
+@pytest.mark.slow  # a `recon simulator serve` process
 def test_cli_serves_the_razorpay_demo_world() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECON_")}
     port = free_port()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from datetime import date
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -20,22 +19,8 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import (
-    DagsterDeployment,
-    build_nights_world,
-    dagster_pg_env,
-    fresh_postgres_database,
-    instance_from_home,
-    recon_env,
-    seed_database,
-    url_string,
-    wait_for_runs,
-    write_dagster_home,
-)
+from recon_pipeline_tests.dagster_processes import StartWorld, wait_for_runs
 
 NIGHTS = (date(2026, 11, 28), date(2026, 11, 29))
 BOOKINGS_PER_NIGHT = 10
@@ -47,30 +32,20 @@ BACKFILL_TIMEOUT_S = 240
 REPORT = dg.AssetKey("discrepancy_report")
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
-def test_backfill_from_the_ui_api_reconciles_every_partition_once(tmp_path: Path) -> None:
+def test_backfill_from_the_ui_api_reconciles_every_partition_once(pg_dagster_world: StartWorld) -> None:
     started = time.monotonic()
-    world = build_nights_world(NIGHTS, BOOKINGS_PER_NIGHT, PROPERTIES)
+    w = pg_dagster_world(
+        NIGHTS, BOOKINGS_PER_NIGHT, PROPERTIES, dagster_yaml={"run_queue": {"dequeue_interval_seconds": 1}}
+    )
+    world, instance = w.world, w.instance
     keys = world.partition_keys()  # nights × properties
-    with (
-        fresh_postgres_database("recon_dagster") as dagster_db,
-        fresh_postgres_database("recon_data") as recon_db,
-        ServerThread(build_app(world.world.store)) as simulator,
-    ):
-        seed_database(url_string(recon_db), world)
-        home = write_dagster_home(tmp_path / "dagster_home", {"run_queue": {"dequeue_interval_seconds": 1}})
-        pg_env = dagster_pg_env(dagster_db)
-        env = {
-            "DAGSTER_HOME": str(home),
-            **pg_env,
-            **recon_env(url_string(recon_db), simulator.base_url, NIGHTS[0]),
-        }
-        with (
-            instance_from_home(home, pg_env) as instance,
-            DagsterDeployment(env, tmp_path / "logs") as deployment,
-        ):
-            # The property partitions normally come from property_partitions_sensor; it is stopped below.
-            instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
+    engine = make_engine(w.recon_url)
+    try:
+        # The property partitions (added by the fixture) normally come from property_partitions_sensor;
+        # it is stopped below.
+        with w.deployment() as deployment:
             deployment.start_code_server(STARTUP_TIMEOUT_S)
             client = deployment.start_webserver(STARTUP_TIMEOUT_S)
             client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
@@ -88,7 +63,6 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(tmp_path: Path
                 first_run = client.launch_partition_run(first_key)
                 [record] = wait_for_runs(instance, [first_run], RUN_TIMEOUT_S, deployment)
                 assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS, deployment.logs()
-                engine = make_engine(url_string(recon_db))
                 first_night, first_property = first_key.split("|")
                 first_rows = _adjustment_run_ids(engine, first_property, first_night)
                 assert first_rows and set(first_rows.values()) == {first_run}
@@ -142,6 +116,7 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(tmp_path: Path
         assert rows == distinct_keys == world.planted_adjustments() > 0
         assert found == dict(world.world.expected)
         assert _adjustment_run_ids(engine, first_property, first_night) == first_rows
+    finally:
         engine.dispose()
     print(f"backfill test wall time: {time.monotonic() - started:.1f} s")
 

@@ -97,6 +97,7 @@ def cluster() -> Iterator[ThrowawayCluster]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_a_frozen_database_is_a_503_within_5_s_and_the_retry_after_the_thaw_is_stored_once(
     cluster: ThrowawayCluster,
 ) -> None:
@@ -146,6 +147,7 @@ def _request_head(port: int) -> bytes:
     return f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n".encode()
 
 
+@pytest.mark.slow  # a receiver process
 def test_oversized_headers_are_a_431_and_64_mib_are_refused_early_with_bounded_memory(
     limited_receiver: ReceiverProcess, sqlite_url: str
 ) -> None:
@@ -183,6 +185,7 @@ def test_oversized_headers_are_a_431_and_64_mib_are_refused_early_with_bounded_m
     engine.dispose()
 
 
+@pytest.mark.slow  # a receiver process
 def test_headers_slower_than_the_deadline_get_the_connection_cut(limited_receiver: ReceiverProcess) -> None:
     receiver = limited_receiver
     head = _request_head(receiver.port)

@@ -297,6 +297,7 @@ def _env(tmp_path: Path, **variables: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("secret", [None, "", " , "])
+@pytest.mark.slow  # a `recon` process
 def test_cli_without_a_secret_exits_2_with_one_line(tmp_path: Path, secret: str | None) -> None:
     env = _env(tmp_path) if secret is None else _env(tmp_path, RECON_WEBHOOK_SECRET=secret)
     completed = _recon(env)
@@ -306,6 +307,7 @@ def test_cli_without_a_secret_exits_2_with_one_line(tmp_path: Path, secret: str 
     assert not (tmp_path / "cli.sqlite").exists()  # refused before touching the database
 
 
+@pytest.mark.slow  # a `recon` process
 def test_cli_configuration_errors_never_print_the_secret(tmp_path: Path) -> None:
     unreachable = f"postgresql://postgres@127.0.0.1:{_closed_port()}/test"
     for env, code in (  # an unreachable database is a failure (1), a malformed setting bad input (2)

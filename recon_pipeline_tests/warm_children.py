@@ -31,9 +31,9 @@ from typing import Any
 
 import dagster as dg
 
-from recon_pipeline.crashpoints import AFTER_VARIABLE, POINT_VARIABLE
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.events import worker
+from recon_pipeline_tests.crash_points import arm_from
 from recon_pipeline_tests.dagster_processes import JOB_NAME
 
 CONTEXT = multiprocessing.get_context("forkserver")
@@ -47,11 +47,6 @@ def crash_seed() -> int:
     """The trials' seed: ``RECON_CRASH_SEED`` to replay a failure, else a fresh one (failures print it)."""
     given = os.environ.get(SEED_VARIABLE)
     return int(given) if given else random.SystemRandom().randrange(2**32)
-
-
-def crash_env(point: str | None, after: int = 1) -> dict[str, str]:
-    """The variables that arm ``recon_pipeline.crashpoints`` in a child (none: the hook stays inert)."""
-    return {} if point is None else {POINT_VARIABLE: point, AFTER_VARIABLE: str(after)}
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,8 @@ def run_event_worker(spec: WorkerSpec) -> None:
 
 
 def _enter(env: Mapping[str, str], log_path: Path) -> None:
-    """Adopt the test's environment and send stdout and stderr to the child's own log file."""
+    """Adopt the test's environment (arming the crash hook it names) and send stdout and stderr to the
+    child's own log file."""
     os.environ.clear()
     os.environ.update(env)
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -109,6 +105,7 @@ def _enter(env: Mapping[str, str], log_path: Path) -> None:
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
+    arm_from(env)  # after the redirect: a misspelt switch's error lands in the child's log
 
 
 @dataclass

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 import pandas as pd
 
-from recon_pipeline.crashpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, crash_point
+from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.db.results import save_discrepancies, sync_adjustments
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import property_night, property_night_partitions
@@ -249,8 +249,8 @@ def adjustments(
     )
     with recon_db.engine().begin() as connection:
         plan = sync_adjustments(connection, key.property_id, key.night, proposals, now)
-        crash_point(ADJUSTMENTS_BEFORE_COMMIT)
-    crash_point(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
+        reached(ADJUSTMENTS_BEFORE_COMMIT)
+    reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     counts = {
         "new": plan.new,
         "withdrawn": plan.count(WITHDRAWN),

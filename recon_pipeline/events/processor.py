@@ -35,8 +35,8 @@ Failure policy:
   lost while writing rolls the transaction back.
 - A worker killed outright (SIGKILL, OOM) leaves every event either applied and processed, or untouched:
   the processed mark commits with the effects. The rest of its claimed batch stays ``processing`` until
-  the lease ends, then any worker reclaims it. ``crash_point`` marks both sides of the commit
-  (``recon_pipeline.crashpoints``) for the crash-window tests, which kill workers there.
+  the lease ends, then any worker reclaims it. ``reached`` marks both sides of the commit
+  (``recon_pipeline.checkpoints``) for the crash-window tests, which kill workers there.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, select, update
 
-from recon_pipeline.crashpoints import EVENT_BEFORE_COMMIT, EVENT_COMMITTED, crash_point
+from recon_pipeline.checkpoints import EVENT_BEFORE_COMMIT, EVENT_COMMITTED, reached
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_orders, properties
 from recon_pipeline.db.upsert import dialect_insert, insert_new
 from recon_pipeline.events.payment_state import (
@@ -196,7 +196,7 @@ def _process(
                 error = f"provider does not know payment {event.provider_payment_id!r} (404)"
                 return _dead(connection, event, worker_id, error)
             settled = _apply(connection, event, worker_id, state, as_of, clock(), attributions)
-        crash_point(EVENT_COMMITTED)  # effects and processed mark are durable; the rest of the batch is not
+        reached(EVENT_COMMITTED)  # effects and processed mark are durable; the rest of the batch is not
         return settled
     except _LeaseLost:
         logger.warning("event %s: lease lost while writing; rolled back", event.event_id)
@@ -238,7 +238,7 @@ def _apply(
     if applied and night_window(night, prop.timezone, prop.night_cutoff).end <= now:
         reason = f"late event {event.event_id}: {outcome}"
         mark_night_stale(connection, prop.property_id, night.isoformat(), reason, now)
-    crash_point(EVENT_BEFORE_COMMIT)  # everything written, nothing committed: a death here must undo it all
+    reached(EVENT_BEFORE_COMMIT)  # everything written, nothing committed: a death here must undo it all
     return PROCESSED
 
 

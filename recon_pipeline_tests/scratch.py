@@ -1,4 +1,5 @@
-"""Throwaway PostgreSQL databases for tests and benchmarks: created empty, dropped afterwards."""
+"""Throwaway PostgreSQL databases for tests and benchmarks: created empty, dropped afterwards (test
+support, kept out of the package; the benchmarks use it too)."""
 
 from __future__ import annotations
 
