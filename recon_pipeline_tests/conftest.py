@@ -18,9 +18,9 @@ os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")
 
 pytest_plugins = [
     "pytester",  # test_tiers.py runs pytest on small test files
+    "recon_pipeline_tests.provider_fixtures",  # before pipeline_fixtures, which imports it
     "recon_pipeline_tests.dagster_processes",
     "recon_pipeline_tests.pipeline_fixtures",
-    "recon_pipeline_tests.provider_fixtures",
     "recon_pipeline_tests.report_fixtures",
 ]
 

@@ -8,20 +8,28 @@ flavour (``Flavour``: its ids, paths and adapter), so one suite tests both adapt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import hashlib
+import hmac
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from recon_pipeline.providers import build_client
+from recon_pipeline.providers import PROVIDER_NAMES, build_client
+from recon_pipeline.providers.adyen import simulator as adyen_simulator
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.interface import ClientSettings
+from recon_pipeline.providers.razorpay import webhook as razorpay_webhook
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.razorpay.simulator import render_payment
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe import webhook as stripe_webhook
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
 
@@ -116,17 +124,80 @@ def make_payment_intent(charge: dict[str, Any]) -> dict[str, Any]:
 
 
 Adapter = StripeAdapter | RazorpayAdapter
+Delivery = tuple[bytes, dict[str, str]]  # a webhook's raw body and headers
+DeliveryOf = Callable[[str, dict[str, Any], dict[str, Any], int], Delivery]  # (event id, charge, intent, now)
+WEBHOOK_SECRET = "0123456789abcdef" * 4  # hex: Adyen's HMAC key, and any provider's shared secret
+# Adyen's settlement batches are published once the simulator's clock passes their close: a world served
+# in Adyen's flavour is seen this long after its newest money movement.
+SETTLED_AFTER_S = 30 * 86_400
+
+
+def _stripe_delivery(event_id: str, charge: dict[str, Any], intent: dict[str, Any], now: int) -> Delivery:
+    body = json.dumps(
+        {
+            "id": event_id,
+            "object": "event",
+            "type": "payment_intent.succeeded",
+            "created": now,
+            "data": {"object": {k: v for k, v in intent.items() if k != "account"}},
+        }
+    ).encode()
+    return body, {stripe_webhook.HEADER: stripe_webhook.sign(body, WEBHOOK_SECRET, now)}
+
+
+def _razorpay_delivery(event_id: str, charge: dict[str, Any], intent: dict[str, Any], now: int) -> Delivery:
+    body = json.dumps(
+        {
+            "entity": "event",
+            "event": "payment.captured",
+            "contains": ["payment"],
+            "payload": {"payment": {"entity": render_payment(charge)}},
+            "created_at": now,
+        }
+    ).encode()
+    headers = {
+        razorpay_webhook.HEADER: hmac.new(WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest(),
+        razorpay_webhook.EVENT_ID_HEADER: event_id,
+    }
+    return body, headers
+
+
+def _adyen_delivery(event_id: str, charge: dict[str, Any], intent: dict[str, Any], now: int) -> Delivery:
+    """A CAPTURE notification of the payment whose modification reference is ``event_id`` (Adyen's event
+    id is ``CAPTURE:<event_id>:true``: each ``event_id`` is its own event, a resend is a duplicate)."""
+    item = adyen_simulator.notification_item(
+        "CAPTURE",
+        event_id,
+        merchant_account=adyen_simulator.merchant_account_of(charge),
+        amount_minor=int(charge["amount"]),
+        currency=str(charge["currency"]).upper(),
+        original_reference=str(charge["id"]),
+        event_date=datetime.fromtimestamp(now, UTC).isoformat(),
+    )
+    signed = adyen_simulator.signed(item, WEBHOOK_SECRET)
+    return adyen_simulator.notification_body([signed]), {}
 
 
 @dataclass(frozen=True)
 class Flavour:
-    """A provider API as the tests see it: how its ids look, where its records are, its adapter."""
+    """A provider as the tests see it: how its ids look, where its records are, its client and its signed
+    webhook deliveries. Every registered provider needs one (``FLAVOURS``): the provider-facing suites run
+    once per registered provider, and one without test support fails them."""
 
     name: str
     charge_prefix: str  # a payment record's id prefix
     refund_prefix: str
-    payments_path: str  # the list of payment records
+    payments_path: str  # the list of payment records ("" for a provider that lists none)
     api_key: str  # a key in the provider's format
+    payment_delivery: (
+        DeliveryOf  # a webhook about a payment as the provider sends it, signed with WEBHOOK_SECRET
+    )
+    options: Mapping[str, Any] = field(default_factory=dict)  # the client's provider-specific settings
+    property_account: str | None = None  # a property's account where the store's platform charges are
+    lists_payments: bool = True  # an API that lists a window's payments (the windowed pull)
+    has_events_api: bool = False  # missed webhooks recovered from an events API
+    reports_failed_payments: bool = True  # a failed payment's state is readable by id
+    intents: bool = False  # payments go through an intent (the order's key)
 
     def charge_id(self, suffix: str) -> str:
         return f"{self.charge_prefix}{suffix}"
@@ -134,22 +205,63 @@ class Flavour:
     def refund_id(self, suffix: str) -> str:
         return f"{self.refund_prefix}{suffix}"
 
-    def adapter(self, http: ProviderHttp, api_key: str | None = None) -> Adapter:
-        """The registry's client for this provider (the tests also read its own pull_night)."""
-        client = build_client(self.name, http, ClientSettings("", api_key, {}))
-        assert isinstance(client, StripeAdapter | RazorpayAdapter)
-        return client
+    def adapter(self, http: ProviderHttp, api_key: str | None = None) -> Any:
+        """The registry's client for this provider, with the flavour's options."""
+        return build_client(self.name, http, ClientSettings("", api_key, self.options))
+
+    def served(self, store: SimulatorStore) -> SimulatorStore:
+        """``store`` as this provider serves it: for a settlement-report provider, its clock always past the
+        batches that settle its movements, as they are now (the simulator's clock is otherwise the wall
+        clock)."""
+        if not self.lists_payments:
+            store.clock = lambda: float(
+                max((obj["created"] for obj in (*store.charges, *store.refunds)), default=0) + SETTLED_AFTER_S
+            )
+        return store
 
 
-STRIPE = Flavour("stripe", "ch_", "re_", "/v1/charges", "sk_test_key")
-RAZORPAY = Flavour("razorpay", "pay_", "rfnd_", "/v1/payments", "rzp_test_key:secret")
-FLAVOURS = {flavour.name: flavour for flavour in (STRIPE, RAZORPAY)}
+STRIPE = Flavour(
+    "stripe", "ch_", "re_", "/v1/charges", "sk_test_key", _stripe_delivery, has_events_api=True, intents=True
+)
+RAZORPAY = Flavour("razorpay", "pay_", "rfnd_", "/v1/payments", "rzp_test_key:secret", _razorpay_delivery)
+ADYEN = Flavour(
+    "adyen",
+    "8815",  # PSP references: 16 characters
+    "8816",
+    "",
+    "ws@Company.Hotels:report-password",
+    _adyen_delivery,
+    options={"merchant_account": adyen_simulator.SIMULATOR_MERCHANT_ACCOUNT},
+    property_account=adyen_simulator.SIMULATOR_MERCHANT_ACCOUNT,  # a property is a merchant account
+    lists_payments=False,
+    reports_failed_payments=False,
+)
+FLAVOURS = {flavour.name: flavour for flavour in (STRIPE, RAZORPAY, ADYEN)}
 
 
-@pytest.fixture(params=list(FLAVOURS), name="provider")
+def flavour_of(name: str) -> Flavour:
+    """The test support of the registered provider ``name``; a provider registered without any fails
+    the test that asks (it is never skipped)."""
+    if name not in FLAVOURS:
+        pytest.fail(f"provider {name!r} is registered but has no test support in provider_fixtures.FLAVOURS")
+    return FLAVOURS[name]
+
+
+@pytest.fixture(params=PROVIDER_NAMES, name="provider")
 def provider_fixture(request: pytest.FixtureRequest) -> Flavour:
-    """Run the test once against each provider's API."""
-    return FLAVOURS[request.param]
+    """Run the test once against each registered provider's API."""
+    return flavour_of(request.param)
+
+
+# Registered providers whose API lists a window's payments (one without test support is kept: it fails).
+LISTING_PROVIDERS = [name for name in PROVIDER_NAMES if name not in FLAVOURS or FLAVOURS[name].lists_payments]
+
+
+@pytest.fixture(params=LISTING_PROVIDERS, name="listing_provider")
+def listing_provider_fixture(request: pytest.FixtureRequest) -> Flavour:
+    """Run a paging or list-window test once per provider with a list API (Adyen's settlement reports have
+    their own tests: ``test_adyen_client.py``); a module uses it as its ``provider``."""
+    return flavour_of(request.param)
 
 
 @dataclass

@@ -1,13 +1,13 @@
-"""The event processor once per provider (Stripe, Razorpay) over real HTTP to the simulator serving the same
-store in that provider's API, on SQLite and PostgreSQL: the payment's current state is read by id (a
-PaymentIntent and its charge at Stripe, the payment at Razorpay) and applied once, whatever the payloads."""
+"""The event processor once per registered provider over real HTTP to the simulator serving the same store
+in that provider's API, on SQLite and PostgreSQL: deliveries are signed and read as the webhook receiver
+reads them, and the payment's current state is read by id (a PaymentIntent and its charge at Stripe, the
+payment at Razorpay, the settlement reports at Adyen) and applied once, whatever the payloads."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -21,11 +21,18 @@ from recon_pipeline.db.schema import properties as properties_table
 from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.store import store_event
+from recon_pipeline.providers import provider_named
+from recon_pipeline.providers.adyen import simulator as adyen_simulator
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.razorpay.simulator import render_payment
-from recon_pipeline.providers.razorpay.webhook import parse_event as parse_razorpay_event
 from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline_tests.provider_fixtures import FAST_RETRY, Flavour, StartSimulator
+from recon_pipeline_tests.provider_fixtures import (
+    ADYEN,
+    FAST_RETRY,
+    WEBHOOK_SECRET,
+    Flavour,
+    StartSimulator,
+    make_refund,
+)
 from recon_pipeline_tests.test_event_processor import CREATED, NIGHT, OPEN, Harness
 
 
@@ -34,6 +41,7 @@ class ProviderHarness(Harness):
     """The processor harness speaking ``provider``'s API, with its ids and its webhook payloads."""
 
     provider: Flavour | None = None
+    stored_ids: dict[str, str] = field(default_factory=dict)
 
     @property
     def flavour(self) -> Flavour:
@@ -41,25 +49,20 @@ class ProviderHarness(Harness):
         return self.provider
 
     def order_id(self, charge: dict[str, Any], intent: dict[str, Any]) -> str:
-        """The ``payment_orders`` key: the PaymentIntent at Stripe, the payment itself at Razorpay."""
-        return str(intent["id"]) if self.flavour.name == "stripe" else str(charge["id"])
+        """The ``payment_orders`` key: the intent where payments go through one, else the payment."""
+        return str(intent["id"]) if self.flavour.intents else str(charge["id"])
 
     def deliver_payment(self, event_id: str, charge: dict[str, Any], intent: dict[str, Any]) -> bool:
-        """A webhook about the payment as the provider sends it (a snapshot, possibly stale)."""
-        if self.flavour.name == "stripe":
-            return self.deliver(event_id, "payment_intent.succeeded", intent)
-        body = json.dumps(
-            {
-                "entity": "event",
-                "event": "payment.captured",
-                "contains": ["payment"],
-                "payload": {"payment": {"entity": render_payment(charge)}},
-                "created_at": int(self.clock.now.timestamp()),
-            }
-        )
+        """A signed webhook about the payment as the provider sends it (a snapshot, possibly stale), read
+        by the provider as the receiver reads it and stored; the stored id is ``stored_ids[event_id]``."""
+        now = int(self.clock.now.timestamp())
+        body, headers = self.flavour.payment_delivery(event_id, charge, intent, now)
+        (received,) = provider_named(self.flavour.name).read_delivery(body, headers, [WEBHOOK_SECRET], now)
+        self.stored_ids[event_id] = received.event.event_id
         with self.engine.begin() as connection:
-            event = parse_razorpay_event(body, event_id)
-            return store_event(connection, "razorpay", event, body, self.clock.now)
+            return store_event(
+                connection, self.flavour.name, received.event, received.payload, self.clock.now
+            )
 
     def process(self, worker_id: str = "w1", **options: Any) -> ProcessCounts:
         with ProviderHttp(self.sim.base_url, retry=FAST_RETRY) as http:
@@ -73,20 +76,32 @@ def harness(database_url: str, simulator: StartSimulator, provider: Flavour) -> 
     migrations.upgrade(engine)
     with engine.begin() as connection:
         row = {"property_id": "prop_a", "name": "A", "timezone": "Europe/Berlin", "currency": "EUR"}
+        row["provider_account"] = provider.property_account
         connection.execute(insert(properties_table), [row])
-    sim = simulator(SimulatorStore(), flavour=provider.name)
+    sim = simulator(provider.served(SimulatorStore()), flavour=provider.name)
     yield ProviderHarness(engine, sim, provider=provider)
     engine.dispose()
 
 
 def _payment(h: ProviderHarness, name: str, **fields: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     charge, intent = h.add_payment(name, **fields)
-    if h.flavour.name == "razorpay":  # a Razorpay payment is its own order: no PaymentIntent
+    if not h.flavour.intents:  # the payment is its own order: no intent
         charge["id"] = h.flavour.charge_id(name)
         charge["payment_intent"] = None
         h.store.payment_intents.remove(intent)
         h.store.reindex()
     return charge, intent
+
+
+def _refund(h: ProviderHarness, charge: dict[str, Any], amount: int) -> None:
+    """The provider refunds ``amount`` of the payment after the events were sent: the charge says so, and
+    a refund is on record (what a settlement report lists)."""
+    charge.update(amount_refunded=amount, refunded=amount >= charge["amount"])
+    refund = make_refund(
+        h.flavour.refund_id(f"{charge['id']}{amount}"), charge, charge["created"] + 60, amount
+    )
+    h.store.refunds.append(refund)
+    h.store.reindex()
 
 
 def test_duplicates_and_stale_payloads_converge_on_the_current_state(harness: ProviderHarness) -> None:
@@ -95,7 +110,7 @@ def test_duplicates_and_stale_payloads_converge_on_the_current_state(harness: Pr
     h.add_booking("bk_dup")
     assert [h.deliver_payment("evt_dup", charge, intent) for _ in range(3)] == [True, False, False]
     h.deliver_payment("evt_later", charge, intent)
-    charge.update(amount_refunded=2_000)  # the provider moved on after the events were sent
+    _refund(h, charge, 2_000)  # the provider moved on after the events were sent
 
     counts = h.process()
 
@@ -120,7 +135,7 @@ def test_duplicates_and_stale_payloads_converge_on_the_current_state(harness: Pr
 @pytest.mark.parametrize(
     ("changes", "order_status", "outcome"),
     [
-        ({"amount_refunded": 10_000, "refunded": True}, "refunded", "payment_refunded"),
+        ({"refunded": True}, "refunded", "payment_refunded"),
         ({"status": "failed", "captured": False, "balance_transaction": None}, "failed", "payment_failed"),
     ],
 )
@@ -131,15 +146,23 @@ def test_refunded_and_failed_payments_leave_the_booking(
     charge, intent = _payment(h, "rf")
     h.add_booking("bk_rf")
     h.deliver_payment("evt_rf", charge, intent)
-    charge.update(changes)
-    if changes.get("status") == "failed":
+    if changes.get("refunded"):
+        _refund(h, charge, charge["amount"])
+    else:
+        charge.update(changes)
         intent.update(status="requires_payment_method")
+    event_id = h.stored_ids["evt_rf"]
 
+    if outcome == "payment_failed" and not h.flavour.reports_failed_payments:
+        # A failed payment settles nothing: no report holds it, so the provider does not know it.
+        assert (h.process().dead, h.rows(payment_orders)) == (1, [])
+        assert h.one(bookings, booking_id="bk_rf")["status"] == "pending"
+        return
     assert h.process().processed == 1
 
     assert h.one(payment_orders, provider_payment_id=h.order_id(charge, intent))["status"] == order_status
     assert h.one(bookings, booking_id="bk_rf")["status"] == "pending"
-    assert h.one(payment_event_processing, event_id="evt_rf")["outcome"] == outcome
+    assert h.one(payment_event_processing, event_id=event_id)["outcome"] == outcome
 
 
 def test_provider_unavailable_is_retried_later_then_processed(harness: ProviderHarness) -> None:
@@ -150,7 +173,7 @@ def test_provider_unavailable_is_retried_later_then_processed(harness: ProviderH
     h.sim.set_faults(statuses=[503] * FAST_RETRY.max_attempts)
 
     assert (h.process().retried, h.rows(payment_orders)) == (1, [])
-    event = h.one(payment_event_processing, event_id="evt_down")
+    event = h.one(payment_event_processing, event_id=h.stored_ids["evt_down"])
     assert (event["status"], event["attempts"]) == ("failed", 1) and "503" in event["last_error"]
 
     h.clock.now += timedelta(hours=2)
@@ -168,7 +191,7 @@ def test_a_payment_unknown_to_the_provider_is_dead(harness: ProviderHarness) -> 
 
     assert h.process().dead == 1
 
-    event = h.one(payment_event_processing, event_id="evt_gone")
+    event = h.one(payment_event_processing, event_id=h.stored_ids["evt_gone"])
     assert event["status"] == "dead" and "does not know payment" in event["last_error"]
 
 
@@ -197,7 +220,7 @@ def test_the_orphan_sweep_confirms_through_the_processor(harness: ProviderHarnes
     assert h.one(bookings, booking_id="bk_orph")["status"] == "confirmed"
 
 
-def test_events_recovery_runs_for_stripe_and_is_skipped_for_razorpay(
+def test_events_recovery_runs_where_the_provider_has_an_events_api(
     harness: ProviderHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     h = harness
@@ -208,7 +231,31 @@ def test_events_recovery_runs_for_stripe_and_is_skipped_for_razorpay(
     no_api = f"{h.flavour.name} has no events API"
     skipped = [r.getMessage() for r in caplog.records if no_api in r.getMessage()]
     requests = h.sim.stats()["api_requests"]
-    if h.flavour.name == "razorpay":
-        assert len(skipped) == 1 and requests == 0
-    else:
+    if h.flavour.has_events_api:
         assert skipped == [] and requests == 1  # GET /v1/events for the platform
+    else:
+        assert len(skipped) == 1 and requests == 0
+
+
+def test_an_adyen_report_notification_has_no_payment_to_read(
+    database_url: str, simulator: StartSimulator
+) -> None:
+    """REPORT_AVAILABLE names a report, not a payment: processed as ``no_payment_reference``, no request."""
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    sim = simulator(ADYEN.served(SimulatorStore()), flavour=ADYEN.name)
+    h = ProviderHarness(engine, sim, provider=ADYEN)
+    item = adyen_simulator.report_available_item(
+        sim.base_url, adyen_simulator.SIMULATOR_MERCHANT_ACCOUNT, 7, "2026-03-11T06:05:00+01:00"
+    )
+    body = adyen_simulator.notification_body([adyen_simulator.signed(item, WEBHOOK_SECRET)])
+    (received,) = provider_named(ADYEN.name).read_delivery(body, {}, [WEBHOOK_SECRET], 0)
+    with engine.begin() as connection:
+        assert store_event(connection, ADYEN.name, received.event, received.payload, h.clock.now)
+
+    assert (h.process().processed, h.sim.stats()["api_requests"]) == (1, 0)
+
+    event = h.one(payment_event_processing, event_id=received.event.event_id)
+    assert (event["status"], event["outcome"]) == ("processed", "no_payment_reference")
+    assert h.rows(payment_orders) == []
+    engine.dispose()

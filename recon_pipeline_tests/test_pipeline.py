@@ -28,7 +28,8 @@ def test_every_planted_discrepancy_is_found_on_every_property(provider_pipeline:
         assert "amount_mismatch" in str(report["categories"].value)
     expected_adjustments = sum(
         n
-        for (_p, _n, category), n in provider_pipeline.world.expected.items()
+        for prop in provider_pipeline.properties
+        for category, n in provider_pipeline.planted(prop.property_id).items()
         if category in ADJUSTED_CATEGORIES
     )
     assert len(provider_pipeline.table(adjustments)) == expected_adjustments

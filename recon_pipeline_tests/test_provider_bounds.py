@@ -35,6 +35,12 @@ PROP_A = PropertyAccount("prop_a")
 NIGHT = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + DAY, UTC))
 
 
+@pytest.fixture(name="provider")
+def listing_only(listing_provider: Flavour) -> Flavour:
+    """These tests page through a list API: Adyen, which lists nothing, is tested in test_adyen_client.py."""
+    return listing_provider
+
+
 def served(simulator: StartSimulator, provider: Flavour, charges: int) -> RunningSimulator:
     """``charges`` charges of prop_a in the night: more than 100 fill a first page of either provider."""
     store = SimulatorStore(

@@ -70,6 +70,12 @@ PROP_A = PropertyAccount("prop_a")
 NIGHT = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + DAY, UTC))
 
 
+@pytest.fixture(name="provider")
+def listing_only(listing_provider: Flavour) -> Flavour:
+    """These tests page through a list API: Adyen, which lists nothing, is tested in test_adyen_client.py."""
+    return listing_provider
+
+
 def _http(
     sim: RunningSimulator, clients: list[ProviderHttp], retry: RetryPolicy = FAST_RETRY, **kwargs: Any
 ) -> ProviderHttp:
@@ -782,9 +788,7 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
 ) -> None:
     """Every record booked as the provider has it, every booking confirmed: nothing to find, no orphan."""
     charges = [make_charge(provider.charge_id(f"{i:03d}"), T0 + 60 * i, fee=200 + i) for i in range(30)]
-    refunds = [
-        make_refund(provider.refund_id(f"{i:03d}"), charges[i], T0 + 60 * i + 30, 500) for i in (3, 7)
-    ]
+    refunds = [make_refund(provider.refund_id(f"{i:03d}"), charges[i], T0 + 60 * i + 30, 500) for i in (3, 7)]
     sim = simulator(SimulatorStore(charges=charges, refunds=refunds), flavour=provider.name)
     pulled = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
     books = pulled.assign(entry_id=[f"le_{i}" for i in range(len(pulled))], posted_at=pulled.created_at)

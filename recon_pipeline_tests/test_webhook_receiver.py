@@ -26,10 +26,11 @@ from sqlalchemy import Engine, func, select
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
-from recon_pipeline.providers import PROVIDER_NAMES
+from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
+from recon_pipeline_tests.provider_fixtures import WEBHOOK_SECRET, Flavour, make_charge, make_payment_intent
 
 SECRET = "whsec_test_current_0123456789"
 OLD_SECRET = "whsec_test_previous_9876543210"
@@ -352,3 +353,28 @@ def test_every_registered_provider_refuses_an_unsigned_delivery(receiver: Receiv
     refusals = {"missing_header", "malformed_header", "no_matching_signature", "malformed_event"}
     assert response.json()["error"] in refusals
     assert counts(receiver.engine) == (0, 0)
+
+
+def test_every_registered_provider_stores_its_signed_delivery_once_and_acknowledges_it(
+    database_url: str, provider: Flavour
+) -> None:
+    """The provider's own signed webhook about a payment, POSTed twice: stored once and pending, and each
+    delivery answered with the provider's acknowledgement (the second as a duplicate)."""
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    charge = make_charge(provider.charge_id("hook"), int(time.time()) - 60)
+    intent = make_payment_intent(charge)
+    body, headers = provider.payment_delivery("evt_hook", charge, intent, int(time.time()))
+    app = build_receiver(engine, [WEBHOOK_SECRET], max_body_bytes=64 * 1024)
+    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+        answers = [client.post(f"/webhooks/{provider.name}", content=body, headers=headers) for _ in range(2)]
+    expected = [provider_named(provider.name).acknowledgement([outcome]) for outcome in ("new", "duplicate")]
+    assert [(a.status_code, a.text, a.headers["content-type"].split(";")[0]) for a in answers] == [
+        (200, text, media_type) for text, media_type in expected
+    ]
+    assert counts(engine) == (1, 1)
+    with engine.connect() as connection:
+        stored = connection.execute(select(payment_events)).mappings().one()
+    payment_id = intent["id"] if provider.intents else charge["id"]  # what the order is keyed by
+    assert (stored["provider"], stored["provider_payment_id"]) == (provider.name, payment_id)
+    engine.dispose()

@@ -8,6 +8,7 @@ and its ``ProviderClient``.
 from __future__ import annotations
 
 from recon_pipeline.config import ConfigError
+from recon_pipeline.providers.adyen import PROVIDER as ADYEN
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ClientSettings, Provider, ProviderClient
 from recon_pipeline.providers.razorpay import PROVIDER as RAZORPAY
@@ -16,6 +17,7 @@ from recon_pipeline.providers.stripe import PROVIDER as STRIPE
 PROVIDERS: dict[str, Provider] = {
     STRIPE.name: STRIPE,
     RAZORPAY.name: RAZORPAY,
+    ADYEN.name: ADYEN,
 }
 PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -37,6 +37,7 @@ from recon_pipeline.ratelimit import RateLimiter
 logger = logging.getLogger(__name__)
 
 MAX_RPS_VARIABLE = "RECON_PROVIDER_MAX_RPS"
+T = TypeVar("T")
 
 
 def max_rps_from_env() -> float | None:
@@ -155,6 +156,28 @@ class ProviderHttp:
 
         Raises ProviderUnavailable when retries are exhausted, ProviderRequestRejected on another 4xx.
         """
+        return self._get(path, params, headers, _json_object)
+
+    def get_text(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> str | None:
+        """GET ``path`` and return its body as text (a report file: Adyen's settlement CSVs), or None for
+        404; a body that is not text in its declared encoding is retried like invalid JSON. Raises as
+        ``get_json`` does."""
+        return self._get(path, params, headers, _text)
+
+    def _get(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        read: Callable[[httpx.Response], T],
+    ) -> T | None:
+        """The retried GET of ``get_json`` / ``get_text``; ``read`` turns a 2xx response into the answer
+        or raises ValueError (retried: a cut-off or corrupt body is transient)."""
         last_problem = "no attempt made"
         for attempt in range(self.retry.max_attempts):
             retry_after: float | None = None
@@ -186,17 +209,10 @@ class ProviderHttp:
                     )
                 else:
                     try:
-                        body = response.json()
-                    # ValueError: bad JSON or UTF-8, or an integer past Python's 4300-digit limit;
-                    # RecursionError: nesting deeper than the interpreter's stack.
-                    except (ValueError, RecursionError) as error:
-                        last_problem = f"invalid JSON body (HTTP {status}): {error}"
-                        status = "invalid-json"
-                    else:
-                        if isinstance(body, dict):
-                            return body
-                        last_problem = f"JSON body is not an object (HTTP {status})"
-                        status = "invalid-json"
+                        return read(response)
+                    except ValueError as error:
+                        last_problem = f"invalid body (HTTP {status}): {error}"
+                        status = "invalid-body"
             if attempt + 1 >= self.retry.max_attempts:
                 break
             delay = self._delay(attempt, retry_after)
@@ -242,6 +258,24 @@ def _tls_context() -> ssl.SSLContext:
     """httpx's default verifying TLS context, built once per process: building one reads the CA bundle
     (~0.1 s), which every client (one per asset that calls the provider) would otherwise pay again."""
     return httpx.create_ssl_context()
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any]:
+    """The body as a JSON object; ValueError for anything else."""
+    try:
+        body = response.json()
+    # ValueError: bad JSON or UTF-8, or an integer past Python's 4300-digit limit;
+    # RecursionError: nesting deeper than the interpreter's stack.
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise ValueError("JSON body is not an object")
+    return body
+
+
+def _text(response: httpx.Response) -> str:
+    """The body decoded strictly (its declared charset, else UTF-8); UnicodeDecodeError is a ValueError."""
+    return response.content.decode(response.charset_encoding or "utf-8")
 
 
 def _retry_after_s(response: httpx.Response) -> float | None:
