@@ -2,8 +2,10 @@
 
 The acceptance test runs 4 concurrent ``reconcile_night`` runs (real run worker processes launched by the
 daemon) against the simulator with RECON_PROVIDER_MAX_RPS=5 and reads the simulator's own request log:
-no one-second window holds more than 5 requests plus 1 (the bucket has no burst; one arrival delayed by
-network jitter can share a window with the slots around it). Before the shared bucket each run paced
+no one-second window holds more than 5 requests plus 2 (the bucket has no burst: slots are granted 0.2 s
+apart by the database's clock; the log records arrival in the test process, where a stalled event loop
+on a loaded 2-core machine can push up to two earlier slots into the next window), and the mean rate
+over the whole run is at most 5.1/s. Before the shared bucket each run paced
 itself alone, and the same test counted 18–21 requests in a second.
 """
 
@@ -29,7 +31,7 @@ from recon_pipeline_tests.dagster_processes import DagsterDeployment, StartWorld
 from recon_pipeline_tests.test_run_concurrency import max_in_progress
 
 MAX_RPS = 5
-JITTER_ALLOWANCE = 1  # the bucket's burst is 0 (no idle credit); one late arrival may join a window
+JITTER_ALLOWANCE = 2  # the bucket's burst is 0 (no idle credit); up to two late arrivals may join a window
 NIGHTS = (date(2026, 11, 27), date(2026, 11, 28))
 PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 2 nights × 2 properties = 4 runs
 BOOKINGS_PER_NIGHT = 600  # several pages per pull: each run makes enough requests to overlap the others
