@@ -15,11 +15,12 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from recon_pipeline.definitions import build_definitions
+from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, JOB_NAME, StartWorld, instance_from_home
 
 NIGHT = date(2026, 11, 29)
-ASSET_COUNT = 6  # the reconciliation assets of one partition
+ASSET_COUNT = len(reconciliation_assets)  # the reconciliation assets of one partition
 
 
 @pytest.mark.postgres
