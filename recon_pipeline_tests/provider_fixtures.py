@@ -198,6 +198,7 @@ class Flavour:
     has_events_api: bool = False  # missed webhooks recovered from an events API
     reports_failed_payments: bool = True  # a failed payment's state is readable by id
     intents: bool = False  # payments go through an intent (the order's key)
+    aliases: bool = True  # a payment also has an intent or order id a ledger may book it by
 
     def charge_id(self, suffix: str) -> str:
         return f"{self.charge_prefix}{suffix}"
@@ -235,6 +236,7 @@ ADYEN = Flavour(
     property_account=adyen_simulator.SIMULATOR_MERCHANT_ACCOUNT,  # a property is a merchant account
     lists_payments=False,
     reports_failed_payments=False,
+    aliases=False,  # a PSP reference is the payment's only id
 )
 FLAVOURS = {flavour.name: flavour for flavour in (STRIPE, RAZORPAY, ADYEN)}
 
