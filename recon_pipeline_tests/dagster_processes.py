@@ -358,6 +358,16 @@ class DagsterDeployment:
             process.stop()
         self.processes.clear()
 
+    @contextmanager
+    def logs_on_failure(self) -> Iterator[None]:
+        """Print every process's log tail if the block fails, then re-raise: a failed process test shows
+        what the code server, webserver and daemon said."""
+        try:
+            yield
+        except Exception:
+            print(self.logs())
+            raise
+
     def __enter__(self) -> DagsterDeployment:
         return self
 

@@ -70,28 +70,24 @@ def test_asset_page_renders_the_partitions_category_table(
     assert parse_markdown_table(str(other_metadata["categories"].value))[1] != expected_rows
 
     env = {"DAGSTER_HOME": seeded_pipeline.instance.root_directory}  # the SQLite instance just written
-    with DagsterDeployment(env, tmp_path / "logs") as deployment:
-        try:
-            deployment.start_code_server(STARTUP_TIMEOUT_S)
-            client = deployment.start_webserver(STARTUP_TIMEOUT_S)
-            client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
-            client.dismiss_community_dialog()
-            query = urlencode({"view": "partitions", "partition": partition_key})
-            with chromium_page(SCREENSHOT) as browser:
-                page = browser.page
-                page.goto(f"{deployment.base_url}/assets/{REPORT.to_user_string()}?{query}")
-                table = page.locator(".dagster-markdown table").filter(
-                    has=page.locator("th", has_text=AMOUNT_HEADER)
-                )
-                table.wait_for()  # bounded by the page's default timeout
-                header = table.locator("thead th").all_inner_texts()
-                rows = [row.locator("td").all_inner_texts() for row in table.locator("tbody tr").all()]
-                # Vertically only: the metadata panel scrolls sideways too, which would hide its labels.
-                table.evaluate("table => table.scrollIntoView({block: 'center', inline: 'nearest'})")
-                screenshot = browser.screenshot(SCREENSHOT)
-        except Exception:
-            print(deployment.logs())
-            raise
+    with DagsterDeployment(env, tmp_path / "logs") as deployment, deployment.logs_on_failure():
+        deployment.start_code_server(STARTUP_TIMEOUT_S)
+        client = deployment.start_webserver(STARTUP_TIMEOUT_S)
+        client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
+        client.dismiss_community_dialog()
+        query = urlencode({"view": "partitions", "partition": partition_key})
+        with chromium_page(SCREENSHOT) as browser:
+            page = browser.page
+            page.goto(f"{deployment.base_url}/assets/{REPORT.to_user_string()}?{query}")
+            table = page.locator(".dagster-markdown table").filter(
+                has=page.locator("th", has_text=AMOUNT_HEADER)
+            )
+            table.wait_for()  # bounded by the page's default timeout
+            header = table.locator("thead th").all_inner_texts()
+            rows = [row.locator("td").all_inner_texts() for row in table.locator("tbody tr").all()]
+            # Vertically only: the metadata panel scrolls sideways too, which would hide its labels.
+            table.evaluate("table => table.scrollIntoView({block: 'center', inline: 'nearest'})")
+            screenshot = browser.screenshot(SCREENSHOT)
     print(f"dagster UI browser test wall time: {time.monotonic() - started:.1f} s; screenshot {screenshot}")
 
     assert [cell.strip() for cell in header] == expected_header

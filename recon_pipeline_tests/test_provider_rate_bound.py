@@ -130,11 +130,8 @@ def test_four_concurrent_runs_stay_under_the_deployment_rate(pg_dagster_world: S
         client.stop_all_instigators()  # only these four runs call the provider
         run_ids = [client.launch_partition_run(key) for key in keys]
         deployment.start_daemon()
-        try:
+        with deployment.logs_on_failure():
             records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
-        except Exception:
-            print(deployment.logs())
-            raise
     statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
     assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses
     log = httpx.get(f"{w.simulator_url}/_simulator/requests", timeout=10).json()["requests"]

@@ -80,11 +80,8 @@ def test_tag_limit_caps_provider_bound_runs_through_the_daemon(pg_dagster_world:
         queued = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
         assert {r.dagster_run.status for r in queued} == {dg.DagsterRunStatus.QUEUED}
         deployment.start_daemon()
-        try:
+        with deployment.logs_on_failure():
             records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
-        except Exception:
-            print(deployment.logs())
-            raise
 
     statuses = {r.dagster_run.run_id: r.dagster_run.status for r in records}
     assert set(statuses.values()) == {dg.DagsterRunStatus.SUCCESS}, statuses

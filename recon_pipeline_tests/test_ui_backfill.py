@@ -58,7 +58,7 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(pg_dagster_wor
             assert "nightly_reconciliation_schedule" in stopped
             deployment.start_daemon()
 
-            try:
+            with deployment.logs_on_failure():
                 first_key = keys[0]
                 first_run = client.launch_partition_run(first_key)
                 [record] = wait_for_runs(instance, [first_run], RUN_TIMEOUT_S, deployment)
@@ -76,9 +76,6 @@ def test_backfill_from_the_ui_api_reconciles_every_partition_once(pg_dagster_wor
                     tags={PROVIDER_BOUND_TAG: "true"},
                 )
                 status = client.wait_for_backfill(backfill_id, BACKFILL_TIMEOUT_S, deployment)
-            except Exception:
-                print(deployment.logs())
-                raise
             assert status in ("COMPLETED", "COMPLETED_SUCCESS")
 
             backfill_runs = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
