@@ -43,7 +43,7 @@ def claim_of(metadata: object) -> str | None:
 def claimable(claim: str | None, account: PropertyAccount) -> bool:
     """Whether a payment with this claim may be the property's: unclaimed, or claimed by it. Adapters
     build rows only for these, so another property's payments are never even parsed here."""
-    return claim is None or claim == account.property_id
+    return claim is None or account.serves(claim)
 
 
 def unclaimed_payment_ids(claimed: pd.DataFrame) -> list[str]:

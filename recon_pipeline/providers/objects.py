@@ -36,11 +36,20 @@ class PropertyAccount:
 
     ``account_properties``: every property on the same ``provider_account`` (this one included), sorted;
     empty when unknown, which counts as alone. Attribution (``attribution.py``) reads it.
+
+    ``pulled_for``: the properties one shared pull serves (a batch's properties on this account, this
+    one first): the pull keeps every payment any of them claims, and attribution splits it per property.
+    Empty: the pull serves ``property_id`` alone.
     """
 
     property_id: str
     provider_account: str | None = None
     account_properties: tuple[str, ...] = ()
+    pulled_for: tuple[str, ...] = ()
+
+    def serves(self, claim: str) -> bool:
+        """Whether a payment claimed by ``claim`` belongs in a pull made for this account scope."""
+        return claim == self.property_id or claim in self.pulled_for
 
 
 def _name(obj: ProviderObject) -> Any:

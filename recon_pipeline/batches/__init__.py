@@ -1,0 +1,1 @@
+"""Runs that reconcile a batch of properties of one night: the plan (pure), the work, the outcomes."""
