@@ -380,8 +380,6 @@ def cmd_reconcile_night(args: argparse.Namespace) -> int:
     size = args.batch_size or batch_size()
     with _recon_database() as engine, engine.connect() as connection:
         selection = select_properties(list_properties(connection), args.property)
-    for invalid in selection.invalid:
-        print(f"skipped: {invalid}", file=sys.stderr)
     batches = plan_batches(selection.valid, parse_night(args.night), size)
     requests = [batch_run_request(b, b.key, tags={TRIGGER_TAG: CLI_TRIGGER}) for b in batches]
     with launch.queued_instance() as instance:
@@ -394,6 +392,8 @@ def cmd_reconcile_night(args: argparse.Namespace) -> int:
         )
         for batch, run_id in zip(batches, run_ids, strict=True):
             print(f"  run {run_id}: batch {batch.key} ({len(batch.property_ids):,} properties)")
+        for invalid in selection.invalid:  # after the submission: a refusal above stays one line
+            print(f"skipped: {invalid}", file=sys.stderr, flush=True)
         if not args.wait:
             return 0
         return _wait_for_night(instance, args.night, dict(zip(run_ids, batches, strict=True)), args.timeout)
