@@ -38,6 +38,7 @@ MAX_WAIT_S = 7 * 24 * 3600
 WAIT_INTERVAL_S = 2.0  # between polls of the submitted runs
 DEFAULT_WAIT_TIMEOUT_S = 6 * 3600
 TIMED_OUT_EXIT = 3
+INTERRUPTED_EXIT = 130
 
 
 def cmd_db_init(_args: argparse.Namespace) -> int:
@@ -390,13 +391,18 @@ def cmd_reconcile_night(args: argparse.Namespace) -> int:
             f"{len(selection.valid):,} properties (batches of at most {size})",
             flush=True,
         )
-        for batch, run_id in zip(batches, run_ids, strict=True):
+        for run_id, batch in zip(run_ids, batches, strict=True):
             print(f"  run {run_id}: batch {batch.key} ({len(batch.property_ids):,} properties)")
         for invalid in selection.invalid:  # after the submission: a refusal above stays one line
             print(f"skipped: {invalid}", file=sys.stderr, flush=True)
         if not args.wait:
             return 0
-        return _wait_for_night(instance, args.night, dict(zip(run_ids, batches, strict=True)), args.timeout)
+        submitted = dict(zip(run_ids, batches, strict=True))
+        try:
+            return _wait_for_night(instance, args.night, submitted, args.timeout)
+        except KeyboardInterrupt:  # the operator stops waiting, not the runs
+            print("error: interrupted: stopped waiting, the runs go on", file=sys.stderr)
+            return INTERRUPTED_EXIT
 
 
 def _wait_for_night(

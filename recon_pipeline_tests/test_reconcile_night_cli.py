@@ -5,7 +5,10 @@ API (no daemon); the process test with the daemon is test_reconcile_night_deploy
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -217,8 +220,6 @@ def finish_runs_when_queued(home: Path, expected: int, fail: str) -> threading.T
 
 
 def record_failure(run_id: str, property_id: str) -> None:
-    import os
-
     engine = make_engine(os.environ["RECON_DATABASE_URL"])
     now = datetime.now(UTC)
     outcome = PropertyOutcome(
@@ -324,4 +325,19 @@ def test_a_night_that_is_not_a_partition_is_one_line(
 ) -> None:
     assert cli.main(["reconcile-night", "2025-06-01"]) == 2
     assert_one_line(capsys.readouterr().err, "2025-06-01 is not a partition of job 'reconcile_night'")
+    assert night_runs(home) == []
+
+
+@pytest.mark.slow  # a `recon` process: it imports the definitions afresh, as an operator's shell does
+def test_a_code_location_that_does_not_load_is_one_line_naming_the_setting(seeded: str, home: Path) -> None:
+    recon = Path(sys.executable).with_name("recon")
+    env = {**os.environ, "RECON_FIRST_NIGHT": "bogus"}
+    done = subprocess.run(
+        [str(recon), "reconcile-night", NIGHT], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "error: code location 'recon_pipeline' does not load: "
+        "RECON_FIRST_NIGHT: night must be 'YYYY-MM-DD', not 'bogus'\n"
+    )
     assert night_runs(home) == []
