@@ -548,10 +548,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     receive.set_defaults(handler=cmd_webhooks_serve)
 
+    reconcile_help = (
+        "submit a night for every (or the named) property to the Dagster instance in DAGSTER_HOME: "
+        "one queued run per batch of properties, which dagster-daemon launches"
+    )
     reconcile = commands.add_parser(
         "reconcile-night",
-        help="submit a night for every (or the named) property to the Dagster instance in DAGSTER_HOME: "
-        "one queued run per batch of properties, which dagster-daemon launches",
+        help=reconcile_help,
+        description=reconcile_help[0].upper() + reconcile_help[1:] + ". Needs RECON_DATABASE_URL (the "
+        "properties), DAGSTER_HOME (an instance with the QueuedRunCoordinator) and a running daemon.",
     )
     reconcile.add_argument("night", type=cli_args.night, help="the night, YYYY-MM-DD")
     reconcile.add_argument(
@@ -559,16 +564,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=cli_args.property_id,
         action="append",
         default=[],
+        metavar="ID",
         help="only this property (repeatable; default: every valid property of the properties table)",
     )
     reconcile.add_argument(
         "--batch-size",
         type=cli_args.count(MAX_BATCH_SIZE),
+        metavar="N",
         help="at most this many properties per run (RECON_BATCH_SIZE, else 100)",
     )
     reconcile.add_argument(
         "--workspace",
         type=Path,
+        metavar="FILE",
         help="a workspace.yaml to load the code location from (deploy/workspace.yaml: the code server); "
         "default: the recon_pipeline.definitions module, in this process",
     )

@@ -266,6 +266,13 @@ def test_a_failed_run_being_retried_is_followed_to_its_retry(seeded: str, tmp_pa
         assert run.run_id == retry and launch.run_state(run, True) == SUCCEEDED
 
 
+def test_help_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["reconcile-night", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "DAGSTER_HOME" in out and "QueuedRunCoordinator" in out and "--property ID" in out
+    assert "exit 0 iff all succeeded" in out
+
+
 # ----- refusals: one line, nothing submitted -------------------------------------------------------------
 @pytest.mark.parametrize(
     ("argv", "name"),
