@@ -4,13 +4,16 @@ provider (Stripe on SQLite and PostgreSQL, Razorpay on SQLite)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import dagster as dg
+import httpx
 import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.razorpay.client import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
@@ -176,3 +179,24 @@ def test_razorpay_a_settlement_recon_that_cannot_be_read_fails_the_partition(
 ) -> None:
     razorpay_pipeline.faults(fail_after_requests=1, path_prefix=RECON_PATH)
     assert RECON_PATH in assert_pull_failed_and_nothing_written(razorpay_pipeline)
+
+
+def test_properties_sharing_the_platform_account_and_window_are_pulled_once(sqlite_url: str) -> None:
+    """Two properties on the platform account (attributed by metadata) with the same night window: a batch
+    of both reads the account's window once and splits it, where two runs read it twice; each property
+    still gets exactly its own findings."""
+    lisbon = next(p for p in DEMO_PROPERTIES if p.provider_account is None)
+    annex = replace(lisbon, property_id="porto-annex", name="Porto Annex")  # same zone, own ids
+    with seeded(sqlite_url, properties=(lisbon, annex)) as pipeline:
+
+        def charge_list_requests(*property_ids: str) -> int:
+            httpx.post(f"{pipeline.simulator.base_url}/_simulator/reset-stats", timeout=5).raise_for_status()
+            assert pipeline.materialize(*property_ids).success
+            return int(pipeline.stats()["requests_by_path"].get("/v1/charges", 0))
+
+        apart = charge_list_requests(lisbon.property_id) + charge_list_requests(annex.property_id)
+        together = charge_list_requests(lisbon.property_id, annex.property_id)
+        assert together > 2  # the shared window spans several pages
+        assert 2 * together == apart
+        for prop in (lisbon, annex):
+            assert pipeline.found(prop.property_id) == pipeline.planted(prop.property_id)

@@ -15,6 +15,7 @@ Each property's outcome (succeeded with its counts, or failed with a one-line er
 was reconciled and committed, naming it; its re-execution is idempotent.
 """
 
+from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -119,6 +120,9 @@ def reconcile_batch_assets(
             metadata={"failed": dg.MetadataValue.md(_per_property_markdown(batch))},
         )
     report = combined_report([result.report for result in batch.results])
+    fees = Counter[str]()
+    for result in batch.results:
+        fees.update(result.fees_by_status)
     batch_metadata: dict[str, dg.RawMetadataValue] = {
         "properties": len(batch.results),
         "batch": request.batch_key or "all",
@@ -149,6 +153,9 @@ def reconcile_batch_assets(
             "unattributed": sum(result.unattributed for result in batch.results),
             "looked_up_by_id": sum(result.looked_up for result in batch.results),
             "found_in_other_nights": sum(result.found_elsewhere for result in batch.results),
+            "invalid_entries": sum(result.invalid_entries for result in batch.results),
+            "deferred_entries": sum(result.deferred_entries for result in batch.results),
+            **{f"fees/{status}": n for status, n in sorted(fees.items())},
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
