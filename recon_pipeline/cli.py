@@ -372,8 +372,8 @@ def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
 def cmd_reconcile_night(args: argparse.Namespace) -> int:
     from recon_pipeline.batches import launch
     from recon_pipeline.batches.plan import plan_batches
-    from recon_pipeline.batches.submit import CLI_TRIGGER, JOB_NAME, TRIGGER_TAG, select_properties
-    from recon_pipeline.defs.batches import batch_run_request, batch_size
+    from recon_pipeline.batches.submit import CLI_TRIGGER, TRIGGER_TAG, select_properties
+    from recon_pipeline.defs.batches import JOB_NAME, batch_run_request, batch_size
     from recon_pipeline.keys import parse_night
     from recon_pipeline.ledger.queries import list_properties
 

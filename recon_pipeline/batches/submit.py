@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from recon_pipeline.batches.plan import NightBatch
 from recon_pipeline.ledger.queries import InvalidPropertyError, PropertyRow, split_valid_properties
 
-JOB_NAME = "reconcile_night"  # the job of recon_pipeline/defs/jobs.py that reconciles a batch
 TRIGGER_TAG = "recon/trigger"
 CLI_TRIGGER = "cli"
 
