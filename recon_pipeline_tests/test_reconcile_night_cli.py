@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -346,5 +347,23 @@ def test_a_code_location_that_does_not_load_is_one_line_naming_the_setting(seede
     assert done.stderr == (
         "error: code location 'recon_pipeline' does not load: "
         "RECON_FIRST_NIGHT: night must be 'YYYY-MM-DD', not 'bogus'\n"
+    )
+    assert night_runs(home) == []
+
+
+@pytest.mark.slow  # gRPC tries the closed port for a while
+def test_an_unreachable_code_server_is_one_line_and_exit_1(
+    seeded: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("DAGSTER_CODE_SERVER_HOST", "127.0.0.1")
+    monkeypatch.setenv("DAGSTER_CODE_SERVER_PORT", str(port))
+    workspace = REPO_ROOT / "deploy" / "workspace.yaml"
+    assert cli.main(["reconcile-night", NIGHT, "--workspace", str(workspace)]) == 1
+    assert capsys.readouterr().err == (
+        "error: code location 'recon_pipeline' does not load: "
+        "Could not reach user code server. gRPC Error code: UNAVAILABLE\n"
     )
     assert night_runs(home) == []

@@ -56,15 +56,24 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or ["(no message)"])[0]
 
 
-def _root_cause(error: SerializableErrorInfo) -> str:
-    """The first line of what went wrong at the bottom of a load error's chain (a bad setting names its
-    variable there; the top is Dagster's "error occurred during the loading" wrapper), without the
-    exception's qualified class name."""
-    while error.cause is not None:
-        error = error.cause
-    line = _first_line(error.message)
+def _load_failure(error: SerializableErrorInfo) -> Exception:
+    """One line for a code location that did not load: the deepest error of the chain a person can read
+    (a bad setting names its variable there; the top is Dagster's "error occurred during the loading"
+    wrapper; gRPC's own ``_InactiveRpcError`` at the bottom says nothing), without its class name. An
+    unreachable code server is a service down (exit 1), anything else configuration (exit 2)."""
+    chain = [error]
+    while chain[-1].cause is not None:
+        chain.append(chain[-1].cause)  # type: ignore[arg-type]
+    readable = next(
+        e for e in reversed(chain) if not e.cls_name or not e.cls_name.startswith("_") or e is error
+    )
+    line = _first_line(readable.message)
     qualified_name, _, rest = line.partition(": ")
-    return rest if rest and qualified_name.rsplit(".", 1)[-1] == error.cls_name else line
+    reason = rest if rest and qualified_name.rsplit(".", 1)[-1] == readable.cls_name else line
+    message = f"code location {LOCATION_NAME!r} does not load: {reason}"
+    if any(e.cls_name == "DagsterUserCodeUnreachableError" for e in chain):
+        return ServiceUnavailable(message)
+    return ConfigError(message)
 
 
 def dagster_home() -> Path:
@@ -127,7 +136,7 @@ def loaded_workspace(
                 raise ConfigError(f"--workspace {workspace} has no code location {LOCATION_NAME!r} ({names})")
             error = context.get_code_location_error(LOCATION_NAME)
             if error is not None:
-                raise ConfigError(f"code location {LOCATION_NAME!r} does not load: {_root_cause(error)}")
+                raise _load_failure(error)
             yield context
 
 
