@@ -69,58 +69,84 @@ def test_pending_events_request_one_run_per_unit_of_work(database_url: str) -> N
 LISBON_ANNEX = PropertyRow("lisbon-annex", "Lisbon Annex", "Europe/Lisbon", "EUR", "00:00", None)
 
 
-def reconciled(engine: Engine, property_id: str, night: str, status: str = SUCCEEDED) -> None:
-    """The property-night's latest reconciliation, as a run records it in ``night_reconciliations``."""
+def reconciled(engine: Engine, property_id: str, night: str, at: datetime, status: str = SUCCEEDED) -> None:
+    """The property-night's latest reconciliation, started ``at``, as a run records it
+    (``night_reconciliations``)."""
     error = None if status == SUCCEEDED else f"property {property_id} night {night}: RuntimeError: boom"
     with engine.begin() as connection:
         record_outcomes(
-            connection, [PropertyOutcome(property_id, night, "run-1", None, status, NOW, NOW, error)]
+            connection, [PropertyOutcome(property_id, night, "run-1", None, status, at, at, error)]
         )
 
 
-def reopened(result: dg.SensorResult) -> dict[tuple[str, tuple[str, ...]], dg.RunRequest]:
-    """The sensor's requests by (night, properties of the batch)."""
+def late_event(engine: Engine, property_id: str, night: str, at: datetime) -> None:
+    with engine.begin() as connection:
+        mark_night_stale(connection, property_id, night, "late payment_intent.succeeded", at)
+
+
+def reopened(result: dg.SensorResult) -> dict[tuple[str, tuple[str, ...]], str]:
+    """The run key of each of the sensor's requests, by (night, properties of its batch)."""
     return {
-        (str(r.partition_key), tuple(batch_properties(r.run_config))): r for r in result.run_requests or []
+        (str(r.partition_key), tuple(batch_properties(r.run_config))): str(r.run_key)
+        for r in result.run_requests or []
     }
+
+
+NIGHT = "2026-11-30"
+RIVERSIDE = (NIGHT, ("lisbon-riverside",))
+KYOTO = (NIGHT, ("kyoto-gion",))
 
 
 @pytest.mark.slow  # Dagster runs of the event job
 def test_a_late_event_reopens_a_reconciled_night_once_per_generation(database_url: str) -> None:
-    """Only property-nights whose latest reconciliation succeeded are reopened, batched per night and
-    window as the schedule batches them, with a run key naming each member's generation."""
+    """Only property-nights whose latest reconciliation succeeded, and started before the late event, are
+    reopened, batched per night and window as the schedule batches them, with a run key naming each
+    member's generation."""
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
         connection.execute(insert(properties), [p.row() for p in (*DEMO_PROPERTIES, LISBON_ANNEX)])
+    minutes = [NOW - timedelta(minutes=60 - m) for m in range(61)]  # minutes[60] is NOW
     with dg.instance_for_test() as instance:
-        with engine.begin() as connection:
-            for property_id in ("lisbon-riverside", "lisbon-annex", "kyoto-gion"):
-                mark_night_stale(connection, property_id, "2026-11-30", "late payment_intent.succeeded", NOW)
-            mark_night_stale(connection, "lisbon-riverside", "2026-11-29", "late refund", NOW)
+        for property_id in ("lisbon-riverside", "lisbon-annex", "kyoto-gion"):
+            late_event(engine, property_id, NIGHT, minutes[10])
+        late_event(engine, "lisbon-riverside", "2026-11-29", minutes[10])
         never = evaluate(stale_nights_sensor, instance, database_url, None)
         assert not never.run_requests and never.skip_reason == dg.SkipReason("no reconciled night went stale")
-        reconciled(engine, "lisbon-riverside", "2026-11-30")
-        reconciled(engine, "kyoto-gion", "2026-11-30")
-        reconciled(engine, "lisbon-annex", "2026-11-30", FAILED)  # its failure is the schedule's to retry
-        first = reopened(evaluate(stale_nights_sensor, instance, database_url, None))
-        assert sorted(first) == [("2026-11-30", ("kyoto-gion",)), ("2026-11-30", ("lisbon-riverside",))]
+        reconciled(engine, "lisbon-riverside", NIGHT, minutes[0])
+        reconciled(engine, "kyoto-gion", NIGHT, minutes[0])
+        reconciled(
+            engine, "lisbon-annex", NIGHT, minutes[0], FAILED
+        )  # its failure is the schedule's to retry
+        result = evaluate(stale_nights_sensor, instance, database_url, None)
+        first = reopened(result)
+        assert sorted(first) == [KYOTO, RIVERSIDE]
         [lisbon_batch] = plan_batches([DEMO_PROPERTIES[0]], date(2026, 11, 30), batch_size())
-        request = first[("2026-11-30", ("lisbon-riverside",))]
+        [request] = [r for r in result.run_requests or [] if r.run_key == first[RIVERSIDE]]
         assert request.run_key is not None and request.run_key.startswith(f"reopen:{lisbon_batch.key}:")
         assert request.tags == {
-            "recon/night": "2026-11-30",
+            "recon/night": NIGHT,
             "recon/batch": lisbon_batch.key,
             "recon/properties": "1",
             "recon/reason": "late_event",
         }
-        repeat = reopened(evaluate(stale_nights_sensor, instance, database_url, None))
-        assert {k: r.run_key for k, r in repeat.items()} == {k: r.run_key for k, r in first.items()}
+        assert reopened(evaluate(stale_nights_sensor, instance, database_url, None)) == first  # same keys
 
-        with engine.begin() as connection:
-            mark_night_stale(connection, "lisbon-riverside", "2026-11-30", "another late event", NOW)
+        late_event(engine, "lisbon-riverside", NIGHT, minutes[20])
         again = reopened(evaluate(stale_nights_sensor, instance, database_url, None))
-        assert again[("2026-11-30", ("lisbon-riverside",))].run_key != request.run_key  # a new generation
-        assert (
-            again[("2026-11-30", ("kyoto-gion",))].run_key == first[("2026-11-30", ("kyoto-gion",))].run_key
-        )
+        assert again[RIVERSIDE] != first[RIVERSIDE]  # a new generation
+        assert again[KYOTO] == first[KYOTO]
+
+        # Riverside's reopen run reconciled it after its last late event; the annex's retry succeeded
+        # before its own: only the annex is reopened, riverside is not reconciled again with it.
+        reconciled(engine, "lisbon-riverside", NIGHT, minutes[30])
+        reconciled(engine, "lisbon-annex", NIGHT, minutes[5])
+        assert sorted(reopened(evaluate(stale_nights_sensor, instance, database_url, None))) == [
+            KYOTO,
+            (NIGHT, ("lisbon-annex",)),
+        ]
+        late_event(engine, "lisbon-riverside", NIGHT, minutes[40])  # a late event after its reopen run
+        assert sorted(reopened(evaluate(stale_nights_sensor, instance, database_url, None))) == [
+            KYOTO,
+            (NIGHT, ("lisbon-annex", "lisbon-riverside")),
+        ]
