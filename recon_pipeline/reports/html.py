@@ -7,6 +7,12 @@ once as JSON in ``<script type="application/json" id="report-data">``; at load t
 ``rect.bar[data-night]`` per night with findings (the last 30 nights, ending at this one) into
 ``svg#chart-by-night``. Both SVGs are empty in the source, so a drawn bar proves the script ran.
 Bar lengths are amounts in the property's currency; each bar's label names every currency.
+
+Everything on the page comes from the database (``discrepancies``, ``adjustments``, ``properties``), so
+any host renders it on demand, any time after the night's run committed. The run's own reference figures
+(provider and ledger totals, matched amount and count, timing differences) live only in the run and its
+Dagster metadata, never in the database: the page leaves them out rather than show figures it cannot
+read back.
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES, CURRENCY_MISMATCH
 from recon_pipeline.reconcile.report import (
-    NightReport,
     category_summary,
     finding_amounts,
     summed_difference,
@@ -39,13 +44,13 @@ TOP_SHOWN = 20
 
 @dataclass(frozen=True)
 class ReportPage:
-    """What the page shows: the partition's rows of ``discrepancies``, its recent nights, the run's totals."""
+    """What the page shows: the property-night's rows of ``discrepancies`` and its recent nights."""
 
     property_row: PropertyRow
     night: str
-    findings: pd.DataFrame  # the partition's outstanding rows of ``discrepancies``, with ``adjustment``
+    findings: pd.DataFrame  # the night's outstanding rows of ``discrepancies``, with ``adjustment``
+    cleared: int  # the night's rows a later run no longer saw (in the exports, not on the page)
     recent: pd.DataFrame  # night, category, currency, difference_minor of the last NIGHTS_SHOWN nights
-    night_report: NightReport
     files: Sequence[str]  # names of the exports beside the page, linked from it
 
 
@@ -82,17 +87,13 @@ def render_report_html(page: ReportPage) -> str:
         css=_CSS,
         heading=_e(title),
         subtitle=_e(_subtitle(row, page.night)),
-        counts=_e(
-            f"{len(page.findings)} findings in the table, {page.night_report.matched_count} records matched, "
-            f"{page.night_report.timing_difference_count} timing differences"
-        ),
-        totals=_totals_table(page.night_report),
+        counts=_e(f"{len(page.findings)} outstanding findings, {page.cleared} cleared by a later run"),
         currency=_e(row.currency),
         nights_shown=NIGHTS_SHOWN,
         categories=_category_table(page.findings, row.currency),
         top=_top_table(page.findings),
         top_shown=TOP_SHOWN,
-        files=" ".join(f'<a href="{_e(name)}">{_e(name)}</a>' for name in page.files),
+        files=_files_paragraph(page.files),
         data=_json_for_script(report_data(page)),
         script=_SCRIPT,
     )
@@ -120,23 +121,12 @@ def _subtitle(row: PropertyRow, night: str) -> str:
     )
 
 
-def _totals_table(report: NightReport) -> str:
-    rows = [
-        _tr(
-            [
-                t.currency,
-                format_minor(t.provider, t.currency),
-                format_minor(t.ledger, t.currency),
-                format_minor(t.provider - t.ledger, t.currency),
-                format_minor(t.matched, t.currency),
-            ],
-            {"data-currency": t.currency},
-        )
-        for t in report.totals()
-    ]
-    return _table(
-        "totals-table", ["currency", "provider total", "ledger total", "provider − ledger", "matched"], rows
-    )
+def _files_paragraph(names: Sequence[str]) -> str:
+    """Links to the exports rendered beside the page; nothing when it was rendered alone."""
+    if not names:
+        return ""
+    links = " ".join(f'<a href="{_e(name)}">{_e(name)}</a>' for name in names)
+    return f'<p class="files">Every discrepancy with every column: {links}</p>'
 
 
 def _category_table(findings: pd.DataFrame, property_currency: str) -> str:
@@ -215,8 +205,6 @@ content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inlin
 <h1>{heading}</h1>
 <p class="subtitle">{subtitle}</p>
 <p>{counts}</p>
-<h2>Totals</h2>
-{totals}
 <h2>Discrepancies by category</h2>
 <p class="note">Bar length: sum of |difference| in {currency}; labels list every currency.</p>
 <svg id="chart-by-category" viewBox="0 0 760 230" role="img" \
@@ -228,7 +216,7 @@ the number above a bar counts its findings.</p>
 <svg id="chart-by-night" viewBox="0 0 760 240" role="img" aria-label="discrepancy amounts per night"></svg>
 <h2>Largest discrepancies (up to {top_shown})</h2>
 {top}
-<p class="files">Every discrepancy with every column: {files}</p>
+{files}
 <script type="application/json" id="report-data">{data}</script>
 <script>{script}</script>
 </body>
