@@ -203,6 +203,15 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     assert not (tmp_path / "out").exists()
 
 
+def test_an_out_folder_that_is_a_file_is_one_line(engine: Engine, tmp_path: Path, capsys: Capture) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    for command in (["night", NIGHT], ["overview"]):
+        code, _, stderr = recon(capsys, "reports", *command, "--out", str(tmp_path / "a-file"))
+        assert code == 2 and stderr.startswith("error: ") and stderr.count("\n") == 1, stderr
+        assert "a-file" in stderr
+    assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
 def test_an_empty_properties_table_is_one_line(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: Capture
 ) -> None:
