@@ -68,13 +68,8 @@ def report_data(page: ReportPage) -> dict[str, Any]:
         "property_id": page.property_row.property_id,
         "night": page.night,
         "currency": currency,
-        "categories": [
-            {"category": category, **_bar(page.findings[page.findings["category"] == category], currency)}
-            for category in ALL_CATEGORIES
-        ],
-        "nights": [
-            {"night": night, **_bar(page.recent[page.recent["night"] == night], currency)} for night in nights
-        ],
+        "categories": _bars("category", ALL_CATEGORIES, page.findings, currency),
+        "nights": _bars("night", nights, page.recent, currency),
     }
 
 
@@ -99,16 +94,32 @@ def render_report_html(page: ReportPage) -> str:
     )
 
 
-def _bar(findings: pd.DataFrame, currency: str) -> dict[str, Any]:
-    """Count, length and label of one bar; currency mismatches count but add no amount (none exists)."""
-    priced = findings[findings["category"] != CURRENCY_MISMATCH]
-    magnitude = priced["difference_minor"].astype("int64").abs()
-    by_currency = magnitude.groupby(priced["currency"].astype("object")).sum().sort_index()
-    amounts = " + ".join(format_minor(int(total), str(code)) for code, total in by_currency.items())
-    count = len(findings)
+def _bars(column: str, keys: Sequence[str], findings: pd.DataFrame, currency: str) -> list[dict[str, Any]]:
+    """One bar per key of ``column`` (its findings' count, length and label), in one pass over plain values:
+    filtering the frame once per bar cost more than the rest of the page (39 bars per report)."""
+    counts: dict[str, int] = {}
+    sums: dict[str, dict[str, int]] = {}  # key → currency → sum of |difference|
+    rows = zip(
+        findings[column].tolist(),
+        findings["category"].tolist(),
+        findings["currency"].tolist(),
+        findings["difference_minor"].tolist(),
+        strict=True,
+    )
+    for key, category, code, difference in rows:
+        counts[key] = counts.get(key, 0) + 1
+        if category != CURRENCY_MISMATCH:  # counts, but adds no amount (none exists)
+            by_currency = sums.setdefault(key, {})
+            by_currency[str(code)] = by_currency.get(str(code), 0) + abs(int(difference))
+    return [{column: key, **_bar(counts.get(key, 0), sums.get(key, {}), currency)} for key in keys]
+
+
+def _bar(count: int, by_currency: dict[str, int], currency: str) -> dict[str, Any]:
+    """Count, length (the amount in the property's currency) and label (every currency) of one bar."""
+    amounts = " + ".join(format_minor(total, code) for code, total in sorted(by_currency.items()))
     return {
         "count": count,
-        "amount_minor": int(by_currency.get(currency, 0)),
+        "amount_minor": by_currency.get(currency, 0),
         "label": f"{count} finding{'' if count == 1 else 's'}" + (f" · {amounts}" if amounts else ""),
     }
 
