@@ -332,7 +332,7 @@ def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.Argu
     threshold.set_defaults(handler=cmd_discrepancies_threshold)
 
 
-def cmd_reports_night(args: argparse.Namespace) -> int:
+def cmd_report_night(args: argparse.Namespace) -> int:
     from recon_pipeline.reports.render import render_night, report_properties
 
     with _recon_database() as engine, engine.connect() as connection:
@@ -344,7 +344,7 @@ def cmd_reports_night(args: argparse.Namespace) -> int:
     return BAD_INPUT_EXIT if invalid else 0
 
 
-def cmd_reports_overview(args: argparse.Namespace) -> int:
+def cmd_report_overview(args: argparse.Namespace) -> int:
     from recon_pipeline.reports.render import render_overviews
 
     with _recon_database() as engine, engine.connect() as connection:
@@ -358,8 +358,8 @@ def _add_report_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     from recon_pipeline.reports.paths import FORMATS
 
     group = commands.add_parser(
-        "reports", help="render report files on demand from the reconciliation database"
-    ).add_subparsers(dest="reports_command", required=True)
+        "report", help="render report files on demand from the reconciliation database"
+    ).add_subparsers(dest="report_command", required=True)
     out_help = "the reports folder to write under (RECON_HOME/reports)"
     night = group.add_parser(
         "night",
@@ -381,14 +381,14 @@ def _add_report_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         default=FORMATS,
         help=f"comma-separated, of {', '.join(FORMATS)} (all)",
     )
-    night.set_defaults(handler=cmd_reports_night)
+    night.set_defaults(handler=cmd_report_night)
     overview = group.add_parser(
         "overview",
         help="the cross-night overviews (unresolved findings by age, orphaned payments) as CSV under "
         "OUT/_overview/",
     )
     overview.add_argument("--out", type=Path, help=out_help)
-    overview.set_defaults(handler=cmd_reports_overview)
+    overview.set_defaults(handler=cmd_report_overview)
 
 
 def cmd_events_requeue(args: argparse.Namespace) -> int:

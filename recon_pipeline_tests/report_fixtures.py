@@ -1,5 +1,5 @@
 """Two nights of the demo's EUR and JPY properties, reconciled through Dagster, with RECON_HOME in tmp,
-then their reports rendered on demand by `recon reports night` into a folder of their own.
+then their reports rendered on demand by `recon report night` into a folder of their own.
 
 The nights are nine days apart, so the by-night chart has two bars and the overview two age buckets
 (while the wall clock is within a month of NIGHT).
@@ -62,8 +62,8 @@ class ReportedNights:
         return result
 
     def render(self, night: str) -> None:
-        """`recon reports night NIGHT --out rendered`: every property's files, read from the database."""
-        assert cli.main(["reports", "night", night, "--out", str(self.rendered)]) == 0
+        """`recon report night NIGHT --out rendered`: every property's files, read from the database."""
+        assert cli.main(["report", "night", night, "--out", str(self.rendered)]) == 0
 
     def report_metadata(self, property_id: str, night: str) -> dict[str, Any]:
         [materialization] = self.results[(property_id, night)].asset_materializations_for_node(

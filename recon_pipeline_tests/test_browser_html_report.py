@@ -1,5 +1,5 @@
 """The HTML report as a person opens it: two nights of one property reconciled through Dagster with the
-code location's resources, the night's `report.html` rendered on demand (`recon reports night`) from the
+code location's resources, the night's `report.html` rendered on demand (`recon report night`) from the
 database, then opened from disk in headless Chromium.
 
 The report's SVGs are empty in the file, so a drawn bar proves its inline script ran: one bar per
@@ -88,7 +88,7 @@ def report_path(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         ]
     assert all(result.success for result in results)
     out, night = tmp_path / "rendered", NIGHT.isoformat()
-    assert cli.main(["reports", "night", night, "--property", PROPERTY.property_id, "--out", str(out)]) == 0
+    assert cli.main(["report", "night", night, "--property", PROPERTY.property_id, "--out", str(out)]) == 0
     return night_folder(PROPERTY.property_id, night, out) / FILE_NAMES[HTML]
 
 

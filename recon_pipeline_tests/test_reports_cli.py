@@ -1,4 +1,4 @@
-"""`recon reports night` and `recon reports overview` render report files on demand, from the committed
+"""`recon report night` and `recon report overview` render report files on demand, from the committed
 tables alone (written here by the pipeline's own writers, no Dagster run, no in-memory result), on SQLite
 and PostgreSQL; bad input is one line, exit 2, and writes nothing."""
 
@@ -98,7 +98,7 @@ def test_a_night_is_rendered_from_the_committed_tables(
     engine: Engine, tmp_path: Path, capsys: Capture
 ) -> None:
     out = tmp_path / "shared" / "reports"
-    code, stdout, stderr = recon(capsys, "reports", "night", NIGHT, "--property", PROPERTY, "--out", str(out))
+    code, stdout, stderr = recon(capsys, "report", "night", NIGHT, "--property", PROPERTY, "--out", str(out))
     assert (code, stderr) == (0, "")
     folder = out.resolve() / PROPERTY / NIGHT
     assert sorted(path.name for path in folder.iterdir()) == EVERY_FILE  # no temporary file left
@@ -137,7 +137,7 @@ def test_a_night_is_rendered_from_the_committed_tables(
 
     # On demand, any time: rendering again over unchanged rows writes the same bytes.
     first = {name: (folder / name).read_bytes() for name in EVERY_FILE}
-    assert recon(capsys, "reports", "night", NIGHT, "--property", PROPERTY, "--out", str(out))[0] == 0
+    assert recon(capsys, "report", "night", NIGHT, "--property", PROPERTY, "--out", str(out))[0] == 0
     assert {name: (folder / name).read_bytes() for name in EVERY_FILE} == first
 
 
@@ -146,12 +146,12 @@ def test_the_default_root_is_recon_home_and_formats_can_be_chosen(
     recon_home: Path,
     capsys: Capture,
 ) -> None:
-    code, _, stderr = recon(capsys, "reports", "night", NIGHT, "--format", "html")
+    code, _, stderr = recon(capsys, "report", "night", NIGHT, "--format", "html")
     assert (code, stderr) == (0, "")
     folder = recon_home.resolve() / "reports" / PROPERTY / NIGHT
     assert [path.name for path in folder.iterdir()] == ["report.html"]
     assert "href=" not in (folder / "report.html").read_text(encoding="utf-8")  # nothing beside it to link
-    code, _, _ = recon(capsys, "reports", "night", EARLIER, "--format", "parquet,csv")
+    code, _, _ = recon(capsys, "report", "night", EARLIER, "--format", "parquet,csv")
     assert code == 0
     assert sorted(p.name for p in (folder.parent / EARLIER).iterdir()) == EVERY_FILE[:2]
 
@@ -163,7 +163,7 @@ def test_every_valid_property_is_rendered_and_a_bad_row_fails_alone(
 ) -> None:
     add_property(engine, "kyoto-gion", "Asia/Tokyo")  # no finding that night: an empty report
     add_property(engine, "mars-base", "Mars/Olympus_Mons")
-    code, stdout, stderr = recon(capsys, "reports", "night", NIGHT, "--out", str(tmp_path))
+    code, stdout, stderr = recon(capsys, "report", "night", NIGHT, "--out", str(tmp_path))
     assert code == 2
     assert stderr.startswith("error: property 'mars-base' is invalid: ") and stderr.count("\n") == 1
     assert "kyoto-gion 2026-11-30: 0 findings (0 outstanding)" in stdout
@@ -180,9 +180,9 @@ def test_every_valid_property_is_rendered_and_a_bad_row_fails_alone(
             ["--property", PROPERTY, "--property", "nope"],
             "error: property 'nope' is not in the properties table",
         ),
-        (["--property", "../etc"], "error: recon reports night: argument --property: "),
-        (["--format", "csv,xlsx"], "error: recon reports night: argument --format: "),
-        (["--format", ""], "error: recon reports night: argument --format: "),
+        (["--property", "../etc"], "error: recon report night: argument --property: "),
+        (["--format", "csv,xlsx"], "error: recon report night: argument --format: "),
+        (["--format", ""], "error: recon report night: argument --format: "),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
@@ -197,7 +197,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     migrations.upgrade(engine)
     add_property(engine, PROPERTY)
     monkeypatch.setenv("RECON_DATABASE_URL", sqlite_url)
-    code, stdout, stderr = recon(capsys, "reports", "night", NIGHT, "--out", str(tmp_path / "out"), *argv)
+    code, stdout, stderr = recon(capsys, "report", "night", NIGHT, "--out", str(tmp_path / "out"), *argv)
     assert (code, stdout) == (2, "")
     assert stderr.startswith(line) and stderr.count("\n") == 1, stderr
     assert not (tmp_path / "out").exists()
@@ -206,7 +206,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
 def test_an_out_folder_that_is_a_file_is_one_line(engine: Engine, tmp_path: Path, capsys: Capture) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     for command in (["night", NIGHT], ["overview"]):
-        code, _, stderr = recon(capsys, "reports", *command, "--out", str(tmp_path / "a-file"))
+        code, _, stderr = recon(capsys, "report", *command, "--out", str(tmp_path / "a-file"))
         assert code == 2 and stderr.startswith("error: ") and stderr.count("\n") == 1, stderr
         assert "a-file" in stderr
     assert (tmp_path / "a-file").read_text() == "not a folder"
@@ -217,13 +217,13 @@ def test_an_empty_properties_table_is_one_line(
 ) -> None:
     migrations.upgrade(make_engine(sqlite_url))
     monkeypatch.setenv("RECON_DATABASE_URL", sqlite_url)
-    code, _, stderr = recon(capsys, "reports", "night", NIGHT)
+    code, _, stderr = recon(capsys, "report", "night", NIGHT)
     assert code == 2
     assert stderr == "error: the properties table holds no property: there is nothing to render\n"
 
 
 def test_the_overviews_are_rendered_on_demand(engine: Engine, tmp_path: Path, capsys: Capture) -> None:
-    code, stdout, stderr = recon(capsys, "reports", "overview", "--out", str(tmp_path))
+    code, stdout, stderr = recon(capsys, "report", "overview", "--out", str(tmp_path))
     assert (code, stderr) == (0, "")
     folder = tmp_path.resolve() / OVERVIEW_FOLDER
     assert sorted(p.name for p in folder.iterdir()) == sorted([OPEN_CSV, ORPHANS_CSV])

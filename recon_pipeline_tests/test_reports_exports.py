@@ -1,4 +1,4 @@
-"""Per property-night exports rendered on demand (`recon reports night`) on the demo seed (EUR and JPY),
+"""Per property-night exports rendered on demand (`recon report night`) on the demo seed (EUR and JPY),
 SQLite and PostgreSQL: what the files hold is what the ``discrepancies`` table holds, the HTML formats
 each currency in its own unit and loads nothing, and rendering again rewrites the same bytes."""
 

@@ -4,7 +4,7 @@
   night by age bucket, property, category and currency;
 - ``orphaned_payments_overview``: unresolved orphaned captured payments with their age and booking.
 
-Both are shown as markdown in the UI and write no file: ``recon reports overview`` renders them as CSV
+Both are shown as markdown in the UI and write no file: ``recon report overview`` renders them as CSV
 on demand (``reports.render``), on any host, from the same queries.
 
 Refresh: ``reports_automation_sensor`` (running by default) evaluates ``REFRESH_CONDITION``: a view is

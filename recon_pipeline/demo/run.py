@@ -8,7 +8,7 @@ catches up (``follow_the_ledger``): it books half of the missing payments and on
 the same partitions run again, and the demo prints how many findings were cleared and proposals
 withdrawn or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no
 new adjustments and, the ledger being as the first left it, clears nothing. Last, each night's report
-files are rendered on demand from the database (as `recon reports night` does; the runs write none) and
+files are rendered on demand from the database (as `recon report night` does; the runs write none) and
 their paths printed. A run that fails stops the
 demo with one line saying which check or step failed and why (``DemoRunFailed``), not a traceback.
 """

@@ -1,7 +1,7 @@
 """Cross-night views: unresolved findings by age, property and category; orphaned payments by age.
 
 Pure frames in, frames and markdown out; ``open_overview`` and ``orphans_overview`` read their frames
-from the database, for the ``reports`` assets (markdown in the UI) and ``recon reports overview`` (CSV)
+from the database, for the ``reports`` assets (markdown in the UI) and ``recon report overview`` (CSV)
 alike. The age of a finding is the days from its night to ``as_of``
 (the day the overview is built, UTC): what a finance team asks is "how long has this been open".
 Amounts are never summed across currencies: every figure is per currency, in its minor unit.
@@ -47,7 +47,7 @@ ORPHAN_COLUMNS = (
     "age_from",
     "review_status",
 )
-MARKDOWN_ROWS = 50  # the UI shows this many rows; the CSV of `recon reports overview` holds them all
+MARKDOWN_ROWS = 50  # the UI shows this many rows; the CSV of `recon report overview` holds them all
 
 
 def open_overview(connection: Connection, as_of: date) -> tuple[pd.DataFrame, int]:
@@ -190,4 +190,4 @@ def _or_dash(value: object) -> str:
 def _more(total: int) -> str:
     if total <= MARKDOWN_ROWS:
         return ""
-    return f"\n\n_{MARKDOWN_ROWS} of {total} rows shown; `recon reports overview` writes them all as CSV._"
+    return f"\n\n_{MARKDOWN_ROWS} of {total} rows shown; `recon report overview` writes them all as CSV._"

@@ -1,7 +1,7 @@
 """Report files rendered on demand from the committed tables: never a cost of the nightly run.
 
 A night's run commits its findings to ``discrepancies`` and its proposals to ``adjustments``; a report is
-read back from those (and ``properties``) whenever someone asks for it (``recon reports night``), on
+read back from those (and ``properties``) whenever someone asks for it (``recon report night``), on
 whichever host asks, so nothing a run writes to local disk is needed by another host. Under the root
 (``RECON_HOME/reports`` unless ``--out`` names another):
 
@@ -12,7 +12,7 @@ whichever host asks, so nothing a run writes to local disk is needed by another 
 - ``<property>/<night>/report.html``: the outstanding findings only (``reports.html``). The run's provider
   and ledger totals, matched figures and timing differences are not in the database, so no on-demand
   report shows them: they stay in the run's Dagster metadata;
-- ``_overview/open_discrepancies.csv`` and ``_overview/orphaned_payments.csv`` (``recon reports
+- ``_overview/open_discrepancies.csv`` and ``_overview/orphaned_payments.csv`` (``recon report
   overview``): the cross-night views the ``reports`` assets show as markdown.
 
 Every file is rebuilt from the tables and replaced atomically, so rendering twice over unchanged rows
