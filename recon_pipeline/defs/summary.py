@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from recon_pipeline.defs.assets import discrepancy_report
+from recon_pipeline.defs.assets import DISCREPANCY_REPORT
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.reports.overview import (
     by_age_markdown,
@@ -49,7 +49,7 @@ REFRESH_CONDITION = (
 
 
 @dg.asset(
-    deps=[discrepancy_report],
+    deps=[DISCREPANCY_REPORT],
     group_name=GROUP,
     kinds={"sql"},
     automation_condition=REFRESH_CONDITION,
@@ -74,7 +74,7 @@ def open_discrepancies_overview(
 
 
 @dg.asset(
-    deps=[discrepancy_report],
+    deps=[DISCREPANCY_REPORT],
     group_name=GROUP,
     kinds={"sql"},
     automation_condition=REFRESH_CONDITION,
