@@ -27,7 +27,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.assets import reconciliation_assets
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline.providers.simulator.app import build_app
@@ -80,10 +80,15 @@ def report_path(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with ServerThread(build_app(world.world.store)) as simulator, dg.instance_for_test() as instance:
         for name, value in recon_env(sqlite_url, simulator.base_url, NIGHTS[0]).items():
             monkeypatch.setenv(name, value)
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
         resources = build_definitions().resources  # the code location's, resolved from the environment
         results = [
-            dg.materialize(reconciliation_assets, partition_key=key, instance=instance, resources=resources)
+            dg.materialize(
+                reconciliation_assets,
+                partition_key=key,
+                run_config=batch_run_config(world.property_ids),
+                instance=instance,
+                resources=resources,
+            )
             for key in world.partition_keys()
         ]
     assert all(result.success for result in results)
