@@ -342,6 +342,65 @@ def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.Argu
     threshold.set_defaults(handler=cmd_discrepancies_threshold)
 
 
+def cmd_report_night(args: argparse.Namespace) -> int:
+    from recon_pipeline.reports.render import render_night, report_properties
+
+    with _recon_database() as engine, engine.connect() as connection:
+        rows, invalid = report_properties(connection, args.property)
+        for row in rows:
+            print(render_night(connection, row, args.night, args.out, args.format).summary(), flush=True)
+    for error in invalid:  # a bad properties row fails its own report alone
+        print(f"error: {error}", file=sys.stderr)
+    return BAD_INPUT_EXIT if invalid else 0
+
+
+def cmd_report_overview(args: argparse.Namespace) -> int:
+    from recon_pipeline.reports.render import render_overviews
+
+    with _recon_database() as engine, engine.connect() as connection:
+        written = render_overviews(connection, datetime.now(UTC), args.out)
+    for path, rows in written.items():
+        print(f"{path}: {rows} rows")
+    return 0
+
+
+def _add_report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.reports.paths import FORMATS
+
+    group = commands.add_parser(
+        "report", help="render report files on demand from the reconciliation database"
+    ).add_subparsers(dest="report_command", required=True)
+    out_help = "the reports folder to write under (RECON_HOME/reports)"
+    night = group.add_parser(
+        "night",
+        help="a night's discrepancies.csv, discrepancies.parquet and report.html per property, "
+        "under OUT/<property>/<night>/",
+    )
+    night.add_argument("night", type=cli_args.night, help="the night (YYYY-MM-DD)")
+    night.add_argument(
+        "--property",
+        type=cli_args.property_id,
+        action="append",
+        default=[],
+        help="only this property id (repeatable; default: every valid property)",
+    )
+    night.add_argument("--out", type=Path, help=out_help)
+    night.add_argument(
+        "--format",
+        type=cli_args.choices_list(FORMATS),
+        default=FORMATS,
+        help=f"comma-separated, of {', '.join(FORMATS)} (all)",
+    )
+    night.set_defaults(handler=cmd_report_night)
+    overview = group.add_parser(
+        "overview",
+        help="the cross-night overviews (unresolved findings by age, orphaned payments) as CSV under "
+        "OUT/_overview/",
+    )
+    overview.add_argument("--out", type=Path, help=out_help)
+    overview.set_defaults(handler=cmd_report_overview)
+
+
 def cmd_events_requeue(args: argparse.Namespace) -> int:
     from recon_pipeline.events.queue import requeue
     from recon_pipeline.review.rules import validate_reviewer
@@ -598,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_discrepancy_commands(commands)
     _add_adjustment_commands(commands)
     _add_events_commands(commands)
+    _add_report_commands(commands)
     return parser
 
 

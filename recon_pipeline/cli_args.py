@@ -10,7 +10,7 @@ reaches uvicorn, the driver or Dagster.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Column, Integer
@@ -73,6 +73,19 @@ def property_id(text: str) -> str:
         return keys.validate_property_id(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def choices_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """A comma-separated, non-empty list of ``choices`` (``csv,html``), each once, in ``choices``' order."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        given = [item.strip() for item in text.split(",")]
+        unknown = [item for item in given if item not in choices]
+        if unknown or not text.strip():
+            raise argparse.ArgumentTypeError(f"a comma-separated list of {', '.join(choices)}, not {text!r}")
+        return tuple(choice for choice in choices if choice in given)
+
+    return parse
 
 
 def _integer(text: str, minimum: int, maximum: int, what: str) -> int:

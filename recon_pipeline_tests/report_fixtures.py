@@ -1,4 +1,5 @@
-"""Two nights of the demo's EUR and JPY properties, reconciled through Dagster, with RECON_HOME in tmp.
+"""Two nights of the demo's EUR and JPY properties, reconciled through Dagster, with RECON_HOME in tmp,
+then their reports rendered on demand by `recon report night` into a folder of their own.
 
 The nights are nine days apart, so the by-night chart has two bars and the overview two age buckets
 (while the wall clock is within a month of NIGHT).
@@ -17,6 +18,7 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine
 
+from recon_pipeline import cli
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
@@ -37,11 +39,13 @@ BOOKINGS_PER_NIGHT = 30
 
 @dataclass
 class ReportedNights:
-    """The database, the Dagster instance and RECON_HOME after every (property, night) was reconciled."""
+    """The database, the Dagster instance and RECON_HOME after every (property, night) was reconciled, and
+    the reports rendered on demand under ``rendered``."""
 
     engine: Engine
     world: NightsWorld
     home: Path
+    rendered: Path
     instance: dg.DagsterInstance
     resources: dict[str, Any]
     results: dict[tuple[str, str], dg.ExecuteInProcessResult] = field(default_factory=dict)
@@ -57,6 +61,10 @@ class ReportedNights:
         assert result.success
         self.results[(property_id, night)] = result
         return result
+
+    def render(self, night: str) -> None:
+        """`recon report night NIGHT --out rendered`: every property's files, read from the database."""
+        assert cli.main(["report", "night", night, "--out", str(self.rendered)]) == 0
 
     def report_metadata(self, property_id: str, night: str) -> dict[str, Any]:
         return asset_metadata(self.results[(property_id, night)], "discrepancy_report")
@@ -87,6 +95,7 @@ def reported_nights(
         dg.instance_for_test() as instance,
     ):
         monkeypatch.setenv("RECON_HOME", str(home))
+        monkeypatch.setenv("RECON_DATABASE_URL", database_url)
         seed_database(database_url, world)
         engine = make_engine(database_url)
         resources = {
@@ -95,9 +104,10 @@ def reported_nights(
                 provider="simulator", base_url=simulator.base_url, max_concurrency=4
             ),
         }
-        reported = ReportedNights(engine, world, home, instance, resources)
+        reported = ReportedNights(engine, world, home, tmp_path / "rendered", instance, resources)
         for night in NIGHTS:
             for prop in (LISBON, KYOTO):
                 reported.materialize(prop.property_id, night.isoformat())
+            reported.render(night.isoformat())
         yield reported
         engine.dispose()

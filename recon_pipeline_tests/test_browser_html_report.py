@@ -1,6 +1,6 @@
 """The HTML report as a person opens it: two nights of one property reconciled through Dagster with the
-code location's resources, then the night's `RECON_HOME/reports/<property>/<night>/report.html` opened
-from disk in headless Chromium.
+code location's resources, the night's `report.html` rendered on demand (`recon report night`) from the
+database, then opened from disk in headless Chromium.
 
 The report's SVGs are empty in the file, so a drawn bar proves its inline script ran: one bar per
 category with findings and one per night with findings (both as in the `discrepancies` table), each
@@ -22,17 +22,17 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, select
 
+from recon_pipeline import cli
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.assets import reconciliation_assets
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline.reports.partition import HTML_NAME
-from recon_pipeline.reports.paths import partition_folder
+from recon_pipeline.reports.paths import FILE_NAMES, HTML, night_folder
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromium_page, png_dimensions
 from recon_pipeline_tests.dagster_processes import build_nights_world, recon_env, seed_database
@@ -73,26 +73,28 @@ def assert_proportional(lengths: Mapping[str, float], amounts: Mapping[str, int]
 @pytest.fixture
 def report_path(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Both nights of PROPERTY reconciled with the code location's resources (configured from the
-    environment, as deployed); the HTML report of NIGHT, where its materialization says it is."""
+    environment, as deployed); the HTML report of NIGHT, rendered afterwards by the command line."""
     world = build_nights_world(NIGHTS, BOOKINGS_PER_NIGHT, (PROPERTY,))
     seed_database(sqlite_url, world)
     monkeypatch.setenv("RECON_HOME", str(tmp_path / "recon_home"))
     with ServerThread(build_app(world.world.store)) as simulator, dg.instance_for_test() as instance:
         for name, value in recon_env(sqlite_url, simulator.base_url, NIGHTS[0]).items():
             monkeypatch.setenv(name, value)
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
         resources = build_definitions().resources  # the code location's, resolved from the environment
         results = [
-            dg.materialize(reconciliation_assets, partition_key=key, instance=instance, resources=resources)
+            dg.materialize(
+                reconciliation_assets,
+                partition_key=key,
+                run_config=batch_run_config(world.property_ids),
+                instance=instance,
+                resources=resources,
+            )
             for key in world.partition_keys()
         ]
     assert all(result.success for result in results)
-    [materialization] = results[-1].asset_materializations_for_node("discrepancy_report")
-    path = Path(str(materialization.metadata["report_html"].value))
-    assert (
-        path == partition_folder(PROPERTY.property_id, NIGHT.isoformat(), tmp_path / "recon_home") / HTML_NAME
-    )
-    return path
+    out, night = tmp_path / "rendered", NIGHT.isoformat()
+    assert cli.main(["report", "night", night, "--property", PROPERTY.property_id, "--out", str(out)]) == 0
+    return night_folder(PROPERTY.property_id, night, out) / FILE_NAMES[HTML]
 
 
 def test_html_report_draws_its_charts_offline(report_path: Path, sqlite_url: str) -> None:

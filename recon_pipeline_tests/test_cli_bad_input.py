@@ -60,6 +60,10 @@ CASES: list[tuple[list[str], dict[str, str], str, int]] = [
     (["discrepancies", "threshold", "../etc"], {}, "property", 2),
     (["discrepancies", "threshold", "p1", "--set", "9223372036854775808"], {}, "--set", 2),
     (["discrepancies", "threshold", "p1", "--set", "-5"], {}, "--set", 2),
+    (["report", "night", "2026-13-01"], {}, "night", 2),
+    (["report", "night", "2026-11-01", "--format", "xlsx"], {}, "--format", 2),
+    (["report", "night", "2026-11-01", "--property", "a/b"], {}, "--property", 2),
+    (["report", "overview"], {"RECON_HOME": "{file}"}, "RECON_HOME", 2),
     (["simulator", "serve"], {"RECON_PROVIDER_FLAVOUR": "paypal"}, "RECON_PROVIDER_FLAVOUR", 2),
     (["webhooks", "serve"], {"RECON_WEBHOOK_MAX_BODY_BYTES": "1e6"}, "RECON_WEBHOOK_MAX_BODY_BYTES", 2),
     (["webhooks", "serve"], {"RECON_WEBHOOK_SECRET": ""}, "RECON_WEBHOOK_SECRET", 2),
@@ -88,6 +92,8 @@ UNREACHABLE: list[list[str]] = [
     ["discrepancies", "threshold", "p1"],
     ["webhooks", "serve", "--port", "1"],
     ["demo", "--bookings", "1"],
+    ["report", "night", "2026-11-01"],
+    ["report", "overview"],
 ]
 
 

@@ -31,6 +31,9 @@ LIFECYCLE_LINE = re.compile(
 )
 
 
+REPORT_LINE = re.compile(r"^report of (\S+) (\S+): (.+)$", re.MULTILINE)
+
+
 def lifecycle_lines(stdout: str) -> dict[str, tuple[int, ...]]:
     """property → (booked, changed, cleared, withdrawn, superseded, new) as the demo printed them."""
     return {match[0]: tuple(int(n) for n in match[1:]) for match in LIFECYCLE_LINE.findall(stdout)}
@@ -59,6 +62,12 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
         assert booked >= 1 and changed == 1
         assert cleared == withdrawn == booked  # each booked payment: its finding cleared, proposal withdrawn
         assert superseded == new == 1  # the changed amount: one proposal superseded by a new one
+    # The reports, rendered on demand at the end from the database (the runs write no file).
+    reports = REPORT_LINE.findall(first.stdout)
+    assert {prop for prop, _night, _path in reports} == {prop.property_id for prop in DEMO_PROPERTIES}
+    for prop, night, path in reports:
+        page = (tmp_path / "home").resolve() / "reports" / prop / night / "report.html"
+        assert Path(path) == page and page.is_file() and (page.parent / "discrepancies.csv").is_file()
 
     second = run_recon("demo", "--bookings", "150", env=env)
     assert second.returncode == 0, second.stderr

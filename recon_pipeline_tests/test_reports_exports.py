@@ -1,6 +1,6 @@
-"""Per-partition exports on the demo seed (EUR and JPY), SQLite and PostgreSQL: what the files hold is
-what the ``discrepancies`` table holds, the HTML formats each currency in its own unit and loads nothing,
-and a re-run rewrites the same bytes."""
+"""Per property-night exports rendered on demand (`recon report night`) on the demo seed (EUR and JPY),
+SQLite and PostgreSQL: what the files hold is what the ``discrepancies`` table holds, the HTML formats
+each currency in its own unit and loads nothing, and rendering again rewrites the same bytes."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pytest
 from sqlalchemy import Engine, func, select
 
 from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.ledger.queries import load_property
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline.reports.paths import partition_folder
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline.reports.paths import night_folder
+from recon_pipeline.reports.render import render_night
+from recon_pipeline_tests.pipeline_fixtures import NIGHT
 from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
 
 EXPONENT = {"JPY": 0}  # every other currency of the demo has two decimals
@@ -121,15 +122,11 @@ def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights
     category = columns.index("category")
     for prop in (LISBON, KYOTO):
         for night in (n.isoformat() for n in NIGHTS):
-            folder = partition_folder(prop.property_id, night, reported_nights.home)
-            assert folder == reported_nights.home.resolve() / "reports" / prop.property_id / night
+            folder = night_folder(prop.property_id, night, reported_nights.rendered)
+            assert folder == reported_nights.rendered.resolve() / prop.property_id / night
             assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)  # no temporary files left
-            metadata = reported_nights.report_metadata(prop.property_id, night)
-            assert [metadata[f"report_{kind}"] for kind in ("csv", "parquet", "html")] == [
-                str(folder / name) for name in FILES
-            ]
             rows = table_rows(reported_nights.engine, prop.property_id, night)
-            assert rows and metadata["discrepancies_in_table"] == len(rows)
+            assert rows
 
             with (folder / "discrepancies.csv").open(newline="", encoding="utf-8") as handle:
                 header, *cells = list(csv.reader(handle))
@@ -152,7 +149,7 @@ def test_csv_and_parquet_hold_every_column_of_the_partition_rows(reported_nights
 def test_html_report_formats_each_currency_and_loads_nothing(reported_nights: ReportedNights) -> None:
     night = NIGHT.isoformat()
     for prop in (LISBON, KYOTO):
-        folder = partition_folder(prop.property_id, night, reported_nights.home)
+        folder = night_folder(prop.property_id, night, reported_nights.rendered)
         source, page = parse_html(folder / "report.html")
 
         # Self-contained: no URL at all, nothing fetched, links only to the exports beside it.
@@ -191,14 +188,12 @@ def test_html_report_formats_each_currency_and_loads_nothing(reported_nights: Re
         else:
             assert re.search(r"<td>\d{1,3}(,\d{3})*\.\d\d EUR</td>", source)
 
-        # Totals: the run's per-currency figures, formatted.
-        metadata = reported_nights.report_metadata(prop.property_id, night)
-        [(attrs, totals)] = [
-            row for row in page.tables["totals-table"] if row[0]["data-currency"] == prop.currency
-        ]
-        assert totals[1] == metadata[f"provider_total/{prop.currency}"]  # major units, as in the UI
-        assert totals[2] == metadata[f"ledger_total/{prop.currency}"]
-        assert f"| {prop.currency} | {totals[1]} | {totals[2]} |" in metadata["totals"]
+        # No run figure (provider and ledger totals, matches) that the database does not hold.
+        assert "totals-table" not in page.tables
+        rows = table_rows(
+            reported_nights.engine, prop.property_id, night
+        )  # each night ran once: none cleared
+        assert f"<p>{len(rows)} outstanding findings, 0 cleared by a later run</p>" in source
 
         # The embedded data the charts draw: per category of this night, per night of the last 30.
         data = json.loads(
@@ -217,16 +212,20 @@ def test_html_report_formats_each_currency_and_loads_nothing(reported_nights: Re
         assert OLD_NIGHT.isoformat() in with_findings
 
 
-def test_rerun_rewrites_identical_exports(
-    seeded_pipeline: SeededPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RECON_HOME", str(tmp_path))
-    folder = partition_folder(KYOTO.property_id, NIGHT.isoformat(), tmp_path)
-    assert seeded_pipeline.materialize(KYOTO.property_id).success
-    first = {name: (folder / name).read_bytes() for name in FILES}
-    inodes = {name: (folder / name).stat().st_ino for name in FILES}
-    assert seeded_pipeline.materialize(KYOTO.property_id).success
+def test_rendering_again_rewrites_identical_exports(reported_nights: ReportedNights, tmp_path: Path) -> None:
+    night = NIGHT.isoformat()
+    folder = night_folder(KYOTO.property_id, night, tmp_path)
+    with reported_nights.engine.connect() as connection:
+        kyoto = load_property(connection, KYOTO.property_id)
+        render_night(connection, kyoto, night, tmp_path)
+        first = {name: (folder / name).read_bytes() for name in FILES}
+        inodes = {name: (folder / name).stat().st_ino for name in FILES}
+        render_night(connection, kyoto, night, tmp_path)
     assert {name: (folder / name).read_bytes() for name in FILES} == first
+    assert first == {
+        name: (night_folder(KYOTO.property_id, night, reported_nights.rendered) / name).read_bytes()
+        for name in FILES
+    }
     assert all((folder / name).stat().st_ino != inodes[name] for name in FILES)  # replaced, not kept
     assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
 
@@ -254,6 +253,6 @@ def test_the_ui_shows_amounts_in_major_units_and_a_currency_mismatch_in_both_cur
         provider, ledger, difference = row.split(" | ")[2:5]
         assert minor_units(provider)[1] == prop.currency and minor_units(ledger)[1] == "GBP"
         assert difference == f"{prop.currency} ≠ GBP"
-        _, page = parse_html(partition_folder(prop.property_id, night, reported_nights.home) / "report.html")
+        _, page = parse_html(night_folder(prop.property_id, night, reported_nights.rendered) / "report.html")
         [cells] = [cells for _, cells in page.tables["top-discrepancies"] if cells[0] == "currency_mismatch"]
         assert cells[3:6] == [provider, ledger, difference]

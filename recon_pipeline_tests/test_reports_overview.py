@@ -1,5 +1,6 @@
-"""Cross-night views on the demo seed: the overview's figures are those of a direct SQL aggregation, the
-orphans list matches what the world planted, and the views are requested again after new reports."""
+"""Cross-night views on the demo seed: the overview's figures (the assets' markdown, and the CSV rendered on
+demand for the same moment) are those of a direct SQL aggregation, the orphans list matches what the
+world planted, the assets write no file, and the views are requested again after new reports."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from recon_pipeline.reports.overview import (
     orphans_with_age,
     unresolved_by_age,
 )
-from recon_pipeline.reports.paths import overview_folder
+from recon_pipeline.reports.paths import OPEN_CSV, ORPHANS_CSV, overview_folder
 from recon_pipeline.reports.queries import unresolved_findings, unresolved_orphaned_payments
+from recon_pipeline.reports.render import render_overviews
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
 
@@ -52,7 +54,8 @@ def set_status(reported: ReportedNights, status: str, *conditions: Any) -> int:
 
 @pytest.fixture(scope="module")
 def overviews(reported_nights: ReportedNights) -> Iterator[tuple[ReportedNights, dict[str, dict[str, Any]]]]:
-    """Some findings reviewed by hand first, then both views materialized; their metadata by asset."""
+    """Some findings reviewed by hand first, then both views materialized, and their CSVs rendered on demand
+    (``render_overviews``) as of the moment each asset reports; the assets' metadata by asset."""
     kyoto_new = (c.property_id == KYOTO.property_id, c.night == NIGHT.isoformat())
     assert set_status(reported_nights, "acknowledged", *kyoto_new, c.category == MISSING_IN_LEDGER) > 0
     lisbon_old = (c.property_id == LISBON.property_id, c.night == OLD_NIGHT.isoformat())
@@ -68,16 +71,22 @@ def overviews(reported_nights: ReportedNights) -> Iterator[tuple[ReportedNights,
         resources={"recon_db": reported_nights.resources["recon_db"]},
     )
     assert result.success
-    yield (
-        reported_nights,
-        {
-            node: {
-                key: value.value
-                for key, value in result.asset_materializations_for_node(node)[0].metadata.items()
-            }
-            for node in ("open_discrepancies_overview", "orphaned_payments_overview")
-        },
-    )
+    metadata = {
+        node: {
+            key: value.value
+            for key, value in result.asset_materializations_for_node(node)[0].metadata.items()
+        }
+        for node in ("open_discrepancies_overview", "orphaned_payments_overview")
+    }
+    assert not (reported_nights.home / "reports" / "_overview").exists()  # the assets write no file
+    as_of = datetime.fromisoformat(metadata["orphaned_payments_overview"]["as_of"])
+    with reported_nights.engine.connect() as connection:
+        render_overviews(connection, as_of, reported_nights.rendered)
+    yield reported_nights, metadata
+
+
+def rendered_csv(reported: ReportedNights, name: str) -> tuple[list[str], list[dict[str, str]]]:
+    return read_csv(overview_folder(reported.rendered) / name)
 
 
 def test_open_overview_equals_a_direct_sql_aggregation(
@@ -114,8 +123,8 @@ def test_open_overview_equals_a_direct_sql_aggregation(
                 min(row[3], night),
             )
 
-    header, rows = read_csv(Path(view["report_csv"]))
-    assert Path(view["report_csv"]) == overview_folder(reported.home) / "open_discrepancies.csv"
+    assert "report_csv" not in view
+    header, rows = rendered_csv(reported, OPEN_CSV)
     assert header == list(OVERVIEW_COLUMNS)
     shown = {
         (r["age_bucket"], r["property_id"], r["category"], r["currency"]): [
@@ -153,8 +162,8 @@ def test_orphans_overview_lists_the_planted_orphans_with_age_and_booking(
     reported, metadata = overviews
     view = metadata["orphaned_payments_overview"]
     as_of = datetime.fromisoformat(view["as_of"])
-    header, rows = read_csv(Path(view["report_csv"]))
-    assert Path(view["report_csv"]) == overview_folder(reported.home) / "orphaned_payments.csv"
+    assert "report_csv" not in view
+    header, rows = rendered_csv(reported, ORPHANS_CSV)
     assert header == list(ORPHAN_COLUMNS)
     planted = sum(
         reported.world.world.expected[(p.property_id, n.isoformat(), ORPHANED_CAPTURED_PAYMENT)]

@@ -4,7 +4,8 @@
   night by age bucket, property, category and currency;
 - ``orphaned_payments_overview``: unresolved orphaned captured payments with their age and booking.
 
-Both are written to ``RECON_HOME/reports/_overview/`` as CSV and shown as markdown in the UI.
+Both are shown as markdown in the UI and write no file: ``recon report overview`` renders them as CSV
+on demand (``reports.render``), on any host, from the same queries.
 
 Refresh: ``reports_automation_sensor`` (running by default) evaluates ``REFRESH_CONDITION``: a view is
 requested once any ``discrepancy_report`` partition was materialized since the view's last run, and
@@ -20,21 +21,16 @@ import dagster as dg
 
 from recon_pipeline.defs.assets import DISCREPANCY_REPORT
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.reports.exports import write_csv
 from recon_pipeline.reports.overview import (
     by_age_markdown,
+    open_overview,
     orphans_markdown,
-    orphans_with_age,
+    orphans_overview,
     overview_markdown,
-    unresolved_by_age,
 )
-from recon_pipeline.reports.paths import overview_folder
-from recon_pipeline.reports.queries import unresolved_findings, unresolved_orphaned_payments
 
 GROUP = "reports"
 DAILY_REFRESH_CRON = "0 6 * * *"  # UTC
-OPEN_CSV = "open_discrepancies.csv"
-ORPHANS_CSV = "orphaned_payments.csv"
 
 # since_last_handled() spelled out: Dagster's own typing rejects it on an asset-only operand.
 _HANDLED = (
@@ -55,7 +51,7 @@ REFRESH_CONDITION = (
 @dg.asset(
     deps=[DISCREPANCY_REPORT],
     group_name=GROUP,
-    kinds={"sql", "csv"},
+    kinds={"sql"},
     automation_condition=REFRESH_CONDITION,
 )
 def open_discrepancies_overview(
@@ -64,18 +60,15 @@ def open_discrepancies_overview(
     """Unresolved findings of every night by age, property, category and currency (counts, amounts)."""
     as_of = datetime.now(UTC).date()
     with recon_db.engine().connect() as connection:
-        findings = unresolved_findings(connection)
-    overview = unresolved_by_age(findings, as_of)
-    path = write_csv(overview, overview_folder() / OPEN_CSV)
-    context.log.info(f"{len(findings)} unresolved findings in {len(overview)} overview rows")
+        overview, findings = open_overview(connection, as_of)
+    context.log.info(f"{findings} unresolved findings in {len(overview)} overview rows")
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": len(overview),
             "as_of": as_of.isoformat(),
-            "unresolved_findings": len(findings),
+            "unresolved_findings": findings,
             "by_age": dg.MetadataValue.md(by_age_markdown(overview)),
             "overview": dg.MetadataValue.md(overview_markdown(overview)),
-            "report_csv": dg.MetadataValue.path(str(path)),
         }
     )
 
@@ -83,7 +76,7 @@ def open_discrepancies_overview(
 @dg.asset(
     deps=[DISCREPANCY_REPORT],
     group_name=GROUP,
-    kinds={"sql", "csv"},
+    kinds={"sql"},
     automation_condition=REFRESH_CONDITION,
 )
 def orphaned_payments_overview(
@@ -92,15 +85,13 @@ def orphaned_payments_overview(
     """Unresolved orphaned captured payments, oldest first, with the booking's status now."""
     now = datetime.now(UTC)
     with recon_db.engine().connect() as connection:
-        orphans = orphans_with_age(unresolved_orphaned_payments(connection), now)
-    path = write_csv(orphans, overview_folder() / ORPHANS_CSV)
+        orphans = orphans_overview(connection, now)
     context.log.info(f"{len(orphans)} unresolved orphaned captured payments")
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": len(orphans),
             "as_of": now.isoformat(timespec="seconds"),
             "orphaned_payments": dg.MetadataValue.md(orphans_markdown(orphans)),
-            "report_csv": dg.MetadataValue.path(str(path)),
         }
     )
 

@@ -7,7 +7,9 @@ blocking asset check included), then print what was found against what was plant
 catches up (``follow_the_ledger``): it books half of the missing payments and one ledger amount changes,
 the same partitions run again, and the demo prints how many findings were cleared and proposals
 withdrawn or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no
-new adjustments and, the ledger being as the first left it, clears nothing. A run that fails stops the
+new adjustments and, the ledger being as the first left it, clears nothing. Last, each night's report
+files are rendered on demand from the database (as `recon report night` does; the runs write none) and
+their paths printed. A run that fails stops the
 demo with one line saying which check or step failed and why (``DemoRunFailed``), not a traceback.
 """
 
@@ -34,10 +36,12 @@ from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.ledger.queries import PropertyRow, load_property
 from recon_pipeline.nights import last_closed_night, night_window
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
+from recon_pipeline.reports.paths import HTML
+from recon_pipeline.reports.render import RenderedNight, render_night
 from recon_pipeline.serving import ServerThread
 
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
@@ -130,6 +134,9 @@ def run_demo(
         echo("the PMS catches up: half of the missing payments booked, one ledger amount changed; re-run")
         for prop in properties:
             echo(render_lifecycle(follow_the_ledger(instance, engine, world, prop)))
+    echo("")
+    for rendered in render_reports(engine, world, properties):
+        echo(f"report of {rendered.property_id} {rendered.night}: {rendered.paths[HTML]}")
     echo(f"demo finished in {time.monotonic() - started:.1f}s")
     echo(f"see the runs with: DAGSTER_HOME={dagster_home} dagster dev")
     return outcomes
@@ -151,6 +158,17 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
         planted={cat: n for (p, nt, cat), n in world.expected.items() if p == property_id and nt == night},
         top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
     )
+
+
+def render_reports(engine: Engine, world: World, properties: tuple[PropertyRow, ...]) -> list[RenderedNight]:
+    """Each property's demo night rendered under RECON_HOME/reports from the committed tables."""
+    with engine.connect() as connection:
+        return [
+            render_night(
+                connection, load_property(connection, p.property_id), demo_night(world, p.property_id)
+            )
+            for p in properties
+        ]
 
 
 def demo_night(world: World, property_id: str) -> str:

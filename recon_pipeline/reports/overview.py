@@ -1,6 +1,8 @@
 """Cross-night views: unresolved findings by age, property and category; orphaned payments by age.
 
-Pure frames in, frames and markdown out. The age of a finding is the days from its night to ``as_of``
+Pure frames in, frames and markdown out; ``open_overview`` and ``orphans_overview`` read their frames
+from the database, for the ``reports`` assets (markdown in the UI) and ``recon report overview`` (CSV)
+alike. The age of a finding is the days from its night to ``as_of``
 (the day the overview is built, UTC): what a finance team asks is "how long has this been open".
 Amounts are never summed across currencies: every figure is per currency, in its minor unit.
 """
@@ -10,10 +12,12 @@ from __future__ import annotations
 from datetime import date, datetime
 
 import pandas as pd
+from sqlalchemy import Connection
 
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reconcile.report import format_amount, markdown_table, summed_difference
+from recon_pipeline.reports.queries import unresolved_findings, unresolved_orphaned_payments
 
 # (oldest age in days the bucket holds, label); older than the last is OLDEST_BUCKET.
 AGE_BUCKETS = ((1, "0-1 days"), (7, "2-7 days"), (30, "8-30 days"))
@@ -43,7 +47,18 @@ ORPHAN_COLUMNS = (
     "age_from",
     "review_status",
 )
-MARKDOWN_ROWS = 50  # the UI shows this many rows; the CSV holds them all
+MARKDOWN_ROWS = 50  # the UI shows this many rows; the CSV of `recon report overview` holds them all
+
+
+def open_overview(connection: Connection, as_of: date) -> tuple[pd.DataFrame, int]:
+    """The unresolved findings by age (:func:`unresolved_by_age`) and how many findings that counts."""
+    findings = unresolved_findings(connection)
+    return unresolved_by_age(findings, as_of), len(findings)
+
+
+def orphans_overview(connection: Connection, now: datetime) -> pd.DataFrame:
+    """The unresolved orphaned captured payments with their age (:func:`orphans_with_age`)."""
+    return orphans_with_age(unresolved_orphaned_payments(connection), now)
 
 
 def age_bucket(age_days: int) -> str:
@@ -173,4 +188,6 @@ def _or_dash(value: object) -> str:
 
 
 def _more(total: int) -> str:
-    return f"\n\n_{MARKDOWN_ROWS} of {total} rows shown; the CSV holds all._" if total > MARKDOWN_ROWS else ""
+    if total <= MARKDOWN_ROWS:
+        return ""
+    return f"\n\n_{MARKDOWN_ROWS} of {total} rows shown; `recon report overview` writes them all as CSV._"

@@ -1,9 +1,10 @@
-"""Where reports live: ``RECON_HOME/reports/<property>/<night>/`` and ``RECON_HOME/reports/_overview/``.
+"""Where reports live: ``<root>/<property>/<night>/`` and ``<root>/_overview/``, the root being
+``RECON_HOME/reports`` unless the command that renders them is given another (``--out``).
 
 A property id comes from the PMS and ends up in a path, so a folder is only ever built from a validated
-property id and night, and the resolved folder (symlinks followed) must still lie inside the reports
-root; anything else is a ValueError before a byte is written. The overview folder starts with ``_``,
-which no valid property id can, so it never collides with a property's folder.
+property id and night, and the resolved folder (symlinks followed) must still lie inside the root;
+anything else is a ValueError before a byte is written. The overview folder starts with ``_``, which no
+valid property id can, so it never collides with a property's folder.
 """
 
 from __future__ import annotations
@@ -15,28 +16,36 @@ from recon_pipeline.keys import parse_night, validate_property_id
 
 REPORTS_FOLDER = "reports"
 OVERVIEW_FOLDER = "_overview"
+# The files of a property-night's folder by format (``--format``), in the order they are written; and those
+# of the overview folder. Here, not beside the renderer, so the CLI names them without importing pandas.
+CSV, PARQUET, HTML = "csv", "parquet", "html"
+FILE_NAMES = {CSV: "discrepancies.csv", PARQUET: "discrepancies.parquet", HTML: "report.html"}
+FORMATS = tuple(FILE_NAMES)
+OPEN_CSV = "open_discrepancies.csv"
+ORPHANS_CSV = "orphaned_payments.csv"
 
 
 def reports_root(home: Path | None = None) -> Path:
-    """``<home>/reports`` (``home`` defaults to RECON_HOME), resolved."""
+    """``<home>/reports`` (``home`` defaults to RECON_HOME), resolved: the default root."""
     return ((home or recon_home()) / REPORTS_FOLDER).resolve()
 
 
-def partition_folder(property_id: str, night: str, home: Path | None = None) -> Path:
-    """The report folder of one property-night; raises ValueError for unsafe keys or an escaping path."""
+def night_folder(property_id: str, night: str, root: Path | None = None) -> Path:
+    """The report folder of one property-night under ``root`` (default :func:`reports_root`); raises
+    ValueError for unsafe keys or an escaping path."""
     validate_property_id(property_id)
     parse_night(night)
-    return _inside_root(Path(property_id, night), home)
+    return _inside(root, Path(property_id, night))
 
 
-def overview_folder(home: Path | None = None) -> Path:
-    """The folder of the cross-night overviews."""
-    return _inside_root(Path(OVERVIEW_FOLDER), home)
+def overview_folder(root: Path | None = None) -> Path:
+    """The folder of the cross-night overviews under ``root`` (default :func:`reports_root`)."""
+    return _inside(root, Path(OVERVIEW_FOLDER))
 
 
-def _inside_root(relative: Path, home: Path | None) -> Path:
-    root = reports_root(home)
-    folder = (root / relative).resolve()
-    if not folder.is_relative_to(root) or folder == root:
-        raise ValueError(f"report folder {folder} is not inside {root}")
+def _inside(root: Path | None, relative: Path) -> Path:
+    base = (root or reports_root()).resolve()
+    folder = (base / relative).resolve()
+    if not folder.is_relative_to(base) or folder == base:
+        raise ValueError(f"report folder {folder} is not inside {base}")
     return folder
