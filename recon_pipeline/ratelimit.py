@@ -27,7 +27,7 @@ from typing import Protocol
 
 from sqlalchemy import Engine, text
 
-from recon_pipeline.config import ProviderSettings
+from recon_pipeline.config import SIMULATOR, ProviderSettings
 from recon_pipeline.db.schema import provider_rate_slots
 
 # statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the
@@ -98,6 +98,20 @@ def bucket_name(kind: str, base_url: str, api_key: str | None) -> str:
     """One bucket per provider account: its API root and a digest of its key (the key is never stored)."""
     digest = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
     return f"{kind}:{base_url}:{digest}"
+
+
+def deployment_rate(settings: ProviderSettings, configured: float | None) -> float | None:
+    """The deployment's request rate for this provider: the configured one (``max_rps`` /
+    RECON_PROVIDER_MAX_RPS), else the provider's documented limit (its ``default_max_rps``), so that an
+    unset variable never lets a deployment run into a live provider's 429s.
+
+    The simulator documents no limit (it enforces one only when a test sets ``rate_limit_rps``): against
+    it an unset rate stays unbounded (None), whatever API it speaks."""
+    if configured is not None or settings.kind == SIMULATOR:
+        return configured
+    from recon_pipeline.providers import provider_named  # the registry imports this module: import late
+
+    return provider_named(settings.kind).default_max_rps
 
 
 def deployment_limiter(
