@@ -11,7 +11,6 @@ itself alone, and the same test counted 18–21 requests in a second.
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
 from recon_pipeline_tests.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
+from recon_pipeline_tests.rate_processes import busiest_second
 from recon_pipeline_tests.test_run_concurrency import max_in_progress
 
 MAX_RPS = 5
@@ -37,12 +37,6 @@ PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 2 nights × 2 propertie
 BOOKINGS_PER_NIGHT = 600  # several pages per pull: each run makes enough requests to overlap the others
 STARTUP_TIMEOUT_S = 90
 RUNS_TIMEOUT_S = 300
-
-
-def busiest_second(arrivals: list[float]) -> int:
-    """The most arrivals in any half-open one-second window [t, t + 1)."""
-    times = sorted(arrivals)
-    return max((bisect.bisect_left(times, t + 1.0) - i for i, t in enumerate(times)), default=0)
 
 
 def test_busiest_second() -> None:
