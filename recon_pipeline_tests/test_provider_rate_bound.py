@@ -19,7 +19,8 @@ from datetime import date
 import dagster as dg
 import httpx
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -83,6 +84,25 @@ def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None
     assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
     other = SharedRateLimiter(bucket_engine, "another account", rate)
     assert other.acquire() == 0.0
+
+
+def test_a_sqlite_slot_leaves_its_pooled_connection_as_durable_as_it_was(sqlite_url: str) -> None:
+    """The slot's own commit skips the WAL fsync; the connection the pipeline's writes get next from the
+    pool is back to SQLite's default (FULL), also when the statement fails."""
+    engine = make_engine(sqlite_url)
+    migrations.upgrade(engine)
+    limiter = SharedRateLimiter(engine, "acct", 1e9)
+    with engine.connect() as connection:
+        default = connection.exec_driver_sql("PRAGMA synchronous").scalar_one()
+    assert [limiter.reserve() <= 0 for _ in range(3)] == [True] * 3
+    broken = SharedRateLimiter(engine, "acct", 1e9)
+    broken._statement = text("SELECT no_such_column FROM provider_rate_slots")
+    with pytest.raises(OperationalError):
+        broken.reserve()
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar_one() == default == 2
+    assert engine.pool.checkedin() == 1  # one pooled connection served them all: it is the one checked
+    engine.dispose()
 
 
 def test_bucket_names_never_hold_the_key() -> None:
