@@ -7,8 +7,10 @@ deep, 429 over it). While every process is pulling, the mean is at least 90% of 
 busy interval (first to last arrival) holds no more requests than it has slots; no request is refused;
 and no one-second window holds more than the limit plus the arrivals that lateness can push into it. A
 slot is granted by the database's clock, and the request reaches the provider after the reservation's
-answer, the sleep's overshoot and the server's event loop: up to ``ARRIVAL_JITTER_S`` later on a loaded
-2-core machine (measured: 4-7 extra at 50/s at load averages of 13-20).
+answer, the sleep's overshoot and the server's event loop: up to ``ARRIVAL_JITTER_S`` later on this
+shared 2-core machine (measured at 20/s: busiest second 22-24 at load averages of 11-33, 27 at 47; at
+50/s, 4-7 over the limit at 13-20). The slots themselves never bunch: a per-process limiter would show
+as about ``PROCESSES`` times the limit.
 
 20/s rather than the 50/s of ``benchmarks/ratelimit.py``: at load averages of 20-30 on 2 cores a request
 costs a thread ~0.4 s, so 16 threads cannot ask for 50 a second, and the bucket would be judged on what
@@ -34,7 +36,7 @@ from recon_pipeline_tests.rate_processes import pull_in_processes, puller_store
 
 RATE = 20
 PROCESSES, THREADS, DURATION_S = 4, 4, 5.0
-ARRIVAL_JITTER_S = 0.15
+ARRIVAL_JITTER_S = 0.35
 MIN_UTILISATION = 0.9
 
 
@@ -45,8 +47,8 @@ def allowance(rate: float) -> int:
 
 
 def test_allowance_is_in_time_not_requests() -> None:
-    assert allowance(5) == 2  # as the Dagster-run test's JITTER_ALLOWANCE at 5/s
-    assert allowance(20) == 4
+    assert allowance(20) == 8
+    assert allowance(100) == 36
 
 
 @pytest.mark.parametrize(
