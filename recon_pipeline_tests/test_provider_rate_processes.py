@@ -14,9 +14,10 @@ as about ``PROCESSES`` times the limit.
 
 20/s rather than the 50/s of ``benchmarks/ratelimit.py``: at load averages of 20-30 on 2 cores a request
 costs a thread ~0.4 s, so 16 threads cannot ask for 50 a second, and the bucket would be judged on what
-the machine could not demand. PostgreSQL is the deployment's case and runs in the postgres tier (~15 s
-on a quiet machine, spawning four interpreters being most of it); SQLite, whose bucket is serialised by
-the file's write lock, is the same test in the slow tier.
+the machine could not demand. PostgreSQL is the deployment's case and runs in the postgres tier; SQLite,
+whose bucket is serialised by the file's write lock, is the same test in the slow tier. Each takes 5 s
+of pulling plus the spawning of four interpreters (~2.5 s of CPU each: the package imports pandas): 43-68 s
+in all at load averages of 11-47 on 2 cores.
 """
 
 from __future__ import annotations
