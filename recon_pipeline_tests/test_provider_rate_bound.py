@@ -11,7 +11,6 @@ itself alone, and the same test counted 18–21 requests in a second.
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +19,8 @@ from datetime import date
 import dagster as dg
 import httpx
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -28,6 +28,7 @@ from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
 from recon_pipeline_tests.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
+from recon_pipeline_tests.rate_processes import busiest_second
 from recon_pipeline_tests.test_run_concurrency import max_in_progress
 
 MAX_RPS = 5
@@ -37,12 +38,6 @@ PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 2 nights × 2 propertie
 BOOKINGS_PER_NIGHT = 600  # several pages per pull: each run makes enough requests to overlap the others
 STARTUP_TIMEOUT_S = 90
 RUNS_TIMEOUT_S = 300
-
-
-def busiest_second(arrivals: list[float]) -> int:
-    """The most arrivals in any half-open one-second window [t, t + 1)."""
-    times = sorted(arrivals)
-    return max((bisect.bisect_left(times, t + 1.0) - i for i, t in enumerate(times)), default=0)
 
 
 def test_busiest_second() -> None:
@@ -89,6 +84,25 @@ def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None
     assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
     other = SharedRateLimiter(bucket_engine, "another account", rate)
     assert other.acquire() == 0.0
+
+
+def test_a_sqlite_slot_leaves_its_pooled_connection_as_durable_as_it_was(sqlite_url: str) -> None:
+    """The slot's own commit skips the WAL fsync; the connection the pipeline's writes get next from the
+    pool is back to SQLite's default (FULL), also when the statement fails."""
+    engine = make_engine(sqlite_url)
+    migrations.upgrade(engine)
+    limiter = SharedRateLimiter(engine, "acct", 1e9)
+    with engine.connect() as connection:
+        default = connection.exec_driver_sql("PRAGMA synchronous").scalar_one()
+    assert [limiter.reserve() <= 0 for _ in range(3)] == [True] * 3
+    broken = SharedRateLimiter(engine, "acct", 1e9)
+    broken._statement = text("SELECT no_such_column FROM provider_rate_slots")
+    with pytest.raises(OperationalError):
+        broken.reserve()
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar_one() == default == 2
+    assert engine.pool.checkedin() == 1  # one pooled connection served them all: it is the one checked
+    engine.dispose()
 
 
 def test_bucket_names_never_hold_the_key() -> None:

@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from recon_pipeline.config import ConfigError
+from recon_pipeline.defs.resources import ProviderResource
+from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.errors import ProviderUnavailable
 from recon_pipeline.providers.http import ProviderHttp, RequestRateLimiter, RetryPolicy
 from recon_pipeline.providers.simulator.faults import FaultSwitches
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
+from recon_pipeline.ratelimit import SharedRateLimiter, deployment_rate
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,
@@ -133,6 +136,32 @@ def test_max_rps_comes_from_the_environment(
         monkeypatch.setenv("RECON_PROVIDER_MAX_RPS", raw)
         with pytest.raises(ConfigError, match="RECON_PROVIDER_MAX_RPS"):
             ProviderHttp("http://127.0.0.1:9")
+
+
+KEYS = {"stripe": "sk_live_x", "razorpay": "rzp_live_id:secret", "adyen": "ws@Company.X:secret"}
+
+
+def test_the_deployment_rate_defaults_to_the_providers_documented_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RECON_PROVIDER_MAX_RPS unset: each real provider's client is paced at its documented limit, from
+    the shared bucket; the variable or the resource's ``max_rps`` wins; the simulator documents none."""
+    monkeypatch.delenv("RECON_PROVIDER_MAX_RPS", raising=False)
+    assert set(KEYS) == set(PROVIDER_NAMES)
+    for name in PROVIDER_NAMES:
+        resource = ProviderResource(provider=name, api_key=KEYS[name], base_url="http://127.0.0.1:9")
+        http = resource.http()  # the process's cached client (its RECON_HOME is the test's own)
+        assert http.max_rps == provider_named(name).default_max_rps > 0, name
+        limiter = http._limiter
+        assert isinstance(limiter, SharedRateLimiter), name  # the deployment's bucket, not the client's
+        assert limiter.rate == http.max_rps
+    assert ProviderResource(provider="stripe", api_key="sk_live_x", max_rps=7).http().max_rps == 7
+    simulator = ProviderResource(provider="simulator", base_url="http://127.0.0.1:9")
+    assert simulator.http().max_rps is None
+    monkeypatch.setenv("RECON_PROVIDER_MAX_RPS", "3")
+    assert ProviderResource(provider="adyen", api_key=KEYS["adyen"]).http().max_rps == 3
+    assert simulator.http().max_rps == 3
+    assert deployment_rate(simulator.settings(), None) is None
 
 
 # --- both sides over real HTTP ----------------------------------------------------------------------

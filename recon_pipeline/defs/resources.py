@@ -20,7 +20,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
 from recon_pipeline.providers.interface import ProviderClient
-from recon_pipeline.ratelimit import deployment_limiter
+from recon_pipeline.ratelimit import deployment_limiter, deployment_rate
 
 
 @functools.cache
@@ -56,7 +56,8 @@ def _close_clients() -> None:
 
 class ProviderResource(dg.ConfigurableResource):
     """The payment provider's API, with bounded concurrency, bounded retries and a request rate shared by
-    the whole deployment (``max_rps``, else RECON_PROVIDER_MAX_RPS; unset: no client-side rate).
+    the whole deployment (``max_rps``, else RECON_PROVIDER_MAX_RPS, else the provider's documented limit;
+    against the simulator, unset means no client-side rate).
 
     One HTTP client per process and settings, shared by every step of the process (one connection pool,
     one concurrency bound) and closed at exit; its rate is taken from a bucket in the reconciliation
@@ -78,11 +79,12 @@ class ProviderResource(dg.ConfigurableResource):
             self.provider, self.base_url, self.api_key, self.max_concurrency, self.flavour
         )
 
-    def rate(self) -> float | None:
-        """Requests a second for the deployment, validated (a ConfigError naming RECON_PROVIDER_MAX_RPS)."""
+    def rate(self, settings: config.ProviderSettings) -> float | None:
+        """Requests a second for the deployment, validated (a ConfigError naming RECON_PROVIDER_MAX_RPS);
+        unset, the provider's documented limit (``deployment_rate``)."""
         if self.max_rps is not None:
             return float(config.positive_int(MAX_RPS_VARIABLE, str(self.max_rps)))
-        return max_rps_from_env()
+        return deployment_rate(settings, max_rps_from_env())
 
     def http(self) -> ProviderHttp:
         """This process's client for these settings, made on first use."""
@@ -90,7 +92,7 @@ class ProviderResource(dg.ConfigurableResource):
         policy = RetryPolicy(
             max_attempts=self.max_attempts, base_delay_s=self.base_delay_s, max_delay_s=self.max_delay_s
         )
-        rate, database_url = self.rate(), ReconDatabase(database_url=self.database_url).url()
+        rate, database_url = self.rate(settings), ReconDatabase(database_url=self.database_url).url()
         key = (settings, policy, rate, database_url)
         with _clients_lock:
             http = _clients.get(key)

@@ -23,7 +23,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import ProviderHttp, max_rps_from_env
-from recon_pipeline.ratelimit import deployment_limiter
+from recon_pipeline.ratelimit import deployment_limiter, deployment_rate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request at INFO
     try:
         settings = config.provider_settings(base_url=args.provider_base_url)
-        rate = max_rps_from_env()
+        rate = deployment_rate(settings, max_rps_from_env())
         engine = make_engine(args.database_url or config.database_url(), pool_size=1)
     except config.ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
