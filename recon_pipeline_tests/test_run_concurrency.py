@@ -25,7 +25,7 @@ PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 3 nights × 2 one-prope
 TAG_LIMIT = 2
 SLOW_MS = 700  # every provider response; a run makes several requests, so it lasts a few seconds
 STARTUP_TIMEOUT_S = 90
-RUNS_TIMEOUT_S = 200
+RUNS_TIMEOUT_S = 400  # six runs, two at a time: over 200 s on a loaded 2-core machine
 
 
 def max_in_progress(intervals: list[tuple[float, float]]) -> int:
