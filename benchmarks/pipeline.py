@@ -1,22 +1,24 @@
-"""Benchmark (d): property-nights end to end through Dagster: one big night, and a backfill.
+"""Benchmark (d): property-nights end to end through Dagster: one big night, and a backfill of nights.
 
     python -m benchmarks.pipeline --records 8400 --repeat 3 --properties 10 --nights 30 \
         --backfill-bookings 200 [--postgres-url URL] [--json]
 
-Every partition is a real run of the code location's ``reconcile_night`` job (every asset and check it
-selects: pull from the simulator over HTTP, ledger read, diff, by-id lookups, adjustments, discrepancies
-and their report files) with ``execute_in_process`` on a temporary Dagster instance (``instance_for_test``:
-SQLite run and event storage, as the local ``dagster.yaml``; filesystem IO manager), against a scratch
-PostgreSQL database seeded with a demo world; seeding is not timed.
+Every run is a real run of the code location's ``reconcile_night`` job for a night partition and a batch
+of properties in its run config (every asset and check it selects: pull from the simulator over HTTP,
+ledger read, diff, by-id lookups, adjustments, discrepancies and the batch summary) with
+``execute_in_process`` on a temporary Dagster instance (``instance_for_test``: SQLite run and event
+storage, as the local ``dagster.yaml``), against a scratch PostgreSQL database seeded with a demo world;
+seeding is not timed.
 
 - One night: a property-night whose pull yields ``--records`` provider records (the demo's mix, every
-  discrepancy category planted), materialized on a fresh database ``--repeat`` times; each time it is
-  materialized once more, as a re-run must be (no new adjustments).
-- Backfill: ``--properties`` × ``--nights`` partitions of ``--backfill-bookings`` bookings each, run one
-  after another in this process, night by night: the runs a multi-run backfill launches, without the
+  discrepancy category planted), a run of a batch of that one property on a fresh database ``--repeat``
+  times; each time it is run once more, as a re-run must be (no new adjustments).
+- Backfill: ``--nights`` night partitions of ``--properties`` properties with ``--backfill-bookings``
+  bookings each, one run per night reconciling every property (no run config: the batch of all), run one
+  after another in this process: the runs a multi-run backfill of the nights launches, without the
   daemon's queueing and run-launch overhead (a real backfill adds that per run). Run once.
 
-Each partition's findings are checked against what the world planted.
+Each property-night's findings are checked against what the world planted.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -41,13 +43,14 @@ from benchmarks.worlds import LAST_NIGHT, bench_properties, bookings_for_records
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.definitions import build_definitions
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.jobs import reconcile_night_job
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline_tests.pipeline_fixtures import asset_metadata
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 # Dagster's console logger prints every event at DEBUG; a benchmark of hundreds of runs keeps warnings.
@@ -68,11 +71,13 @@ class Harness:
 def dagster_world(admin_url: str, world: World) -> Iterator[Harness]:
     """The world seeded into a scratch database and served by the simulator, the project's own code
     location configured for both through the environment (as a deployment configures it), and a Dagster
-    instance that knows the world's properties; all torn down afterwards."""
+    instance; all torn down afterwards."""
     with (
         scratch_database(admin_url, "recon_bench") as url,
         ServerThread(build_app(world.store)) as simulator,
-        tempfile.TemporaryDirectory(prefix="recon_bench_home_") as home,  # the partitions' report files
+        tempfile.TemporaryDirectory(
+            prefix="recon_bench_home_"
+        ) as home,  # RECON_HOME: nothing of the checkout
         mock.patch.dict(
             os.environ,
             RECON_HOME=home,
@@ -86,53 +91,60 @@ def dagster_world(admin_url: str, world: World) -> Iterator[Harness]:
         try:
             migrations.upgrade(engine)
             seed_world(engine, world)
-            instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p["property_id"] for p in world.properties])
             job = build_definitions().resolve_job_def(reconcile_night_job.name)
             yield Harness(engine, world, job, instance)
         finally:
             engine.dispose()
 
 
-def run_partition(harness: Harness, key: PropertyNight) -> dict[str, Any]:
-    """Materialize one partition; its wall time, what it pulled and wrote, and whether the findings in
-    the database are what the world planted. Raises if the run failed."""
+def run_batch(harness: Harness, night: str, property_ids: Sequence[str]) -> dict[str, Any]:
+    """Run the night for a batch of ``property_ids`` (none: every property of the world); its wall time,
+    what it pulled and wrote, and how many of its property-nights' findings in the database are what
+    the world planted. Raises if the run failed."""
     started = time.perf_counter()
     result = harness.job.execute_in_process(
-        partition_key=key.partition_key,
+        partition_key=night,
         instance=harness.instance,
-        run_config=QUIET_RUN,
+        run_config={**QUIET_RUN, **batch_run_config(property_ids)},
         raise_on_error=False,
     )
     seconds = time.perf_counter() - started
     if not result.success:
-        raise RuntimeError(f"run of {key} failed (run {result.run_id})")
-    planted = {
-        category: n
-        for (prop, night, category), n in harness.world.expected.items()
-        if (prop, night) == (key.property_id, key.night)
-    }
+        raise RuntimeError(
+            f"run of night {night} for {list(property_ids) or 'all'} failed (run {result.run_id})"
+        )
+    members = property_ids or [p["property_id"] for p in harness.world.properties]
+    as_planted = sum(
+        found_by_category(harness.engine, property_id, night) == _planted(harness.world, property_id, night)
+        for property_id in members
+    )
     return {
         "seconds": round(seconds, 3),
-        "provider_records": _metadata(result, "provider_records", "dagster/row_count"),
-        "adjustments_new": _metadata(result, "adjustments", "new"),
-        "findings_as_planted": found_by_category(harness.engine, key.property_id, key.night) == planted,
+        "property_nights": len(members),
+        "provider_records": asset_metadata(result, "discrepancy_report")["pulled"],
+        "adjustments_new": asset_metadata(result, "adjustments")["new"],
+        "findings_as_planted": as_planted,
     }
 
 
-def _metadata(result: dg.ExecuteInProcessResult, node: str, key: str) -> Any:
-    return result.asset_materializations_for_node(node)[0].metadata[key].value
+def _planted(world: World, property_id: str, night: str) -> dict[str, int]:
+    return {
+        category: n
+        for (prop, at, category), n in world.expected.items()
+        if (prop, at) == (property_id, night)
+    }
 
 
 def benchmark_night(admin_url: str, records: int, repeat: int) -> dict[str, Any]:
     """One property-night of about ``records`` provider records, ``repeat`` times on fresh databases."""
     prop = bench_properties(1)[0]
     world = build_nights([prop], [LAST_NIGHT], bookings_for_records(prop, LAST_NIGHT, records))
-    key = PropertyNight(prop.property_id, LAST_NIGHT.isoformat())
+    night, batch = LAST_NIGHT.isoformat(), [prop.property_id]
     runs = []
     for _ in range(repeat):
         with dagster_world(admin_url, world) as harness:
-            first = run_partition(harness, key)
-            rerun = run_partition(harness, key)
+            first = run_batch(harness, night, batch)
+            rerun = run_batch(harness, night, batch)
         runs.append({"first": first, "rerun": rerun})
     first_median = statistics.median(run["first"]["seconds"] for run in runs)
     return {
@@ -145,20 +157,20 @@ def benchmark_night(admin_url: str, records: int, repeat: int) -> dict[str, Any]
         "records_per_second": round(runs[0]["first"]["provider_records"] / first_median),
         "rerun_adjustments_new": sorted({run["rerun"]["adjustments_new"] for run in runs}),
         "findings_as_planted": all(
-            run[which]["findings_as_planted"] for run in runs for which in ("first", "rerun")
+            run[which]["findings_as_planted"] == 1 for run in runs for which in ("first", "rerun")
         ),
     }
 
 
 def benchmark_backfill(admin_url: str, properties: int, nights: int, bookings: int) -> dict[str, Any]:
-    """``properties`` × ``nights`` partitions, one run after another, night by night."""
+    """``nights`` night partitions of ``properties`` properties: one run per night, every property in it,
+    one run after another."""
     props = bench_properties(properties)
     dates: list[date] = nights_ending(LAST_NIGHT, nights)
     world = build_nights(props, dates, bookings)
-    keys = [PropertyNight(p.property_id, night.isoformat()) for night in dates for p in props]
     with dagster_world(admin_url, world) as harness:
         started = time.perf_counter()
-        runs = [run_partition(harness, key) for key in keys]
+        runs = [run_batch(harness, night.isoformat(), []) for night in dates]
         wall = time.perf_counter() - started
     seconds = [run["seconds"] for run in runs]
     records = sum(run["provider_records"] for run in runs)
@@ -166,6 +178,7 @@ def benchmark_backfill(admin_url: str, properties: int, nights: int, bookings: i
         "properties": properties,
         "nights": nights,
         "partitions": len(runs),
+        "property_nights": sum(run["property_nights"] for run in runs),
         "bookings_per_night": bookings,
         "provider_records": records,
         "wall_s": round(wall, 2),
@@ -208,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
             f"(re-run {night['rerun_median_s']} s), findings as planted: {night['findings_as_planted']}"
         )
         print(
-            f"backfill    {backfill['partitions']} partitions in {backfill['wall_s']} s = "
-            f"{backfill['partitions_per_second']} partitions/s, "
-            f"{backfill['findings_as_planted']} with findings as planted"
+            f"backfill    {backfill['partitions']} night runs of {backfill['properties']} properties in "
+            f"{backfill['wall_s']} s = {backfill['partitions_per_second']} runs/s, "
+            f"{backfill['findings_as_planted']} of {backfill['property_nights']} property-nights with "
+            "findings as planted"
         )
     return 0
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import date
@@ -127,8 +127,29 @@ class NightsWorld:
         """The night partitions of the world."""
         return [night.isoformat() for night in self.nights]
 
-    def planted_adjustments(self) -> int:
-        return sum(n for (_p, _night, cat), n in self.world.expected.items() if cat in ADJUSTED_CATEGORIES)
+    def property_nights(self) -> list[tuple[str, str]]:
+        """(night, property_id) of every property-night, night by night."""
+        return [(night, property_id) for night in self.partition_keys() for property_id in self.property_ids]
+
+    def planted(
+        self, property_ids: Collection[str] | None = None, nights: Collection[str] | None = None
+    ) -> dict[tuple[str, str, str], int]:
+        """(property, night, category) → findings planted, of ``property_ids`` and ``nights`` when given."""
+        return {
+            (p, night, category): n
+            for (p, night, category), n in self.world.expected.items()
+            if (property_ids is None or p in property_ids) and (nights is None or night in nights)
+        }
+
+    def planted_adjustments(
+        self, property_ids: Collection[str] | None = None, nights: Collection[str] | None = None
+    ) -> int:
+        """Adjustments the planted findings call for, of ``property_ids`` and ``nights`` when given."""
+        return sum(
+            n
+            for (_p, _night, category), n in self.planted(property_ids, nights).items()
+            if category in ADJUSTED_CATEGORIES
+        )
 
 
 def build_nights_world(
@@ -471,7 +492,7 @@ class GraphQL:
         except ValueError:
             raise GraphQLError(f"HTTP {response.status_code}: {response.text[:2000]}") from None
         if body.get("errors") or not response.is_success:
-            raise GraphQLError(f"HTTP {response.status_code}: {body.get('errors')}")
+            raise GraphQLError(f"HTTP {response.status_code}: {body.get('errors') or response.text[:2000]}")
         data: dict[str, Any] = body["data"]
         return data
 
@@ -558,8 +579,12 @@ class GraphQL:
         partition_names: Sequence[str],
         run_config: Mapping[str, Any] | None = None,
         tags: Mapping[str, str] | None = None,
+        job_name: str | None = None,
     ) -> str:
-        """launchPartitionBackfill with an asset selection and partition names (the UI's asset dialog)."""
+        """launchPartitionBackfill with an asset selection and partition names, as the UI's materialize
+        dialog sends it: with ``job_name``, the dialog of assets of that job (the job's partition set as
+        selector, so runs are runs of the job with its tags), else a pure asset backfill. ``run_config``
+        is the launchpad's config, sent as the YAML text the UI sends."""
         params: dict[str, Any] = {
             "assetSelection": [{"path": [key]} for key in asset_keys],
             "partitionNames": list(partition_names),
@@ -567,8 +592,13 @@ class GraphQL:
             "title": "test backfill",
             "tags": [{"key": k, "value": v} for k, v in (tags or {}).items()],
         }
+        if job_name:
+            params["selector"] = {
+                "partitionSetName": f"{job_name}_partition_set",
+                "repositorySelector": self.repository_selector,
+            }
         if run_config:
-            params["runConfigData"] = dict(run_config)
+            params["runConfigData"] = yaml.safe_dump(dict(run_config), sort_keys=False)
         result = self.execute(LAUNCH_BACKFILL_MUTATION, {"backfillParams": params})["launchPartitionBackfill"]
         if result["__typename"] != "LaunchBackfillSuccess":
             raise GraphQLError(f"launchPartitionBackfill: {result}")
@@ -625,8 +655,7 @@ def recon_env(database_url: str, simulator_base_url: str, first_night: date) -> 
 class PgDagsterWorld:
     """What a process test runs against: the seeded ``world``, its recon database, the simulator serving
     it, and the PostgreSQL-backed instance. ``env`` is everything a Dagster process needs (DAGSTER_HOME,
-    DAGSTER_PG_*, RECON_*); ``instance`` is this process's handle on the same instance, with the world's
-    property partitions added (the property sensor would add them; tests stop the sensors)."""
+    DAGSTER_PG_*, RECON_*); ``instance`` is this process's handle on the same instance."""
 
     world: NightsWorld
     recon_url: str

@@ -65,8 +65,9 @@ def test_quick_suite_writes_every_section_with_sane_figures(postgres_url: str, t
     night, backfill = figures["pipeline"]["night"], figures["pipeline"]["backfill"]
     assert abs(night["provider_records"] - QUICK.night_records) <= QUICK.night_records * 0.05
     assert night["findings_as_planted"] and night["rerun_adjustments_new"] == [0]
-    assert backfill["partitions"] == QUICK.backfill_properties * QUICK.backfill_nights
-    assert backfill["findings_as_planted"] == backfill["partitions"] and backfill["wall_s"] > 0
+    assert backfill["partitions"] == QUICK.backfill_nights  # one run per night, every property in it
+    assert backfill["property_nights"] == QUICK.backfill_properties * QUICK.backfill_nights
+    assert backfill["findings_as_planted"] == backfill["property_nights"] and backfill["wall_s"] > 0
 
     assert figures["webhooks"]["every_event_stored_once"] and figures["webhooks"]["accepted_per_second"] > 0
     assert [w["workers"] for w in figures["processor"]["workers"]] == list(QUICK.processor_workers)

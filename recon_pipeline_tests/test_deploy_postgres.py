@@ -1,9 +1,9 @@
 """deploy/dagster.yaml really puts a run and its materializations into PostgreSQL.
 
 The yaml is copied as is into a temporary DAGSTER_HOME; DAGSTER_PG_* point it at a fresh database on the
-local server (the shared ``pg_dagster_world``). One property-night of ``reconcile_night`` runs in process
-against the seeded reconciliation database and the simulator; a second instance from the same yaml, and
-plain SQL on the Dagster tables, read the run back.
+local server (the shared ``pg_dagster_world``). One night of ``reconcile_night`` for a batch of one
+property runs in process against the seeded reconciliation database and the simulator; a second
+instance from the same yaml, and plain SQL on the Dagster tables, read the run back.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from sqlalchemy import create_engine, text
 
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.assets import reconciliation_assets
+from recon_pipeline.defs.batches import batch_properties, batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, JOB_NAME, StartWorld, instance_from_home
 
 NIGHT = date(2026, 11, 29)
-ASSET_COUNT = len(reconciliation_assets)  # the reconciliation assets of one partition
+ASSET_COUNT = sum(len(asset.keys) for asset in reconciliation_assets)  # what one run materializes
 
 
 @pytest.mark.postgres
@@ -39,7 +40,9 @@ def test_deploy_instance_stores_runs_and_materializations_in_postgres(
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
     assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
     job = build_definitions().resolve_job_def(JOB_NAME)
-    result = job.execute_in_process(partition_key=key, instance=instance)
+    result = job.execute_in_process(
+        partition_key=key, instance=instance, run_config=batch_run_config([prop.property_id])
+    )
     assert result.success
     run_id = result.run_id
 
@@ -49,6 +52,7 @@ def test_deploy_instance_stores_runs_and_materializations_in_postgres(
         assert record is not None
         assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
         assert record.dagster_run.tags["dagster/partition"] == key
+        assert batch_properties(record.dagster_run.run_config) == [prop.property_id]
         assert key in reader.get_materialized_partitions(dg.AssetKey("discrepancy_report"))
         events = reader.fetch_materializations(dg.AssetKey("adjustments"), limit=10).records
         assert [(e.run_id, e.partition_key) for e in events] == [(run_id, key)]

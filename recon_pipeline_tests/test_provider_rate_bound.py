@@ -134,15 +134,16 @@ def test_four_concurrent_runs_stay_under_the_deployment_rate(pg_dagster_world: S
             "run_queue": {"dequeue_interval_seconds": 1},
         },
     )
-    keys, instance = w.world.partition_keys(), w.instance
-    assert len(keys) == 4
+    instance = w.instance
+    batches = w.world.property_nights()  # one run per property-night: a batch of one property
+    assert len(batches) == 4
     env = {**w.env, "RECON_PROVIDER_MAX_RPS": str(MAX_RPS)}
     with DagsterDeployment(env, w.log_dir) as deployment:
         deployment.start_code_server(STARTUP_TIMEOUT_S)
         client = deployment.start_webserver(STARTUP_TIMEOUT_S)
         client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
         client.stop_all_instigators()  # only these four runs call the provider
-        run_ids = [client.launch_partition_run(key) for key in keys]
+        run_ids = [client.launch_partition_run(night, [property_id]) for night, property_id in batches]
         deployment.start_daemon()
         with deployment.logs_on_failure():
             records = wait_for_runs(instance, run_ids, RUNS_TIMEOUT_S, deployment)
