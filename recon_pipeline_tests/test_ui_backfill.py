@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import date, timedelta
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -27,6 +28,7 @@ from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.dagster_processes import (
     JOB_NAME,
+    LAUNCH_BACKFILL_MUTATION,
     DagsterDeployment,
     GraphQL,
     PgDagsterWorld,
@@ -234,3 +236,31 @@ def _adjustment_run_ids(engine: Engine, property_id: str, night: str) -> dict[st
                 )
             )
         }
+
+
+@pytest.mark.slow  # a code server process
+def test_the_asset_graphs_backfill_of_the_night_assets_is_accepted(tmp_path: Path) -> None:
+    """Selecting the night's assets in the asset graph and backfilling nights (no job selector) is accepted
+    by the webserver's GraphQL: Dagster 1.13 refused it ("Targeted subset must match between every key in
+    a non-subsettable multi-asset") while the batch's summary depended on its two siblings."""
+    from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
+
+    definitions_file = tmp_path / "definitions.py"
+    definitions_file.write_text(
+        "from recon_pipeline.definitions import build_definitions\n\ndefs = build_definitions()\n"
+    )
+    params = {
+        "assetSelection": [{"path": [name]} for name in ASSET_NAMES],
+        "partitionNames": [night.isoformat() for night in MISSED_WEEK[:2]],
+        "fromFailure": False,
+        "title": "asset graph backfill",
+        "tags": [],
+    }
+    with (
+        dg.instance_for_test() as instance,
+        define_out_of_process_context(str(definitions_file), None, instance) as context,
+    ):
+        result = execute_dagster_graphql(context, LAUNCH_BACKFILL_MUTATION, {"backfillParams": params})
+        assert result.data["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", result.data
+        [backfill] = instance.get_backfills()
+        assert sorted(backfill.asset_selection) == sorted(dg.AssetKey(name) for name in ASSET_NAMES)
