@@ -2,7 +2,7 @@
 local RabbitMQ, serving steps of runs on the PostgreSQL-backed instance of ``pg_dagster_world``.
 
 Each worker stands for another host: it has its OWN working directory, DAGSTER_HOME (a copy of the run's
-dagster.yaml, whose local storage follows the process's own DAGSTER_HOME, see ``PER_PROCESS_STORAGE``)
+dagster.yaml, whose local storage follows the process's own DAGSTER_HOME, see ``CELERY_DAGSTER_YAML``)
 and RECON_HOME, so a step that relied on a file another process wrote fails here as it would across
 machines. The workers share with the run worker only what a deployment shares: the Dagster instance in
 PostgreSQL, the reconciliation database, the provider, and the broker.
@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +31,31 @@ import dagster as dg
 import pytest
 from kombu import Connection
 
+from recon_pipeline.batches.plan import NightBatch, plan_batches
+from recon_pipeline.defs.batches import batch_tags
 from recon_pipeline.defs.executor import CELERY_BROKER_VARIABLE, CELERY_QUEUE_VARIABLE
+from recon_pipeline.money import MAX_AMOUNT_MINOR
+from recon_pipeline.review.limits import THRESHOLD_ENV
 from recon_pipeline_tests.dagster_processes import (
     BIN_DIR,
     DEPLOY_DIR,
+    DagsterDeployment,
     ManagedProcess,
     PgDagsterWorld,
     start_process,
+    wait_for_runs,
     wait_until,
 )
 
 BROKER_URL = os.environ.get("RECON_TEST_CELERY_BROKER", "pyamqp://guest:guest@127.0.0.1:5672//")
 WORKER_CONFIG = DEPLOY_DIR / "celery" / "celery.yaml"
-# Merged into the instance's dagster.yaml (the run worker's and every Celery worker's): artifacts and
-# compute logs go under the DAGSTER_HOME of the process that writes them, resolved in that process. The
-# default would be the run worker's absolute path, passed to every Celery worker in the instance ref, so
-# on one machine they would all share the run worker's folder and hide a step that reads another's file.
-PER_PROCESS_STORAGE: dict[str, Any] = {
+# Merged into deploy/dagster.yaml for these tests (the run worker's and every Celery worker's instance):
+# artifacts and compute logs go under the DAGSTER_HOME of the process that writes them, resolved in that
+# process. The default would be the run worker's absolute path, passed to every Celery worker in the
+# instance ref, so on one machine they would all share the run worker's folder and hide a step that reads
+# another's file. And the run queue looks for queued runs every second (default 5).
+CELERY_DAGSTER_YAML: dict[str, Any] = {
+    "run_queue": {"dequeue_interval_seconds": 1},
     "local_artifact_storage": {
         "module": "dagster._core.storage.root",
         "class": "LocalArtifactStorage",
@@ -57,6 +67,9 @@ PER_PROCESS_STORAGE: dict[str, Any] = {
         "config": {"base_dir": {"env": "DAGSTER_HOME"}},
     },
 }
+# The planted findings of a yen or rupee fleet property exceed the default unexplained-amount threshold,
+# which fails its run by design (test_discrepancy_checks.py); a night on Celery is about where steps run.
+NO_THRESHOLD = {THRESHOLD_ENV: str(MAX_AMOUNT_MINOR)}
 WORKER_TASK = "Celery worker"  # the metadata key of dagster-celery's "Executing steps ... in celery worker"
 
 
@@ -152,9 +165,11 @@ def celery_workers(
     count: int,
     concurrency: int = 1,
     timeout_s: float = 90,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[CeleryWorkers]:
     """``count`` workers ``worker-0``… under ``root``, each with ``concurrency`` task slots, on a fresh
-    queue, serving ``world``'s instance. Stopped on exit, whatever happened."""
+    queue, serving ``world``'s instance with ``env`` added to its variables. Stopped on exit, whatever
+    happened."""
     queue = new_queue()
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "DAGSTER_"))}
     processes: list[ManagedProcess] = []
@@ -168,6 +183,7 @@ def celery_workers(
             worker_env = {
                 **inherited,
                 **world.env,
+                **(env or {}),
                 **celery_env(queue),
                 "DAGSTER_HOME": str(home),
                 "RECON_HOME": str(own / "recon_home"),
@@ -198,3 +214,63 @@ def celery_workers(
     finally:
         for process in processes:
             process.stop()
+
+
+@dataclass
+class CeleryNight:
+    """A night run through Celery: its batches, their runs' records (in batch order), which worker ran
+    each step of each run (run id → step key → worker), and the wall time from the first submission to
+    the last run's end."""
+
+    batches: list[NightBatch]
+    records: list[dg.RunRecord]
+    ran_by: dict[str, dict[str, str]]
+    wall_s: float
+
+    @property
+    def statuses(self) -> set[dg.DagsterRunStatus]:
+        return {record.dagster_run.status for record in self.records}
+
+    def steps_per_worker(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for steps in self.ran_by.values():
+            for worker in steps.values():
+                counts[worker] = counts.get(worker, 0) + 1
+        return counts
+
+
+def celery_night(
+    world: PgDagsterWorld,
+    root: Path,
+    night: date,
+    workers: int,
+    batch_size: int,
+    concurrency: int = 1,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 600,
+    startup_timeout_s: float = 120,
+) -> CeleryNight:
+    """Reconcile ``night`` for every property of ``world`` as a deployment does with RECON_EXECUTOR=celery:
+    code server, webserver and daemon (deploy/dagster.yaml's run queue and limits), ``workers`` Celery
+    workers of ``concurrency`` task slots each, and one ``reconcile_night`` run per batch submitted
+    through GraphQL; returns when every run has finished. ``env`` is added to the world's variables of
+    the code server and of the workers. Every process's log tail is printed if anything fails."""
+    with celery_workers(world, root / "celery", workers, concurrency, startup_timeout_s, env) as cw:
+        deployment = DagsterDeployment({**world.env, **(env or {}), **cw.env}, world.log_dir)
+        deployment.processes.extend(cw.processes)  # watched (check_alive) and logged with the rest
+        with deployment, deployment.logs_on_failure():
+            deployment.start_code_server(startup_timeout_s)
+            client = deployment.start_webserver(startup_timeout_s)
+            client.wait_for_location(startup_timeout_s, deployment)
+            client.stop_all_instigators()  # the nightly schedule would request nights of its own
+            deployment.start_daemon()
+            batches = plan_batches(world.world.properties, night, batch_size)
+            started = time.monotonic()
+            run_ids = [
+                client.launch_partition_run(night.isoformat(), batch.property_ids, tags=batch_tags(batch))
+                for batch in batches
+            ]
+            records = wait_for_runs(world.instance, run_ids, timeout_s, deployment)
+            wall_s = time.monotonic() - started
+    ran_by = {run_id: step_workers(world.instance, run_id) for run_id in run_ids}
+    return CeleryNight(batches, records, ran_by, wall_s)

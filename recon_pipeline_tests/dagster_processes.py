@@ -99,7 +99,7 @@ def write_dagster_home(home: Path, overrides: Mapping[str, Any] | None = None) -
 @contextmanager
 def instance_from_home(home: Path, env: Mapping[str, str]) -> Iterator[dg.DagsterInstance]:
     """A DagsterInstance loaded from ``home``/dagster.yaml with ``env`` (DAGSTER_PG_*) and DAGSTER_HOME (which
-    a dagster.yaml may name, as ``celery_workers.PER_PROCESS_STORAGE`` does) set meanwhile, as in a process
+    a dagster.yaml may name, as ``celery_workers.CELERY_DAGSTER_YAML`` does) set meanwhile, as in a process
     whose instance it is.
 
     The ``provider_api`` pool's limit is set explicitly, as deploy/README.md tells a deployment to: runs

@@ -1,0 +1,120 @@
+"""Benchmark: one night of the fleet through dagster-celery's executor, on 1 and then 2 Celery workers.
+
+    python -m benchmarks.celery [--properties 200] [--workers 1 2] [--batch-size 50] [--concurrency 1]
+                                [--json]
+
+The deployment of ``recon_pipeline_tests/test_celery_executor.py`` (code server, webserver, daemon on a
+scratch PostgreSQL instance with deploy/dagster.yaml's run queue and limits; RabbitMQ at
+RECON_TEST_CELERY_BROKER, default the local one), built afresh for each worker count: the fleet's night
+(``demo/fleet.py``) cut into batches as the nightly schedule cuts it, one run per batch submitted at once.
+The wall time runs from the first submission to the last run's end, so it includes what a night costs
+beyond the work: launching run workers, and each Celery task loading the code location. Each worker has
+``--concurrency`` task slots. Every run must succeed and every planted discrepancy be found, or the figure
+is not reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from sqlalchemy import create_engine, select
+
+from benchmarks.environment import load_average
+from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
+from recon_pipeline_tests.celery_workers import (
+    BROKER_URL,
+    CELERY_DAGSTER_YAML,
+    NO_THRESHOLD,
+    broker_reachable,
+    celery_night,
+)
+from recon_pipeline_tests.dagster_processes import pg_dagster_world_in
+
+NIGHT = date(2026, 11, 29)
+SUCCESS = dg.DagsterRunStatus.SUCCESS
+
+
+def found_discrepancies(recon_url: str) -> Counter[tuple[str, str, str]]:
+    engine = create_engine(recon_url)
+    try:
+        with engine.connect() as connection:
+            return Counter(
+                (row.property_id, row.night, row.category)
+                for row in connection.execute(
+                    select(discrepancies.c.property_id, discrepancies.c.night, discrepancies.c.category)
+                )
+            )
+    finally:
+        engine.dispose()
+
+
+def measure(properties: int, workers: int, batch_size: int, concurrency: int) -> dict[str, Any]:
+    """One night on ``workers`` workers in a fresh deployment; its figures, or an error naming what failed."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench_celery_") as folder,
+        pg_dagster_world_in(
+            Path(folder), [NIGHT], FLEET_BOOKINGS_PER_NIGHT, fleet_properties(properties), CELERY_DAGSTER_YAML
+        ) as world,
+    ):
+        load_before = load_average()
+        night = celery_night(world, Path(folder), NIGHT, workers, batch_size, concurrency, NO_THRESHOLD)
+        failed = [
+            r.dagster_run.run_id for r in night.records if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS
+        ]
+        if failed:
+            raise RuntimeError(f"{len(failed)} of {len(night.records)} runs did not succeed: {failed}")
+        if found_discrepancies(world.recon_url) != world.world.world.expected:
+            raise RuntimeError("the discrepancies found differ from those planted")
+        return {
+            "workers": workers,
+            "concurrency": concurrency,
+            "properties": properties,
+            "runs": len(night.records),
+            "steps": sum(len(steps) for steps in night.ran_by.values()),
+            "steps_per_worker": dict(sorted(night.steps_per_worker().items())),
+            "wall_s": round(night.wall_s, 1),
+            "properties_per_s": round(properties / night.wall_s, 2),
+            "load_before": load_before,
+            "load_after": load_average(),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--properties", type=int, default=200)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--batch-size", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, default=1, help="task slots per Celery worker")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    unreachable = broker_reachable()
+    if unreachable is not None:
+        sys.exit(f"RabbitMQ unreachable at {BROKER_URL}: {unreachable}")
+    os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")  # as in the tests
+    results = [measure(args.properties, n, args.batch_size, args.concurrency) for n in args.workers]
+    if args.json:
+        print(json.dumps(results))
+        return
+    print("| workers | slots each | properties | runs | steps | wall s | properties/s | steps per worker |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        per_worker = ", ".join(f"{name.split('@')[0]}: {n}" for name, n in r["steps_per_worker"].items())
+        print(
+            f"| {r['workers']} | {r['concurrency']} | {r['properties']} | {r['runs']} | {r['steps']} "
+            f"| {r['wall_s']} | {r['properties_per_s']} | {per_worker} |"
+        )
+    print(f"load average before/after each: {[(r['load_before'], r['load_after']) for r in results]}")
+
+
+if __name__ == "__main__":
+    main()
