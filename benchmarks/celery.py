@@ -1,7 +1,7 @@
 """Benchmark: one night of the fleet through dagster-celery's executor, on 1 and then 2 Celery workers.
 
     python -m benchmarks.celery [--properties 200] [--workers 1 2] [--batch-size 50] [--concurrency 1]
-                                [--json]
+                                [--timeout 1800] [--json]
 
 The deployment of ``recon_pipeline_tests/test_celery_executor.py`` (code server, webserver, daemon on a
 scratch PostgreSQL instance with deploy/dagster.yaml's run queue and limits; RabbitMQ at
@@ -58,7 +58,9 @@ def found_discrepancies(recon_url: str) -> Counter[tuple[str, str, str]]:
         engine.dispose()
 
 
-def measure(properties: int, workers: int, batch_size: int, concurrency: int) -> dict[str, Any]:
+def measure(
+    properties: int, workers: int, batch_size: int, concurrency: int, timeout_s: float
+) -> dict[str, Any]:
     """One night on ``workers`` workers in a fresh deployment; its figures, or an error naming what failed."""
     with (
         tempfile.TemporaryDirectory(prefix="bench_celery_") as folder,
@@ -67,7 +69,9 @@ def measure(properties: int, workers: int, batch_size: int, concurrency: int) ->
         ) as world,
     ):
         load_before = load_average()
-        night = celery_night(world, Path(folder), NIGHT, workers, batch_size, concurrency, NO_THRESHOLD)
+        night = celery_night(
+            world, Path(folder), NIGHT, workers, batch_size, concurrency, NO_THRESHOLD, timeout_s
+        )
         failed = [
             r.dagster_run.run_id for r in night.records if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS
         ]
@@ -95,13 +99,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=1, help="task slots per Celery worker")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds a night may take")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     unreachable = broker_reachable()
     if unreachable is not None:
         sys.exit(f"RabbitMQ unreachable at {BROKER_URL}: {unreachable}")
     os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")  # as in the tests
-    results = [measure(args.properties, n, args.batch_size, args.concurrency) for n in args.workers]
+    results = [
+        measure(args.properties, n, args.batch_size, args.concurrency, args.timeout) for n in args.workers
+    ]
     if args.json:
         print(json.dumps(results))
         return

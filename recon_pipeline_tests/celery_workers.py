@@ -10,8 +10,8 @@ PostgreSQL, the reconciliation database, the provider, and the broker.
 Workers start as deploy/celery/ says (its ``celery.yaml``, the environment of ``celery_env``), and each
 set listens on a queue of its own (``recon-test-<random>``, RECON_CELERY_QUEUE of the code server whose
 runs it serves): a leftover worker of another test, or a deployment on the same broker, never takes its
-tasks. Every wait is bounded; every worker is stopped by
-its process group at teardown; logs are kept for failure messages.
+tasks. Every wait is bounded; every worker is stopped by its process group at teardown; logs are kept
+for failure messages.
 """
 
 from __future__ import annotations
@@ -113,23 +113,8 @@ class CeleryWorkers:
     processes: list[ManagedProcess]
 
     @property
-    def names(self) -> list[str]:
-        return [p.name for p in self.processes]
-
-    @property
     def env(self) -> dict[str, str]:
         return celery_env(self.queue)
-
-    def check_alive(self) -> None:
-        for process in self.processes:
-            process.check_alive()
-
-    def logs(self) -> str:
-        return "\n".join(f"----- {p.name} -----\n{p.tail()}" for p in self.processes)
-
-    def stop(self) -> None:
-        for process in self.processes:
-            process.stop()
 
 
 def step_workers(instance: dg.DagsterInstance, run_id: str) -> dict[str, str]:
