@@ -87,7 +87,7 @@ def test_a_bad_setting_fails_the_run_naming_its_variable(
     result = pipeline.materialize(pipeline.properties[0].property_id, raise_on_error=False)
     assert not result.success
     [failure] = [event for event in result.all_events if event.is_step_failure]
-    assert failure.step_key == "provider_records"
+    assert failure.step_key == "reconcile_batch"
     assert variable in str(failure.step_failure_data.error)
 
 
