@@ -9,8 +9,8 @@ RECON_TEST_CELERY_BROKER, default the local one), built afresh for each worker c
 (``demo/fleet.py``) cut into batches as the nightly schedule cuts it, one run per batch submitted at once.
 The wall time runs from the first submission to the last run's end, so it includes what a night costs
 beyond the work: launching run workers, and each Celery task loading the code location. Each worker has
-``--concurrency`` task slots. Every run must succeed and every planted discrepancy be found, or the figure
-is not reported.
+``--concurrency`` task slots. Every run must succeed and every planted discrepancy be found; otherwise the
+figure is printed with the failed runs' reasons and the exit status is non-zero.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from recon_pipeline_tests.celery_workers import (
 from recon_pipeline_tests.dagster_processes import pg_dagster_world_in
 
 NIGHT = date(2026, 11, 29)
-SUCCESS = dg.DagsterRunStatus.SUCCESS
 
 
 def found_discrepancies(recon_url: str) -> Counter[tuple[str, str, str]]:
@@ -58,10 +57,25 @@ def found_discrepancies(recon_url: str) -> Counter[tuple[str, str, str]]:
         engine.dispose()
 
 
+def failure_reasons(instance: dg.DagsterInstance, run_id: str) -> str:
+    """What failed a run: its failure event's message and its steps' first error lines."""
+    reasons = []
+    for record in instance.all_logs(run_id):
+        event = record.dagster_event
+        if event is None:
+            continue
+        if event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            reasons.append(event.message or "run failure")
+        elif event.event_type == dg.DagsterEventType.STEP_FAILURE and event.step_failure_data is not None:
+            error = event.step_failure_data.error
+            reasons.append(f"{event.step_key}: {error.message.splitlines()[0] if error else 'failed'}")
+    return "; ".join(reasons) or "no failure event"
+
+
 def measure(
     properties: int, workers: int, batch_size: int, concurrency: int, timeout_s: float
 ) -> dict[str, Any]:
-    """One night on ``workers`` workers in a fresh deployment; its figures, or an error naming what failed."""
+    """One night on ``workers`` workers in a fresh deployment: its figures, and why any run failed."""
     with (
         tempfile.TemporaryDirectory(prefix="bench_celery_") as folder,
         pg_dagster_world_in(
@@ -72,14 +86,14 @@ def measure(
         night = celery_night(
             world, Path(folder), NIGHT, workers, batch_size, concurrency, NO_THRESHOLD, timeout_s
         )
-        failed = [
-            r.dagster_run.run_id for r in night.records if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS
-        ]
-        if failed:
-            raise RuntimeError(f"{len(failed)} of {len(night.records)} runs did not succeed: {failed}")
-        if found_discrepancies(world.recon_url) != world.world.world.expected:
-            raise RuntimeError("the discrepancies found differ from those planted")
+        failed = {
+            r.dagster_run.run_id: failure_reasons(world.instance, r.dagster_run.run_id)
+            for r in night.records
+            if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS
+        }
         return {
+            "failed_runs": failed,
+            "found_as_planted": found_discrepancies(world.recon_url) == world.world.world.expected,
             "workers": workers,
             "concurrency": concurrency,
             "properties": properties,
@@ -106,12 +120,15 @@ def main() -> None:
     if unreachable is not None:
         sys.exit(f"RabbitMQ unreachable at {BROKER_URL}: {unreachable}")
     os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")  # as in the tests
-    results = [
-        measure(args.properties, n, args.batch_size, args.concurrency, args.timeout) for n in args.workers
-    ]
+    results = []
+    for workers in args.workers:
+        result = measure(args.properties, workers, args.batch_size, args.concurrency, args.timeout)
+        print(json.dumps(result), file=sys.stderr, flush=True)  # each figure survives a later failure
+        results.append(result)
+    failed = [r for r in results if r["failed_runs"] or not r["found_as_planted"]]
     if args.json:
         print(json.dumps(results))
-        return
+        sys.exit(1 if failed else 0)
     print("| workers | slots each | properties | runs | steps | wall s | properties/s | steps per worker |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
@@ -121,6 +138,11 @@ def main() -> None:
             f"| {r['wall_s']} | {r['properties_per_s']} | {per_worker} |"
         )
     print(f"load average before/after each: {[(r['load_before'], r['load_after']) for r in results]}")
+    for r in failed:  # a figure of a night that did not reconcile is not a result
+        sys.exit(
+            f"{r['workers']} worker(s): failed runs {r['failed_runs']}, found as planted: "
+            f"{r['found_as_planted']}"
+        )
 
 
 if __name__ == "__main__":
