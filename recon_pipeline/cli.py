@@ -14,13 +14,18 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from recon_pipeline import cli_args, config
 from recon_pipeline.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance
     from sqlalchemy import Engine
+
+    from recon_pipeline.batches.plan import NightBatch
+    from recon_pipeline.batches.submit import BatchRun
 
 Handler = Callable[[argparse.Namespace], int]
 BAD_INPUT_EXIT = 2
@@ -28,6 +33,12 @@ FAILED_EXIT = 1
 MAX_BOOKINGS = 1_000_000  # per property and night: beyond it the demo world would not fit in memory
 MAX_BODY_BYTES = 64 * 2**20
 MAX_WORKERS = 64
+MAX_BATCH_SIZE = 10_000
+MAX_WAIT_S = 7 * 24 * 3600
+WAIT_INTERVAL_S = 2.0  # between polls of the submitted runs
+DEFAULT_WAIT_TIMEOUT_S = 6 * 3600
+TIMED_OUT_EXIT = 3
+INTERRUPTED_EXIT = 130
 
 
 def cmd_db_init(_args: argparse.Namespace) -> int:
@@ -358,6 +369,99 @@ def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     requeue.set_defaults(handler=cmd_events_requeue)
 
 
+def cmd_reconcile_night(args: argparse.Namespace) -> int:
+    from recon_pipeline.batches import launch
+    from recon_pipeline.batches.plan import plan_batches
+    from recon_pipeline.batches.submit import CLI_TRIGGER, TRIGGER_TAG, select_properties
+    from recon_pipeline.defs.batches import JOB_NAME, batch_run_request, batch_size
+    from recon_pipeline.keys import parse_night
+    from recon_pipeline.ledger.queries import list_properties
+
+    launch.dagster_home()  # before the database: a missing instance is the likelier mistake
+    size = args.batch_size or batch_size()
+    with _recon_database() as engine, engine.connect() as connection:
+        selection = select_properties(list_properties(connection), args.property)
+    batches = plan_batches(selection.valid, parse_night(args.night), size)
+    requests = [batch_run_request(b, b.key, tags={TRIGGER_TAG: CLI_TRIGGER}) for b in batches]
+    with launch.queued_instance() as instance:
+        with launch.loaded_workspace(instance, args.workspace) as workspace:
+            run_ids = launch.submit_requests(instance, workspace, JOB_NAME, requests)
+        print(
+            f"{args.night}: queued {len(run_ids)} runs of {JOB_NAME} for "
+            f"{len(selection.valid):,} properties (batches of at most {size})",
+            flush=True,
+        )
+        for run_id, batch in zip(run_ids, batches, strict=True):
+            print(f"  run {run_id}: batch {batch.key} ({len(batch.property_ids):,} properties)")
+        for invalid in selection.invalid:  # after the submission: a refusal above stays one line
+            print(f"skipped: {invalid}", file=sys.stderr, flush=True)
+        if not args.wait:
+            return 0
+        submitted = dict(zip(run_ids, batches, strict=True))
+        try:
+            return _wait_for_night(instance, args.night, submitted, args.timeout)
+        except KeyboardInterrupt:  # the operator stops waiting, not the runs
+            print("error: interrupted: stopped waiting, the runs go on", file=sys.stderr)
+            return INTERRUPTED_EXIT
+
+
+def _wait_for_night(
+    instance: DagsterInstance, night: str, batches: dict[str, NightBatch], timeout_s: float
+) -> int:
+    """Poll the runs until every batch is done or ``timeout_s`` passed; progress lines on stdout as they
+    change, then the failed batches' runs and their properties' errors. Exit 0, 1 (a batch failed) or 3."""
+    import time
+
+    from recon_pipeline.batches import launch
+    from recon_pipeline.batches.submit import BatchRun, failure_summary, pending_summary, progress
+
+    deadline = time.monotonic() + timeout_s
+    retries = instance.run_retries_enabled
+    shown = ""
+    while True:  # bounded by the deadline
+        latest = launch.latest_runs(instance, list(batches))
+        state = progress(
+            night,
+            [
+                BatchRun(batch, run.run_id, launch.run_state(run, retries))
+                for batch, run in zip(batches.values(), latest, strict=True)
+            ],
+        )
+        if state.line() != shown:
+            shown = state.line()
+            print(shown, flush=True)
+        if state.done:
+            break
+        if time.monotonic() > deadline:
+            pending = pending_summary(state.pending_runs)
+            print(f"error: timed out after {timeout_s:g} s, the runs go on: {pending}", file=sys.stderr)
+            return TIMED_OUT_EXIT
+        time.sleep(WAIT_INTERVAL_S)
+    if state.succeeded:
+        print(f"{night}: every batch succeeded")
+        return 0
+    for line in failure_summary(state.failed_runs, _property_errors(night, state.failed_runs)):
+        print(line)
+    return FAILED_EXIT
+
+
+def _property_errors(night: str, failed: Sequence[BatchRun]) -> dict[str, str]:
+    """The one-line error each failed property's outcome recorded (``night_reconciliations``); none, with
+    a note, when the database cannot say (the runs' own logs still can)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from recon_pipeline.batches.outcomes import FAILED, load_outcomes
+
+    wanted = [p for run in failed for p in run.batch.property_ids]
+    try:
+        with _recon_database() as engine, engine.connect() as connection:
+            outcomes = load_outcomes(connection, night, wanted)
+    except SQLAlchemyError as error:
+        print(f"(no per-property errors: {_reported(error) or error})", file=sys.stderr)
+        return {}
+    return {p: o.error or "failed" for p, o in outcomes.items() if o.status == FAILED}
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser that reports bad input in one line (naming the command and option), not with
     argparse's usage dump; subcommands inherit it."""
@@ -443,6 +547,53 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=cli_args.count(MAX_WORKERS), default=1, help="uvicorn worker processes (1)"
     )
     receive.set_defaults(handler=cmd_webhooks_serve)
+
+    reconcile_help = (
+        "submit a night for every (or the named) property to the Dagster instance in DAGSTER_HOME: "
+        "one queued run per batch of properties, which dagster-daemon launches"
+    )
+    reconcile = commands.add_parser(
+        "reconcile-night",
+        help=reconcile_help,
+        description=reconcile_help[0].upper() + reconcile_help[1:] + ". Needs RECON_DATABASE_URL (the "
+        "properties), DAGSTER_HOME (an instance with the QueuedRunCoordinator) and a running daemon.",
+    )
+    reconcile.add_argument("night", type=cli_args.night, help="the night, YYYY-MM-DD")
+    reconcile.add_argument(
+        "--property",
+        type=cli_args.property_id,
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this property (repeatable; default: every valid property of the properties table)",
+    )
+    reconcile.add_argument(
+        "--batch-size",
+        type=cli_args.count(MAX_BATCH_SIZE),
+        metavar="N",
+        help="at most this many properties per run (RECON_BATCH_SIZE, else 100)",
+    )
+    reconcile.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="FILE",
+        help="a workspace.yaml to load the code location from (deploy/workspace.yaml: the code server); "
+        "default: the recon_pipeline.definitions module, in this process",
+    )
+    reconcile.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until every run is done, printing progress: exit 0 iff all succeeded, 1 if any failed",
+    )
+    reconcile.add_argument(
+        "--timeout",
+        type=cli_args.count(MAX_WAIT_S),
+        default=DEFAULT_WAIT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="with --wait: give up after this long (the runs go on), exit 3 naming what is not done "
+        f"({DEFAULT_WAIT_TIMEOUT_S})",
+    )
+    reconcile.set_defaults(handler=cmd_reconcile_night)
 
     _add_discrepancy_commands(commands)
     _add_adjustment_commands(commands)

@@ -8,12 +8,12 @@ from zoneinfo import ZoneInfo
 
 import dagster as dg
 import pytest
-from sqlalchemy import insert, update
+from sqlalchemy import Engine, insert, update
 
+from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, properties
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
@@ -82,14 +82,17 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
         store_event(connection, "stripe", event, "{}", now - timedelta(hours=1))
     rows = list(DEMO_PROPERTIES)
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p.property_id for p in DEMO_PROPERTIES])
         assert run_checks(sqlite_url, instance, monkeypatch) == {
             "previous_night_reconciled": False,
             "oldest_pending_event_age": False,
         }
+        for prop in rows:  # a failed reconciliation of the night is not one
+            night = last_closed_night(datetime.now(UTC), prop.timezone, prop.night_cutoff)
+            reconciled(engine, prop.property_id, night, FAILED)
+        assert run_checks(sqlite_url, instance, monkeypatch)["previous_night_reconciled"] is False
         for prop in rows:
             night = last_closed_night(datetime.now(UTC), prop.timezone, prop.night_cutoff)
-            reconciled(instance, prop.property_id, night)
+            reconciled(engine, prop.property_id, night)
         with engine.begin() as connection:
             connection.execute(update(payment_event_processing).values(status="processed"))
         assert run_checks(sqlite_url, instance, monkeypatch) == {
@@ -98,9 +101,15 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
         }
 
 
-def reconciled(instance: dg.DagsterInstance, property_id: str, night: date) -> None:
-    key = PropertyNight(property_id, night.isoformat()).partition_key
-    instance.report_runless_asset_event(dg.AssetMaterialization("discrepancy_report", partition=str(key)))
+def reconciled(engine: Engine, property_id: str, night: date, status: str = SUCCEEDED) -> None:
+    """The property-night's latest reconciliation, as a batch run records it (``night_reconciliations``)."""
+    now = datetime.now(UTC)
+    error = None if status == SUCCEEDED else f"property {property_id} night {night}: RuntimeError: boom"
+    with engine.begin() as connection:
+        record_outcomes(
+            connection,
+            [PropertyOutcome(property_id, night.isoformat(), "run-1", None, status, now, now, error)],
+        )
 
 
 def noon_zone(now: datetime) -> str:
@@ -128,6 +137,5 @@ def test_a_run_of_the_night_just_closed_passes_before_the_morning_close(
     with engine.begin() as connection:
         connection.execute(insert(properties), [prop.row()])
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [prop.property_id])
-        reconciled(instance, prop.property_id, last_closed_night(now, zone, cutoff))
+        reconciled(engine, prop.property_id, last_closed_night(now, zone, cutoff))
         assert run_checks(database_url, instance, monkeypatch)["previous_night_reconciled"] is True

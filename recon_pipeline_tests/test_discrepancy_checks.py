@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import func, select
 
 from recon_pipeline.db.schema import discrepancies
-from recon_pipeline.defs.partitions import PropertyNight
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.review.limits import judge_orphans, judge_unexplained
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 from recon_pipeline_tests.test_review_cli import KYOTO, LISBON, eur, jpy, recon
 
 UNEXPLAINED = "unexplained_discrepancy_amount"
@@ -29,18 +29,21 @@ def reconcile_night_job() -> dg.JobDefinition:
     return build_definitions().resolve_job_def("reconcile_night")
 
 
-def run_night(instance: dg.DagsterInstance, property_id: str) -> dg.ExecuteInProcessResult:
-    key = PropertyNight(property_id, NIGHT.isoformat()).partition_key
+def run_night(instance: dg.DagsterInstance, *property_ids: str) -> dg.ExecuteInProcessResult:
+    """A run of the night's partition for a batch of ``property_ids``, as the schedule requests it."""
     return reconcile_night_job().execute_in_process(
-        partition_key=key, instance=instance, raise_on_error=False
+        partition_key=NIGHT.isoformat(),
+        run_config=batch_run_config(property_ids),
+        instance=instance,
+        raise_on_error=False,
     )
 
 
 def reexecute(
     instance: dg.DagsterInstance, run_id: str, steps: list[str] | None = None
 ) -> dg.ExecuteJobResult:
-    """Re-execute a run as the run-retry daemon does (from its failure, with the parent's tags, so the
-    same partition), or only ``steps``."""
+    """Re-execute a run as the run-retry daemon does (from its failure, with the parent's tags and run
+    config, so the same night and batch), or only ``steps``."""
     options = (
         dg.ReexecutionOptions.from_failure(run_id, instance)
         if steps is None
@@ -98,6 +101,9 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
     amount = open_amount(seeded_pipeline, KYOTO)
     assert not unexplained.passed and unexplained.severity == dg.AssetCheckSeverity.ERROR
     assert metadata(unexplained) | {"amount": jpy(amount)} == {
+        "properties_judged": 1,
+        "over_threshold": f"- {KYOTO}: JPY",
+        "property": KYOTO,
         "currency": "JPY",
         "amount_minor": amount,
         "amount": jpy(amount),  # whole yen
@@ -111,7 +117,7 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
     assert [event.step_key for event in failed] == [UNEXPLAINED_STEP]
     assert "DagsterAssetCheckFailedError" in str(failed[0].step_failure_data.error)
     # The report itself was written: the check judges it, it does not undo it.
-    assert first.asset_materializations_for_node("discrepancy_report")
+    assert asset_metadata(first, "discrepancy_report")["properties"] == 1
 
     # A retry re-executes from the failure: only the check, no provider call; at the threshold it passes.
     assert recon(capsys, "discrepancies", "threshold", KYOTO, "--set", str(amount))[0] == 0
@@ -151,6 +157,7 @@ def test_default_threshold_passes_the_demo_night_and_orphans_are_error_then_warn
     assert metadata(checks[UNEXPLAINED])["amount"] == eur(amount)
     assert metadata(checks[UNEXPLAINED])["threshold"] == "10,000.00 EUR"  # the documented default
     assert metadata(checks[UNEXPLAINED])["threshold_source"] == "default"
+    assert metadata(checks[UNEXPLAINED])["over_threshold"] == "none"
 
     with seeded_pipeline.engine.connect() as connection:
         orphans = connection.execute(
@@ -164,6 +171,7 @@ def test_default_threshold_passes_the_demo_night_and_orphans_are_error_then_warn
     orphan_check = checks[ORPHANS]
     assert not orphan_check.passed and orphan_check.severity == dg.AssetCheckSeverity.ERROR
     assert metadata(orphan_check)["open_orphans"] == len(orphans)
+    assert metadata(orphan_check)["properties_judged"] == 1
     assert metadata(orphan_check)["amount/EUR"] == eur(sum(amount for _, amount in orphans))
     assert metadata(orphan_check)["hours_since_night_closed"] > 24
     assert all(eur(amount) in str(metadata(orphan_check)["payments"]) for _, amount in orphans)
@@ -175,6 +183,30 @@ def test_default_threshold_passes_the_demo_night_and_orphans_are_error_then_warn
     ids = [str(discrepancy_id) for discrepancy_id, _ in orphans]
     assert recon(capsys, "discrepancies", "ack", *ids, "--by", "rui", "--note", "calling guests")[0] == 0
     assert evaluations(reexecute(instance, result.run_id, [ORPHANS_STEP]))[ORPHANS].passed
+
+
+@pytest.mark.usefixtures("job_env")
+def test_the_checks_judge_every_property_of_the_batch(
+    seeded_pipeline: SeededPipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One property over its threshold fails the batch's run and is the one shown; the others are judged
+    too, and the orphans of every property are counted."""
+    assert recon(capsys, "discrepancies", "threshold", KYOTO, "--set", "0")[0] == 0
+    result = run_night(seeded_pipeline.instance, LISBON, KYOTO)
+    assert not result.success
+    assert [e.step_key for e in result.all_events if e.is_step_failure] == [UNEXPLAINED_STEP]
+    unexplained = metadata(evaluations(result)[UNEXPLAINED])
+    assert unexplained["properties_judged"] == 2
+    assert unexplained["over_threshold"] == f"- {KYOTO}: JPY"
+    assert (unexplained["property"], unexplained["amount_minor"]) == (
+        KYOTO,
+        open_amount(seeded_pipeline, KYOTO),
+    )
+    orphan_check = metadata(evaluations(result)[ORPHANS])
+    assert orphan_check["properties_judged"] == 2
+    assert orphan_check["open_orphans"] == sum(
+        seeded_pipeline.planted(p).get("orphaned_captured_payment", 0) for p in (LISBON, KYOTO)
+    )
 
 
 def test_verdicts_at_their_boundaries() -> None:

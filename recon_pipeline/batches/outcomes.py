@@ -56,9 +56,10 @@ def load_outcomes(
     return {row.property_id: PropertyOutcome(**row._asdict()) for row in connection.execute(query)}
 
 
-def succeeded_nights(connection: Connection, since_night: str) -> set[tuple[str, str]]:
-    """(property_id, night) of every night since ``since_night`` whose latest reconciliation succeeded."""
-    query = select(night_reconciliations.c.property_id, night_reconciliations.c.night).where(
-        night_reconciliations.c.night >= since_night, night_reconciliations.c.status == SUCCEEDED
-    )
-    return {(row.property_id, row.night) for row in connection.execute(query)}
+def succeeded_nights(connection: Connection, since_night: str) -> dict[tuple[str, str], datetime]:
+    """(property_id, night) of every night since ``since_night`` whose latest reconciliation succeeded,
+    with the time that reconciliation started (what it cannot have seen came later)."""
+    query = select(
+        night_reconciliations.c.property_id, night_reconciliations.c.night, night_reconciliations.c.started_at
+    ).where(night_reconciliations.c.night >= since_night, night_reconciliations.c.status == SUCCEEDED)
+    return {(row.property_id, row.night): row.started_at for row in connection.execute(query)}

@@ -267,6 +267,8 @@ def reconcile_batch(
         )
 
     def work(group: list[_Target]) -> list[tuple[_Target, PropertyNightResult | BaseException, datetime]]:
+        # Every property of the group started when its pull did: a late event marked after this instant
+        # may be missing from what it reconciled (the stale-night sensor compares the two).
         begun = datetime.now(UTC)
         scope = _pull_scope(group)
         try:
@@ -275,7 +277,6 @@ def reconcile_batch(
             return [(target, error, begun) for target in group]
         done: list[tuple[_Target, PropertyNightResult | BaseException, datetime]] = []
         for target in group:
-            begun = datetime.now(UTC)
             try:
                 done.append(
                     (

@@ -16,6 +16,7 @@ import dagster as dg
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, NightBatch
 from recon_pipeline.config import positive_int_from_env
 
+JOB_NAME = "reconcile_night"  # the job (defs/jobs.py) whose runs each reconcile one batch
 BATCH_OP = "reconcile_batch"
 NIGHT_TAG = "recon/night"
 BATCH_TAG = "recon/batch"

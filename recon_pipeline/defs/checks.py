@@ -23,8 +23,7 @@ Per partition, in every ``reconcile_night`` run (checks of the job's selected as
 """
 
 from collections import Counter
-from collections.abc import Callable
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Container
 from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
@@ -96,7 +95,7 @@ def previous_night_reconciled(
     )
 
 
-def _reconciled_in(reconciled: AbstractSet[tuple[str, str]], property_id: str) -> Callable[[date], bool]:
+def _reconciled_in(reconciled: Container[tuple[str, str]], property_id: str) -> Callable[[date], bool]:
     """Whether a night of the property was last reconciled successfully (``night_reconciliations``)."""
     return lambda night: (property_id, night.isoformat()) in reconciled
 

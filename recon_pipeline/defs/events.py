@@ -94,7 +94,11 @@ def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDa
 )
 def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Reconcile again, in batches, the reconciled property-nights that a late event touched, once per
-    stale generation (the run key names each member's generation)."""
+    stale generation (the run key names each member's generation).
+
+    Only marks made since the property-night's latest successful reconciliation started count: one that
+    reconciliation already saw (a reopen run done, or the nightly look-back) is not asked for again when
+    another property of its night goes stale, which would change the batch and so its run key."""
     since = datetime.now(UTC) - STALE_LOOKBACK
     with recon_db.engine().connect() as connection:
         marks = recent_stale_nights(connection, since)
@@ -102,8 +106,10 @@ def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconData
         properties = {row.property_id: row for row in split_valid_properties(list_properties(connection))[0]}
     generation = {
         (property_id, night): g
-        for property_id, night, g in marks
-        if (property_id, night) in reconciled and property_id in properties
+        for property_id, night, g, marked_at in marks
+        if (property_id, night) in reconciled
+        and marked_at >= reconciled[(property_id, night)]
+        and property_id in properties
     }
     by_night: dict[str, list[PropertyRow]] = {}
     for property_id, night in sorted(generation):

@@ -6,11 +6,12 @@ import dagster as dg
 
 from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.defs.assets import GROUP
+from recon_pipeline.defs.batches import JOB_NAME
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.defs.partitions import night_partitions
 
 reconcile_night_job = dg.define_asset_job(
-    "reconcile_night",
+    JOB_NAME,
     selection=dg.AssetSelection.groups(GROUP),
     partitions_def=night_partitions,
     description="Reconcile a batch of properties of one night (run config `ops.reconcile_batch.config."

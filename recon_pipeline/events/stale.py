@@ -28,11 +28,12 @@ def mark_night_stale(
     connection.execute(statement)
 
 
-def recent_stale_nights(connection: Connection, since: datetime) -> list[tuple[str, str, int]]:
-    """(property_id, night, generation) of nights marked stale since ``since``."""
-    query = select(stale_nights.c.property_id, stale_nights.c.night, stale_nights.c.generation).where(
-        stale_nights.c.marked_at >= since
-    )
+def recent_stale_nights(connection: Connection, since: datetime) -> list[tuple[str, str, int, datetime]]:
+    """(property_id, night, generation, marked_at) of nights marked stale since ``since``."""
+    query = select(
+        stale_nights.c.property_id, stale_nights.c.night, stale_nights.c.generation, stale_nights.c.marked_at
+    ).where(stale_nights.c.marked_at >= since)
     return [
-        (property_id, night, int(generation)) for property_id, night, generation in connection.execute(query)
+        (property_id, night, int(generation), marked_at)
+        for property_id, night, generation, marked_at in connection.execute(query)
     ]
