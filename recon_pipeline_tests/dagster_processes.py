@@ -98,12 +98,15 @@ def write_dagster_home(home: Path, overrides: Mapping[str, Any] | None = None) -
 
 @contextmanager
 def instance_from_home(home: Path, env: Mapping[str, str]) -> Iterator[dg.DagsterInstance]:
-    """A DagsterInstance loaded from ``home``/dagster.yaml with ``env`` (DAGSTER_PG_*) set meanwhile.
+    """A DagsterInstance loaded from ``home``/dagster.yaml with ``env`` (DAGSTER_PG_*) and DAGSTER_HOME (which
+    a dagster.yaml may name, as ``celery_workers.CELERY_DAGSTER_YAML`` does) set meanwhile, as in a process
+    whose instance it is.
 
     The ``provider_api`` pool's limit is set explicitly, as deploy/README.md tells a deployment to: runs
     that first claim a pool with no limit row race to create it (dagster-io/dagster#33552).
     """
-    with mock.patch.dict(os.environ, env), dg.DagsterInstance.from_config(str(home)) as instance:
+    process_env = {"DAGSTER_HOME": str(home), **env}
+    with mock.patch.dict(os.environ, process_env), dg.DagsterInstance.from_config(str(home)) as instance:
         limit = instance.global_op_concurrency_default_limit
         if limit is not None:
             instance.event_log_storage.set_concurrency_slots(PROVIDER_POOL, limit)

@@ -3,6 +3,8 @@ provider (Stripe on SQLite and PostgreSQL, Razorpay on SQLite)."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -108,14 +110,29 @@ def assert_pull_failed_and_nothing_written(pipeline: SeededPipeline) -> str:
 
 def test_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from recon_pipeline.config import ConfigError
-    from recon_pipeline.defs.executor import executor_from_env
+    from recon_pipeline.defs.executor import celery_config, executor_from_env
 
     assert executor_from_env() is dg.in_process_executor
     monkeypatch.setenv("RECON_EXECUTOR", "multiprocess")
     assert executor_from_env() is dg.multiprocess_executor
     monkeypatch.setenv("RECON_EXECUTOR", "k8s")
+    assert executor_from_env() is importlib.import_module("dagster_k8s").k8s_job_executor
+    monkeypatch.setitem(sys.modules, "dagster_k8s", None)  # as if not installed: import fails
     with pytest.raises(ConfigError, match="dagster-k8s"):
         executor_from_env()
+    monkeypatch.setenv("RECON_EXECUTOR", "celery")
+    monkeypatch.setenv("RECON_CELERY_QUEUE", "recon-nightly")
+    with pytest.raises(ConfigError, match="RECON_CELERY_BROKER_URL"):  # never a silent localhost default
+        executor_from_env()
+    monkeypatch.setenv("RECON_CELERY_BROKER_URL", "pyamqp://guest:guest@127.0.0.1:5672//")
+    celery = executor_from_env()
+    # Configured, so runs without `execution:` run config (schedules, sensors, the CLI) reach the workers.
+    assert celery.name == "celery" and celery is not importlib.import_module("dagster_celery").celery_executor
+    assert celery_config() == {
+        "broker": {"env": "RECON_CELERY_BROKER_URL"},  # resolved when a run starts, never in run config
+        "backend": "rpc://",
+        "config_source": {"task_default_queue": "recon-nightly"},
+    }
     monkeypatch.setenv("RECON_EXECUTOR", "spark")
     with pytest.raises(ConfigError, match="RECON_EXECUTOR"):
         executor_from_env()
