@@ -18,10 +18,12 @@ from sqlalchemy import delete, select, update
 
 from recon_pipeline import cli
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, discrepancies, ledger_entries
+from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
 from recon_pipeline.reports.queries import unresolved_findings
+from recon_pipeline.review.adjustments import adjustment_states
 from recon_pipeline.review.store import unexplained_amounts
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 LISBON = "lisbon-riverside"  # EUR
 
@@ -55,8 +57,9 @@ def run(pipeline: SeededPipeline) -> dict[str, Any]:
     """Materialize Lisbon's night; the adjustments asset's metadata."""
     result = pipeline.materialize(LISBON)
     assert result.success
-    metadata = result.asset_materializations_for_node("adjustments")[0].metadata
-    return {key: value.value for key, value in metadata.items()}
+    metadata = asset_metadata(result, "adjustments")
+    assert metadata["properties"] == 1  # a batch of Lisbon alone
+    return metadata
 
 
 def first_of(pipeline: SeededPipeline, category: str) -> dict[str, Any]:
@@ -212,16 +215,16 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     assert quiet["unchanged"] == sum(1 for row in before[0] if "proposed" in row)
     assert (pipeline.table(adjustments), pipeline.table(discrepancies)) == before
 
-    # What the analyst sees: each finding's state in the list and in the report metadata.
+    # What the analyst sees: each finding's state in the list and in the report (rendered on demand from
+    # the tables, through adjustment_states).
     assert cli.main(["adjustments", "list", "--property", LISBON, "--status", "approved"]) == 0
     out = capsys.readouterr().out
     assert approved_id in out and out.rstrip().endswith("1 of 1 matching")
-    result = pipeline.materialize(LISBON)
-    states = str(
-        result.asset_materializations_for_node("discrepancy_report")[0].metadata["adjustment_states"]
-    )
-    assert f"`{missing_key}` | proposed " in states
-    assert f"`{mismatch_key}` | approved " in states and "; proposed 0.30 EUR" in states
+    with pipeline.engine.connect() as connection:
+        states = adjustment_states(connection, LISBON, NIGHT.isoformat(), format_minor)
+    assert states[("missing_in_ledger", missing_key)].startswith("proposed ")
+    assert states[("amount_mismatch", mismatch_key)].startswith("approved ")
+    assert states[("amount_mismatch", mismatch_key)].endswith("; proposed 0.30 EUR")
 
 
 def test_adjustment_commands_refuse_bad_input_in_one_line(

@@ -1,10 +1,11 @@
-"""Four simultaneous runs of one partition on PostgreSQL leave exactly one set of adjustments and one set of
-discrepancies, and all four runs succeed.
+"""Four simultaneous runs of one night and one batch on PostgreSQL leave exactly one set of adjustments and
+one set of discrepancies, and all four runs succeed.
 
 The demo world (seed 7, 1,000 bookings) of one property-night is seeded into a PostgreSQL recon database;
 four warm child processes (``warm_children``) each execute a Dagster run of ``reconcile_night`` for that
-partition in themselves, against one PostgreSQL-backed instance from deploy/dagster.yaml, released
-together by a barrier.
+night's partition and the batch of that property (the same run config, as a re-execution or a second
+trigger of the same batch would have), in themselves, against one PostgreSQL-backed instance from
+deploy/dagster.yaml, released together by a barrier.
 
 Started together is not enough for the writes to collide: each write is a transaction of milliseconds at
 the end of a run of seconds. So the test holds both result tables in SHARE mode (``LOCK TABLE``: writers
@@ -15,7 +16,7 @@ succeeds. One failure does exist upstream, in
 Dagster: runs that claim a pool nobody set a limit for yet race to create its row, and on PostgreSQL the
 loser's step fails (dagster-io/dagster#33552); the test sets the limit first, as a deployment must.
 
-Both writers of one partition take turns on a PostgreSQL advisory lock (``lock_partition``), so each
+Both writers of one property-night take turns on a PostgreSQL advisory lock (``lock_partition``), so each
 run's read of what was there is current: at each gate one run holds the lock and waits on the table, the
 three others wait on the lock; the adjustments and the findings are counted as new exactly once over the
 four runs, the later runs find them unchanged, and no run clears what another wrote.
@@ -37,6 +38,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Connection, Engine, bindparam, select, text
 
+from recon_pipeline.batches.outcomes import SUCCEEDED, load_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import write_adjustments
@@ -65,7 +67,7 @@ GATED = ("adjustments", "discrepancies")
 GATE_TIMEOUT_S = 240.0  # every run pulls ~2,000 records first; four share two cores
 RUN_TIMEOUT_S = 300.0
 
-# A run waits at a writer either on the gated table or on the partition's advisory lock that both writers
+# A run waits at a writer either on the gated table or on the property-night's advisory lock that both writers
 # (sync_adjustments, save_discrepancies) take first, which only they use.
 PARTITION_LOCK = "partition_lock"
 WAITERS_SQL = text(
@@ -100,7 +102,7 @@ def open_gates_when_all_wait(
     engine: Engine, held: dict[str, Connection], children: list[Child]
 ) -> dict[str, int]:
     """Release each locked table once all runs are blocked at the writers, on a locked table or on the
-    partition lock behind it (bounded); returns how many writers each table released at once."""
+    property-night's lock behind it (bounded); returns how many writers each table released at once."""
     released: dict[str, int] = {}
     deadline = time.monotonic() + GATE_TIMEOUT_S
     with engine.connect() as monitor:
@@ -149,14 +151,15 @@ def read_results(engine: Engine) -> tuple[list[tuple[str, str]], Counter[str], s
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(
+def test_four_simultaneous_runs_of_one_night_and_batch_write_one_set_of_results(
     pg_dagster_world: StartWorld, tmp_path: Path
 ) -> None:
     started = time.monotonic()
     prop = DEMO_PROPERTIES[0]
     warm_up()
     w = pg_dagster_world([NIGHT], DEMO_BOOKINGS, (prop,))
-    [key] = w.world.partition_keys()
+    [night] = w.world.partition_keys()
+    batch = (prop.property_id,)
     planned_adjustments = w.world.planted_adjustments()
     planted = Counter({category: n for (_p, _n, category), n in w.world.world.expected.items()})
     env = inherited_env(**w.env)
@@ -165,26 +168,31 @@ def test_four_simultaneous_runs_of_one_partition_write_one_set_of_results(
         # instance_from_home set the pool's limit, as a deployment must (see above).
         assert instance.event_log_storage.get_concurrency_info(PROVIDER_POOL).slot_count >= RUNS
         run_ids = [str(uuid.uuid4()) for _ in range(RUNS)]
-        released = run_together(engine, [RunSpec(env, logs / f"{r}.log", key, r) for r in run_ids])
+        released = run_together(engine, [RunSpec(env, logs / f"{r}.log", night, r, batch) for r in run_ids])
         records = instance.get_run_records(dg.RunsFilter(run_ids=run_ids))
         metadata = {
             asset: [reported_metadata(instance, run_id, asset) or {} for run_id in run_ids]
             for asset in ("adjustments", "findings")
         }
         keys, found, finding_runs = read_results(engine)
+        with engine.connect() as connection:
+            outcomes = load_outcomes(connection, night)
     finally:
         engine.dispose()
 
     # Every writer ran against the three others: one at the table, three queued on the partition lock.
     assert released == {table: 1 for table in GATED}
     assert {r.dagster_run.status for r in records} == {dg.DagsterRunStatus.SUCCESS} and len(records) == RUNS
+    assert {r.dagster_run.tags.get("dagster/partition") for r in records} == {night}
+    assert all(m["properties"] == 1 for m in metadata["adjustments"])
+    # The property-night's outcome: succeeded, last written by one of the runs (each overwrote it).
+    [(property_id, outcome)] = outcomes.items()
+    assert (property_id, outcome.status, outcome.run_id in run_ids) == (prop.property_id, SUCCEEDED, True)
     # One set of adjustments: the planned business keys, each inserted by exactly one of the runs.
     assert len(keys) == len({k for k, _ in keys}) == planned_adjustments > 0
     assert {run_id for _, run_id in keys} <= set(run_ids)
     assert sum(m["new"] for m in metadata["adjustments"]) == planned_adjustments
-    assert (
-        sum(m["unchanged"] for m in metadata["adjustments"]) == (RUNS - 1) * planned_adjustments
-    )
+    assert sum(m["unchanged"] for m in metadata["adjustments"]) == (RUNS - 1) * planned_adjustments
     # One set of discrepancies: the planted findings, once each.
     assert found == planted  # category → count, over every row of the table
     assert finding_runs <= set(run_ids)

@@ -29,11 +29,6 @@ def descriptions() -> dict[str, str]:
     return {name: text for name, text in found.items() if text}
 
 
-def test_the_discrepancy_report_names_its_folder() -> None:
-    text = descriptions()[str(dg.AssetKey("discrepancy_report"))]
-    assert "&lt;property&gt;/&lt;night&gt;" in MarkdownIt("commonmark").render(text)
-
-
 @pytest.mark.parametrize(("name", "text"), sorted(descriptions().items()))
 def test_no_description_loses_tag_like_text(name: str, text: str) -> None:
     rendered = MarkdownIt("commonmark").render(text)

@@ -8,6 +8,7 @@ import dagster as dg
 from sqlalchemy import func, select
 
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_event_processing, stale_nights
+from recon_pipeline.defs.batches import BATCH_TAG, NIGHT_TAG, PROPERTIES_TAG, batch_run_config
 from recon_pipeline.defs.events import pending_events_sensor, process_payment_events_job, stale_nights_sensor
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.events.recovery import enqueue_orphaned_payments
@@ -53,7 +54,21 @@ def test_orphans_are_confirmed_through_the_event_pipeline(seeded_pipeline: Seede
         (p.property_id, NIGHT.isoformat()) for p in DEMO_PROPERTIES
     )
 
+    # Every property's night went stale, but only the one reconciled (successfully) is reconciled again:
+    # one batch of it alone, its properties in run config and tags.
     stale_context = dg.build_sensor_context(instance=instance, resources=seeded_pipeline.resources)
     reopen = stale_nights_sensor(stale_context)
     assert isinstance(reopen, dg.SensorResult)
-    assert [str(r.partition_key) for r in reopen.run_requests or []] == [f"{NIGHT.isoformat()}|{first}"]
+    [request] = reopen.run_requests or []
+    assert request.partition_key == NIGHT.isoformat()
+    assert request.run_config == batch_run_config([first])
+    batch_key = request.tags[BATCH_TAG]
+    assert batch_key.startswith(f"{NIGHT.isoformat()}@")
+    assert (request.tags[NIGHT_TAG], request.tags[PROPERTIES_TAG]) == (NIGHT.isoformat(), "1")
+    assert request.run_key is not None and request.run_key.startswith(f"reopen:{batch_key}:")
+    # The same stale generation asks for the same run (Dagster dedupes it by run key).
+    again = stale_nights_sensor(
+        dg.build_sensor_context(instance=instance, resources=seeded_pipeline.resources)
+    )
+    assert isinstance(again, dg.SensorResult)
+    assert [r.run_key for r in again.run_requests or []] == [request.run_key]

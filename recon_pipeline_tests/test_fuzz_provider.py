@@ -29,12 +29,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from recon_pipeline.batches.outcomes import FAILED, load_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, properties
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.assets import reconciliation_assets
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.batches import BATCH_OP, batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.errors import IncompletePullError
@@ -56,6 +57,7 @@ from recon_pipeline_tests.provider_fixtures import DAY, FAST_RETRY, T0, make_cha
 
 PROP = PropertyAccount("prop_a")
 WINDOW = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + DAY, UTC))
+NIGHT = WINDOW[0].date().isoformat()  # prop_a's night (UTC, midnight cutoff) is WINDOW
 CHARGES, REFUNDS = "/v1/charges", "/v1/refunds"
 MAX_PAGES = 6  # a has_more that never ends is refused after this many pages
 
@@ -312,6 +314,16 @@ def _of_prop_a(charge: dict[str, Any] | None) -> bool:
     return isinstance(metadata, dict) and metadata.get("property_id") == PROP.property_id
 
 
+def _named_by_ledger_of_prop_a(charge: dict[str, Any] | None) -> bool:
+    """What a lookup by id keeps: prop_a's charges and those that name no property (a ``property_id``
+    that is not a non-empty string names none): the ledger naming a payment nobody claims is its claim."""
+    if charge is None:
+        return False
+    metadata = charge.get("metadata")
+    claim = metadata.get("property_id") if isinstance(metadata, dict) else None
+    return claim == PROP.property_id or not (isinstance(claim, str) and claim)
+
+
 def assert_valid_rows(frame: pd.DataFrame, window: tuple[datetime, datetime] | None) -> None:
     """The contract's columns and dtypes, and every value well typed (and inside ``window`` if given)."""
     assert {name: str(dtype) for name, dtype in frame.dtypes.items()} == PROVIDER_RECORD_COLUMNS
@@ -407,10 +419,10 @@ def test_a_lookup_by_id_gives_a_complete_valid_frame_or_an_incomplete_pull_error
     kinds = frame.groupby("kind")["provider_record_id"].apply(list).to_dict()
     refunds = [r for i, r in by_id.items() if i.startswith("re_")]
     assert sorted(kinds.get("payment", [])) == sorted(
-        i for i, c in by_id.items() if i.startswith("ch_") and _of_prop_a(c)
+        i for i, c in by_id.items() if i.startswith("ch_") and _named_by_ledger_of_prop_a(c)
     )
     assert sorted(kinds.get("refund", [])) == sorted(
-        r["id"] for r in refunds if _of_prop_a(by_id.get(r["charge"]))
+        r["id"] for r in refunds if _named_by_ledger_of_prop_a(by_id.get(r["charge"]))
     )
 
 
@@ -473,6 +485,22 @@ def test_a_corrupted_field_is_an_incomplete_pull(provider: Provider, case: str) 
     assert pull(provider, script) is None
 
 
+@pytest.mark.parametrize("claim", [0, "", None, "prop_b"])
+def test_a_by_id_charge_naming_no_property_is_the_ledgers_and_another_propertys_is_dropped(
+    provider: Provider, claim: Any
+) -> None:
+    """Found by the lookup property above: a ``metadata.property_id`` that is no property id (``0``) names
+    nobody, so the ledger that names the charge owns it (``named_by_ledger``), as with none at all; a
+    charge of another property is never returned."""
+    provider.serve(
+        script_of(corrupt(one_night(), "earlier", "metadata.property_id", claim), ensure_ascii=True)
+    )
+    frame = provider.adapter.fetch_records_by_id(PROP, ["ch_e1"])
+    payments = frame[frame["kind"] == "payment"]
+    assert list(payments["provider_record_id"]) == ([] if claim == "prop_b" else ["ch_e1"])
+    assert set(frame["property_id"]) <= {PROP.property_id}
+
+
 @pytest.mark.parametrize("created", [10**12, -(10**12), 2**63])
 def test_a_by_id_charge_created_out_of_range_is_an_incomplete_pull(provider: Provider, created: int) -> None:
     """datetime.fromtimestamp raised ValueError (year out of range) or OverflowError on these."""
@@ -496,11 +524,12 @@ def test_a_body_python_cannot_decode_is_an_incomplete_pull(provider: Provider, l
 
 
 @pytest.mark.slow  # a Dagster run per example
-def test_a_malformed_response_fails_provider_records_and_reports_nothing(
+def test_a_malformed_response_fails_the_batch_step_and_reports_nothing(
     provider: Provider, sqlite_url: str
 ) -> None:
-    """Through ``materialize``: the corrupted night fails ``provider_records`` (after its step retries),
-    nothing downstream runs, and no discrepancy or adjustment is written."""
+    """Through ``materialize``: the corrupted night fails the property in the batch step (after its step
+    retries), naming the property, the night and the field; no asset is materialized, no discrepancy or
+    adjustment is written, and the property-night's outcome is failed with the same one-line error."""
     engine = make_engine(sqlite_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
@@ -522,24 +551,24 @@ def test_a_malformed_response_fails_provider_records_and_reports_nothing(
         ),
     }
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, ["prop_a"])
         result = dg.materialize(
             reconciliation_assets,
-            partition_key=str(PropertyNight("prop_a", "2026-01-01").partition_key),
+            partition_key=NIGHT,
+            run_config=batch_run_config(["prop_a"]),
             instance=instance,
             resources=resources,
             raise_on_error=False,
         )
     assert not result.success
     failures = [e for e in result.all_events if e.is_step_failure]
-    assert [e.step_key for e in failures] == ["provider_records"]
-    assert "IncompletePullError" in str(failures[0].step_failure_data.error)
-    assert "'amount_captured'" in str(failures[0].step_failure_data.error)
-    materialized = {
-        e.asset_key.to_user_string() for e in result.get_asset_materialization_events() if e.asset_key
-    }
-    assert materialized <= {"ledger_records"}
+    assert [e.step_key for e in failures] == [BATCH_OP]
+    error = str(failures[0].step_failure_data.error)
+    assert f"property prop_a night {NIGHT}: IncompletePullError" in error and "'amount_captured'" in error
+    assert result.get_asset_materialization_events() == []
     with engine.connect() as connection:
         assert connection.execute(select(discrepancies)).all() == []
         assert connection.execute(select(adjustments)).all() == []
+        [outcome] = load_outcomes(connection, NIGHT).values()
+    assert (outcome.property_id, outcome.status) == ("prop_a", FAILED)
+    assert outcome.error is not None and outcome.error in error and "\n" not in outcome.error
     engine.dispose()

@@ -19,12 +19,16 @@ from sqlalchemy import BigInteger, Engine, Float, Integer, Table, inspect, selec
 from sqlalchemy.engine import make_url
 
 from recon_pipeline import cli
+from recon_pipeline.batches.outcomes import FAILED, PropertyOutcome, load_outcomes, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import metadata
 from recon_pipeline.db.types import UtcDateTime
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
+TABLE_0003 = "night_reconciliations"
+# Tables no build made before Alembic: their revisions create them (the others are adopted by 0001).
+ADDED_AFTER_ALEMBIC = {TABLE_0003}
 
 
 def schema_differences(engine: Engine) -> list[Any]:
@@ -54,13 +58,14 @@ def sample_row(table: Table, number: int) -> dict[str, Any]:
     return row
 
 
-def every_row(engine: Engine) -> dict[str, list[dict[str, Any]]]:
+def every_row(engine: Engine, tables: list[Table] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every row of ``tables`` (default: every table of ``db/schema.py``), by table name."""
     with engine.connect() as connection:
         return {
-            name: [
+            table.name: [
                 dict(row) for row in connection.execute(select(table).order_by(*table.primary_key)).mappings()
             ]
-            for name, table in metadata.tables.items()
+            for table in (metadata.sorted_tables if tables is None else tables)
         }
 
 
@@ -74,20 +79,51 @@ def test_an_empty_database_upgraded_to_head_is_schema_py(database_url: str) -> N
 
 
 def test_a_database_made_before_alembic_is_adopted_with_every_row(database_url: str) -> None:
-    """Today's ``create_all`` (what ``recon db init`` did before Alembic) and two rows in every table:
-    the upgrade records head, changes no row and leaves the schema equal to ``db/schema.py``."""
+    """``create_all`` of the tables that existed before Alembic (what ``recon db init`` did then) and two
+    rows in every one: the upgrade records head, changes no row, adds the later tables and leaves the
+    schema equal to ``db/schema.py``."""
     engine = make_engine(database_url)
-    metadata.create_all(engine)
+    before_alembic = [table for table in metadata.sorted_tables if table.name not in ADDED_AFTER_ALEMBIC]
+    metadata.create_all(engine, tables=before_alembic)
     with engine.begin() as connection:
-        for table in metadata.sorted_tables:
+        for table in before_alembic:
             connection.execute(table.insert(), [sample_row(table, 1), sample_row(table, 2)])
-    before = every_row(engine)
+    before = every_row(engine, before_alembic)
     assert all(len(rows) == 2 for rows in before.values())
 
     assert migrations.upgrade(engine) == migrations.Upgrade(None, migrations.head())
-    assert every_row(engine) == before
+    assert every_row(engine, before_alembic) == before
+    after = every_row(engine)
+    assert all(after[name] == [] for name in ADDED_AFTER_ALEMBIC)
     assert recorded_revision(engine) == [migrations.head()]
     assert schema_differences(engine) == []
+    engine.dispose()
+
+
+def test_revision_0003_adds_night_reconciliations_and_keeps_every_row(database_url: str) -> None:
+    """A database at 0002 with rows in every table upgrades to head (0003): no row changes, the outcome
+    table and its (night, status) index exist as ``db/schema.py`` declares, and an outcome written there
+    reads back with its timezone-aware timestamps."""
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        command.upgrade(migrations.alembic_config(connection), "0002")
+    existing = [table for table in metadata.sorted_tables if table.name != "night_reconciliations"]
+    assert "night_reconciliations" not in inspect(engine).get_table_names()
+    with engine.begin() as connection:
+        for table in existing:
+            connection.execute(table.insert(), [sample_row(table, 1), sample_row(table, 2)])
+    before = every_row(engine, existing)
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0002", migrations.head())
+    assert every_row(engine, existing) == before
+    assert schema_differences(engine) == []
+    indexes = {index["name"]: index["column_names"] for index in inspect(engine).get_indexes(TABLE_0003)}
+    assert indexes["ix_night_reconciliations_night_status"] == ["night", "status"]
+    outcome = PropertyOutcome("p1", "2026-12-02", "run-1", "batch-1", FAILED, NOW, NOW, "property p1: boom")
+    with engine.begin() as connection:
+        record_outcomes(connection, [outcome])
+    with engine.connect() as connection:
+        assert load_outcomes(connection, "2026-12-02") == {"p1": outcome}
     engine.dispose()
 
 

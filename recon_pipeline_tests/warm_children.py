@@ -32,6 +32,7 @@ from typing import Any
 import dagster as dg
 
 from recon_pipeline.definitions import build_definitions
+from recon_pipeline.defs.batches import BATCH_OP, batch_run_config
 from recon_pipeline.events import worker
 from recon_pipeline_tests.crash_points import arm_from
 from recon_pipeline_tests.dagster_processes import JOB_NAME
@@ -51,14 +52,22 @@ def crash_seed() -> int:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One Dagster run of ``reconcile_night`` for one partition, optionally of some of its assets only."""
+    """One Dagster run of ``reconcile_night`` for a night (its partition) and a batch of properties (none:
+    every property), ``workers`` of them reconciled at a time."""
 
     env: Mapping[str, str]
     log_path: Path
-    partition_key: str
+    night: str
     run_id: str
-    assets: Sequence[str] = ()
+    properties: Sequence[str] = ()
+    workers: int | None = None  # None: the job's default
     barrier: Barrier | None = None  # start together with the other holders of the barrier
+
+    def run_config(self) -> dict[str, Any]:
+        config = batch_run_config(self.properties)
+        if self.workers is not None:
+            config["ops"][BATCH_OP]["config"]["workers"] = self.workers
+        return config
 
 
 @dataclass(frozen=True)
@@ -74,14 +83,13 @@ def execute_partition(spec: RunSpec) -> None:
     """Child: execute the run in this process against DAGSTER_HOME's instance; exit 0 on success."""
     _enter(spec.env, spec.log_path)
     job = build_definitions().resolve_job_def(JOB_NAME)
-    selection = [dg.AssetKey(name) for name in spec.assets] or None
     with dg.DagsterInstance.get() as instance:
         if spec.barrier is not None:
             spec.barrier.wait(BARRIER_TIMEOUT_S)
         result = job.execute_in_process(
-            partition_key=spec.partition_key,
+            partition_key=spec.night,
+            run_config=spec.run_config(),
             instance=instance,
-            asset_selection=selection,
             run_id=spec.run_id,
             raise_on_error=False,
         )

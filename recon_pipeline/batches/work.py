@@ -96,10 +96,17 @@ class BatchResult:
     outcomes: list[PropertyOutcome] = field(default_factory=list)
     results: list[PropertyNightResult] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # invalid properties rows, when the batch is "all"
+    unrunnable: list[str] = field(default_factory=list)  # named properties unknown or with an invalid row
 
     @property
     def failed(self) -> list[PropertyOutcome]:
         return [o for o in self.outcomes if not o.succeeded]
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a retry could succeed where this attempt failed: some property failed on its way
+        (provider, database), not only on its ``properties`` row, which no retry changes."""
+        return any(o.property_id not in self.unrunnable for o in self.failed)
 
     def total(self, part: str, name: str) -> int:
         """A count summed over the batch: ``part`` is "adjustments" or "findings"."""
@@ -257,7 +264,7 @@ def reconcile_batch(
     Never raises for one property's failure: the caller decides what a failed property does to the run."""
     with engine.connect() as connection:
         targets, errors, skipped = _targets(connection, request)
-    batch = BatchResult(skipped=skipped)
+    batch = BatchResult(skipped=skipped, unrunnable=list(errors))
     started = datetime.now(UTC)
     for property_id, error in errors.items():
         batch.outcomes.append(

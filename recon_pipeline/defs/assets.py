@@ -116,6 +116,8 @@ def reconcile_batch_assets(
             description=f"{len(failed)} of {len(batch.outcomes)} properties failed for night {night}; "
             f"first: {failed[0].error}",
             metadata={"failed": dg.MetadataValue.md(_per_property_markdown(batch))},
+            # A bad properties row fails every attempt: no retry re-reconciles the batch for nothing.
+            allow_retries=batch.retryable,
         )
     report = combined_report([result.report for result in batch.results])
     fees = Counter[str]()
