@@ -2,9 +2,10 @@
 is testable. Both take validated rows (``split_valid_properties``): a bad row is their callers' to skip.
 
 Each property's latest closed night (in its own timezone and cutoff) is requested, with the ``lookback``
-nights before it again, so that records arriving late are reconciled. The run key names the closing
-night and the requested night, so every tick of the same day repeats the same keys (a no-op) and the
-next day's re-request of a prior night is new work.
+nights before it again, so that records arriving late are reconciled. Requests are cut into batches
+(``batches/plan.py``: one night window per batch, a shared account never split); a batch's run key names
+the closing night and the batch (its night, window and members), so every tick of the same day repeats
+the same keys (a no-op) and the next day's re-request of a prior night is new work.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
+from recon_pipeline.batches.plan import NightBatch, plan_batches
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import last_closed_night, night_window, property_zone
 
@@ -21,7 +23,7 @@ from recon_pipeline.nights import last_closed_night, night_window, property_zone
 class NightRequest:
     property_id: str
     night: date
-    run_key: str
+    closed: date  # the property's latest closed night when requested
     lookback: int  # 0 for the night just closed, 1.. for re-requests
 
 
@@ -35,9 +37,35 @@ def nightly_requests(
         for back in range(lookback + 1):
             night = closed - timedelta(days=back)
             if night >= first_night:
-                key = f"nightly:{prop.property_id}:{closed.isoformat()}:{night.isoformat()}"
-                requests.append(NightRequest(prop.property_id, night, key, back))
+                requests.append(NightRequest(prop.property_id, night, closed, back))
     return requests
+
+
+@dataclass(frozen=True)
+class NightlyBatch:
+    """A batch the nightly schedule requests, with its run key."""
+
+    batch: NightBatch
+    run_key: str
+    lookback: int
+
+
+def nightly_batches(
+    properties: Iterable[PropertyRow], now: datetime, lookback: int, first_night: date, batch_size: int
+) -> list[NightlyBatch]:
+    """The nightly requests at ``now`` cut into batches: properties that closed the same night at the
+    same instant, requested for the same night, share runs."""
+    rows = {prop.property_id: prop for prop in properties}
+    groups: dict[tuple[date, date, int], list[PropertyRow]] = {}
+    for request in nightly_requests(rows.values(), now, lookback, first_night):
+        groups.setdefault((request.closed, request.night, request.lookback), []).append(
+            rows[request.property_id]
+        )
+    return [
+        NightlyBatch(batch, f"nightly:{closed.isoformat()}:{batch.key}", back)
+        for (closed, night, back), members in sorted(groups.items())
+        for batch in plan_batches(members, night, batch_size)
+    ]
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,8 @@ from sqlalchemy.engine import make_url
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
@@ -124,11 +124,8 @@ class NightsWorld:
         return [p.property_id for p in self.properties]
 
     def partition_keys(self) -> list[str]:
-        return [
-            str(PropertyNight(p, night.isoformat()).partition_key)
-            for night in self.nights
-            for p in self.property_ids
-        ]
+        """The night partitions of the world."""
+        return [night.isoformat() for night in self.nights]
 
     def planted_adjustments(self) -> int:
         return sum(n for (_p, _night, cat), n in self.world.expected.items() if cat in ADJUSTED_CATEGORIES)
@@ -537,29 +534,23 @@ class GraphQL:
 
     def launch_partition_run(
         self,
-        partition_key: str,
+        night: str,
+        property_ids: Sequence[str] = (),
         tags: Mapping[str, str] | None = None,
-        run_config: Mapping[str, Any] | None = None,
     ) -> str:
-        """Launch (queue) one run of the job for one partition, as the launchpad does (Dagster's own
-        GraphQL client)."""
+        """Launch (queue) one run of the job for a night and a batch of properties (none: every one), as
+        the launchpad does (Dagster's own GraphQL client)."""
         # Imported here: conftest loads this module for every session, the fast tier needs no GraphQL client.
         from dagster_graphql import DagsterGraphQLClient
 
-        night, property_id = partition_key.split("|")
         url = httpx.URL(self.base_url)
         client = DagsterGraphQLClient(url.host, url.port, timeout=int(self.timeout_s))
         return client.submit_job_execution(
             JOB_NAME,
             repository_location_name=LOCATION_NAME,
             repository_name=REPOSITORY_NAME,
-            run_config=run_config,
-            tags={
-                "dagster/partition": partition_key,
-                "dagster/partition/night": night,
-                "dagster/partition/property": property_id,
-                **(tags or {}),
-            },
+            run_config=batch_run_config(property_ids),
+            tags={"dagster/partition": night, **(tags or {})},
         )
 
     def launch_asset_backfill(
@@ -685,7 +676,6 @@ def pg_dagster_world_in(
             **recon_env(recon_url, simulator.base_url, nights[0]),
         }
         with instance_from_home(home, pg_env) as instance:
-            instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
             yield PgDagsterWorld(
                 world, recon_url, dagster_url, simulator.base_url, home, env, instance, tmp_path / "logs"
             )

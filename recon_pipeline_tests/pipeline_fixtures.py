@@ -17,7 +17,7 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 from recon_pipeline.demo.seed import seed_world
@@ -45,13 +45,15 @@ class SeededPipeline:
     properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES
     flavour: str = "stripe"
 
-    def materialize(self, property_id: str, **kwargs: Any) -> dg.ExecuteInProcessResult:
-        key = PropertyNight(property_id, NIGHT.isoformat()).partition_key
+    def materialize(self, *property_ids: str, **kwargs: Any) -> dg.ExecuteInProcessResult:
+        """One run of the night for a batch of ``property_ids`` (none: every property)."""
+        run_config = {**kwargs.pop("run_config", {}), **batch_run_config(property_ids)}
         return dg.materialize(
             reconciliation_assets,
-            partition_key=str(key),
+            partition_key=NIGHT.isoformat(),
             instance=self.instance,
             resources=self.resources,
+            run_config=run_config,
             **kwargs,
         )
 
@@ -93,6 +95,16 @@ class SeededPipeline:
             ]
 
 
+def asset_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    """The plain metadata values of the run's one materialization of ``asset``."""
+    [materialization] = [
+        event.materialization
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey(asset)
+    ]
+    return {key: value.value for key, value in materialization.metadata.items()}
+
+
 @contextmanager
 def seeded(
     database_url: str,
@@ -120,7 +132,6 @@ def seeded(
     seed_world(engine, world)
     app = build_app(flavour_of(flavour).served(world.store), flavour=flavour)
     with ServerThread(app) as simulator, dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [p.property_id for p in properties])
         resources = {
             "recon_db": ReconDatabase(database_url=database_url),
             "provider": ProviderResource(

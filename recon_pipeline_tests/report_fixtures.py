@@ -19,13 +19,13 @@ from sqlalchemy import Engine
 
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.assets import reconciliation_assets
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import NightsWorld, build_nights_world, seed_database
-from recon_pipeline_tests.pipeline_fixtures import NIGHT
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, asset_metadata
 from recon_pipeline_tests.postgres import postgres_database
 
 _BY_ID = {p.property_id: p for p in DEMO_PROPERTIES}
@@ -49,7 +49,8 @@ class ReportedNights:
     def materialize(self, property_id: str, night: str) -> dg.ExecuteInProcessResult:
         result = dg.materialize(
             reconciliation_assets,
-            partition_key=str(PropertyNight(property_id, night).partition_key),
+            partition_key=night,
+            run_config=batch_run_config([property_id]),
             instance=self.instance,
             resources=self.resources,
         )
@@ -58,10 +59,7 @@ class ReportedNights:
         return result
 
     def report_metadata(self, property_id: str, night: str) -> dict[str, Any]:
-        [materialization] = self.results[(property_id, night)].asset_materializations_for_node(
-            "discrepancy_report"
-        )
-        return {key: value.value for key, value in materialization.metadata.items()}
+        return asset_metadata(self.results[(property_id, night)], "discrepancy_report")
 
 
 @contextmanager
@@ -91,7 +89,6 @@ def reported_nights(
         monkeypatch.setenv("RECON_HOME", str(home))
         seed_database(database_url, world)
         engine = make_engine(database_url)
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, world.property_ids)
         resources = {
             "recon_db": ReconDatabase(database_url=database_url),
             "provider": ProviderResource(

@@ -4,28 +4,36 @@ provider (Stripe on SQLite and PostgreSQL, Razorpay on SQLite)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import dagster as dg
+import httpx
 import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.nights import night_window
+from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.razorpay.client import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 
 ADJUSTED_CATEGORIES = ("missing_in_ledger", "missing_at_provider", "amount_mismatch", "duplicate_in_ledger")
 
 
 def test_every_planted_discrepancy_is_found_on_every_property(provider_pipeline: SeededPipeline) -> None:
+    """One run reconciles the night's batch of every property; the report sums them, the table holds each
+    property's own findings."""
+    result = provider_pipeline.materialize()
+    assert result.success
+    report = asset_metadata(result, "discrepancy_report")
+    assert report["properties"] == len(provider_pipeline.properties)
+    assert report["count/missing_in_ledger"] == 4 * len(provider_pipeline.properties)
+    assert "amount_mismatch" in str(report["categories"])
     for prop in provider_pipeline.properties:
-        result = provider_pipeline.materialize(prop.property_id)
-        assert result.success
         assert provider_pipeline.found(prop.property_id) == provider_pipeline.planted(prop.property_id)
-        report = result.asset_materializations_for_node("discrepancy_report")[0].metadata
-        assert report["count/missing_in_ledger"].value == 4
-        assert "amount_mismatch" in str(report["categories"].value)
+        assert f"| {prop.property_id} | ok |" in str(report["per_property"])
     expected_adjustments = sum(
         n
         for prop in provider_pipeline.properties
@@ -42,9 +50,9 @@ def test_a_clean_night_succeeds_with_no_finding(clean_pipeline: SeededPipeline) 
         result = clean_pipeline.materialize(prop.property_id)
         assert result.success
         assert clean_pipeline.found(prop.property_id) == {} == clean_pipeline.planted(prop.property_id)
-        assert result.output_for_node("orphaned_captured_payments").empty
-        reconciliation = result.asset_materializations_for_node("reconciliation")[0].metadata
-        assert reconciliation["findings"].value == 0 and reconciliation["matched"].value > 100
+        report = asset_metadata(result, "discrepancy_report")
+        assert report["findings"] == 0 and report["matched"] > 100
+        assert report["count/orphaned_captured_payment"] == 0
     assert clean_pipeline.table(adjustments) == []
     assert clean_pipeline.table(discrepancies) == []
 
@@ -56,9 +64,9 @@ def test_rerun_writes_nothing_new(provider_pipeline: SeededPipeline) -> None:
     discrepancies_before = provider_pipeline.table(discrepancies)
     second = provider_pipeline.materialize(prop)
     assert first.run_id != second.run_id
-    metadata = second.asset_materializations_for_node("adjustments")[0].metadata
-    assert metadata["new"].value == 0
-    assert metadata["unchanged"].value == len(adjustments_before) > 0
+    metadata = asset_metadata(second, "adjustments")
+    assert metadata["new"] == 0
+    assert metadata["unchanged"] == len(adjustments_before) > 0
     assert provider_pipeline.table(adjustments) == adjustments_before
     assert provider_pipeline.table(discrepancies) == discrepancies_before
 
@@ -83,11 +91,14 @@ def test_a_pull_that_fails_midway_fails_the_partition_and_writes_nothing(
 
 
 def assert_pull_failed_and_nothing_written(pipeline: SeededPipeline) -> str:
-    """Materialize the first property's night: it fails at provider_records, writing nothing; its error."""
-    result = pipeline.materialize(pipeline.properties[0].property_id, raise_on_error=False)
+    """Materialize the first property's night: its pull fails, the batch step fails naming it, nothing is
+    written; its error."""
+    property_id = pipeline.properties[0].property_id
+    result = pipeline.materialize(property_id, raise_on_error=False)
     assert not result.success
     failed = [event for event in result.all_events if event.is_step_failure]
-    assert [event.step_key for event in failed] == ["provider_records"]
+    assert [event.step_key for event in failed] == ["reconcile_batch"]
+    assert f"property {property_id} night {NIGHT.isoformat()}" in str(failed[0].step_failure_data.error)
     error = str(failed[0].step_failure_data.error)
     assert "IncompletePullError" in error
     assert pipeline.table(adjustments) == []
@@ -127,7 +138,10 @@ def test_razorpay_fees_are_provisional_until_the_night_settles_then_the_settled_
     store.settled_fees[charge_id] = booked_fee + 700  # Razorpay's settlement books a different fee
 
     def fee_rows(result: dg.ExecuteInProcessResult) -> dict[str, tuple[int, str]]:
-        frame = result.output_for_node("provider_records").records
+        """The fee rows the run's pull saw: the same pull, through the same client, right after it."""
+        assert result.success
+        account = PropertyAccount(prop.property_id, prop.provider_account, (prop.property_id,))
+        frame = pipeline.resources["provider"].adapter().pull_claimed(account, window.start, window.end)
         return {
             r.provider_record_id: (r.amount_minor, r.status) for r in frame[frame.kind == "fee"].itertuples()
         }
@@ -165,3 +179,24 @@ def test_razorpay_a_settlement_recon_that_cannot_be_read_fails_the_partition(
 ) -> None:
     razorpay_pipeline.faults(fail_after_requests=1, path_prefix=RECON_PATH)
     assert RECON_PATH in assert_pull_failed_and_nothing_written(razorpay_pipeline)
+
+
+def test_properties_sharing_the_platform_account_and_window_are_pulled_once(sqlite_url: str) -> None:
+    """Two properties on the platform account (attributed by metadata) with the same night window: a batch
+    of both reads the account's window once and splits it, where two runs read it twice; each property
+    still gets exactly its own findings."""
+    lisbon = next(p for p in DEMO_PROPERTIES if p.provider_account is None)
+    annex = replace(lisbon, property_id="porto-annex", name="Porto Annex")  # same zone, own ids
+    with seeded(sqlite_url, properties=(lisbon, annex)) as pipeline:
+
+        def charge_list_requests(*property_ids: str) -> int:
+            httpx.post(f"{pipeline.simulator.base_url}/_simulator/reset-stats", timeout=5).raise_for_status()
+            assert pipeline.materialize(*property_ids).success
+            return int(pipeline.stats()["requests_by_path"].get("/v1/charges", 0))
+
+        apart = charge_list_requests(lisbon.property_id) + charge_list_requests(annex.property_id)
+        together = charge_list_requests(lisbon.property_id, annex.property_id)
+        assert together > 2  # the shared window spans several pages
+        assert 2 * together == apart
+        for prop in (lisbon, annex):
+            assert pipeline.found(prop.property_id) == pipeline.planted(prop.property_id)

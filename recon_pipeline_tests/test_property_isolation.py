@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 import pytest
+from recon_pipeline.defs.sensors import property_partitions_sensor
 from sqlalchemy import Engine, insert, update
 
 from recon_pipeline.db import migrations
@@ -16,7 +17,6 @@ from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
-from recon_pipeline.defs.sensors import property_partitions_sensor
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import InvalidPropertyError, PropertyRow
 from recon_pipeline.nights import last_closed_night

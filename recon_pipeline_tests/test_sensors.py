@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+from recon_pipeline.defs.sensors import property_partitions_sensor
 from sqlalchemy import insert
 
 from recon_pipeline.db import migrations
@@ -10,7 +11,6 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.partitions import PROPERTY_DIMENSION
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.defs.sensors import property_partitions_sensor
 
 
 def add_property(database_url: str, property_id: str) -> None:

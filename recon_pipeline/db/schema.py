@@ -285,3 +285,23 @@ provider_rate_slots = Table(
     Column("bucket", Text, primary_key=True),
     Column("next_slot_s", Float(precision=53), nullable=False),
 )
+
+# Per property-night, the outcome of its latest reconciliation (``recon_pipeline/batches/outcomes.py``): a
+# run reconciles a batch of properties, so what each property's night came to is kept here, where the
+# stale-night sensor, the SLO check, ``recon reconcile-night --wait`` and the analyst find it. Made by
+# migration 0003.
+night_reconciliations = Table(
+    "night_reconciliations",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("night", Text, primary_key=True),
+    Column("run_id", Text, nullable=False),
+    Column("batch_key", Text, nullable=True),
+    Column("status", Text, nullable=False),  # succeeded | failed
+    Column("error", Text, nullable=True),
+    Column("findings", Integer, nullable=True),
+    Column("adjustments_proposed", Integer, nullable=True),
+    Column("started_at", UTC_TIMESTAMP, nullable=False),
+    Column("finished_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_night_reconciliations_night_status", "night", "status"),
+)

@@ -1,352 +1,167 @@
-"""The reconciliation assets of one (property, night) partition: thin wrappers over the pure logic, each
-doing one thing (only ``provider_records`` talks to the provider; the property row is read once, by
-``ledger_records``; ``findings`` writes the findings' table, ``discrepancy_report`` the files).
+"""The reconciliation assets of one night, materialized by runs that each reconcile a batch of properties
+(``recon_pipeline.batches``): a thin wrapper over ``reconcile_batch``, which does the work and writes every
+result to the reconciliation database. Nothing passes between steps, so no IO manager stores anything on
+a run worker's disk, and any executor (in-process, multiprocess, Celery, Kubernetes) runs it unchanged.
 
-ledger_records ─> provider_records ─┬─> reconciliation ──────────────┬─> adjustments ─┬─> discrepancy_report
-                                    └─> orphaned_captured_payments ──┴─> findings ─────┘
+One step materializes the night's three assets for the batch's properties:
+- ``adjustments``: proposed ledger corrections that follow the ledger (inserted once per business key,
+  stale proposals withdrawn or superseded, approved/posted/rejected rows never touched);
+- ``findings``: the night's findings in ``discrepancies`` (those no longer seen cleared);
+- ``discrepancy_report``: the batch's summary in the UI (counts and amounts per category, per-property
+  results); report files are rendered on demand from the tables, never in the nightly path.
+
+Each property's outcome (succeeded with its counts, or failed with a one-line error) is kept in
+``night_reconciliations``. A property that failed fails the run after every other property of the batch
+was reconciled and committed, naming it; its re-execution is idempotent.
 """
 
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
 
 import dagster as dg
-import pandas as pd
 
-from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
-from recon_pipeline.db.results import sync_adjustments
+from recon_pipeline.batches.work import (
+    ADJUSTMENT_COUNTS,
+    FINDING_COUNTS,
+    BatchRequest,
+    BatchResult,
+    reconcile_batch,
+)
+from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, BatchConfig
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
-from recon_pipeline.defs.partitions import property_night, property_night_partitions
+from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.ledger.queries import (
-    PropertyRow,
-    list_properties,
-    load_bookings,
-    load_captured_payment_orders,
-    load_ledger_records,
-    load_payment_order_owners,
-    load_property,
-)
-from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
-from recon_pipeline.nights import NightWindow, night_window
-from recon_pipeline.providers.attribution import (
-    attribute,
-    reported_split,
-    reports_unattributed,
-    unclaimed_payment_ids,
-)
-from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.providers.records import empty_provider_records
-from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.captured import captured_payments
-from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
-from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
-from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
-from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
-from recon_pipeline.reconcile.report import build_night_report
-from recon_pipeline.reconcile.unattributed import unattributed_findings
-from recon_pipeline.reports.partition import export_partition
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.reconcile.report import combined_report, markdown_table
 
 GROUP = "reconciliation"
+PROPERTIES_LISTED = 250  # per-property rows shown in the report's metadata (a batch is ≤ 100 by default)
+
+ADJUSTMENTS = dg.AssetKey("adjustments")
+FINDINGS = dg.AssetKey("findings")
+DISCREPANCY_REPORT = dg.AssetKey("discrepancy_report")
 
 
-@dataclass(frozen=True)
-class NightTarget:
-    """What one partition is about: the property's row, its night and the night's UTC window."""
+def _night_specs() -> list[dg.AssetSpec]:
+    """The three assets one batch step materializes (built here, not at module level: the defs loader
+    would take a module-level spec for an asset of its own)."""
 
-    property_row: PropertyRow
-    night: str
-    window: NightWindow
-
-    account: PropertyAccount
-
-
-def night_target(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> NightTarget:
-    """Resolve the partition key to the property's window and account (with every property sharing it),
-    from the properties table."""
-    key = property_night(context.partition_key)
-    with recon_db.engine().connect() as connection:
-        row = load_property(connection, key.property_id)
-        sharing = tuple(
-            other.property_id
-            for other in list_properties(connection)
-            if other.provider_account == row.provider_account
+    def spec(key: dg.AssetKey, description: str, deps: list[dg.AssetKey] | None = None) -> dg.AssetSpec:
+        return dg.AssetSpec(
+            key,
+            group_name=GROUP,
+            kinds={"sql"},
+            partitions_def=night_partitions,
+            deps=deps,
+            description=description,
         )
-    account = PropertyAccount(row.property_id, row.provider_account, sharing)
-    return NightTarget(row, key.night, night_window(key.night, row.timezone, row.night_cutoff), account)
+
+    return [
+        spec(
+            ADJUSTMENTS, "Proposed ledger corrections of the night, per business key (table `adjustments`)."
+        ),
+        spec(FINDINGS, "The night's findings (table `discrepancies`); those no longer seen are cleared."),
+        spec(
+            DISCREPANCY_REPORT,
+            "The batch's summary: findings per category and currency, and each property's result. "
+            "Files on demand: `recon report night`.",
+            deps=[ADJUSTMENTS, FINDINGS],
+        ),
+    ]
 
 
-def window_metadata(target: NightTarget) -> dict[str, str]:
-    return {
-        "window_start_utc": target.window.start.isoformat(),
-        "window_end_utc": target.window.end.isoformat(),
-        "window_hours": f"{target.window.duration.total_seconds() / 3600:g}",
-    }
+def _per_property_markdown(batch: BatchResult) -> str:
+    by_id = {result.property_row.property_id: result for result in batch.results}
+    rows = []
+    for outcome in sorted(batch.outcomes, key=lambda o: (o.succeeded, o.property_id))[:PROPERTIES_LISTED]:
+        result = by_id.get(outcome.property_id)
+        if result is None:
+            rows.append([outcome.property_id, "failed", "", "", "", outcome.error or ""])
+        else:
+            window = f"{result.window.start:%m-%d %H:%M}–{result.window.end:%m-%d %H:%M} UTC"
+            rows.append(
+                [outcome.property_id, "ok", window, str(result.pulled), str(len(result.report.findings)), ""]
+            )
+    more = len(batch.outcomes) - PROPERTIES_LISTED
+    table = markdown_table(["property", "result", "window", "pulled", "findings", "error"], rows)
+    return table + (f"\n\n_and {more} more in `night_reconciliations`._" if more > 0 else "")
 
 
-@dataclass(frozen=True)
-class LedgerNight:
-    """The ``ledger_records`` asset's value: the partition resolved once per run (the property's row,
-    window and account), and the ledger entries of its window."""
-
-    target: NightTarget
-    entries: LedgerSplit
-
-
-@dataclass(frozen=True)
-class NightPull:
-    """The ``provider_records`` asset's value: the night's records (with the unattributed ones this
-    property reports, ``property_id`` null), and the records of other nights that the ledger names and the
-    night lacks, fetched by id."""
-
-    records: pd.DataFrame
-    elsewhere: pd.DataFrame
-    looked_up: int  # ids looked up: ledger ids the night's pull did not explain
-
-
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
-def ledger_records(context: dg.AssetExecutionContext, recon_db: ReconDatabase) -> dg.Output[LedgerNight]:
-    """The PMS ledger entries of the night, with the adjacent nights' entries to spot timing differences;
-    entries the contract forbids are split off as findings (``invalid_entries``), disputes deferred.
-    The property row read here serves every asset downstream of it in the run."""
-    target = night_target(context, recon_db)
-    with recon_db.engine().connect() as connection:
-        ledger = split_ledger_records(
-            load_ledger_records(connection, target.property_row.property_id, target.window)
-        )
-    frame = ledger.valid
-    return dg.Output(
-        LedgerNight(target, ledger),
-        metadata={
-            "dagster/row_count": len(frame),
-            "in_night": int(frame["in_night"].sum()),
-            "adjacent_nights": int((~frame["in_night"]).sum()),
-            "invalid_entries": len(ledger.invalid),
-            "deferred_kinds": ledger.deferred,
-            **window_metadata(target),
-        },
-    )
-
-
-@dg.asset(
-    partitions_def=property_night_partitions,
-    group_name=GROUP,
+@dg.multi_asset(
+    specs=_night_specs(),
+    name=BATCH_OP,
+    partitions_def=night_partitions,
     pool=PROVIDER_POOL,
     retry_policy=provider_step_retry_policy(),
-    kinds={"api", "pandas"},
 )
-def provider_records(
+def reconcile_batch_assets(
     context: dg.AssetExecutionContext,
+    config: BatchConfig,
     recon_db: ReconDatabase,
     provider: ProviderResource,
-    ledger_records: LedgerNight,
-) -> dg.Output[NightPull]:
-    """Every charge, fee and refund the provider holds for the property's night, then by id what the
-    ledger names that the night lacks; a partial pull fails. All of the run's provider reads are here.
-
-    Records of an account several properties share are attributed (metadata, then payment_orders); the
-    ones nobody owns stay in the frame with a null property_id only for the account's first property,
-    which reports them. Ledger ids are mapped to charge ids first (``identity.py``), so an entry booked by
-    PaymentIntent or order id is explained by its charge and not looked up."""
-    target = ledger_records.target
-    adapter = provider.adapter()
-    claimed = adapter.pull_claimed(target.account, target.window.start, target.window.end)
-    with recon_db.engine().connect() as connection:
-        owners = load_payment_order_owners(connection, unclaimed_payment_ids(claimed))
-    split = attribute(claimed, target.account, owners)
-    frame = split.own
-    if reports_unattributed(target.account) and len(split.unattributed):
-        frame = pd.concat([frame, split.unattributed], ignore_index=True)
-    ledger = canonical_ledger(ledger_records.entries.valid, payment_aliases(split.own))
-    unmatched = unmatched_ledger_record_ids(split.own, ledger)
-    elsewhere = empty_provider_records()
-    if unmatched:
-        elsewhere = adapter.fetch_records_by_id(target.account, unmatched)
-    context.log.info(
-        f"pulled {len(split.own)} provider records for {target.property_row.property_id} {target.night}, "
-        f"{len(split.unattributed)} attributable to no property; {len(unmatched)} ledger ids looked up, "
-        f"{len(elsewhere)} records found in other nights"
+) -> Iterator[dg.MaterializeResult]:
+    """Reconcile the run's batch of properties for its night and report each asset's part of it."""
+    night = partition_night(context.partition_key)
+    request = BatchRequest(
+        night=night,
+        property_ids=tuple(config.properties),
+        batch_key=context.run.tags.get(BATCH_TAG),
+        orphan_grace=timedelta(minutes=config.orphan_grace_minutes),
+        workers=config.workers,
     )
-    return dg.Output(
-        NightPull(frame, elsewhere, len(unmatched)),
-        metadata={
-            "dagster/row_count": len(split.own),
-            "unattributed": len(split.unattributed),
-            "looked_up_by_id": len(unmatched),
-            "found_in_other_nights": len(elsewhere),
-            **{f"rows/{kind}": int(n) for kind, n in split.own["kind"].value_counts().items()},
-            # Fee rows by status: where a provider settles fees later, settled vs provisional.
-            **{
-                f"fees/{status}": int(n)
-                for status, n in split.own.loc[split.own["kind"] == "fee", "status"].value_counts().items()
-            },
-            **window_metadata(target),
-        },
-    )
-
-
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"pandas"})
-def reconciliation(
-    context: dg.AssetExecutionContext, provider_records: NightPull, ledger_records: LedgerNight
-) -> dg.Output[DiffResult]:
-    """Diff of provider against ledger (pure: no provider or database I/O). Ledger records absent from the
-    night are matched against what ``provider_records`` found of them by id: found → timing difference,
-    not found → missing at the provider.
-
-    Records nobody owns are unattributed findings, and invalid ledger entries join the findings without
-    entering the diff."""
-    split = reported_split(provider_records.records)
-    own, nobody, elsewhere = split.own, split.unattributed, provider_records.elsewhere
-    entries = ledger_records.entries
-    ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere))
-    result = diff_night(own, ledger, elsewhere)
-    result = with_findings(
-        replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
-        unattributed_findings(nobody),
-        entries.invalid,
-    )
-    context.log.info(
-        f"{len(result.discrepancies)} findings, {result.matched_count} matched, "
-        f"{result.timing_difference_count} timing differences"
-    )
-    return dg.Output(
-        result,
-        metadata={
-            "findings": len(result.discrepancies),
-            "matched": result.matched_count,
-            "timing_differences": result.timing_difference_count,
-            "unattributed_reported": int(nobody["kind"].isin(("payment", "refund")).sum()),
-        },
-    )
-
-
-class OrphanConfig(dg.Config):
-    """How long a captured payment may wait for its booking to be confirmed before it is an orphan."""
-
-    grace_minutes: int = 60
-
-
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql", "pandas"})
-def orphaned_captured_payments(
-    context: dg.AssetExecutionContext,
-    config: OrphanConfig,
-    recon_db: ReconDatabase,
-    provider_records: NightPull,
-    ledger_records: LedgerNight,
-) -> dg.Output[pd.DataFrame]:
-    """Money captured (at the provider or in payment_orders) whose booking is still not confirmed."""
-    target = ledger_records.target
-    own = reported_split(provider_records.records).own
-    with recon_db.engine().connect() as connection:
-        local = load_captured_payment_orders(connection, target.property_row.property_id, target.window)
-        captured = captured_payments(own, local, payment_aliases(own))
-        booking_states = load_bookings(connection, captured["booking_id"].dropna())
-    orphans = find_orphaned_captured_payments(
-        captured, booking_states, datetime.now(UTC), timedelta(minutes=config.grace_minutes)
-    )
-    return dg.Output(
-        orphans, metadata={"dagster/row_count": len(orphans), "grace_minutes": config.grace_minutes}
-    )
-
-
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
-def adjustments(
-    context: dg.AssetExecutionContext, recon_db: ReconDatabase, reconciliation: DiffResult
-) -> dg.MaterializeResult:
-    """Proposed ledger corrections that follow the ledger: new ones inserted once per business key, stale
-    proposals withdrawn or superseded, approved/posted/rejected rows never touched (a re-run with no
-    change modifies no row).
-
-    One transaction: a run killed before its commit wrote nothing; one killed after it, before Dagster
-    recorded this materialization, left every row, which its re-run finds unchanged.
-    """
-    key = property_night(context.partition_key)
-    now = datetime.now(UTC)
-    proposals = plan_adjustments(
-        key.property_id, key.night, reconciliation.discrepancies, context.run_id, now
-    )
-    with recon_db.engine().begin() as connection:
-        plan = sync_adjustments(connection, key.property_id, key.night, proposals, now)
-        reached(ADJUSTMENTS_BEFORE_COMMIT)
-    reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
-    counts = {
-        "new": plan.new,
-        "withdrawn": plan.count(WITHDRAWN),
-        "superseded": plan.count(SUPERSEDED),
-        "remainder": plan.remainder,
-        "unchanged": plan.unchanged,
-    }
-    context.log.info("adjustments: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
-    return dg.MaterializeResult(metadata={"proposed": len(proposals), **counts})
-
-
-@dg.asset(partitions_def=property_night_partitions, group_name=GROUP, kinds={"sql"})
-def findings(
-    context: dg.AssetExecutionContext,
-    recon_db: ReconDatabase,
-    reconciliation: DiffResult,
-    orphaned_captured_payments: pd.DataFrame,
-) -> dg.MaterializeResult:
-    """The night's findings, upserted into ``discrepancies`` (those no longer seen cleared; a re-run leaves
-    the table identical, reviewed findings are never dropped)."""
-    key = property_night(context.partition_key)
-    found = pd.concat([reconciliation.discrepancies, orphaned_captured_payments], ignore_index=True)
-    with recon_db.engine().begin() as connection:
-        counts = save_discrepancies(
-            connection, key.property_id, key.night, found, context.run_id, datetime.now(UTC)
+    batch = reconcile_batch(recon_db.engine(), provider.adapter(), request, context.run_id, context.log.info)
+    for skipped in batch.skipped:
+        context.log.error(f"skipped: {skipped}")
+    if batch.failed:
+        failed = batch.failed
+        raise dg.Failure(
+            description=f"{len(failed)} of {len(batch.outcomes)} properties failed for night {night}; "
+            f"first: {failed[0].error}",
+            metadata={"failed": dg.MetadataValue.md(_per_property_markdown(batch))},
         )
-    return dg.MaterializeResult(
+    report = combined_report([result.report for result in batch.results])
+    fees = Counter[str]()
+    for result in batch.results:
+        fees.update(result.fees_by_status)
+    batch_metadata: dict[str, dg.RawMetadataValue] = {
+        "properties": len(batch.results),
+        "batch": request.batch_key or "all",
+    }
+    yield dg.MaterializeResult(
+        asset_key=ADJUSTMENTS,
         metadata={
-            "dagster/row_count": len(found),
-            "discrepancies_new": counts.new,
-            "discrepancies_unchanged": counts.already_present,
-            "discrepancies_cleared": counts.cleared,
-            "discrepancies_reopened": counts.reopened,
-        }
+            **batch_metadata,
+            "proposed": sum(result.proposed for result in batch.results),
+            **{name: batch.total("adjustments", name) for name in ADJUSTMENT_COUNTS},
+        },
     )
-
-
-@dg.asset(
-    partitions_def=property_night_partitions,
-    group_name=GROUP,
-    kinds={"csv", "parquet", "html"},
-    deps=[findings, adjustments],
-)
-def discrepancy_report(
-    recon_db: ReconDatabase,
-    reconciliation: DiffResult,
-    orphaned_captured_payments: pd.DataFrame,
-    ledger_records: LedgerNight,
-) -> dg.MaterializeResult:
-    """The analyst's report of the night: CSV, Parquet and HTML under
-    ``RECON_HOME/reports/<property>/<night>/``, read back from the committed ``discrepancies`` table with
-    each finding's adjustment state (after ``findings`` and ``adjustments``), and summarised in the UI."""
-    target = ledger_records.target
-    report = build_night_report(reconciliation, orphaned_captured_payments)
-    with recon_db.engine().connect() as connection:
-        files = export_partition(connection, target.property_row, target.night, report)
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
+        asset_key=FINDINGS,
         metadata={
+            **batch_metadata,
+            "dagster/row_count": len(report.findings),
+            **{f"discrepancies_{name}": batch.total("findings", name) for name in FINDING_COUNTS},
+        },
+    )
+    yield dg.MaterializeResult(
+        asset_key=DISCREPANCY_REPORT,
+        metadata={
+            **batch_metadata,
             **report.as_metadata(),
             "dagster/row_count": len(report.findings),
-            "discrepancies_in_table": files.rows,
+            "pulled": sum(result.pulled for result in batch.results),
+            "unattributed": sum(result.unattributed for result in batch.results),
+            "looked_up_by_id": sum(result.looked_up for result in batch.results),
+            "found_in_other_nights": sum(result.found_elsewhere for result in batch.results),
+            "invalid_entries": sum(result.invalid_entries for result in batch.results),
+            "deferred_entries": sum(result.deferred_entries for result in batch.results),
+            **{f"fees/{status}": n for status, n in sorted(fees.items())},
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
-            "adjustment_states": dg.MetadataValue.md(files.adjustment_states_markdown()),
-            "report_html": dg.MetadataValue.path(str(files.html)),
-            "report_csv": dg.MetadataValue.path(str(files.csv)),
-            "report_parquet": dg.MetadataValue.path(str(files.parquet)),
-        }
+            "per_property": dg.MetadataValue.md(_per_property_markdown(batch)),
+        },
     )
 
 
-reconciliation_assets = [
-    provider_records,
-    ledger_records,
-    reconciliation,
-    orphaned_captured_payments,
-    adjustments,
-    findings,
-    discrepancy_report,
-]
+reconciliation_assets = [reconcile_batch_assets]

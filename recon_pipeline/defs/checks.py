@@ -22,25 +22,30 @@ Per partition, in every ``reconcile_night`` run (checks of the job's selected as
   (partitioned checks are a preview in Dagster 1.13).
 """
 
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
+from sqlalchemy import Connection, RowMapping
 
+from recon_pipeline.batches.outcomes import succeeded_nights
 from recon_pipeline.config import positive_int_from_env, text_from_env
-from recon_pipeline.defs.assets import discrepancy_report
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, property_night
+from recon_pipeline.defs.assets import DISCREPANCY_REPORT
+from recon_pipeline.defs.batches import batch_properties
+from recon_pipeline.defs.partitions import partition_night
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.events.backlog import read_backlog
-from recon_pipeline.ledger.queries import list_properties, load_property, split_valid_properties
+from recon_pipeline.ledger.queries import PropertyRow, list_properties, load_property, split_valid_properties
 from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import night_window, parse_cutoff
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
-from recon_pipeline.review.limits import judge_orphans, judge_unexplained, orphan_error_after
+from recon_pipeline.review.limits import OrphanVerdict, judge_orphans, judge_unexplained, orphan_error_after
 from recon_pipeline.review.render import findings_markdown, money
 from recon_pipeline.review.rules import OPEN, DiscrepancyFilter
 from recon_pipeline.review.store import (
+    Threshold,
     count_discrepancies,
     list_discrepancies,
     threshold_for,
@@ -58,7 +63,7 @@ payment_events_backlog = dg.AssetSpec(
 
 
 @dg.asset_check(
-    asset=discrepancy_report,
+    asset=DISCREPANCY_REPORT,
     description="Each property's latest closed night is reconciled by the morning close, and no "
     "properties row is invalid.",
 )
@@ -69,11 +74,11 @@ def previous_night_reconciled(
     now = datetime.now(UTC)
     with recon_db.engine().connect() as connection:
         properties, invalid = split_valid_properties(list_properties(connection))
+        judged = previous_nights(properties, now, morning_close)
+        since = min((p.night for p in judged), default=now.date()) - timedelta(days=1)
+        reconciled = succeeded_nights(connection, since.isoformat())
     for error in invalid:
         context.log.error(f"not judged: {error}")
-    partitioned = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
-    reconciled = context.instance.get_materialized_partitions(discrepancy_report.key)
-    judged = [p for p in previous_nights(properties, now, morning_close) if p.property_id in partitioned]
     late = [
         f"{previous.property_id} {night}"
         for previous in judged
@@ -86,16 +91,14 @@ def previous_night_reconciled(
             "morning_close_local": morning_close.strftime("%H:%M"),
             "properties_judged": len(judged),
             "late": dg.MetadataValue.md("\n".join(f"- {item}" for item in late) or "none"),
-            "invalid_properties": dg.MetadataValue.md(
-                "\n".join(f"- {error}" for error in invalid) or "none"
-            ),
+            "invalid_properties": dg.MetadataValue.md("\n".join(f"- {error}" for error in invalid) or "none"),
         },
     )
 
 
-def _reconciled_in(reconciled: AbstractSet[str], property_id: str) -> Callable[[date], bool]:
-    """Whether a night of the property has a materialized ``discrepancy_report`` partition."""
-    return lambda night: str(PropertyNight(property_id, night.isoformat()).partition_key) in reconciled
+def _reconciled_in(reconciled: AbstractSet[tuple[str, str]], property_id: str) -> Callable[[date], bool]:
+    """Whether a night of the property was last reconciled successfully (``night_reconciliations``)."""
+    return lambda night: (property_id, night.isoformat()) in reconciled
 
 
 @dg.asset_check(
@@ -120,25 +123,51 @@ def oldest_pending_event_age(recon_db: ReconDatabase) -> dg.AssetCheckResult:
     )
 
 
+def _batch_rows(context: dg.AssetCheckExecutionContext, connection: Connection) -> list[PropertyRow]:
+    """The properties of the run's batch (its run config; empty: every valid property), validated; an
+    unknown or invalid one raises naming it (the batch's step already failed on it)."""
+    named = batch_properties(context.run.run_config)
+    if not named:
+        return split_valid_properties(list_properties(connection))[0]
+    return [load_property(connection, property_id) for property_id in named]
+
+
 @dg.asset_check(
-    asset=discrepancy_report,
+    asset=DISCREPANCY_REPORT,
     blocking=True,
-    description="The night's open findings add up to at most the property's threshold, per currency. "
-    "Acknowledge or resolve what is explained (`recon discrepancies ack|resolve`), then re-execute.",
+    description="Each property's open findings of the night add up to at most its threshold, per "
+    "currency. Acknowledge or resolve what is explained (`recon discrepancies ack|resolve`), then "
+    "re-execute.",
 )
 def unexplained_discrepancy_amount(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
-    key = property_night(context.partition_key)
+    """Judged per property of the run's batch; the metadata shows the first property over its threshold
+    (else the one with the largest amount) and lists every property over."""
+    night = partition_night(context.partition_key)
+    judged = []
     with recon_db.engine().connect() as connection:
-        currency = load_property(connection, key.property_id).currency
-        amounts = unexplained_amounts(connection, key.property_id, key.night)
-        threshold = threshold_for(connection, key.property_id)
-    verdict = judge_unexplained(amounts, threshold.minor, currency)
+        for row in _batch_rows(context, connection):
+            amounts = unexplained_amounts(connection, row.property_id, night)
+            threshold = threshold_for(connection, row.property_id)
+            judged.append(
+                (row.property_id, judge_unexplained(amounts, threshold.minor, row.currency), threshold)
+            )
+    over = [(p, verdict) for p, verdict, _ in judged if not verdict.passed]
+    property_id, verdict, threshold = max(
+        judged,
+        key=lambda j: (not j[1].passed, j[1].amount_minor / max(j[2].minor, 1)),
+        default=("", judge_unexplained({}, 0, ""), Threshold(0, "default")),
+    )
     return dg.AssetCheckResult(
-        passed=verdict.passed,
+        passed=not over,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={
+            "properties_judged": len(judged),
+            "over_threshold": dg.MetadataValue.md(
+                "\n".join(f"- {p}: {', '.join(v.exceeded)}" for p, v in over) or "none"
+            ),
+            "property": property_id,
             "currency": verdict.currency,
             "amount_minor": verdict.amount_minor,
             "amount": money(verdict.amount_minor, verdict.currency),
@@ -152,30 +181,46 @@ def unexplained_discrepancy_amount(
 
 
 @dg.asset_check(
-    asset=discrepancy_report,
+    asset=DISCREPANCY_REPORT,
     description="No captured payment of the night waits, unreviewed, for its booking to be confirmed "
     "past the grace: WARN, ERROR once the night closed more than RECON_ORPHAN_ERROR_HOURS (24) ago.",
 )
 def orphaned_payment_age(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
 ) -> dg.AssetCheckResult:
-    key = property_night(context.partition_key)
-    orphans = DiscrepancyFilter(key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT, OPEN, cleared=False)
+    """Over the run's batch: open orphans counted and summed per currency, the night closed longest ago
+    judged (an ERROR for any property past the limit)."""
+    night = partition_night(context.partition_key)
+    now, error_after = datetime.now(UTC), orphan_error_after()
+    count, amounts = 0, Counter[str]()
+    shown: list[RowMapping] = []
+    verdicts: list[OrphanVerdict] = []
     with recon_db.engine().connect() as connection:
-        row = load_property(connection, key.property_id)
-        count = count_discrepancies(connection, orphans)
-        shown = list_discrepancies(connection, orphans, ORPHANS_LISTED)
-        amounts = unexplained_amounts(connection, key.property_id, key.night, ORPHANED_CAPTURED_PAYMENT)
-    window = night_window(key.night, row.timezone, row.night_cutoff)
-    verdict = judge_orphans(count, window.end, datetime.now(UTC), orphan_error_after())
+        for row in _batch_rows(context, connection):
+            orphans = DiscrepancyFilter(
+                row.property_id, night, ORPHANED_CAPTURED_PAYMENT, OPEN, cleared=False
+            )
+            found = count_discrepancies(connection, orphans)
+            window = night_window(night, row.timezone, row.night_cutoff)
+            verdicts.append(judge_orphans(found, window.end, now, error_after))
+            if found:
+                count += found
+                shown += list_discrepancies(connection, orphans, ORPHANS_LISTED - len(shown))
+                amounts.update(
+                    unexplained_amounts(connection, row.property_id, night, ORPHANED_CAPTURED_PAYMENT)
+                )
+    worst = max(verdicts, key=lambda v: (not v.passed, v.is_error, v.closed_ago), default=None)
     return dg.AssetCheckResult(
-        passed=verdict.passed,
-        severity=dg.AssetCheckSeverity.ERROR if verdict.is_error else dg.AssetCheckSeverity.WARN,
+        passed=all(v.passed for v in verdicts),
+        severity=dg.AssetCheckSeverity.ERROR
+        if any(v.is_error for v in verdicts)
+        else dg.AssetCheckSeverity.WARN,
         metadata={
             "open_orphans": count,
-            "hours_since_night_closed": round(verdict.closed_ago.total_seconds() / 3600, 1),
-            "error_after_hours": verdict.error_after.total_seconds() / 3600,
-            **{f"amount/{currency}": money(amount, currency) for currency, amount in amounts.items()},
+            "properties_judged": len(verdicts),
+            "hours_since_night_closed": round(worst.closed_ago.total_seconds() / 3600, 1) if worst else 0.0,
+            "error_after_hours": error_after.total_seconds() / 3600,
+            **{f"amount/{currency}": money(amount, currency) for currency, amount in sorted(amounts.items())},
             "payments": dg.MetadataValue.md(findings_markdown(shown)),
         },
     )

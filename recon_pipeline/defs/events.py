@@ -1,20 +1,23 @@
 """Dagster wiring of event processing: the pending-events sensor, the processor job, recovery schedules,
 and the sensor that re-opens nights touched by late events. Thin wrappers over ``recon_pipeline.events``."""
 
-from datetime import UTC, datetime, timedelta
+import hashlib
+from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
 
+from recon_pipeline.batches.outcomes import succeeded_nights
+from recon_pipeline.batches.plan import plan_batches
 from recon_pipeline.config import positive_int_from_env
-from recon_pipeline.defs.assets import discrepancy_report
+from recon_pipeline.defs.batches import batch_run_request, batch_size
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL
 from recon_pipeline.defs.jobs import reconcile_night_job
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.events.backlog import events_run_key, read_backlog
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.stale import recent_stale_nights
+from recon_pipeline.ledger.queries import PropertyRow, list_properties, split_valid_properties
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -90,22 +93,28 @@ def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDa
     job=reconcile_night_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING
 )
 def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
-    """Re-materialize a reconciled night that a late event touched, once per stale generation."""
+    """Reconcile again, in batches, the reconciled property-nights that a late event touched, once per
+    stale generation (the run key names each member's generation)."""
     since = datetime.now(UTC) - STALE_LOOKBACK
     with recon_db.engine().connect() as connection:
         marks = recent_stale_nights(connection, since)
-    reconciled = context.instance.get_materialized_partitions(discrepancy_report.key)
-    properties = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
+        reconciled = succeeded_nights(connection, (since.date() - STALE_LOOKBACK).isoformat())
+        properties = {row.property_id: row for row in split_valid_properties(list_properties(connection))[0]}
+    generation = {
+        (property_id, night): g
+        for property_id, night, g in marks
+        if (property_id, night) in reconciled and property_id in properties
+    }
+    by_night: dict[str, list[PropertyRow]] = {}
+    for property_id, night in sorted(generation):
+        by_night.setdefault(night, []).append(properties[property_id])
     requests = []
-    for property_id, night, generation in marks:
-        key = PropertyNight(property_id, night).partition_key
-        if property_id in properties and str(key) in reconciled:
+    for night, rows in by_night.items():
+        for batch in plan_batches(rows, date.fromisoformat(night), batch_size()):
+            generations = ",".join(f"{p}:{generation[(p, night)]}" for p in batch.property_ids)
+            digest = hashlib.sha256(generations.encode()).hexdigest()[:10]
             requests.append(
-                dg.RunRequest(
-                    partition_key=key,
-                    run_key=f"reopen:{key}:g{generation}",
-                    tags={"recon/reason": "late_event"},
-                )
+                batch_run_request(batch, f"reopen:{batch.key}:{digest}", tags={"recon/reason": "late_event"})
             )
     return dg.SensorResult(
         run_requests=requests, skip_reason=None if requests else "no reconciled night went stale"

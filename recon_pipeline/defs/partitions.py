@@ -1,22 +1,19 @@
-"""Partitions: property (dynamic, filled from the properties table) × night (daily).
+"""Partitions: one per night (daily). A run of a night reconciles a batch of properties, named in its
+run config (``recon_pipeline/defs/batches.py``), so runs and partitions do not grow with the number of
+properties: 2,000 properties × 365 nights is 365 partitions, not 730,000 (Dagster advises under ~100,000
+per asset), and a night is a few dozen runs, not one per property.
 
-The night dimension is a calendar date; each property turns it into its own UTC window
-(``recon_pipeline.nights``). Its first date is ``RECON_FIRST_NIGHT`` (default 2026-01-01): Dagster
-advises under ~100,000 partitions per asset, and properties × nights grows by 365 per property a year,
-so move the start forward as history is retired.
+The night is a calendar date; each property turns it into its own UTC window (``recon_pipeline.nights``).
+Its first date is ``RECON_FIRST_NIGHT`` (default 2026-01-01).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dagster as dg
 
 from recon_pipeline.config import night_from_env
-from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.keys import parse_night
 
-PROPERTY_DIMENSION = "property"
-NIGHT_DIMENSION = "night"
 DEFAULT_FIRST_NIGHT = "2026-01-01"
 
 
@@ -25,29 +22,12 @@ def first_night() -> str:
     return night_from_env("RECON_FIRST_NIGHT", DEFAULT_FIRST_NIGHT)
 
 
-property_partitions = dg.DynamicPartitionsDefinition(name=PROPERTY_DIMENSION)
 # end_offset=1: a property east of UTC closes its night before UTC's day ends.
-night_dates = dg.DailyPartitionsDefinition(start_date=first_night(), end_offset=1)
-property_night_partitions = dg.MultiPartitionsDefinition(
-    {PROPERTY_DIMENSION: property_partitions, NIGHT_DIMENSION: night_dates}
-)
+night_partitions = dg.DailyPartitionsDefinition(start_date=first_night(), end_offset=1)
 
 
-@dataclass(frozen=True)
-class PropertyNight:
-    """The two halves of a partition key, validated."""
-
-    property_id: str
-    night: str
-
-    @property
-    def partition_key(self) -> dg.MultiPartitionKey:
-        return dg.MultiPartitionKey({PROPERTY_DIMENSION: self.property_id, NIGHT_DIMENSION: self.night})
-
-
-def property_night(partition_key: str) -> PropertyNight:
-    """Parse a partition key (``MultiPartitionKey`` or its ``night|property`` string form)."""
-    keys = property_night_partitions.get_partition_key_from_str(str(partition_key)).keys_by_dimension
-    night = keys[NIGHT_DIMENSION]
+def partition_night(partition_key: str) -> str:
+    """The night of a partition key, validated ('YYYY-MM-DD')."""
+    night = str(partition_key)
     parse_night(night)
-    return PropertyNight(validate_property_id(keys[PROPERTY_DIMENSION]), night)
+    return night

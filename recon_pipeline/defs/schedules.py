@@ -1,15 +1,16 @@
-"""The nightly schedule: after each property's cutoff, its night just closed plus a look-back."""
+"""The nightly schedule: after each property's cutoff, its night just closed plus a look-back, in batches."""
 
 from datetime import UTC, date, datetime
 
 import dagster as dg
 
 from recon_pipeline.config import positive_int, text_from_env
+from recon_pipeline.defs.batches import batch_run_request, batch_size
 from recon_pipeline.defs.jobs import reconcile_night_job
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight, first_night
+from recon_pipeline.defs.partitions import first_night
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.ledger.queries import list_properties, split_valid_properties
-from recon_pipeline.nightly import nightly_requests
+from recon_pipeline.nightly import nightly_batches
 
 DEFAULT_LOOKBACK = 3
 
@@ -29,7 +30,8 @@ def lookback_nights() -> int:
 def nightly_reconciliation_schedule(
     context: dg.ScheduleEvaluationContext, recon_db: ReconDatabase
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """Every 15 minutes: each property's latest closed night and its look-back; run keys dedupe repeats.
+    """Every 15 minutes: the properties whose night closed, and their look-back, as batch runs; run keys
+    dedupe the repeats of the same day.
 
     Each property is validated alone: a bad ``properties`` row is skipped with an error naming it in the
     tick's log, and every other property still gets its runs."""
@@ -38,17 +40,18 @@ def nightly_reconciliation_schedule(
         properties, invalid = split_valid_properties(list_properties(connection))
     for error in invalid:
         context.log.error(f"skipped: {error}")
-    partitioned = set(context.instance.get_dynamic_partitions(PROPERTY_DIMENSION))
+    batches = nightly_batches(
+        properties, now, lookback_nights(), date.fromisoformat(first_night()), batch_size()
+    )
     requests = [
-        dg.RunRequest(
-            run_key=request.run_key,
-            partition_key=PropertyNight(request.property_id, request.night.isoformat()).partition_key,
-            tags={"recon/trigger": "nightly", "recon/lookback": str(request.lookback)},
+        batch_run_request(
+            nightly.batch,
+            nightly.run_key,
+            tags={"recon/trigger": "nightly", "recon/lookback": str(nightly.lookback)},
         )
-        for request in nightly_requests(properties, now, lookback_nights(), date.fromisoformat(first_night()))
-        if request.property_id in partitioned
+        for nightly in batches
     ]
     if not requests:
         skipped = "".join(f"; skipped: {error}" for error in invalid)
-        return dg.SkipReason(f"no valid property with a partition yet{skipped}")
+        return dg.SkipReason(f"no valid property has a closed night yet{skipped}")
     return requests

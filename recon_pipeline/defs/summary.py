@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from recon_pipeline.defs.assets import discrepancy_report
+from recon_pipeline.defs.assets import DISCREPANCY_REPORT
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.reports.exports import write_csv
 from recon_pipeline.reports.overview import (
@@ -53,7 +53,7 @@ REFRESH_CONDITION = (
 
 
 @dg.asset(
-    deps=[discrepancy_report],
+    deps=[DISCREPANCY_REPORT],
     group_name=GROUP,
     kinds={"sql", "csv"},
     automation_condition=REFRESH_CONDITION,
@@ -81,7 +81,7 @@ def open_discrepancies_overview(
 
 
 @dg.asset(
-    deps=[discrepancy_report],
+    deps=[DISCREPANCY_REPORT],
     group_name=GROUP,
     kinds={"sql", "csv"},
     automation_condition=REFRESH_CONDITION,

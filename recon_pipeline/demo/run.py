@@ -30,7 +30,7 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
 from recon_pipeline.db.upsert import insert_new
-from recon_pipeline.defs.partitions import PROPERTY_DIMENSION, PropertyNight
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
@@ -144,7 +144,7 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
         property_id=property_id,
         night=night,
         run_id=result.run_id,
-        provider_records=_metadata_int(result, "provider_records", "dagster/row_count"),
+        provider_records=_metadata_int(result, "discrepancy_report", "pulled"),
         adjustments_new=_metadata_int(result, "adjustments", "new"),
         adjustments_unchanged=_metadata_int(result, "adjustments", "unchanged"),
         found=found_by_category(engine, property_id, night),
@@ -161,13 +161,11 @@ def execute_night(instance: dg.DagsterInstance, property_id: str, night: str) ->
     """One successful run of reconcile_night for the property-night, or DemoRunFailed (one line)."""
     from recon_pipeline.definitions import build_definitions  # after the environment is set
 
-    if not instance.has_dynamic_partition(PROPERTY_DIMENSION, property_id):
-        instance.add_dynamic_partitions(PROPERTY_DIMENSION, [property_id])
     job = build_definitions().resolve_job_def("reconcile_night")
     result = job.execute_in_process(
-        partition_key=PropertyNight(property_id, night).partition_key,
+        partition_key=night,
         instance=instance,
-        run_config=QUIET_CONSOLE,
+        run_config={**QUIET_CONSOLE, **batch_run_config([property_id])},
         raise_on_error=False,
     )
     if not result.success:
@@ -314,13 +312,17 @@ def found_by_category(engine: Engine, property_id: str, night: str) -> dict[str,
         return {category: int(count) for category, count in connection.execute(query).tuples()}
 
 
-def _metadata(result: dg.ExecuteInProcessResult, node: str, key: str) -> object:
-    materialization = result.asset_materializations_for_node(node)[0]
+def _metadata(result: dg.ExecuteInProcessResult, asset: str, key: str) -> object:
+    [materialization] = [
+        event.materialization
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey(asset)
+    ]
     return materialization.metadata[key].value
 
 
-def _metadata_int(result: dg.ExecuteInProcessResult, node: str, key: str) -> int:
-    value = _metadata(result, node, key)
+def _metadata_int(result: dg.ExecuteInProcessResult, asset: str, key: str) -> int:
+    value = _metadata(result, asset, key)
     assert isinstance(value, int)
     return value
 

@@ -12,7 +12,7 @@ so it shows none (never "0.00 EUR").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,3 +279,24 @@ def plain_table(header: Sequence[object], rows: Sequence[Sequence[object]]) -> s
         return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
     return "\n".join([line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)])
+
+
+def combined_report(reports: Sequence[NightReport]) -> NightReport:
+    """One report over several property-nights (a batch): findings stacked, figures summed by currency."""
+
+    def summed(totals: Iterable[dict[str, int]]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for by_currency in totals:
+            for currency, amount in by_currency.items():
+                out[currency] = out.get(currency, 0) + amount
+        return out
+
+    parts = [r.findings for r in reports if len(r.findings)]
+    return NightReport(
+        findings=pd.concat(parts, ignore_index=True) if parts else empty_discrepancies(),
+        matched_count=sum(r.matched_count for r in reports),
+        timing_difference_count=sum(r.timing_difference_count for r in reports),
+        matched_amount_by_currency=summed(r.matched_amount_by_currency for r in reports),
+        provider_total_by_currency=summed(r.provider_total_by_currency for r in reports),
+        ledger_total_by_currency=summed(r.ledger_total_by_currency for r in reports),
+    )

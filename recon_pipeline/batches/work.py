@@ -1,0 +1,333 @@
+"""Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
+
+Per property-night, in order: the ledger's entries of the window (and the adjacent nights'), the
+provider's records of the window attributed to it, by id what the ledger names that the night lacks, the
+diff (pure), the orphaned captured payments, the adjustments (one transaction, the crash window's
+checkpoints around its commit) and the findings. Every result lands in the reconciliation database; the
+caller gets counts and a report to summarise, nothing another host must read from this one's disk.
+
+Properties that share a provider account and the night window (the platform account, attributed by
+metadata) are pulled **once** and the pull is split by attribution; the account groups of a batch are
+worked on by a bounded thread pool over one process-wide provider client, whose rate bound is the
+deployment's. One property failing (a bad ``properties`` row, an incomplete pull, a database error) fails
+that property alone, with a one-line error naming it; the rest of the batch still reconciles.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+from sqlalchemy import Connection, Engine
+
+from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
+from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
+from recon_pipeline.db.results import sync_adjustments
+from recon_pipeline.ledger.queries import (
+    PropertyRow,
+    list_properties,
+    load_bookings,
+    load_captured_payment_orders,
+    load_ledger_records,
+    load_payment_order_owners,
+    split_valid_properties,
+)
+from recon_pipeline.ledger.validation import split_ledger_records
+from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
+from recon_pipeline.providers.interface import ProviderClient
+from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.records import empty_provider_records
+from recon_pipeline.reconcile.adjustments import plan_adjustments
+from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
+from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
+from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.reconcile.report import NightReport, build_night_report
+from recon_pipeline.reconcile.unattributed import unattributed_findings
+from recon_pipeline.review.store import save_discrepancies
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WORKERS = 8
+ADJUSTMENT_COUNTS = ("new", "withdrawn", "superseded", "remainder", "unchanged")
+FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """What one run reconciles: a night and the properties (all valid ones of the table when empty)."""
+
+    night: str
+    property_ids: tuple[str, ...] = ()
+    batch_key: str | None = None
+    orphan_grace: timedelta = timedelta(minutes=60)
+    workers: int = DEFAULT_WORKERS
+
+
+@dataclass(frozen=True)
+class PropertyNightResult:
+    """One property's night, reconciled: the window, what was pulled and written, and its report."""
+
+    property_row: PropertyRow
+    window: NightWindow
+    pulled: int
+    unattributed: int
+    looked_up: int
+    found_elsewhere: int
+    invalid_entries: int
+    deferred_entries: int  # in-night entries of kinds the diff does not reconcile yet
+    fees_by_status: dict[str, int]  # where a provider settles fees later: settled vs provisional
+    report: NightReport
+    adjustments: dict[str, int]
+    findings: dict[str, int]
+    proposed: int
+
+
+@dataclass
+class BatchResult:
+    """The batch's outcome per property, and the results of those that succeeded."""
+
+    outcomes: list[PropertyOutcome] = field(default_factory=list)
+    results: list[PropertyNightResult] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # invalid properties rows, when the batch is "all"
+
+    @property
+    def failed(self) -> list[PropertyOutcome]:
+        return [o for o in self.outcomes if not o.succeeded]
+
+    def total(self, part: str, name: str) -> int:
+        """A count summed over the batch: ``part`` is "adjustments" or "findings"."""
+        return sum(getattr(result, part)[name] for result in self.results)
+
+
+@dataclass(frozen=True)
+class _Target:
+    row: PropertyRow
+    window: NightWindow
+    account: PropertyAccount
+
+
+def _targets(
+    connection: Connection, request: BatchRequest
+) -> tuple[list[_Target], dict[str, str], list[str]]:
+    """The batch's valid properties with their windows and accounts; a one-line error per named property
+    that is unknown or invalid; and the invalid rows skipped when the batch is every property."""
+    rows = list_properties(connection)
+    valid, invalid = split_valid_properties(rows)
+    by_id = {row.property_id: row for row in valid}
+    errors: dict[str, str] = {}
+    skipped: list[str] = []
+    if request.property_ids:
+        wanted = request.property_ids
+        invalid_by_id = {e.property_id: str(e) for e in invalid}
+        for property_id in wanted:
+            if property_id not in by_id:
+                errors[property_id] = invalid_by_id.get(
+                    property_id, f"property {property_id!r} is not in the properties table"
+                )
+    else:
+        wanted = tuple(by_id)
+        skipped = [str(e) for e in invalid]
+    sharing: dict[str | None, tuple[str, ...]] = {}
+    for row in rows:
+        sharing[row.provider_account] = (*sharing.get(row.provider_account, ()), row.property_id)
+    targets = [
+        _Target(
+            row,
+            night_window(request.night, row.timezone, row.night_cutoff),
+            PropertyAccount(
+                row.property_id, row.provider_account, tuple(sorted(sharing[row.provider_account]))
+            ),
+        )
+        for row in (by_id[property_id] for property_id in wanted if property_id in by_id)
+    ]
+    return targets, errors, skipped
+
+
+def _pull_groups(targets: Sequence[_Target]) -> list[list[_Target]]:
+    """Targets that one pull serves: same provider account and same window (a shared account's window is
+    read once); a property alone on its account is its own group."""
+    groups: dict[tuple[str | None, datetime, datetime], list[_Target]] = {}
+    for target in targets:
+        key = (target.account.provider_account, target.window.start, target.window.end)
+        groups.setdefault(key, []).append(target)
+    return list(groups.values())
+
+
+def _pull_scope(group: Sequence[_Target]) -> PropertyAccount:
+    """The account scope of one shared pull: the group's first property, serving all of them."""
+    first = group[0].account
+    return replace(first, pulled_for=tuple(t.row.property_id for t in group) if len(group) > 1 else ())
+
+
+def reconcile_property_night(
+    engine: Engine,
+    client: ProviderClient,
+    target: _Target,
+    claimed: pd.DataFrame,
+    night: str,
+    run_id: str,
+    orphan_grace: timedelta,
+) -> PropertyNightResult:
+    """One property-night from the account's pulled window (``claimed``) to committed adjustments and
+    findings."""
+    property_id, window, account = target.row.property_id, target.window, target.account
+    with engine.connect() as connection:
+        entries = split_ledger_records(load_ledger_records(connection, property_id, window))
+        owners = load_payment_order_owners(connection, unclaimed_payment_ids(claimed))
+    split = attribute(claimed, account, owners)
+    own = split.own
+    nobody = split.unattributed if reports_unattributed(account) else split.unattributed.iloc[0:0]
+    # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
+    # is explained by its charge and not looked up.
+    unmatched = unmatched_ledger_record_ids(own, canonical_ledger(entries.valid, payment_aliases(own)))
+    elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
+    ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere))
+    result = diff_night(own, ledger, elsewhere)
+    result = with_findings(
+        replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
+        unattributed_findings(nobody),
+        entries.invalid,
+    )
+    now = datetime.now(UTC)
+    with engine.connect() as connection:
+        local = load_captured_payment_orders(connection, property_id, window)
+        captured = captured_payments(own, local, payment_aliases(own))
+        booking_states = load_bookings(connection, captured["booking_id"].dropna())
+    orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
+    proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
+    with engine.begin() as connection:
+        plan = sync_adjustments(connection, property_id, night, proposals, now)
+        reached(ADJUSTMENTS_BEFORE_COMMIT)
+    reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
+    found = pd.concat([result.discrepancies, orphans], ignore_index=True)
+    with engine.begin() as connection:
+        saved = save_discrepancies(connection, property_id, night, found, run_id, datetime.now(UTC))
+    return PropertyNightResult(
+        property_row=target.row,
+        window=window,
+        pulled=len(own),
+        unattributed=len(split.unattributed),
+        looked_up=len(unmatched),
+        found_elsewhere=len(elsewhere),
+        invalid_entries=len(entries.invalid),
+        deferred_entries=entries.deferred,
+        fees_by_status={
+            str(status): int(n)
+            for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
+        },
+        report=build_night_report(result, orphans),
+        adjustments={
+            "new": plan.new,
+            "withdrawn": plan.count(WITHDRAWN),
+            "superseded": plan.count(SUPERSEDED),
+            "remainder": plan.remainder,
+            "unchanged": plan.unchanged,
+        },
+        findings={
+            "new": saved.new,
+            "unchanged": saved.already_present,
+            "cleared": saved.cleared,
+            "reopened": saved.reopened,
+        },
+        proposed=len(proposals),
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return f"{type(error).__name__}: {text}"
+
+
+def reconcile_batch(
+    engine: Engine,
+    client: ProviderClient,
+    request: BatchRequest,
+    run_id: str,
+    progress: Callable[[str], None] = logger.info,
+) -> BatchResult:
+    """Reconcile the batch, record each property's outcome (``night_reconciliations``), and return them.
+
+    Never raises for one property's failure: the caller decides what a failed property does to the run."""
+    with engine.connect() as connection:
+        targets, errors, skipped = _targets(connection, request)
+    batch = BatchResult(skipped=skipped)
+    started = datetime.now(UTC)
+    for property_id, error in errors.items():
+        batch.outcomes.append(
+            PropertyOutcome(
+                property_id, request.night, run_id, request.batch_key, FAILED, started, started, error
+            )
+        )
+
+    def work(group: list[_Target]) -> list[tuple[_Target, PropertyNightResult | BaseException, datetime]]:
+        begun = datetime.now(UTC)
+        scope = _pull_scope(group)
+        try:
+            claimed = client.pull_claimed(scope, group[0].window.start, group[0].window.end)
+        except Exception as error:  # an incomplete pull fails every property it serves
+            return [(target, error, begun) for target in group]
+        done: list[tuple[_Target, PropertyNightResult | BaseException, datetime]] = []
+        for target in group:
+            begun = datetime.now(UTC)
+            try:
+                done.append(
+                    (
+                        target,
+                        reconcile_property_night(
+                            engine, client, target, claimed, request.night, run_id, request.orphan_grace
+                        ),
+                        begun,
+                    )
+                )
+            except Exception as error:
+                done.append((target, error, begun))
+        return done
+
+    groups = _pull_groups(targets)
+    finished_properties = 0
+    with ThreadPoolExecutor(max_workers=max(1, min(request.workers, len(groups) or 1))) as pool:
+        for group_done in pool.map(work, groups):
+            for target, outcome, begun in group_done:
+                finished = datetime.now(UTC)
+                property_id = target.row.property_id
+                if isinstance(outcome, PropertyNightResult):
+                    batch.results.append(outcome)
+                    batch.outcomes.append(
+                        PropertyOutcome(
+                            property_id,
+                            request.night,
+                            run_id,
+                            request.batch_key,
+                            SUCCEEDED,
+                            begun,
+                            finished,
+                            None,
+                            len(outcome.report.findings),
+                            outcome.proposed,
+                        )
+                    )
+                else:
+                    batch.outcomes.append(
+                        PropertyOutcome(
+                            property_id,
+                            request.night,
+                            run_id,
+                            request.batch_key,
+                            FAILED,
+                            begun,
+                            finished,
+                            f"property {property_id} night {request.night}: {_one_line(outcome)}",
+                        )
+                    )
+            finished_properties += len(group_done)
+            progress(f"{finished_properties}/{len(targets)} properties of {request.night} reconciled")
+    with engine.begin() as connection:
+        record_outcomes(connection, batch.outcomes)
+    return batch
