@@ -16,7 +16,8 @@ Timed: the night's batches (``plan_batches`` at ``--batch-size``, as the nightly
 reconcile-night`` plan them) queued through the webserver's GraphQL as the launchpad queues runs, then the
 daemon launching them and the runs reconciling, until every run has finished. Reported: wall time,
 runs, properties per second, run durations, the provider requests the simulator served, and the
-findings in the database against what the world planted, property by property.
+findings in the database against what the world planted, property by property, and whether the nightly
+schedule's ticks over the following days request exactly these batches.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ from recon_pipeline.demo.fleet import (
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.nightly import nightly_batches
+from recon_pipeline.nights import night_window
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import (
@@ -81,6 +84,18 @@ def dagster_overrides(max_concurrent_runs: int) -> dict[str, Any]:
             },
             "pools": {"default_limit": max_concurrent_runs},
         }
+    }
+
+
+def scheduled_batch_keys(fleet: tuple[PropertyRow, ...], night: date, batch_size: int) -> set[str]:
+    """The keys of the batches the nightly schedule requests for ``night`` as the night just closed, at a
+    tick a minute after each of the fleet's night windows ends: the schedule's share of the same work."""
+    ends = {night_window(night, p.timezone, p.night_cutoff).end for p in fleet}
+    return {
+        nightly.batch.key
+        for end in ends
+        for nightly in nightly_batches(fleet, end + timedelta(minutes=1), 0, night, batch_size)
+        if nightly.batch.night == night
     }
 
 
@@ -192,6 +207,9 @@ def run(
         figures["deployment_start_s"] = round(time.perf_counter() - startup, 1)
 
         batches = plan_batches(fleet, night, batch_size)
+        figures["schedule_requests_the_same_batches"] = scheduled_batch_keys(fleet, night, batch_size) == {
+            batch.key for batch in batches
+        }
         started = time.perf_counter()
         run_ids = [
             client.launch_partition_run(night.isoformat(), batch.property_ids, batch_tags(batch))
