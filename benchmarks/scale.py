@@ -44,7 +44,7 @@ from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, night_reconciliations
-from recon_pipeline.defs.batches import batch_tags
+from recon_pipeline.defs.batches import BATCH_TAG, batch_tags
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.fleet import (
     FLEET_BOOKINGS_PER_NIGHT,
@@ -121,13 +121,13 @@ def findings_check(engine: Engine, world: World, night: date) -> dict[str, Any]:
         .group_by(discrepancies.c.property_id, discrepancies.c.category)
     )
     with engine.connect() as connection:
-        found = Counter({(p, cat): int(n) for p, cat, n in connection.execute(query).tuples()})
+        found = Counter({(p, cat): int(n) for p, cat, n in connection.execute(query)})
         by_status = (
             select(night_reconciliations.c.status, func.count())
             .where(night_reconciliations.c.night == night.isoformat())
             .group_by(night_reconciliations.c.status)
         )
-        outcomes = {str(status): int(n) for status, n in connection.execute(by_status).tuples()}
+        outcomes = {str(status): int(n) for status, n in connection.execute(by_status)}
     planted = Counter({(p, cat): n for (p, _night, cat), n in world.expected.items()})
     differing = sorted({p for p, _cat in (found - planted) + (planted - found)})
     return {
@@ -137,6 +137,34 @@ def findings_check(engine: Engine, world: World, night: date) -> dict[str, Any]:
         "first_differing": differing[:5],
         "property_nights": outcomes,
     }
+
+
+def by_endpoint(requests_by_path: dict[str, int]) -> dict[str, int]:
+    """Requests per endpoint: ``/v1/charges/{id}`` counted as one path, not one per id."""
+    counts: Counter[str] = Counter()
+    for path, n in requests_by_path.items():
+        parts = path.split("/")
+        counts["/".join(parts[:3]) + ("/{id}" if len(parts) > 3 else "")] += n
+    return dict(counts)
+
+
+def failures(instance: dg.DagsterInstance, records: list[dg.RunRecord]) -> list[str]:
+    """Each failed run's batch and the first line of its first error (a step's, else the run's)."""
+    found = []
+    for record in records:
+        if record.dagster_run.status != dg.DagsterRunStatus.FAILURE:
+            continue
+        failed = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}
+        events = instance.all_logs(record.dagster_run.run_id, of_type=failed)
+        errors = [
+            error
+            for event in events
+            if event.dagster_event is not None
+            and (error := getattr(event.dagster_event.event_specific_data, "error", None)) is not None
+        ]
+        message = errors[0].message if errors else (events[0].message if events else "(no failure event)")
+        found.append(f"{record.dagster_run.tags.get(BATCH_TAG)}: {message.strip().splitlines()[0][:300]}")
+    return found
 
 
 def run_durations(records: list[dg.RunRecord]) -> dict[str, Any]:
@@ -233,7 +261,8 @@ def run(
         stats = httpx.get(f"{simulator.base_url}/_simulator/stats", timeout=10).json()
         figures["provider_requests"] = stats["api_requests"]
         figures["provider_rate_limited"] = stats["rate_limited"]
-        figures["provider_requests_by_path"] = stats["requests_by_path"]
+        figures["provider_requests_by_endpoint"] = by_endpoint(stats["requests_by_path"])
+        figures["failures"] = failures(instance, records)
         engine = make_engine(recon_url)
         try:
             figures.update(findings_check(engine, world, night))
