@@ -13,9 +13,10 @@ from __future__ import annotations
 import random
 from datetime import date
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
+from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers import PROVIDER_NAMES
 
 # (timezone, currency): eight distinct UTC offsets on 2026-11-30, so eight distinct night windows.
 FLEET_ZONES = (
@@ -34,9 +35,15 @@ LATE_CUTOFF = "04:00"
 # With the planted discrepancies and timing differences (~29 in-window records), five ordinary bookings
 # (a payment, its fee, now and then a refund) make a pull of about 40 records.
 FLEET_BOOKINGS_PER_NIGHT = 5
-# The demo analyst's threshold of each currency (a demo night's planted findings stay under it, so the
-# blocking unexplained-amount check passes); AUD, which no demo property uses, at the default's 1,000,000.
-THRESHOLD_BY_CURRENCY = {p.currency: DEMO_THRESHOLDS_MINOR[p.property_id] for p in DEMO_PROPERTIES}
+# The demo analyst's threshold of each currency of every provider's demo (a demo night's planted findings
+# stay under it, so the blocking unexplained-amount check passes: INR's is Razorpay's demo's 50,000,000
+# paise); AUD, which no demo property uses, at the default's 1,000,000.
+THRESHOLD_BY_CURRENCY = {
+    p.currency: DEMO_THRESHOLDS_MINOR[p.property_id]
+    for flavour in PROVIDER_NAMES
+    for p in demo_properties(flavour)
+    if p.property_id in DEMO_THRESHOLDS_MINOR
+}
 DEFAULT_THRESHOLD_MINOR = 1_000_000
 
 
