@@ -282,6 +282,7 @@ class DagsterDeployment:
 
     env: Mapping[str, str]
     log_dir: Path
+    code_module: str = "recon_pipeline.definitions"  # the code location's module (benchmarks use their own)
     code_port: int = field(default_factory=free_port)
     web_port: int = field(default_factory=free_port)
     processes: list[ManagedProcess] = field(default_factory=list)
@@ -319,7 +320,7 @@ class DagsterDeployment:
                 "code-server",
                 "start",
                 "-m",
-                "recon_pipeline.definitions",
+                self.code_module,
                 "--location-name",
                 LOCATION_NAME,
                 "--use-python-environment-entry-point",

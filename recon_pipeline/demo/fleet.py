@@ -4,8 +4,8 @@ The fleet spreads over eight timezones eight different UTC offsets apart (so a n
 plus a few for the properties with a later cut-off), most properties on their own connected account and
 one in four on the platform account, whose payments the pipeline attributes by metadata. The world is the
 demo's (``build_world``: every discrepancy category planted and counted), about 40 provider records per
-property-night; ``seed_world`` writes its PMS half. Deterministic: the same ``n`` and ``seed`` give the
-same fleet, ids and amounts.
+property-night; ``seed_world`` writes its PMS half and ``seed_thresholds`` the ``fleet_thresholds``.
+Deterministic: the same ``n`` and ``seed`` give the same fleet, ids and amounts.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from __future__ import annotations
 import random
 from datetime import date
 
+from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers import PROVIDER_NAMES
 
 # (timezone, currency): eight distinct UTC offsets on 2026-11-30, so eight distinct night windows.
 FLEET_ZONES = (
@@ -33,6 +35,16 @@ LATE_CUTOFF = "04:00"
 # With the planted discrepancies and timing differences (~29 in-window records), five ordinary bookings
 # (a payment, its fee, now and then a refund) make a pull of about 40 records.
 FLEET_BOOKINGS_PER_NIGHT = 5
+# The demo analyst's threshold of each currency of every provider's demo (a demo night's planted findings
+# stay under it, so the blocking unexplained-amount check passes: INR's is Razorpay's demo's 50,000,000
+# paise); AUD, which no demo property uses, at the default's 1,000,000.
+THRESHOLD_BY_CURRENCY = {
+    p.currency: DEMO_THRESHOLDS_MINOR[p.property_id]
+    for flavour in PROVIDER_NAMES
+    for p in demo_properties(flavour)
+    if p.property_id in DEMO_THRESHOLDS_MINOR
+}
+DEFAULT_THRESHOLD_MINOR = 1_000_000
 
 
 def fleet_properties(n: int, seed: int = 13) -> tuple[PropertyRow, ...]:
@@ -66,3 +78,8 @@ def fleet_world(
 ) -> World:
     """The demo world of ``night`` for every property of the fleet (discrepancies planted)."""
     return build_world({p.property_id: night for p in properties}, bookings_per_night, seed, properties)
+
+
+def fleet_thresholds(properties: tuple[PropertyRow, ...]) -> dict[str, int]:
+    """Each property's unexplained-amount threshold (``seed_thresholds``), the demo's for its currency."""
+    return {p.property_id: THRESHOLD_BY_CURRENCY.get(p.currency, DEFAULT_THRESHOLD_MINOR) for p in properties}

@@ -91,6 +91,9 @@ class _NightBuilder:
         self.window: NightWindow = night_window(night, prop.timezone, prop.night_cutoff)
         self.tag = f"{prop.property_id.split('-')[0]}{night:%Y%m%d}"
         self.serial = 0
+        # This night's payment orders by key: a refund finds its order here, not by scanning the world's
+        # (a world of thousands of property-nights would make building it quadratic).
+        self.orders: dict[str, dict[str, Any]] = {}
 
     # ----- ids, times, amounts -------------------------------------------------------------------
     def next_id(self, prefix: str) -> str:
@@ -167,19 +170,18 @@ class _NightBuilder:
                 "updated_at": created + timedelta(minutes=1),
             }
         )
-        self.world.payment_orders.append(
-            {
-                "provider_payment_id": order_key(charge),
-                "property_id": self.prop.property_id,
-                "booking_id": booking_id,
-                "amount_minor": amount,
-                "amount_refunded_minor": 0,
-                "currency": self.prop.currency,
-                "status": "captured" if succeeded else "failed",
-                "captured_at": created if succeeded else None,
-                "updated_at": created + timedelta(minutes=1),
-            }
-        )
+        order = self.orders[order_key(charge)] = {
+            "provider_payment_id": order_key(charge),
+            "property_id": self.prop.property_id,
+            "booking_id": booking_id,
+            "amount_minor": amount,
+            "amount_refunded_minor": 0,
+            "currency": self.prop.currency,
+            "status": "captured" if succeeded else "failed",
+            "captured_at": created if succeeded else None,
+            "updated_at": created + timedelta(minutes=1),
+        }
+        self.world.payment_orders.append(order)
         return charge
 
     def payment_intent(self, charge: dict[str, Any], intent_id: str, created: datetime) -> None:
@@ -216,7 +218,7 @@ class _NightBuilder:
         self.world.store.refunds.append(refund)
         charge["amount_refunded"] += amount
         charge["refunded"] = charge["amount_refunded"] >= charge["amount"]
-        order = next(o for o in self.world.payment_orders if o["provider_payment_id"] == order_key(charge))
+        order = self.orders[order_key(charge)]
         order["amount_refunded_minor"] = charge["amount_refunded"]
         order["status"] = "refunded" if charge["refunded"] else "partially_refunded"
         return refund
