@@ -630,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=cli_args.count(MAX_BATCH_SIZE),
         metavar="N",
-        help="at most this many properties per run (RECON_BATCH_SIZE, else 100)",
+        help="at most this many properties per run (RECON_BATCH_SIZE, else 250)",
     )
     reconcile.add_argument(
         "--workspace",
