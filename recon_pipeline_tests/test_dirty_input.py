@@ -30,7 +30,7 @@ from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import INVALID_LEDGER_ENTRY
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.report import category_summary
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 START = pd.Timestamp("2026-11-30T00:00:00Z")
 
@@ -241,8 +241,8 @@ def test_dirty_rows_through_the_pipeline(seeded_pipeline: SeededPipeline) -> Non
     assert result.success
     planted = pipeline.planted(prop.property_id)
     assert pipeline.found(prop.property_id) == {**planted, INVALID_LEDGER_ENTRY: 4}
-    ledger_meta = result.asset_materializations_for_node("ledger_records")[0].metadata
-    assert ledger_meta["invalid_entries"].value == 4 and ledger_meta["deferred_kinds"].value == 1
+    report = asset_metadata(result, "discrepancy_report")
+    assert report["invalid_entries"] == 4 and report["deferred_entries"] == 1
     with pipeline.engine.connect() as connection:
         rows = connection.execute(
             select(

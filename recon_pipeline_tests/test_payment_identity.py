@@ -22,7 +22,13 @@ from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT, UNATTRIBUTED_PAYMENT
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, PROVIDER_WORLDS, SeededPipeline, seeded
+from recon_pipeline_tests.pipeline_fixtures import (
+    NIGHT,
+    PROVIDER_WORLDS,
+    SeededPipeline,
+    asset_metadata,
+    seeded,
+)
 from recon_pipeline_tests.postgres import postgres_database
 from recon_pipeline_tests.provider_fixtures import FLAVOURS
 
@@ -89,7 +95,7 @@ def outcome(pipeline: SeededPipeline) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for prop in pipeline.properties:
         run = pipeline.materialize(prop.property_id)
-        matched = run.asset_materializations_for_node("reconciliation")[0].metadata["matched"].value
+        matched = asset_metadata(run, "discrepancy_report")["matched"]
         result[prop.property_id] = (run.success, sorted(findings(pipeline, prop.property_id)), matched)
     return result
 
