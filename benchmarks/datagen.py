@@ -288,6 +288,9 @@ def _frame(columns: Columns, dtypes: dict[str, str], sort_by: str, ascending: bo
         order = order[::-1]
     data = {}
     for name, dtype in dtypes.items():
+        if name not in columns:  # an optional column the generated night leaves null (no conversions)
+            data[name] = pd.Series([None] * len(order), dtype=dtype)
+            continue
         values = columns[name][order]
         if name in _VOCABULARY:
             data[name] = pd.Series(np.array(_VOCABULARY[name], dtype=object)[values], dtype=dtype)

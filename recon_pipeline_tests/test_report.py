@@ -64,6 +64,15 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
         {"category": "orphaned_captured_payment", "currency": "EUR", "count": 1, "amount_minor": 45_000},
         {"category": "invalid_ledger_entry", "currency": "", "count": 0, "amount_minor": 0},
         {"category": "unattributed_payment", "currency": "", "count": 0, "amount_minor": 0},
+        *(
+            {"category": category, "currency": "", "count": 0, "amount_minor": 0}
+            for category in (
+                "fx_difference",
+                "authorization_expiring",
+                "payout_failed",
+                "payout_not_deposited",
+            )
+        ),
     ]
 
 
@@ -107,6 +116,10 @@ def test_metadata_counts_are_ints_and_amounts_are_major_units_with_their_currenc
         "count/orphaned_captured_payment": 1,
         "count/invalid_ledger_entry": 0,
         "count/unattributed_payment": 0,
+        "count/fx_difference": 0,
+        "count/authorization_expiring": 0,
+        "count/payout_failed": 0,
+        "count/payout_not_deposited": 0,
     }
     assert metadata["amount/missing_in_ledger/JPY"] == "70,000 JPY"
     assert metadata["amount/missing_in_ledger/EUR"] == "5.00 EUR"

@@ -81,7 +81,6 @@ class PropertyNightResult:
     looked_up: int
     found_elsewhere: int
     invalid_entries: int
-    deferred_entries: int  # in-night entries of kinds the diff does not reconcile yet
     fees_by_status: dict[str, int]  # where a provider settles fees later: settled vs provisional
     report: NightReport
     adjustments: dict[str, int]
@@ -224,7 +223,6 @@ def reconcile_property_night(
         looked_up=len(unmatched),
         found_elsewhere=len(elsewhere),
         invalid_entries=len(entries.invalid),
-        deferred_entries=entries.deferred,
         fees_by_status={
             str(status): int(n)
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()

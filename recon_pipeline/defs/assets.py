@@ -154,7 +154,6 @@ def reconcile_batch_assets(
             "looked_up_by_id": sum(result.looked_up for result in batch.results),
             "found_in_other_nights": sum(result.found_elsewhere for result in batch.results),
             "invalid_entries": sum(result.invalid_entries for result in batch.results),
-            "deferred_entries": sum(result.deferred_entries for result in batch.results),
             **{f"fees/{status}": n for status, n in sorted(fees.items())},
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),

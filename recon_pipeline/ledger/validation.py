@@ -7,8 +7,6 @@ Here each such row becomes one ``invalid_ledger_entry`` finding naming it, repor
 posted in only; it never reaches the diff, so it proposes nothing, counts in no total, and the rest of the
 night reconciles as usual.
 
-``dispute`` and ``dispute_reversal`` are valid kinds the diff does not reconcile yet (a later issue): they
-are left out of the diff and counted as deferred, never reported as invalid.
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ from recon_pipeline.money import MAX_AMOUNT_MINOR, is_contract_amount, is_iso_cu
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS, INVALID_LEDGER_ENTRY
 from recon_pipeline.reconcile.diff import KINDS, discrepancy_frame
 
-LEDGER_KINDS: Final = (*KINDS, "dispute", "dispute_reversal")  # every kind the contract allows
-DEFERRED_KINDS: Final = tuple(kind for kind in LEDGER_KINDS if kind not in KINDS)
+LEDGER_KINDS: Final = KINDS  # every kind the contract allows, and the diff reconciles them all
 
 # Offending values are shown cut to a few dozen characters, escaped as Python literals: a megabyte of text
 # or a control character in a PMS column must not flood or break a report, a log line or a CSV cell.
@@ -38,9 +35,8 @@ _SHOWN.maxstring = _SHOWN.maxother = 40
 class LedgerSplit:
     """A night's ledger entries as the diff takes them, and the rows it must not take."""
 
-    valid: pd.DataFrame  # LEDGER_RECORD_COLUMNS dtypes: the entries of the kinds the diff reconciles
+    valid: pd.DataFrame  # LEDGER_RECORD_COLUMNS dtypes: the entries the diff takes
     invalid: pd.DataFrame  # DISCREPANCY_COLUMNS: one invalid_ledger_entry finding per in-night invalid row
-    deferred: int  # in-night entries of a valid kind the diff does not reconcile yet (DEFERRED_KINDS)
 
 
 def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
@@ -56,11 +52,9 @@ def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
     good_currency = np.fromiter(map(is_iso_currency, raw["currency"].tolist()), bool, len(raw))
     valid = known_kind & good_amount & good_currency
     in_night = raw["in_night"].to_numpy(dtype=bool)
-    deferred = valid & raw["kind"].isin(DEFERRED_KINDS).to_numpy()
     return LedgerSplit(
-        valid=raw[valid & ~deferred].astype(LEDGER_RECORD_COLUMNS).reset_index(drop=True),
+        valid=raw[valid].astype(LEDGER_RECORD_COLUMNS).reset_index(drop=True),
         invalid=_findings(raw[~valid & in_night]),
-        deferred=int((deferred & in_night).sum()),
     )
 
 

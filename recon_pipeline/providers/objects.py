@@ -20,7 +20,11 @@ import pandas as pd
 
 from recon_pipeline.money import MAX_AMOUNT_MINOR, normalize_currency
 from recon_pipeline.providers.errors import ProviderDataError
-from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
+from recon_pipeline.providers.records import (
+    OPTIONAL_PROVIDER_RECORD_COLUMNS,
+    PROVIDER_RECORD_COLUMNS,
+    empty_provider_records,
+)
 
 ProviderObject = dict[str, Any]
 Row = dict[str, Any]
@@ -134,7 +138,10 @@ def records_frame(rows: Sequence[Row]) -> pd.DataFrame:
         return empty_provider_records()
     frame = pd.DataFrame(
         {
-            name: pd.Series([row[name] for row in rows], dtype=dtype)
+            name: pd.Series(
+                [row.get(name) if name in OPTIONAL_PROVIDER_RECORD_COLUMNS else row[name] for row in rows],
+                dtype=dtype,
+            )
             for name, dtype in PROVIDER_RECORD_COLUMNS.items()
         }
     )

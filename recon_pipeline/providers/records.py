@@ -1,9 +1,16 @@
 """The provider-record frame: what a provider pull yields for one property-night, whatever the provider.
 
-One row per provider record. A charge yields a ``payment`` row and, when the provider took a fee, a
-``fee`` row with the same ``provider_record_id``; every refund is a ``refund`` row of its own. Amounts are
-signed as the ledger signs them: payments positive, refunds and fees negative. The match key against the
-ledger is (``provider_record_id``, ``kind``).
+One row per money movement. A charge yields a ``payment`` row and, when the provider took a fee, a
+``fee`` row with the same ``provider_record_id``; every refund is a ``refund`` row of its own; a dispute
+(chargeback) yields a ``dispute`` row (funds withdrawn) and its own ``fee`` row, both under the dispute's
+id (Stripe ``du_...``), and a won dispute a ``dispute_reversal`` row (funds reinstated) under the same id.
+Amounts are signed as the ledger signs them: payments and reversals positive, refunds, disputes and fees
+negative. The match key against the ledger is (``provider_record_id``, ``kind``).
+
+A movement presented in one currency and settled in another (currency conversion) keeps its presentment
+amount and currency in ``amount_minor``/``currency`` and carries the balance transaction's figure in
+``settlement_amount_minor``/``settlement_currency``: the ledger may book either (DESIGN "Money movements").
+Both are null when the movement settled in its own currency or has not settled.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import pandas as pd
 
 PROVIDER_RECORD_COLUMNS: dict[str, str] = {
     "provider_record_id": "object",  # ch_..., re_... (a fee row carries its charge's id)
-    "kind": "object",  # payment | refund | fee
+    "kind": "object",  # payment | refund | fee | dispute | dispute_reversal
     "charge_id": "object",  # the charge the record belongs to (its own id for a payment)
     "property_id": "object",
     "booking_id": "object",  # nullable
@@ -24,7 +31,15 @@ PROVIDER_RECORD_COLUMNS: dict[str, str] = {
     "status": "object",
     "settled": "bool",  # money actually moved: succeeded+captured charge, succeeded refund
     "created_at": "datetime64[ns, UTC]",
+    # currency conversion: the signed amount in the account's settlement currency (nullable, see above)
+    "settlement_amount_minor": "Int64",
+    "settlement_currency": "object",  # ISO 4217 upper case, nullable
 }
+
+# Columns a provider's row builder may leave out (they default to null): only conversions carry them.
+OPTIONAL_PROVIDER_RECORD_COLUMNS: frozenset[str] = frozenset(
+    {"settlement_amount_minor", "settlement_currency"}
+)
 
 
 def empty_provider_records() -> pd.DataFrame:

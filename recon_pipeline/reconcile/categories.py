@@ -14,6 +14,13 @@ ORPHANED_CAPTURED_PAYMENT: Final = "orphaned_captured_payment"
 INVALID_LEDGER_ENTRY: Final = "invalid_ledger_entry"  # input the contract forbids; proposes nothing
 # a payment on an account several properties share that neither its metadata nor payment_orders attribute
 UNATTRIBUTED_PAYMENT: Final = "unattributed_payment"
+# Money movements (DESIGN "Money movements"): a settlement-currency amount off the balance transaction
+# beyond the property's tolerance; an uncaptured hold of a confirmed booking lapsing before the next night
+# ends (provider_record_id = the PaymentIntent); a payout that failed, or was paid and never reached the bank.
+FX_DIFFERENCE: Final = "fx_difference"
+AUTHORIZATION_EXPIRING: Final = "authorization_expiring"
+PAYOUT_FAILED: Final = "payout_failed"
+PAYOUT_NOT_DEPOSITED: Final = "payout_not_deposited"
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -25,13 +32,17 @@ ALL_CATEGORIES: Final = (
     ORPHANED_CAPTURED_PAYMENT,
     INVALID_LEDGER_ENTRY,
     UNATTRIBUTED_PAYMENT,
+    FX_DIFFERENCE,
+    AUTHORIZATION_EXPIRING,
+    PAYOUT_FAILED,
+    PAYOUT_NOT_DEPOSITED,
 )
 
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.
 DISCREPANCY_COLUMNS: Final = (
     "category",
     "record_key",  # stable per finding: "<provider_record_id>:<kind>", or "entry:<entry_id>"
-    "kind",  # payment | refund | fee (null: an invalid ledger entry's unknown kind)
+    "kind",  # payment | refund | fee | dispute | dispute_reversal (null: an invalid entry's unknown kind)
     "provider_record_id",  # nullable
     "ledger_entry_id",  # nullable
     "booking_id",  # nullable

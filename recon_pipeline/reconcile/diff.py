@@ -42,7 +42,7 @@ from recon_pipeline.reconcile.categories import (
     STATUS_MISMATCH,
 )
 
-KINDS: Final = ("payment", "refund", "fee", "adjustment")
+KINDS: Final = ("payment", "refund", "fee", "dispute", "dispute_reversal", "adjustment")
 _ADJUSTMENT: Final = KINDS.index("adjustment")
 
 # Nullable amounts are Int64; text stays object, as in the provider and ledger frame contracts.
