@@ -88,6 +88,18 @@ def amount_field(obj: ProviderObject, name: str, what: str) -> int:
     return value
 
 
+def signed_amount_field(obj: ProviderObject, name: str, what: str) -> int:
+    """An amount in minor units that carries its direction (a balance transaction's ``amount`` or ``fee``:
+    negative when money leaves the balance or a fee is returned), within the contract's bound either way."""
+    value: int = field_value(obj, name, int, what)
+    if abs(value) > MAX_AMOUNT_MINOR:
+        raise ProviderDataError(
+            f"{what} {_name(obj)!r}: field {name!r} is {str(value)[:40]}, beyond the contract's "
+            f"{MAX_AMOUNT_MINOR:,} minor units"
+        )
+    return value
+
+
 def currency_field(obj: ProviderObject, what: str) -> str:
     raw: str = field_value(obj, "currency", str, what)
     try:

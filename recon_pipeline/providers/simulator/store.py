@@ -3,7 +3,9 @@
 Objects are kept exactly as Stripe renders them plus one simulator-only key, ``"account"`` (a connected
 account id, or None for the platform), which the app uses for ``Stripe-Account`` filtering and strips from
 responses. Charges keep ``balance_transaction`` expanded (a dict); the app renders it as its id unless the
-request asks for the expansion.
+request asks for the expansion. Disputes keep their ``balance_transactions`` in full, as Stripe renders
+them; the balance transactions list (``GET /v1/balance_transactions``) is derived from the movements that
+hold them (``balance_transactions``), so a world states each movement once.
 
 The Razorpay flavour (``providers/razorpay/simulator.py``) serves the same charges and refunds rendered as
 Razorpay payments and refunds, so one world can be served in either flavour. Its settlement recon needs
@@ -26,8 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 StripeObject = dict[str, Any]
-Kind = Literal["charges", "refunds", "payment_intents", "events"]
-KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events")
+Kind = Literal["charges", "refunds", "payment_intents", "events", "disputes", "balance_transactions"]
+KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events", "disputes")
+# Served but not stored: every balance transaction is its movement's (``balance_transactions_of``).
+DERIVED_KIND: Kind = "balance_transactions"
 SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2
 
 
@@ -94,6 +98,7 @@ class SimulatorStore:
     refunds: list[StripeObject] = field(default_factory=list)
     payment_intents: list[StripeObject] = field(default_factory=list)
     events: list[StripeObject] = field(default_factory=list)
+    disputes: list[StripeObject] = field(default_factory=list)
     settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
     settled_fees: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
@@ -101,6 +106,7 @@ class SimulatorStore:
     _views: dict[tuple[str, str | None, str | None], dict[Any, SortedView]] = field(
         init=False, repr=False, compare=False
     )
+    _transactions: list[StripeObject] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.reindex()
@@ -117,9 +123,27 @@ class SimulatorStore:
             by_id[kind] = index
         self._by_id = by_id
         self._views = {}
+        self._transactions: list[StripeObject] | None = None
+
+    def balance_transactions(self) -> list[StripeObject]:
+        """Every balance transaction, built once per ``reindex`` from the movements that hold them (a
+        charge's or refund's ``balance_transaction``, a dispute's ``balance_transactions``), each with its
+        movement's ``account`` and, where the stored one leaves them out, its ``source``, ``type``,
+        ``reporting_category`` and ``created``."""
+        if self._transactions is None:
+            self._transactions = [
+                {**defaults_of(owner, kind), **transaction, "account": owner.get("account")}
+                for kind in ("charges", "refunds", "disputes")
+                for owner in getattr(self, kind)
+                for transaction in held_transactions(owner)
+            ]
+            self._by_id[DERIVED_KIND] = {t["id"]: t for t in self._transactions}
+        return self._transactions
 
     def get(self, kind: Kind, object_id: str) -> StripeObject | None:
         """The stored object (with its ``account`` key) or None."""
+        if kind == DERIVED_KIND:
+            self.balance_transactions()
         return self._by_id[kind].get(object_id)
 
     def view(
@@ -133,7 +157,8 @@ class SimulatorStore:
         key = (kind, account, field_name)
         groups = self._views.get(key)
         if groups is None:
-            members = [obj for obj in getattr(self, kind) if obj.get("account") == account]
+            objects = self.balance_transactions() if kind == DERIVED_KIND else getattr(self, kind)
+            members = [obj for obj in objects if obj.get("account") == account]
             if field_name is None:
                 groups = {None: SortedView.of(members)}
             else:
@@ -158,3 +183,30 @@ class SimulatorStore:
             settlement_delay_days=data.get("settlement_delay_days", SETTLEMENT_DELAY_DAYS),
             settled_fees=data.get("settled_fees", {}),
         )
+
+
+# What a movement's balance transaction is, by the kind of movement that holds it (Stripe's ``type`` and
+# ``reporting_category``); a dispute's are stored in full (withdrawal and reversal differ).
+_TRANSACTION_KINDS = {"charges": ("charge", "charge"), "refunds": ("refund", "refund")}
+
+
+def held_transactions(owner: StripeObject) -> list[StripeObject]:
+    """The balance transactions a movement holds: a charge's or refund's one (when it has one), a
+    dispute's list."""
+    if owner.get("object") == "dispute":
+        return list(owner.get("balance_transactions") or [])
+    transaction = owner.get("balance_transaction")
+    return [transaction] if isinstance(transaction, dict) else []
+
+
+def defaults_of(owner: StripeObject, kind: str) -> StripeObject:
+    """What a stored charge's or refund's balance transaction may leave out, from the movement itself."""
+    if kind not in _TRANSACTION_KINDS:
+        return {"source": owner["id"]}
+    transaction_type, category = _TRANSACTION_KINDS[kind]
+    return {
+        "source": owner["id"],
+        "type": transaction_type,
+        "reporting_category": category,
+        "created": owner["created"],
+    }

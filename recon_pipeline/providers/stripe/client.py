@@ -28,7 +28,7 @@ import pandas as pd
 
 from recon_pipeline.events.parse import EventFormatError
 from recon_pipeline.events.payment_state import PaymentState
-from recon_pipeline.providers.attribution import attribute, claim_of, named_by_ledger
+from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.providers.errors import (
     ProviderDataError,
     incomplete_pull,
@@ -61,6 +61,17 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.stripe.balance import expanded_balance_transaction, settlement_columns
+from recon_pipeline.providers.stripe.disputes import (
+    BALANCE_TRANSACTION_ID_PREFIX,
+    DISPUTE_ID_PREFIXES,
+    DISPUTE_TRANSACTION_TYPE,
+    dispute_charge_id,
+    dispute_movement_rows,
+    is_dispute_movement,
+    movements_of,
+    source_dispute,
+)
 from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
 from recon_pipeline.providers.stripe.webhook import parse_event
 
@@ -73,6 +84,13 @@ PAGE_LIMIT = 100
 CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
 PAYMENT_INTENT_ID_PREFIX = "pi_"
+# What a by-id retrieve expands: a charge's or refund's balance transaction, a balance transaction's source.
+_RETRIEVE_EXPANSIONS = {
+    "/v1/charges": {"expand[]": "balance_transaction"},
+    "/v1/refunds": {"expand[]": "balance_transaction"},
+    "/v1/balance_transactions": {"expand[]": "source"},
+}
+DisputeMovement = tuple[StripeObject, StripeObject]  # a dispute's balance transaction, and the dispute
 LOGGED_ID_CHARS = 80  # an over-long event id is cut in the log line
 
 
@@ -89,7 +107,8 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
 
     The payment is what was captured (a partial capture captures less than ``amount``); it is settled only
     when the charge succeeded and was captured. The fee is in the balance transaction's currency (the
-    settlement currency, which may differ from the charge's) and needs ``balance_transaction`` expanded.
+    settlement currency, which may differ from the charge's) and needs ``balance_transaction`` expanded; a
+    charge settled in another currency carries the balance transaction's amount as its settlement figure.
     """
     charge_id = record_id(charge, "charge")
     status: str = field_value(charge, "status", str, "charge")
@@ -109,22 +128,20 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
         "settled": settled,
         "created_at": created_at_field(charge, "charge"),
     }
+    currency = currency_field(charge, "charge")
+    transaction = expanded_balance_transaction(charge, "charge")
+    what = f"balance transaction of charge {charge_id!r}"
     rows = [
         {
             **base,
             "kind": "payment",
             "amount_minor": amount_captured if captured else amount,
-            "currency": currency_field(charge, "charge"),
+            "currency": currency,
+            **settlement_columns(transaction, currency, what),
         }
     ]
-    transaction = charge.get("balance_transaction")
     if transaction is None:  # pending and failed charges have no balance transaction yet
         return rows
-    if not isinstance(transaction, dict):
-        raise ProviderDataError(
-            f"charge {charge_id!r}: field 'balance_transaction' is not expanded ({transaction!r})"
-        )
-    what = f"balance transaction of charge {charge_id!r}"
     fee = amount_field(transaction, "fee", what)
     if fee > 0:
         rows.append(
@@ -145,13 +162,16 @@ def refund_charge_id(refund: StripeObject) -> str:
 
 
 def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | None) -> Row:
-    """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge."""
+    """A refund's ``refund`` row (negative amount), with booking and payment intent from its charge, and
+    the settlement figure of its (expanded) balance transaction when that is in another currency."""
     refund_id = record_id(refund, "refund")
     charge_id = refund_charge_id(refund)
     if charge.get("id") != charge_id:
         raise ProviderDataError(f"refund {refund_id!r}: charge {charge_id!r} given {charge.get('id')!r}")
     status: str = field_value(refund, "status", str, "refund")
     payment_intent = charge.get("payment_intent") or refund.get("payment_intent")
+    currency = currency_field(refund, "refund")
+    transaction = expanded_balance_transaction(refund, "refund")
     return {
         "provider_record_id": refund_id,
         "kind": "refund",
@@ -160,11 +180,28 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | No
         "booking_id": booking_id_of(charge),
         "payment_intent_id": payment_intent if isinstance(payment_intent, str) else None,
         "amount_minor": -amount_field(refund, "amount", "refund"),
-        "currency": currency_field(refund, "refund"),
+        "currency": currency,
         "status": status,
         "settled": status == "succeeded",
         "created_at": created_at_field(refund, "refund"),
+        **settlement_columns(transaction, currency, f"balance transaction of refund {refund_id!r}"),
     }
+
+
+def claimed_dispute_rows(
+    account: PropertyAccount, movements: Sequence[DisputeMovement], charges: Fetched
+) -> list[Row]:
+    """Rows of the dispute movements whose charge (in ``charges``) names no other property, with that
+    charge's claim; a dispute whose charge Stripe does not know is a data error, never a dropped row."""
+    rows: list[Row] = []
+    for transaction, dispute in movements:
+        charge_id = dispute_charge_id(dispute)
+        charge = charges.get(charge_id)
+        if charge is None:
+            raise ProviderDataError(f"dispute {dispute.get('id')!r}: its charge {charge_id!r} is unknown")
+        if claimable(claim := claimed_property(charge), account):
+            rows += dispute_movement_rows(transaction, dispute, charge, claim, booking_id_of(charge))
+    return rows
 
 
 SHAPE = RecordShape(
@@ -208,55 +245,83 @@ class StripeAdapter:
         headers = _headers(account)
         with incomplete_pull(pull_name(account, window_start, window_end)):
             abort = threading.Event()
-            charges, refunds = gather(
+            with_transaction = {**params, "expand[]": "data.balance_transaction"}
+            charges, refunds, adjustments = gather(
                 [
+                    lambda: self._list_all("/v1/charges", with_transaction, headers, abort),
+                    lambda: self._list_all("/v1/refunds", with_transaction, headers, abort),
                     lambda: self._list_all(
-                        "/v1/charges", {**params, "expand[]": "data.balance_transaction"}, headers, abort
+                        "/v1/balance_transactions",
+                        {**params, "type": DISPUTE_TRANSACTION_TYPE, "expand[]": "data.source"},
+                        headers,
+                        abort,
                     ),
-                    lambda: self._list_all("/v1/refunds", params, headers, abort),
                 ],
-                max_workers=2,
+                max_workers=3,
                 abort=abort,
             )
-            for record in (*charges, *refunds):
+            for record in (*charges, *refunds, *adjustments):
                 created = field_value(record, "created", int, "record")
                 if not gte <= created < lt:
                     raise ProviderDataError(
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
                     )
+            movements = [(bt, source_dispute(bt)) for bt in adjustments if is_dispute_movement(bt)]
             rows = claimed_payment_rows(SHAPE, account, charges)
-            rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
+            rows += self._following_rows(
+                account, refunds, movements, {charge["id"]: charge for charge in charges}
+            )
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
-        """The frame for explicit charge, refund or PaymentIntent ids (an intent's rows are those of its
-        ``latest_charge``); ids unknown to the provider (404) are absent, as are records another property
-        owns (the ledger that names a record nobody owns keeps it). Raises IncompletePullError when the
+        """The frame for explicit charge, refund, PaymentIntent, dispute or balance transaction ids (an
+        intent's rows are those of its ``latest_charge``, a dispute's those of all its movements, a balance
+        transaction's those of the dispute movement it is: ``disputes.py``); ids unknown to the provider
+        (404) are absent, as are records another property owns (the ledger that names a record nobody owns
+        keeps it) and balance transactions that are no dispute movement. Raises IncompletePullError when the
         provider cannot be read: an unavailable provider never makes a record look missing."""
         ids = list(dict.fromkeys(record_ids))
-        prefixes = CHARGE_ID_PREFIXES + REFUND_ID_PREFIXES + (PAYMENT_INTENT_ID_PREFIX,)
+        prefixes = (
+            *CHARGE_ID_PREFIXES,
+            *REFUND_ID_PREFIXES,
+            PAYMENT_INTENT_ID_PREFIX,
+            *DISPUTE_ID_PREFIXES,
+            BALANCE_TRANSACTION_ID_PREFIX,
+        )
         unknown = [i for i in ids if not i.startswith(prefixes)]
         if unknown:
-            raise ValueError(f"not charge, refund or PaymentIntent ids: {unknown}")
-        refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIXES)]
-        intent_ids = [i for i in ids if i.startswith(PAYMENT_INTENT_ID_PREFIX)]
-        headers = _headers(account)
-        with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
-            intents = self._fetch_many("/v1/payment_intents", intent_ids, headers).values()
-            charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
-            charge_ids += [latest for intent in intents if intent and (latest := latest_charge_id(intent))]
-            found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids, headers).values() if r]
-            charges = self._fetch_many(
-                "/v1/charges",
-                list(dict.fromkeys(charge_ids + [refund_charge_id(r) for r in found_refunds])),
-                headers,
+            raise ValueError(
+                f"not charge, refund, PaymentIntent, dispute or balance transaction ids: {unknown}"
             )
+        headers = _headers(account)
+
+        def fetch_found(path: str, id_prefixes: tuple[str, ...]) -> list[StripeObject]:
+            wanted = [i for i in ids if i.startswith(id_prefixes)]
+            return [obj for obj in self._fetch_many(path, wanted, headers).values() if obj is not None]
+
+        with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
+            intents = fetch_found("/v1/payment_intents", (PAYMENT_INTENT_ID_PREFIX,))
+            charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
+            charge_ids += [latest for intent in intents if (latest := latest_charge_id(intent))]
+            found_refunds = fetch_found("/v1/refunds", REFUND_ID_PREFIXES)
+            movements = [
+                (bt, d) for d in fetch_found("/v1/disputes", DISPUTE_ID_PREFIXES) for bt in movements_of(d)
+            ]
+            movements += [
+                (bt, source_dispute(bt))
+                for bt in fetch_found("/v1/balance_transactions", (BALANCE_TRANSACTION_ID_PREFIX,))
+                if is_dispute_movement(bt)
+            ]
+            followed = [refund_charge_id(r) for r in found_refunds] + [
+                dispute_charge_id(d) for _, d in movements
+            ]
+            charges = self._fetch_many("/v1/charges", list(dict.fromkeys(charge_ids + followed)), headers)
             found = [charge for i in dict.fromkeys(charge_ids) if (charge := charges[i]) is not None]
             rows = claimed_payment_rows(SHAPE, account, found)
-            rows += self._refund_rows(
-                account, found_refunds, {i: c for i, c in charges.items() if c is not None}
+            rows += self._following_rows(
+                account, found_refunds, movements, {i: c for i, c in charges.items() if c is not None}
             )
-        return named_by_ledger(records_frame(rows), account)
+        return named_by_ledger(records_frame(rows).drop_duplicates(ignore_index=True), account)
 
     def fetch_charge(self, account: PropertyAccount, charge_id: str) -> StripeObject | None:
         """The charge's current state (balance transaction expanded), or None when Stripe does not know it.
@@ -322,13 +387,21 @@ class StripeAdapter:
                 malformed += 1
         return ListedEvents(events, malformed)
 
-    def _refund_rows(
-        self, account: PropertyAccount, refunds: Sequence[StripeObject], known_charges: Fetched
+    def _following_rows(
+        self,
+        account: PropertyAccount,
+        refunds: Sequence[StripeObject],
+        movements: Sequence[DisputeMovement],
+        known_charges: Fetched,
     ) -> list[Row]:
-        """Rows of the refunds (with their charge's claim) whose charge names no other property, fetching
-        charges not in ``known_charges``."""
+        """Rows of the refunds and dispute movements (with their charge's claim) whose charge names no
+        other property, fetching the charges not in ``known_charges`` once for both."""
         fetch = functools.partial(self._fetch_many, "/v1/charges", headers=_headers(account))
-        return claimed_refund_rows(SHAPE, account, refunds, known_charges, fetch)
+        needed = {refund_charge_id(r) for r in refunds} | {dispute_charge_id(d) for _, d in movements}
+        charges = {**known_charges, **fetch(sorted(needed - known_charges.keys()))}
+        return claimed_refund_rows(SHAPE, account, refunds, charges, fetch) + claimed_dispute_rows(
+            account, movements, charges
+        )
 
     def _list_all(
         self, path: str, params: dict[str, Any], headers: dict[str, str] | None, abort: threading.Event
@@ -350,11 +423,9 @@ class StripeAdapter:
 
         return list_all(path, read_page, abort, self.max_pages)
 
-    def _fetch_many(
-        self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None
-    ) -> Fetched:
+    def _fetch_many(self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None) -> Fetched:
         """``GET {path}/{id}`` for each id, concurrently; None for 404."""
-        params = {"expand[]": "balance_transaction"} if path == "/v1/charges" else None
+        params = _RETRIEVE_EXPANSIONS.get(path)
 
         def fetch_one(object_id: str) -> StripeObject | None:
             obj = self._http.get_json(f"{path}/{quote(object_id, safe='')}", params=params, headers=headers)

@@ -6,12 +6,13 @@ is the client that talks to Stripe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
+from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, SortedView, StripeObject
 from recon_pipeline.providers.simulator.wire import (
     ApiHandler,
     ApiResult,
@@ -28,6 +29,8 @@ _OBJECT_NAMES: dict[Kind, str] = {
     "refunds": "refund",
     "payment_intents": "payment_intent",
     "events": "event",
+    "disputes": "dispute",
+    "balance_transactions": "balance_transaction",
 }
 
 
@@ -130,7 +133,93 @@ def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         Route("/v1/refunds/{object_id}", retriever("refunds")),
         Route("/v1/payment_intents/{object_id}", retriever("payment_intents")),
         Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
+        *balance_routes(store, api),
     ]
+
+
+def balance_routes(store: SimulatorStore, api: Callable[[ApiHandler], Endpoint]) -> list[BaseRoute]:
+    """Disputes and balance transactions: ``GET /v1/disputes`` (``charge=``), ``GET /v1/disputes/{id}``,
+    ``GET /v1/balance_transactions`` (``type=``, ``source=``; ``expand[]=data.source``) and
+    ``GET /v1/balance_transactions/{id}`` (``expand[]=source``)."""
+    list_disputes = accepting(
+        _LIST_PARAMS | {"charge", "payment_intent"}, lambda r, a: _list(store, "disputes", r, a, "charge")
+    )
+    list_transactions = accepting(
+        _LIST_PARAMS | {"type", "source", "currency"}, lambda r, a: _list_balance_transactions(store, r, a)
+    )
+    retrieve_transaction = accepting(
+        _RETRIEVE_PARAMS, lambda r, a: _retrieve_balance_transaction(store, r, a)
+    )
+    return [
+        Route("/v1/disputes", api(list_disputes)),
+        Route(
+            "/v1/disputes/{object_id}",
+            api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve(store, "disputes", r, a))),
+        ),
+        Route("/v1/balance_transactions", api(list_transactions)),
+        Route("/v1/balance_transactions/{object_id}", api(retrieve_transaction)),
+    ]
+
+
+def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """The account's balance transactions, newest first, filtered as Stripe filters them (``type``,
+    ``source``, ``currency``: each an exact match), the source expanded on ``expand[]=data.source``."""
+    filters = {
+        name: value for name in ("type", "source", "currency") if (value := request.query_params.get(name))
+    }
+    by = "source" if "source" in filters else "type" if "type" in filters else None
+    view = store.view("balance_transactions", account, by, filters.get(by) if by else None)
+    if len(filters) > (1 if by else 0):  # further filters: few enough to select here (one source, one type)
+        view = SortedView.of([t for t in view.objects if all(t.get(k) == v for k, v in filters.items())])
+    limit = int_param(request, "limit")
+    limit = 10 if limit is None else limit
+    if not 1 <= limit <= 100:
+        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
+    gte, lt = _created_bounds(request)
+    starting_after = request.query_params.get("starting_after")
+    try:
+        data, has_more = view.page(gte, lt, starting_after, limit)
+    except KeyError:
+        raise InvalidRequest(
+            f"No such balance_transaction: '{starting_after}'", param="starting_after"
+        ) from None
+    expand = "data.source" in request.query_params.getlist("expand[]")
+    return 200, {
+        "object": "list",
+        "data": [_render_transaction(store, t, expand) for t in data],
+        "has_more": has_more,
+        "url": "/v1/balance_transactions",
+    }
+
+
+def _retrieve_balance_transaction(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    object_id = request.path_params["object_id"]
+    transaction = store.get("balance_transactions", object_id)
+    if transaction is None or transaction.get("account") != account:
+        message = f"No such balance_transaction: '{object_id}'"
+        return 404, stripe_error(message, code="resource_missing", param="id")
+    return 200, _render_transaction(store, transaction, "source" in request.query_params.getlist("expand[]"))
+
+
+# The stored movement a balance transaction's ``source`` names, by the prefix of its id.
+_SOURCE_KINDS: tuple[tuple[tuple[str, ...], Kind], ...] = (
+    (("du_", "dp_"), "disputes"),
+    (("ch_", "py_"), "charges"),
+    (("re_", "pyr_"), "refunds"),
+)
+
+
+def _render_transaction(
+    store: SimulatorStore, transaction: StripeObject, expand_source: bool
+) -> StripeObject:
+    """A balance transaction as Stripe sends it: its ``source`` an id, or the source object when expanded."""
+    out = render(transaction)
+    source_id = str(out.get("source"))
+    kind = next((k for prefixes, k in _SOURCE_KINDS if source_id.startswith(prefixes)), None)
+    source = store.get(kind, source_id) if expand_source and kind is not None else None
+    if source is not None:
+        out["source"] = render(source)
+    return out
 
 
 STRIPE_DIALECT = Dialect(
