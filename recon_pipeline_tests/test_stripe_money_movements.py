@@ -3,12 +3,15 @@ conversion, mapped to the provider-record frame (pure) and pulled through the si
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.world import build_world
+from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import IncompletePullError, ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
@@ -320,3 +323,39 @@ def test_the_simulator_serves_dispute_transactions_with_the_source_expanded_only
     assert sim.client.get("/v1/disputes/du_1").json()["balance_transactions"][0]["fee"] == DISPUTE_FEE_MINOR
     refused = sim.client.get("/v1/balance_transactions", params={"reporting_category": "dispute"})
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "parameter_unknown"
+
+
+# --- the demo world ----------------------------------------------------------------------------------------
+
+
+def test_the_stripe_demo_world_holds_disputes_and_a_conversion_each_booked_as_pulled(
+    simulator: StartSimulator, adapter_for: Any
+) -> None:
+    """A lost dispute, a dispute won tonight (returned fee under the reversal's id) and a foreign card settled
+    in EUR: each pulled row has a ledger entry with the same id, kind, amount and currency."""
+    lisbon = next(p for p in DEMO_PROPERTIES if p.currency == "EUR" and p.provider_account is None)
+    tonight = date(2026, 3, 2)
+    world = build_world(
+        {lisbon.property_id: tonight}, bookings_per_night=3, properties=(lisbon,), plant=False
+    )
+    window = night_window(tonight, lisbon.timezone, lisbon.night_cutoff)
+    pulled = adapter_for(simulator(world.store)).pull_night(
+        PropertyAccount(lisbon.property_id), window.start, window.end
+    )
+    movements = pulled[
+        pulled.provider_record_id.str.startswith(("du_", "txn_")) | pulled.settlement_currency.notna()
+    ]
+    kinds = sorted(zip(movements.provider_record_id.str[:3], movements.kind, strict=True))
+    assert kinds == [
+        ("ch_", "payment"),  # the foreign card: presented in USD, settled in EUR
+        ("du_", "dispute"),
+        ("du_", "dispute_reversal"),
+        ("du_", "fee"),
+        ("re_", "refund"),
+        ("txn", "fee"),
+    ]
+    assert set(movements.loc[movements.settlement_currency.notna(), "currency"]) == {"USD"}
+    booked = {
+        (e["provider_record_id"], e["kind"], e["amount_minor"], e["currency"]) for e in world.ledger_entries
+    }
+    assert {(r.provider_record_id, r.kind, r.amount_minor, r.currency) for r in pulled.itertuples()} <= booked

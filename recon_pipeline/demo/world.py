@@ -23,9 +23,12 @@ from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
+from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
 
+# A foreign guest's card presented in USD and settled in the property's currency at this rate (USD → it).
+USD_RATES = {"EUR": 0.92, "GBP": 0.79, "AUD": 1.52}
 AMOUNT_RANGE = {"JPY": (9_000, 60_000), "INR": (350_000, 2_500_000)}
 DEFAULT_AMOUNT_RANGE = (8_000, 45_000)
 
@@ -282,6 +285,8 @@ class _NightBuilder:
         if plant:
             self.plant_discrepancies(charges)
         self.plant_timing_differences()
+        if self.ids.balance_transactions:
+            self.balance_movements()
 
     def ordinary_booking(self) -> dict[str, Any]:
         charge = self.payment(self.inside(), self.amount())
@@ -356,3 +361,55 @@ class _NightBuilder:
         self.book_charge(earlier, timedelta(seconds=30))
         refund = self.refund(earlier, self.window.start + timedelta(hours=2), round(earlier["amount"] * 0.5))
         self.book_refund(refund, earlier, timedelta(seconds=30))
+
+    # ----- balance-transaction movements (``DemoWorld.balance_transactions``) -------------------------
+    def balance_movements(self) -> None:
+        """Disputes and a currency conversion, each booked as the PMS books it (nothing to find): a dispute
+        of an earlier charge lost tonight (withdrawal and dispute fee), one opened four days ago and won
+        tonight (reversal, and the dispute fee Stripe returns), and where the property's currency has a
+        USD rate a foreign card presented in USD, settled in the property's currency and partly refunded."""
+        lost_charge = self.payment(self.window.start - timedelta(days=3), self.amount())
+        self.book_charge(lost_charge, timedelta(seconds=30))
+        lost = dispute(self.next_id("du"), lost_charge, unix(self.inside()))
+        won_charge = self.payment(self.window.start - timedelta(days=6), self.amount())
+        self.book_charge(won_charge, timedelta(seconds=30))
+        opened = unix(self.window.start - timedelta(days=4))
+        won = dispute(
+            self.next_id("du"), won_charge, opened, won_at=unix(self.inside()), returned_fee=DISPUTE_FEE_MINOR
+        )
+        for disputed, charge in ((lost, lost_charge), (won, won_charge)):
+            self.world.store.disputes.append(disputed)
+            self.book_dispute(disputed, charge["metadata"]["booking_id"])
+        if self.prop.currency in USD_RATES:
+            self.foreign_card_booking(USD_RATES[self.prop.currency])
+
+    def book_dispute(self, disputed: dict[str, Any], booking_id: str) -> None:
+        """The ledger's entries for each of a dispute's movements as it happens: the withdrawal and its fee
+        under the dispute's id, the reversal under it too and a returned fee under the reversal's
+        balance transaction (``providers/stripe/disputes.py``)."""
+        for transaction in disputed["balance_transactions"]:
+            posted = datetime.fromtimestamp(transaction["created"], UTC) + timedelta(seconds=90)
+            self.entry(
+                transaction["reporting_category"], disputed["id"], transaction["amount"], posted, booking_id
+            )
+            fee_id = disputed["id"] if transaction["reporting_category"] == "dispute" else transaction["id"]
+            if transaction["fee"]:
+                self.entry("fee", fee_id, -transaction["fee"], posted + timedelta(seconds=1), booking_id)
+
+    def foreign_card_booking(self, rate: float) -> None:
+        """A booking paid in USD and settled in the property's currency at ``rate``: the ledger books the
+        payment and refund at the guest's USD figures and the fee in the settlement currency."""
+        charge = self.payment(self.inside(margin_s=4 * 3600), self.amount())
+        charge["currency"] = "usd"
+        for record in (self.world.bookings[-1], self.orders[order_key(charge)]):
+            record["currency"] = "USD"
+        if self.ids.payment_intents:
+            self.world.store.payment_intents[-1]["currency"] = "usd"
+        convert(charge, self.prop.currency.lower(), rate)
+        self.book_charge(charge, timedelta(seconds=40), currency="USD")
+        refund = self.refund(
+            charge, datetime.fromtimestamp(charge["created"], UTC) + timedelta(hours=2), 2_000
+        )
+        settle_refund(refund, charge)
+        posted = datetime.fromtimestamp(refund["created"], UTC) + timedelta(seconds=20)
+        self.entry("refund", refund["id"], -refund["amount"], posted, charge["metadata"]["booking_id"], "USD")

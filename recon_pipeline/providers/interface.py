@@ -59,13 +59,16 @@ class ListedEvents:
 @dataclass(frozen=True)
 class DemoWorld:
     """How the demo seeds a world for a provider: its demo properties, the prefixes of its charge and
-    refund ids, and whether payments go through an intent (``payment_orders`` keyed by the intent) or the
-    payment is the order's key itself."""
+    refund ids, whether payments go through an intent (``payment_orders`` keyed by the intent) or the
+    payment is the order's key itself, and which money movements beyond payments and refunds it serves."""
 
     properties: tuple[PropertyRow, ...]
     charge_prefix: str
     refund_prefix: str
     payment_intents: bool
+    # Whether its API reads disputes and currency conversion from balance transactions (Stripe): the world
+    # then also holds disputes and converted charges (``demo/world.py``).
+    balance_transactions: bool = False
 
 
 @dataclass(frozen=True)

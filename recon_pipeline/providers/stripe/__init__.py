@@ -1,9 +1,12 @@
-"""Stripe as a provider: charges and refunds for money movements, events for recovery, signed webhooks.
+"""Stripe as a provider: charges, refunds and disputes (with their balance transactions) for money
+movements, events for recovery, signed webhooks.
 
 Everything Stripe-specific lives in this folder: ``client.py`` (the API: a night's pull, lookups by id,
-current payment state, events since a cursor), ``state.py`` (PaymentIntent / charge → ``PaymentState``),
-``webhook.py`` (``Stripe-Signature`` and the event parser) and ``simulator.py`` (Stripe's API subset over
-the simulator's store). ``PROVIDER`` is what the registry maps ``stripe`` to.
+current payment state, events since a cursor), ``balance.py`` (balance transactions: conversion figures),
+``disputes.py`` (a dispute's withdrawal, reversal and fees as rows), ``state.py`` (PaymentIntent /
+charge → ``PaymentState``), ``webhook.py`` (``Stripe-Signature`` and the event parser) and
+``simulator.py`` (Stripe's API subset over the simulator's store). ``PROVIDER`` is what the registry maps
+``stripe`` to.
 """
 
 from __future__ import annotations
@@ -65,7 +68,13 @@ class StripeProvider:
         return stripe_routes(store, api)
 
     def demo_world(self) -> DemoWorld:
-        return DemoWorld(DEMO_PROPERTIES, charge_prefix="ch", refund_prefix="re", payment_intents=True)
+        return DemoWorld(
+            DEMO_PROPERTIES,
+            charge_prefix="ch",
+            refund_prefix="re",
+            payment_intents=True,
+            balance_transactions=True,
+        )
 
 
 PROVIDER: Provider = StripeProvider()  # typed: mypy checks the protocol is implemented
