@@ -58,7 +58,7 @@ from recon_pipeline_tests.provider_fixtures import DAY, FAST_RETRY, T0, make_cha
 PROP = PropertyAccount("prop_a")
 WINDOW = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + DAY, UTC))
 NIGHT = WINDOW[0].date().isoformat()  # prop_a's night (UTC, midnight cutoff) is WINDOW
-CHARGES, REFUNDS = "/v1/charges", "/v1/refunds"
+CHARGES, REFUNDS, TRANSACTIONS = "/v1/charges", "/v1/refunds", "/v1/balance_transactions"
 MAX_PAGES = 6  # a has_more that never ends is refused after this many pages
 
 
@@ -279,6 +279,8 @@ def script_of(world: World, ensure_ascii: bool) -> Script:
         pages={
             CHARGES: _by_cursor(world.charge_pages, ensure_ascii),
             REFUNDS: _by_cursor(world.refund_pages, ensure_ascii),
+            # a night without disputes: their balance transactions' list is empty (not fuzzed here)
+            TRANSACTIONS: {None: b'{"object": "list", "data": [], "has_more": false}'},
         },
         objects={path: json_bytes(obj, ensure_ascii) for path, obj in world.objects.items()},
     )

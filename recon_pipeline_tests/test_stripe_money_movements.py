@@ -206,7 +206,8 @@ def test_a_night_with_a_lost_dispute_of_an_earlier_charge(
     }
     assert set(frame.charge_id) == {"ch_old"} and set(frame.booking_id) == {"bk_ch_old"}
     paths = sim.stats()["requests_by_path"]
-    assert paths["/v1/charges/ch_old"] == 1  # fetched by id for its claim, once for both rows
+    # the disputed charge (for its claim) comes expanded with its dispute: three lists, no request by id
+    assert paths == {"/v1/charges": 1, "/v1/refunds": 1, "/v1/balance_transactions": 1}
     assert limiter.granted == sum(paths.values())  # every request went through the one rate bound
 
 
@@ -303,6 +304,7 @@ def test_a_dispute_whose_charge_stripe_does_not_know_fails_the_pull(
     with pytest.raises(IncompletePullError) as failure:
         adapter_for(sim).pull_night(PROP_A, *night(0))
     assert "'ch_gone' is unknown" in str(failure.value.__cause__)
+    assert sim.stats()["requests_by_path"]["/v1/charges/ch_gone"] >= 1  # not expanded: asked by id
 
 
 def test_the_simulator_serves_dispute_transactions_with_the_source_expanded_only_on_request(

@@ -1,4 +1,10 @@
-"""Stripe adapter: one property-night of charges and refunds as the provider-record frame (``records.py``).
+"""Stripe adapter: one property-night of money movements as the provider-record frame (``records.py``).
+
+A night is three lists of the account's scope, each by creation time: charges and refunds (their balance
+transactions expanded: fees, and the settlement figures of a currency conversion, ``balance.py``), and the
+balance transactions of ``type`` ``adjustment`` with their source expanded, of which the dispute
+withdrawals and reversals are kept (``disputes.py``): a dispute's movement belongs to the night its balance
+transaction was created in, which no list of disputes by their own ``created`` would give.
 
 The reconciliation diffs this frame against the ledger, so a wrong or partial frame turns into false
 discrepancies and possibly wrong adjustments. Hence: every record's shape is validated, any failure of a
@@ -7,7 +13,8 @@ provider raises rather than reporting the record as missing.
 
 A property with a connected account is scoped by ``Stripe-Account``, otherwise it reads the platform. Every
 record of that scope is read with its claim (``metadata.property_id`` of its charge; a refund carries no
-property metadata, so it follows its charge, fetched by id when created in an earlier night), and
+property metadata, nor does a dispute, so each follows its charge, fetched by id when created in an
+earlier night), and
 ``attribution.attribute`` decides whose it is (several properties may share one account).
 A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id reads the intent's
 ``latest_charge`` (Stripe API 2022-11-15 and later) and returns that charge's rows.
@@ -85,11 +92,15 @@ CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
 PAYMENT_INTENT_ID_PREFIX = "pi_"
 # What a by-id retrieve expands: a charge's or refund's balance transaction, a balance transaction's source.
-_RETRIEVE_EXPANSIONS = {
+_RETRIEVE_EXPANSIONS: dict[str, dict[str, str | list[str]]] = {
     "/v1/charges": {"expand[]": "balance_transaction"},
     "/v1/refunds": {"expand[]": "balance_transaction"},
-    "/v1/balance_transactions": {"expand[]": "source"},
+    "/v1/balance_transactions": {"expand[]": ["source", "source.charge"]},
+    "/v1/disputes": {"expand[]": "charge"},
 }
+# A listed dispute movement comes with its dispute and the disputed charge (for its claim): no request per
+# dispute, whichever night its charge was made in.
+DISPUTE_EXPANSIONS = ["data.source", "data.source.charge"]
 DisputeMovement = tuple[StripeObject, StripeObject]  # a dispute's balance transaction, and the dispute
 LOGGED_ID_CHARS = 80  # an over-long event id is cut in the log line
 
@@ -252,7 +263,7 @@ class StripeAdapter:
                     lambda: self._list_all("/v1/refunds", with_transaction, headers, abort),
                     lambda: self._list_all(
                         "/v1/balance_transactions",
-                        {**params, "type": DISPUTE_TRANSACTION_TYPE, "expand[]": "data.source"},
+                        {**params, "type": DISPUTE_TRANSACTION_TYPE, "expand[]": DISPUTE_EXPANSIONS},
                         headers,
                         abort,
                     ),
@@ -312,9 +323,7 @@ class StripeAdapter:
                 for bt in fetch_found("/v1/balance_transactions", (BALANCE_TRANSACTION_ID_PREFIX,))
                 if is_dispute_movement(bt)
             ]
-            followed = [refund_charge_id(r) for r in found_refunds] + [
-                dispute_charge_id(d) for _, d in movements
-            ]
+            followed = [refund_charge_id(r) for r in found_refunds]
             charges = self._fetch_many("/v1/charges", list(dict.fromkeys(charge_ids + followed)), headers)
             found = [charge for i in dict.fromkeys(charge_ids) if (charge := charges[i]) is not None]
             rows = claimed_payment_rows(SHAPE, account, found)
@@ -395,10 +404,13 @@ class StripeAdapter:
         known_charges: Fetched,
     ) -> list[Row]:
         """Rows of the refunds and dispute movements (with their charge's claim) whose charge names no
-        other property, fetching the charges not in ``known_charges`` once for both."""
+        other property, fetching the charges neither in ``known_charges`` nor expanded in their dispute once
+        for both."""
         fetch = functools.partial(self._fetch_many, "/v1/charges", headers=_headers(account))
+        expanded = {c["id"]: c for _, d in movements if isinstance(c := d.get("charge"), dict)}
+        known = {**expanded, **known_charges}
         needed = {refund_charge_id(r) for r in refunds} | {dispute_charge_id(d) for _, d in movements}
-        charges = {**known_charges, **fetch(sorted(needed - known_charges.keys()))}
+        charges = {**known, **fetch(sorted(needed - known.keys()))}
         return claimed_refund_rows(SHAPE, account, refunds, charges, fetch) + claimed_dispute_rows(
             account, movements, charges
         )

@@ -139,8 +139,9 @@ def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
 
 def balance_routes(store: SimulatorStore, api: Callable[[ApiHandler], Endpoint]) -> list[BaseRoute]:
     """Disputes and balance transactions: ``GET /v1/disputes`` (``charge=``), ``GET /v1/disputes/{id}``,
-    ``GET /v1/balance_transactions`` (``type=``, ``source=``; ``expand[]=data.source``) and
-    ``GET /v1/balance_transactions/{id}`` (``expand[]=source``)."""
+    ``GET /v1/balance_transactions`` (``type=``, ``source=``; ``expand[]=data.source``,
+    ``data.source.charge``) and ``GET /v1/balance_transactions/{id}`` (``expand[]=source``,
+    ``source.charge``); a dispute's ``charge`` expands on ``expand[]=charge``."""
     list_disputes = accepting(
         _LIST_PARAMS | {"charge", "payment_intent"}, lambda r, a: _list(store, "disputes", r, a, "charge")
     )
@@ -154,11 +155,18 @@ def balance_routes(store: SimulatorStore, api: Callable[[ApiHandler], Endpoint])
         Route("/v1/disputes", api(list_disputes)),
         Route(
             "/v1/disputes/{object_id}",
-            api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve(store, "disputes", r, a))),
+            api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve_dispute(store, r, a))),
         ),
         Route("/v1/balance_transactions", api(list_transactions)),
         Route("/v1/balance_transactions/{object_id}", api(retrieve_transaction)),
     ]
+
+
+def _retrieve_dispute(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """A dispute by id, its ``charge`` the charge object on ``expand[]=charge``."""
+    status, body = _retrieve(store, "disputes", request, account)
+    stored = store.get("disputes", body["id"]) if status == 200 else None
+    return (status, body) if stored is None else (200, _render_expanded(store, stored, _expansions(request)))
 
 
 def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
@@ -183,7 +191,7 @@ def _list_balance_transactions(store: SimulatorStore, request: Request, account:
         raise InvalidRequest(
             f"No such balance_transaction: '{starting_after}'", param="starting_after"
         ) from None
-    expand = "data.source" in request.query_params.getlist("expand[]")
+    expand = _expansions(request, "data.")
     return 200, {
         "object": "list",
         "data": [_render_transaction(store, t, expand) for t in data],
@@ -198,7 +206,7 @@ def _retrieve_balance_transaction(store: SimulatorStore, request: Request, accou
     if transaction is None or transaction.get("account") != account:
         message = f"No such balance_transaction: '{object_id}'"
         return 404, stripe_error(message, code="resource_missing", param="id")
-    return 200, _render_transaction(store, transaction, "source" in request.query_params.getlist("expand[]"))
+    return 200, _render_transaction(store, transaction, _expansions(request))
 
 
 # The stored movement a balance transaction's ``source`` names, by the prefix of its id.
@@ -209,17 +217,32 @@ _SOURCE_KINDS: tuple[tuple[tuple[str, ...], Kind], ...] = (
 )
 
 
-def _render_transaction(
-    store: SimulatorStore, transaction: StripeObject, expand_source: bool
-) -> StripeObject:
-    """A balance transaction as Stripe sends it: its ``source`` an id, or the source object when expanded."""
+def _render_transaction(store: SimulatorStore, transaction: StripeObject, expand: set[str]) -> StripeObject:
+    """A balance transaction as Stripe sends it: its ``source`` an id, or the source object when ``expand``
+    holds ``source`` (and the source's ``charge`` the charge object when it holds ``source.charge``)."""
     out = render(transaction)
     source_id = str(out.get("source"))
     kind = next((k for prefixes, k in _SOURCE_KINDS if source_id.startswith(prefixes)), None)
-    source = store.get(kind, source_id) if expand_source and kind is not None else None
+    wanted = expand & {"source", "source.charge"}
+    source = store.get(kind, source_id) if wanted and kind is not None else None
     if source is not None:
-        out["source"] = render(source)
+        out["source"] = _render_expanded(store, source, {"charge"} if "source.charge" in wanted else set())
     return out
+
+
+def _render_expanded(store: SimulatorStore, obj: StripeObject, expand: set[str]) -> StripeObject:
+    """``obj`` rendered, its ``charge`` (a dispute's, a refund's) the charge object when ``expand`` says."""
+    out = render(obj)
+    charge = store.get("charges", out["charge"]) if "charge" in expand and "charge" in out else None
+    if charge is not None and charge.get("account") == obj.get("account"):
+        out["charge"] = render(charge)
+    return out
+
+
+def _expansions(request: Request, prefix: str = "") -> set[str]:
+    """The ``expand[]`` paths of a request, relative to ``prefix`` (``data.`` for a list's items)."""
+    paths = request.query_params.getlist("expand[]")
+    return {path[len(prefix) :] for path in paths if path.startswith(prefix)}
 
 
 STRIPE_DIALECT = Dialect(
