@@ -32,6 +32,10 @@ from recon_pipeline_tests.provider_fixtures import (
 )
 
 PROP_A = PropertyAccount("prop_a")
+BALANCE_TRANSACTION_FIELDS = {
+    "id", "object", "amount", "available_on", "created", "currency", "description", "exchange_rate", "fee",
+    "fee_details", "net", "reporting_category", "source", "status", "type",
+}  # fmt: skip
 Row = tuple[
     str, str, int, str, Any, Any
 ]  # id, kind, amount, currency, settlement amount, settlement currency
@@ -322,6 +326,18 @@ def test_the_simulator_serves_dispute_transactions_with_the_source_expanded_only
     assert "account" not in listed["data"][0]["source"]
     plain = sim.client.get("/v1/balance_transactions", params={"source": "ch_1"}).json()["data"]
     assert [(t["type"], t["source"], t["amount"]) for t in plain] == [("charge", "ch_1", 10_000)]
+    assert (
+        set(plain[0]) == set(listed["data"][0]) == BALANCE_TRANSACTION_FIELDS
+    )  # Stripe's shape, whoever holds it
+    assert plain[0]["fee_details"] == [
+        {
+            "amount": 300,
+            "application": None,
+            "currency": "eur",
+            "description": "Stripe processing fees",
+            "type": "stripe_fee",
+        }
+    ]
     assert sim.client.get("/v1/disputes/du_1").json()["balance_transactions"][0]["fee"] == DISPUTE_FEE_MINOR
     refused = sim.client.get("/v1/balance_transactions", params={"reporting_category": "dispute"})
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "parameter_unknown"

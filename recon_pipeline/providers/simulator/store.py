@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from recon_pipeline.providers.simulator.money import balance_transaction
+
 StripeObject = dict[str, Any]
 Kind = Literal["charges", "refunds", "payment_intents", "events", "disputes", "balance_transactions"]
 KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events", "disputes")
@@ -128,11 +130,11 @@ class SimulatorStore:
     def balance_transactions(self) -> list[StripeObject]:
         """Every balance transaction, built once per ``reindex`` from the movements that hold them (a
         charge's or refund's ``balance_transaction``, a dispute's ``balance_transactions``), each with its
-        movement's ``account`` and, where the stored one leaves them out, its ``source``, ``type``,
-        ``reporting_category`` and ``created``."""
+        movement's ``account`` and, where the stored one leaves them out, the fields of Stripe's shape
+        (``source``, ``type``, ``reporting_category``, ``created``, ``fee_details``…: ``defaults_of``)."""
         if self._transactions is None:
             self._transactions = [
-                {**defaults_of(owner, kind), **transaction, "account": owner.get("account")}
+                {**defaults_of(owner, kind, transaction), **transaction, "account": owner.get("account")}
                 for kind in ("charges", "refunds", "disputes")
                 for owner in getattr(self, kind)
                 for transaction in held_transactions(owner)
@@ -199,14 +201,19 @@ def held_transactions(owner: StripeObject) -> list[StripeObject]:
     return [transaction] if isinstance(transaction, dict) else []
 
 
-def defaults_of(owner: StripeObject, kind: str) -> StripeObject:
-    """What a stored charge's or refund's balance transaction may leave out, from the movement itself."""
+def defaults_of(owner: StripeObject, kind: str, transaction: StripeObject) -> StripeObject:
+    """What a stored charge's or refund's balance transaction may leave out (a seeded charge's holds only
+    its amounts and currency), from the movement that holds it: Stripe's full shape."""
     if kind not in _TRANSACTION_KINDS:
         return {"source": owner["id"]}
     transaction_type, category = _TRANSACTION_KINDS[kind]
-    return {
-        "source": owner["id"],
-        "type": transaction_type,
-        "reporting_category": category,
-        "created": owner["created"],
-    }
+    return balance_transaction(
+        transaction["id"],
+        owner["id"],
+        owner["created"],
+        transaction.get("amount", 0),
+        str(transaction.get("currency", owner.get("currency"))),
+        reporting_category=category,
+        transaction_type=transaction_type,
+        fee=transaction.get("fee", 0),
+    )
