@@ -238,16 +238,17 @@ class StripeAdapter:
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
-        """The property's charges and refunds created in ``[window_start, window_end)`` as the frame,
-        attributed by their metadata alone (the pipeline adds ``payment_orders``: ``pull_claimed``)."""
+        """The property's charges, refunds and dispute movements created in ``[window_start, window_end)``
+        as the frame, attributed by their metadata alone (the pipeline adds ``payment_orders``:
+        ``pull_claimed``)."""
         return attribute(self.pull_claimed(account, window_start, window_end), account, {}).own
 
     def pull_claimed(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
     ) -> pd.DataFrame:
-        """Every charge and refund of the account's scope created in ``[window_start, window_end)`` that
-        names no other property, each with the property its charge claims (``property_id``, None when
-        none) for ``attribute``.
+        """Every charge, refund and dispute movement (its balance transaction) of the account's scope
+        created in ``[window_start, window_end)`` that names no other property, each with the property its
+        charge claims (``property_id``, None when none) for ``attribute``.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
