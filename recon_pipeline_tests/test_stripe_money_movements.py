@@ -11,6 +11,7 @@ import pytest
 
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.world import build_world
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import IncompletePullError, ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
@@ -19,6 +20,7 @@ from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert,
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter, charge_rows, refund_row
 from recon_pipeline.providers.stripe.disputes import dispute_movement_rows
+from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,
@@ -377,3 +379,64 @@ def test_the_stripe_demo_world_holds_disputes_and_a_conversion_each_booked_as_pu
         (e["provider_record_id"], e["kind"], e["amount_minor"], e["currency"]) for e in world.ledger_entries
     }
     assert {(r.provider_record_id, r.kind, r.amount_minor, r.currency) for r in pulled.itertuples()} <= booked
+
+
+def _ledger(entries: list[tuple[str, str, int, str, datetime]]) -> pd.DataFrame:
+    """In-night ledger entries (id, kind, amount, currency, posted) of prop_a."""
+    frame = pd.DataFrame(
+        [
+            {
+                "entry_id": f"le_{i}",
+                "property_id": "prop_a",
+                "booking_id": None,
+                "provider_record_id": record_id,
+                "kind": kind,
+                "amount_minor": amount,
+                "currency": currency,
+                "posted_at": posted,
+                "in_night": True,
+            }
+            for i, (record_id, kind, amount, currency, posted) in enumerate(entries)
+        ]
+    )
+    return frame.astype(LEDGER_RECORD_COLUMNS)
+
+
+def test_a_dispute_booked_a_night_late_is_a_timing_difference_found_by_id(
+    simulator: StartSimulator, adapter_for: Any
+) -> None:
+    """The ledger books Monday's withdrawal and Thursday's reversal (with the returned fee) on Tuesday and
+    Wednesday: Tuesday's pull holds none of them, the by-id lookup finds them in other nights."""
+    charge = make_charge("ch_1", T0 - DAY, amount=8_000)
+    won = dispute("du_1", charge, T0 + 600, won_at=T0 + 3 * DAY, returned_fee=DISPUTE_FEE_MINOR)
+    adapter = adapter_for(simulator(SimulatorStore(charges=[charge], disputes=[won])))
+    start, _ = night(1)
+    pulled = adapter.pull_night(PROP_A, *night(1))
+    ledger = _ledger(
+        [
+            ("du_1", "dispute", -8_000, "EUR", start),
+            ("du_1", "fee", -DISPUTE_FEE_MINOR, "EUR", start),
+            ("du_1", "dispute_reversal", 8_000, "EUR", start),
+            ("txn_1r", "fee", DISPUTE_FEE_MINOR, "EUR", start),
+        ]
+    )
+    unmatched = unmatched_ledger_record_ids(pulled, ledger)
+    assert pulled.empty and unmatched == ["du_1", "txn_1r"]
+    result = diff_night(pulled, ledger, adapter.fetch_records_by_id(PROP_A, unmatched))
+    assert result.discrepancies.empty and result.timing_difference_count == 4
+    off = _ledger([("du_1", "dispute", -7_000, "EUR", start)])  # booked, but not what Stripe withdrew
+    found = diff_night(pulled, off, adapter.fetch_records_by_id(PROP_A, ["du_1"])).discrepancies
+    assert list(found.category) == ["amount_mismatch"]
+
+
+def test_a_converted_refund_looked_up_by_id_carries_its_settlement_figure(
+    simulator: StartSimulator, adapter_for: Any
+) -> None:
+    charge = fx_charge("ch_fx", T0 - DAY)
+    refund = settle_refund(make_refund("re_fx", charge, T0 + 900, 2_500), charge)
+    adapter = adapter_for(simulator(SimulatorStore(charges=[charge], refunds=[refund])))
+    assert rows(adapter.fetch_records_by_id(PROP_A, ["re_fx", "ch_fx"])) == {
+        ("ch_fx", "payment", 10_000, "USD", 9_200, "EUR"),
+        ("ch_fx", "fee", -294, "EUR", None, None),
+        ("re_fx", "refund", -2_500, "USD", -2_300, "EUR"),
+    }
