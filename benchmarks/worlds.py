@@ -57,9 +57,7 @@ def build_nights(
         world.bookings += part.bookings
         world.payment_orders += part.payment_orders
         world.ledger_entries += part.ledger_entries
-        world.store.charges += part.store.charges
-        world.store.refunds += part.store.refunds
-        world.store.payment_intents += part.store.payment_intents
+        world.store.absorb(part.store)
         world.expected.update(part.expected)
     world.store.reindex()
     return world
@@ -67,7 +65,8 @@ def build_nights(
 
 def night_record_count(world: World, prop: PropertyRow, night: date) -> int:
     """The rows a pull of the property's night yields: a payment per charge, a fee per charge with a fee,
-    a row per refund, of the property's objects created in the night's window."""
+    a row per refund, a row per dispute movement and its fee, of the property's objects created (a
+    dispute's movements: their balance transactions) in the night's window."""
     window = night_window(night, prop.timezone, prop.night_cutoff)
     low, high = unix(window.start), unix(window.end)
 
@@ -80,7 +79,14 @@ def night_record_count(world: World, prop: PropertyRow, night: date) -> int:
     charges = [c for c in world.store.charges if low <= c["created"] < high and owned(c)]
     fees = sum(bool((charge["balance_transaction"] or {}).get("fee")) for charge in charges)
     refunds = sum(low <= r["created"] < high and owned(by_id[r["charge"]]) for r in world.store.refunds)
-    return len(charges) + fees + refunds
+    disputes = sum(  # a dispute movement's row, and its fee's (Stripe's worlds hold disputes)
+        1 + bool(transaction["fee"])
+        for dispute in world.store.disputes
+        if owned(by_id[dispute["charge"]])
+        for transaction in dispute["balance_transactions"]
+        if low <= transaction["created"] < high
+    )
+    return len(charges) + fees + refunds + disputes
 
 
 def bookings_for_records(prop: PropertyRow, night: date, records: int, seed: int = 7) -> int:

@@ -53,7 +53,6 @@ from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.postgres import postgres_database
@@ -162,9 +161,6 @@ def build_nights_world(
 ) -> NightsWorld:
     """One ``build_world`` per night (ids carry the night, so they never collide), merged."""
     merged = World()
-    charges: list[dict[str, Any]] = []
-    refunds: list[dict[str, Any]] = []
-    intents: list[dict[str, Any]] = []
     expected: Counter[tuple[str, str, str]] = Counter()
     for night in nights:
         part = build_world(
@@ -174,11 +170,9 @@ def build_nights_world(
         merged.bookings += part.bookings
         merged.payment_orders += part.payment_orders
         merged.ledger_entries += part.ledger_entries
-        charges += part.store.charges
-        refunds += part.store.refunds
-        intents += part.store.payment_intents
+        merged.store.absorb(part.store)
         expected += part.expected
-    merged.store = SimulatorStore(charges=charges, refunds=refunds, payment_intents=intents)
+    merged.store.reindex()
     merged.expected = expected
     return NightsWorld(merged, properties, tuple(nights))
 

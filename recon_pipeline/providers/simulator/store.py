@@ -142,6 +142,12 @@ class SimulatorStore:
             self._by_id[DERIVED_KIND] = {t["id"]: t for t in self._transactions}
         return self._transactions
 
+    def absorb(self, other: SimulatorStore) -> None:
+        """Add every stored object of ``other`` (worlds of several nights are built night by night and
+        merged); call ``reindex()`` once all are in."""
+        for kind in KINDS:
+            getattr(self, kind).extend(getattr(other, kind))
+
     def get(self, kind: Kind, object_id: str) -> StripeObject | None:
         """The stored object (with its ``account`` key) or None."""
         if kind == DERIVED_KIND:
