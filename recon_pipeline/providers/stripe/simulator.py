@@ -69,13 +69,22 @@ def _list(
     account: str | None,
     filter_param: str | None = None,
 ) -> ApiResult:
+    filter_value = request.query_params.get(filter_param) if filter_param else None
+    view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
+    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
+    return _page(view, kind, request, lambda obj: render(obj, expand))
+
+
+def _page(
+    view: SortedView, kind: Kind, request: Request, render_item: Callable[[StripeObject], StripeObject]
+) -> ApiResult:
+    """One page of a list as Stripe serves it: ``limit`` (1-100, default 10), ``created[...]`` bounds, the
+    ``starting_after`` cursor, newest first, each item rendered by ``render_item``."""
     limit = int_param(request, "limit")
     limit = 10 if limit is None else limit
     if not 1 <= limit <= 100:
         raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
     gte, lt = _created_bounds(request)
-    filter_value = request.query_params.get(filter_param) if filter_param else None
-    view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
     starting_after = request.query_params.get("starting_after")
     try:
         data, has_more = view.page(gte, lt, starting_after, limit)
@@ -83,10 +92,9 @@ def _list(
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
-    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
     return 200, {
         "object": "list",
-        "data": [render(obj, expand) for obj in data],
+        "data": [render_item(obj) for obj in data],
         "has_more": has_more,
         "url": f"/v1/{kind}",
     }
@@ -177,27 +185,10 @@ def _list_balance_transactions(store: SimulatorStore, request: Request, account:
     }
     by = "source" if "source" in filters else "type" if "type" in filters else None
     view = store.view("balance_transactions", account, by, filters.get(by) if by else None)
-    if len(filters) > (1 if by else 0):  # further filters: few enough to select here (one source, one type)
+    if len(filters) > (1 if by else 0):  # the other filters select from that view (a source's: a few)
         view = SortedView.of([t for t in view.objects if all(t.get(k) == v for k, v in filters.items())])
-    limit = int_param(request, "limit")
-    limit = 10 if limit is None else limit
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
-    gte, lt = _created_bounds(request)
-    starting_after = request.query_params.get("starting_after")
-    try:
-        data, has_more = view.page(gte, lt, starting_after, limit)
-    except KeyError:
-        raise InvalidRequest(
-            f"No such balance_transaction: '{starting_after}'", param="starting_after"
-        ) from None
     expand = _expansions(request, "data.")
-    return 200, {
-        "object": "list",
-        "data": [_render_transaction(store, t, expand) for t in data],
-        "has_more": has_more,
-        "url": "/v1/balance_transactions",
-    }
+    return _page(view, "balance_transactions", request, lambda t: _render_transaction(store, t, expand))
 
 
 def _retrieve_balance_transaction(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
