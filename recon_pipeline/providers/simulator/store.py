@@ -84,7 +84,7 @@ _EMPTY_VIEW = SortedView(objects=[], created=[], position={})
 
 @dataclass
 class SimulatorStore:
-    """Stripe-shaped charges, refunds, payment intents, events and disputes. Call ``reindex()`` after adding or
+    """Stripe-shaped charges, refunds, payment intents and events. Call ``reindex()`` after adding or
     removing objects or changing an id, ``created`` or ``account`` (in-place status changes need not).
 
     ``settled_fees`` maps a charge id to the fee (tax included) its settlement booked when that differs
