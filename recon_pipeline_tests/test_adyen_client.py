@@ -6,6 +6,7 @@ describe a plain CSV with a header line, so pandas reads it)."""
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ from recon_pipeline.providers.adyen.report import (
 )
 from recon_pipeline.providers.adyen.simulator import (
     SIMULATOR_MERCHANT_ACCOUNT,
+    csv_text,
     report_available_item,
 )
 from recon_pipeline.providers.attribution import attribute
@@ -409,3 +411,44 @@ def test_the_served_report_writes_chargebacks_and_the_payout_adds_up(
     payout = payouts_of([batch])
     assert [(p.amount_minor, p.currency) for p in payout] == [(10_050 - 300 + 20_000 - 10_050 - 1_500, "EUR")]
     assert batch.batch_lines == ()
+
+
+def test_batch_lines_that_are_no_movement_are_counted_in_the_log_once(
+    simulator_server: tuple[ServerThread, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Batch 1 holds a payment, the batch's transaction fees and a deposit correction: the night gets the
+    payment alone, and the log counts the other lines once, when the batch is first read."""
+    server, current = simulator_server
+    common = {"Merchant Account": MERCHANT, "TimeZone": "CET", "Batch Number": "1", "Net Currency": "EUR"}
+    report = csv_text(
+        [
+            {**common, "Psp Reference": CH1, "Creation Date": "2026-01-01 11:00:00", "Type": "Settled",
+             "Modification Reference": CH1, "Gross Currency": "EUR", "Gross Credit (GC)": "100.00"},
+            {**common, "Creation Date": "2026-01-05 06:00:00", "Type": "Fee",
+             "Modification Reference": "Transaction Fees", "Net Debit (NC)": "0.40"},
+            {**common, "Creation Date": "2026-01-05 06:00:00", "Type": "DepositCorrection",
+             "Modification Reference": "Deposit Correction", "Net Debit (NC)": "5.00"},
+            {**common, "Creation Date": "2026-01-05 07:00:00", "Type": "MerchantPayout",
+             "Modification Reference": "TX1", "Net Debit (NC)": "94.60"},
+        ]
+    ).encode()  # fmt: skip
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        found = scope["path"].endswith("/settlement_detail_report_batch_1.csv")
+        await send({"type": "http.response.start", "status": 200 if found else 404, "headers": []})
+        await send({"type": "http.response.body", "body": report if found else b"HTTP Status 404"})
+
+    current.app = app
+    try:
+        with ProviderHttp(server.base_url, retry=FAST_RETRY, max_rps=float("inf")) as http:
+            client = AdyenClient(http, KEY)
+            with caplog.at_level(logging.INFO, logger="recon_pipeline.providers.adyen.client"):
+                assert rows(client.pull_claimed(ACCOUNT, *NIGHT)) == {(CH1, "payment", 10_000, "EUR")}
+                client.pull_claimed(ACCOUNT, *NIGHT)
+    finally:
+        current.app = None
+    counted = [r.getMessage() for r in caplog.records if "no property-night movement" in r.getMessage()]
+    assert counted == [
+        f"merchant account {MERCHANT!r}, settlement batch 1: lines that are no property-night movement, "
+        "kept with the batch's payout: 1 DepositCorrection, 1 Fee"
+    ]
