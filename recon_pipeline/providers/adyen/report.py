@@ -24,7 +24,9 @@ What becomes a record (signed as the ledger signs; Adyen's record types, its "jo
 
 The frame's key is (``provider_record_id``, ``kind``): a report holding two lines of one key (say a
 ``Chargeback`` and a ``SecondChargeback`` of one dispute in one batch) cannot be one movement each, and is
-refused naming the second line.
+refused naming the second line. (Across batches this is not checked: a second chargeback booked under the
+first one's reference weeks later makes a lookup spanning both hold two ``dispute`` rows of one key, which
+the diff refuses; the ledger contract has one ``dispute`` per id, as Stripe's disputes have.)
 
 What is not a property-night's money movement stays with the batch:
 
@@ -34,8 +36,9 @@ What is not a property-night's money movement stays with the batch:
   "Transaction Fees" rather than a reference, so there is no key to book them by; ``MiscCosts``,
   ``DepositCorrection``, ``InvoiceDeduction``, ``Balancetransfer``, ``ManualCorrected``,
   ``MatchedStatement``, ``BankInstructionReturned``, ``PaymentCost``, ``PaidOut``, ``PaidOutReversed``, ...
-  none tied to a payment; and ``RefundedReversed``, a refund the scheme could not credit, for which the
-  ledger has no kind): a ``BatchLine`` kept on the batch with its signed net amount, so the payout still
+  none tied to a payment; ``RefundedReversed``, a refund the scheme could not credit, for which the
+  ledger has no kind; ``ChargebackReversedCorrection`` and any type Adyen adds, not documented as a
+  movement): a ``BatchLine`` kept on the batch with its signed net amount, so the payout still
   adds up, and counted by type (``SettlementBatch.unreconciled_counts``). None becomes a row.
 
 Amounts are decimal major units in the file; they become minor units exactly (``Decimal``, the currency's
