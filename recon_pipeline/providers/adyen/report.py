@@ -164,8 +164,8 @@ class SettlementBatch:
     number: int
     closed_at: datetime
     records: pd.DataFrame
-    payouts: tuple[BatchPayout, ...] = ()
-    batch_lines: tuple[BatchLine, ...] = ()
+    payouts: tuple[BatchPayout, ...]
+    batch_lines: tuple[BatchLine, ...]
 
     @property
     def unreconciled_counts(self) -> dict[str, int]:
@@ -314,12 +314,17 @@ def _net(line: _Line) -> tuple[int, str | None]:
     if line.text(NET_DEBIT) is None and line.text(NET_CREDIT) is None:
         return 0, None
     currency = line.currency("Net Currency")
-    return line.minor(NET_CREDIT, currency) - line.minor(NET_DEBIT, currency), currency
+    return _credit_minus_debit(line, currency), currency
+
+
+def _credit_minus_debit(line: _Line, currency: str) -> int:
+    return line.minor(NET_CREDIT, currency) - line.minor(NET_DEBIT, currency)
 
 
 def _payout(line: _Line, merchant_account: str, batch_number: int) -> BatchPayout:
+    """A MerchantPayout line: a debit of the payable batch, which is what the bank receives."""
     currency = line.currency("Net Currency")
-    amount = line.minor(NET_DEBIT, currency) - line.minor(NET_CREDIT, currency)
+    amount = -_credit_minus_debit(line, currency)
     reference = line.text("Modification Reference")
     return BatchPayout(merchant_account, batch_number, reference, amount, currency, line.created_at())
 
