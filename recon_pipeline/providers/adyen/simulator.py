@@ -152,9 +152,8 @@ def dispute_line(
     amount, fee = abs(int(transaction["amount"])), max(int(transaction.get("fee") or 0), 0)
     withdrawn = transaction["reporting_category"] == "dispute"
     net = -(amount + fee) if withdrawn else amount - fee
-    gross_column, net_column = (
-        ("Gross Debit (GC)", "Net Debit (NC)") if withdrawn else ("Gross Credit (GC)", "Net Credit (NC)")
-    )
+    gross_column = "Gross Debit (GC)" if withdrawn else "Gross Credit (GC)"
+    net_column = "Net Debit (NC)" if net < 0 else "Net Credit (NC)"
     created, zone = _local(transaction["created"])
     line = _line(
         merchant, **{
