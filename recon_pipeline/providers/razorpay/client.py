@@ -33,7 +33,8 @@ The same guarantees as the Stripe adapter (every record validated, a pull that c
   same recon days as the fees (so once settled: the lookback re-run brings it). The dispute
   (``GET /v1/disputes/{id}``) names its payment, whose notes attribute it; the row's status is the
   dispute's (``open``, ``under_review``, ``won``, ``lost``, ``closed``). A by-id lookup of a ``disp_`` id
-  reads the recon from the dispute's creation day.
+  reads the recon of the ``MAX_RECON_DAYS`` days from the dispute's creation (a reversal later than that is
+  not found by id).
 
 Only the merchant's own account is read: a property with ``provider_account`` is refused (Razorpay has no
 ``Stripe-Account`` equivalent for a plain merchant key).
@@ -93,6 +94,7 @@ from recon_pipeline.providers.razorpay.settlement import (
     SettledFee,
     SettlementCalendar,
     Settlements,
+    dispute_recon_days,
     gst_summary,
     payment_fee,
     read_recon,
@@ -360,8 +362,10 @@ class RazorpayAdapter:
                 if (payment := payments[payment_id]) is not None
             ]
             disputes = [d for d in self._fetch_many("/v1/disputes", dispute_ids).values() if d]
-            created = [created_at_field(obj, "record", "created_at") for obj in found + disputes]
-            settled = self._recon(created)
+            created = [created_at_field(payment, "payment", "created_at") for payment in found]
+            opened = [created_at_field(dispute, "dispute", "created_at") for dispute in disputes]
+            days = recon_days(created, self.settlement_days, self.calendar)
+            settled = self._recon(sorted(set(days) | set(dispute_recon_days(opened))))
             known = {i: p for i, p in payments.items() if p is not None}
             rows = self._payment_rows(account, found, settled.fees)
             rows += self._refund_rows(account, found_refunds, known)
@@ -422,9 +426,8 @@ class RazorpayAdapter:
             )
         return rows
 
-    def _recon(self, created: Sequence[datetime]) -> Settlements:
-        """What the recon says of records created at ``created``, from every recon day they may be in."""
-        days = recon_days(created, self.settlement_days, self.calendar)
+    def _recon(self, days: Sequence[date]) -> Settlements:
+        """What the recon of ``days`` says, every day read at once."""
         if not days:
             return Settlements({}, [])
         abort = threading.Event()

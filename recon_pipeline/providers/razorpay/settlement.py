@@ -107,6 +107,13 @@ def recon_days(created: Iterable[datetime], settlement_days: int, calendar: Sett
     return sorted(days)[:MAX_RECON_DAYS]
 
 
+def dispute_recon_days(opened: Iterable[datetime]) -> list[date]:
+    """The settlement days whose recon may hold the money disputes opened at ``opened`` moved: the
+    ``MAX_RECON_DAYS`` days from each one's own (Indian calendar), as a dispute is won weeks later."""
+    own_days = {moment.astimezone(SETTLEMENT_TZ).date() for moment in opened}
+    return sorted({day + timedelta(days=i) for day in own_days for i in range(MAX_RECON_DAYS)})
+
+
 # --- the settlement recon -------------------------------------------------------------------------------
 
 
