@@ -25,10 +25,12 @@ from recon_pipeline.providers.razorpay.client import (
     night_movements,
 )
 from recon_pipeline.providers.razorpay.settlement import (
+    MAX_RECON_DAYS,
     SETTLEMENT_TZ,
     DisputeMovement,
     SettledFee,
     SettlementCalendar,
+    dispute_recon_days,
     parse_holidays,
     read_recon,
     recon_days,
@@ -43,6 +45,34 @@ from recon_pipeline_tests.provider_fixtures import (
 )
 
 CALENDAR = SettlementCalendar()
+RECON_ITEM_FIELDS = frozenset(
+    [
+        "entity_id",
+        "type",
+        "debit",
+        "credit",
+        "amount",
+        "currency",
+        "fee",
+        "tax",
+        "on_hold",
+        "settled",
+        "created_at",
+        "settled_at",
+        "settlement_id",
+        "description",
+        "notes",
+        "payment_id",
+        "settlement_utr",
+        "order_id",
+        "order_receipt",
+        "method",
+        "card_network",
+        "card_issuer",
+        "card_type",
+        "dispute_id",
+    ]
+)
 PROP_A = PropertyAccount("prop_a")
 
 
@@ -80,6 +110,12 @@ def test_extra_holidays_from_the_setting_are_not_working_days() -> None:
     with pytest.raises(ValueError, match="working days must be from 0 to 10"):
         CALENDAR.working_days_after(date(2026, 1, 1), 11)
     assert CALENDAR.working_days_after(date(2026, 1, 3), 0) == date(2026, 1, 3)
+
+
+def test_a_dispute_looked_up_by_id_reads_the_month_after_it_opened() -> None:
+    opened = datetime(2026, 1, 31, 20, tzinfo=UTC)  # 02-01 01:30 IST
+    days = dispute_recon_days([opened])
+    assert (days[0], days[-1], len(days)) == (date(2026, 2, 1), date(2026, 3, 3), MAX_RECON_DAYS)
 
 
 def test_recon_days_are_indian_calendar_days_through_the_working_days_after() -> None:
@@ -353,6 +389,15 @@ def test_a_lost_and_a_won_dispute_are_the_exact_frame_rows(
         ("dispute", -30_000),
         ("dispute_reversal", 30_000),
     ]
+    # The recon lists the withdrawals as adjustments with every field of Razorpay's items.
+    day = {"year": 2026, "month": 1, "day": 14, "count": 100}
+    items = sim.client.get(RECON_PATH, params=day).json()["items"]
+    assert [(i["entity_id"], i["type"], i["debit"], i["dispute_id"]) for i in items] == [
+        ("adj_lost0", "adjustment", 20_000, "disp_lost"),
+        ("adj_other0", "adjustment", 10_000, "disp_other"),
+        ("adj_won0", "adjustment", 30_000, "disp_won"),
+    ]
+    assert all(set(item) >= RECON_ITEM_FIELDS for item in items)
     # The disputes API as Razorpay serves it.
     listed = sim.client.get("/v1/disputes", params={"count": 10}).json()
     assert [d["id"] for d in listed["items"]] == ["disp_won", "disp_other", "disp_lost"]
