@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from recon_pipeline.config import ConfigError
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
@@ -37,6 +38,7 @@ from recon_pipeline.providers.razorpay.settlement import (
 )
 from recon_pipeline.providers.razorpay.simulator import render_payment
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     StartSimulator,
@@ -375,7 +377,8 @@ def test_a_lost_and_a_won_dispute_are_the_exact_frame_rows(
         ]
 
     withdrawn = pd.Timestamp(withdrawn_at).tz_convert(UTC)
-    assert movements(adapter.pull_night(PROP_A, *night_of(disputed_on))) == [
+    disputed_night = adapter.pull_night(PROP_A, *night_of(disputed_on))
+    assert movements(disputed_night) == [
         ("disp_lost", "dispute", "pay_lost", "prop_a", "bk_1", -20_000, "lost", True, withdrawn),
         ("disp_won", "dispute", "pay_won", "prop_a", "bk_2", -30_000, "won", True, withdrawn),
     ]
@@ -389,6 +392,17 @@ def test_a_lost_and_a_won_dispute_are_the_exact_frame_rows(
         ("dispute", -30_000),
         ("dispute_reversal", 30_000),
     ]
+    # A ledger booking the night's disputes matches them; one booked at another amount is one finding.
+    books = disputed_night.assign(
+        entry_id=["le_lost", "le_won"],
+        posted_at=disputed_night.created_at,
+        in_night=True,
+        amount_minor=[-19_000, -30_000],
+    )
+    result = diff_night(disputed_night, books[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS))
+    assert result.matched_count == 1
+    found = result.discrepancies[["category", "provider_record_id", "kind", "difference_minor"]]
+    assert found.values.tolist() == [["amount_mismatch", "disp_lost", "dispute", -1_000]]
     # The recon lists the withdrawals as adjustments with every field of Razorpay's items.
     day = {"year": 2026, "month": 1, "day": 14, "count": 100}
     items = sim.client.get(RECON_PATH, params=day).json()["items"]
