@@ -446,27 +446,24 @@ class RazorpayAdapter:
         naming a dispute or payment Razorpay does not know is a data error."""
         given = {dispute["id"]: dispute for dispute in known_disputes}
         wanted = [i for i in dict.fromkeys(m.dispute_id for m in movements) if i not in given]
-        disputes = {**self._fetch_many("/v1/disputes", wanted), **given}
-        payment_ids = {}
-        for movement in movements:
-            dispute = disputes[movement.dispute_id]
-            if dispute is None:
-                raise ProviderDataError(
-                    f"settlement recon item {movement.entity_id!r}: dispute {movement.dispute_id!r} unknown"
-                )
-            payment_ids[movement.dispute_id] = dispute_payment_id(dispute)
-        missing = [i for i in dict.fromkeys(payment_ids.values()) if i not in known_payments]
+        disputes: dict[str, ProviderObject] = dict(given)
+        for dispute_id, fetched in self._fetch_many("/v1/disputes", wanted).items():
+            if fetched is None:
+                raise ProviderDataError(f"settlement recon item names an unknown dispute {dispute_id!r}")
+            disputes[dispute_id] = fetched
+        payment_of = {m.dispute_id: dispute_payment_id(disputes[m.dispute_id]) for m in movements}
+        missing = [i for i in dict.fromkeys(payment_of.values()) if i not in known_payments]
         payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
         rows = []
         for movement in movements:
-            payment = payments[payment_ids[movement.dispute_id]]
+            payment = payments[payment_of[movement.dispute_id]]
             if payment is None:
                 raise ProviderDataError(
-                    f"dispute {movement.dispute_id!r}: payment {payment_ids[movement.dispute_id]!r} unknown"
+                    f"dispute {movement.dispute_id!r}: payment {payment_of[movement.dispute_id]!r} unknown"
                 )
             claim = claimed_property(payment)
             if claimable(claim, account):
-                rows.append(dispute_row(movement, disputes[movement.dispute_id] or {}, payment, claim))
+                rows.append(dispute_row(movement, disputes[movement.dispute_id], payment, claim))
         return rows
 
     def _recon_day(self, day: date, abort: threading.Event) -> Callable[[], list[ProviderObject]]:
