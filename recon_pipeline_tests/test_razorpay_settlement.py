@@ -327,9 +327,14 @@ def _dispute(
         "balance_transactions": [
             {
                 "id": f"txn_{dispute_id[5:]}{i}",
+                "object": "balance_transaction",
                 "amount": amount,
                 "currency": charge["currency"],
                 "created": unix(at),
+                "fee": 0,
+                "net": amount,
+                "reporting_category": "dispute" if amount < 0 else "dispute_reversal",
+                "type": "adjustment",
             }
             for i, (amount, at) in enumerate(moved)
         ],

@@ -7,8 +7,8 @@ request asks for the expansion.
 
 The Razorpay flavour (``providers/razorpay/simulator.py``) serves the same charges and refunds rendered as
 Razorpay payments and refunds, so one world can be served in either flavour. Its settlement recon needs
-what Stripe objects do not say: when money settles (``settlement_delay_days`` working days after the
-day it was created, T+2 as Razorpay's domestic cycle), the fee a settlement booked where it differs from the
+what Stripe objects do not say: when money settles (``settlement_delay_days`` after the day it was
+created, T+2 as Razorpay's domestic cycle), the fee a settlement booked where it differs from the
 charge's (``settled_fees``), and what time it is (``clock``: settlements in the future are not served).
 
 Lists are served from ``SortedView``s built once per (kind, account[, filter]) so that paging through
@@ -28,7 +28,7 @@ from typing import Any, Literal
 StripeObject = dict[str, Any]
 Kind = Literal["charges", "refunds", "payment_intents", "events", "disputes"]
 KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events", "disputes")
-SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2 working days
+SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class SimulatorStore:
     refunds: list[StripeObject] = field(default_factory=list)
     payment_intents: list[StripeObject] = field(default_factory=list)
     events: list[StripeObject] = field(default_factory=list)
-    disputes: list[StripeObject] = field(default_factory=list)
+    disputes: list[StripeObject] = field(default_factory=list)  # with their balance_transactions expanded
     settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
     settled_fees: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
