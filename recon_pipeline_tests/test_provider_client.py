@@ -706,8 +706,11 @@ def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: li
     monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "0")
     with pytest.raises(ConfigError, match=SETTLEMENT_DAYS_ENV):
         build_client("razorpay", http)
-    with pytest.raises(ValueError, match="settlement_days must be from 0 to 29"):
-        RazorpayAdapter(http, settlement_days=30)
+    monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "11")  # working days: two weeks and more is no settlement cycle
+    with pytest.raises(ConfigError, match=f"{SETTLEMENT_DAYS_ENV}: settlement_days must be from 0 to 10"):
+        build_client("razorpay", http)
+    with pytest.raises(ValueError, match="settlement_days must be from 0 to 10"):
+        RazorpayAdapter(http, settlement_days=11)
 
 
 # --- payment identity and attribution --------------------------------------------------------------------

@@ -219,6 +219,11 @@ def test_read_recon_gives_fees_with_their_gst_and_dispute_movements() -> None:
         (recon_item(type="payout"), r"'pay_1': unknown type 'payout'"),
         (recon_item(tax=300), r"'pay_1': tax 300 exceeds fee 236"),
         (recon_item(tax=None), r"'pay_1': field 'tax'"),
+        (recon_item(type="dispute", debit=100, credit=0), r"'pay_1': a dispute item names no dispute_id"),
+        (
+            recon_item(entity_id="rfnd_1", type="refund", dispute_id="disp_1"),
+            r"'rfnd_1': a refund names a dispute",
+        ),
         (dispute_item("adj_1", 100, 100), r"'adj_1': a dispute item debits or credits"),
         (dispute_item("adj_1", 0, 0), r"'adj_1': a dispute item debits or credits"),
         (dispute_item("adj_1", 100, 0) | {"currency": "rupees"}, r"'adj_1': field 'currency'"),

@@ -168,8 +168,12 @@ def read_recon(items: Iterable[ProviderObject]) -> Settlements:
             if entity_id in fees:
                 raise ProviderDataError(f"{_WHAT} {entity_id!r}: payment settled twice")
             fees[entity_id] = settled_fee(item)
-        elif item_type in DISPUTE_ITEM_TYPES and optional_id_field(item, "dispute_id", _WHAT) is not None:
+        elif optional_id_field(item, "dispute_id", _WHAT) is not None:
+            if item_type not in DISPUTE_ITEM_TYPES:
+                raise ProviderDataError(f"{_WHAT} {entity_id!r}: a {item_type} names a dispute")
             disputes.append(dispute_movement(item))
+        elif item_type == "dispute":
+            raise ProviderDataError(f"{_WHAT} {entity_id!r}: a dispute item names no dispute_id")
     return Settlements(fees, disputes)
 
 
