@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.config import ConfigError, positive_int_from_env
+from recon_pipeline.config import ConfigError, positive_int_from_env, text_from_env
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
@@ -26,12 +26,17 @@ from recon_pipeline.providers.interface import (
 )
 from recon_pipeline.providers.razorpay import webhook
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
-from recon_pipeline.providers.razorpay.settlement import DEFAULT_SETTLEMENT_DAYS
+from recon_pipeline.providers.razorpay.settlement import (
+    DEFAULT_SETTLEMENT_DAYS,
+    SettlementCalendar,
+    parse_holidays,
+)
 from recon_pipeline.providers.razorpay.simulator import razorpay_routes
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 SETTLEMENT_DAYS_ENV = "RECON_RAZORPAY_SETTLEMENT_DAYS"
+HOLIDAYS_ENV = "RECON_RAZORPAY_HOLIDAYS"
 # One Indian property: INR in paise, attributed by notes.property_id.
 DEMO_PROPERTIES = (
     PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
@@ -41,8 +46,9 @@ DEMO_PROPERTIES = (
 class RazorpayProvider:
     """Razorpay behind the ``Provider`` protocol: ``RECON_PROVIDER_API_KEY`` is ``key_id:key_secret``
     (Basic auth), ``RECON_WEBHOOK_SECRET`` the webhook secret(s). Client option ``settlement_days``
-    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): how many days after a payment's day its settled fee is
-    looked for."""
+    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): through how many working days after a payment's day its
+    settled fee is looked for; ``holidays`` (else ``RECON_RAZORPAY_HOLIDAYS``, ISO dates separated by
+    commas): bank holidays besides India's public and NSE holidays, which are never working days."""
 
     name: str = "razorpay"
     public_api_root: str = "https://api.razorpay.com"
@@ -58,8 +64,13 @@ class RazorpayProvider:
         days = settings.options.get("settlement_days")
         if days is None:
             days = positive_int_from_env(SETTLEMENT_DAYS_ENV, DEFAULT_SETTLEMENT_DAYS)
+        extra = settings.options.get("holidays")
         try:
-            return RazorpayAdapter(http, settings.api_key, settlement_days=int(days))
+            calendar = SettlementCalendar(parse_holidays(extra or text_from_env(HOLIDAYS_ENV, "")))
+        except ValueError as error:
+            raise ConfigError(f"{HOLIDAYS_ENV}: {error}") from None
+        try:
+            return RazorpayAdapter(http, settings.api_key, settlement_days=int(days), calendar=calendar)
         except ValueError as error:
             raise ConfigError(f"{SETTLEMENT_DAYS_ENV}: {error}") from None
 
