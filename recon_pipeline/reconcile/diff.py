@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recon_pipeline.money import format_minor, minor_unit_exponent
+from recon_pipeline.money import BASIS_POINTS, format_minor, minor_unit_exponent
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import (
     AMOUNT_MISMATCH,
@@ -63,7 +63,6 @@ DISCREPANCY_DTYPES: Final[Mapping[str, str]] = {
 _GOLDEN: Final = np.uint64(0x9E3779B97F4A7C15)
 _LONGEST_ID: Final = 0xFFFF
 _INDEX: Final = np.intp  # dtype of row and group numbers (numpy indexes with intp without a cast)
-BASIS_POINTS: Final = 10_000  # in one: a tolerance is at most the whole settlement amount
 _NO_CURRENCY: Final = -1  # currency code of a record's settlement side when it was not converted
 
 
