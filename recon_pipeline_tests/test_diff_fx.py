@@ -5,18 +5,22 @@ conversion is never a ``currency_mismatch`` (DESIGN "Money movements")."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
     FX_DIFFERENCE,
 )
 from recon_pipeline.reconcile.diff import DiffResult, diff_night
+from recon_pipeline.reconcile.report import build_night_report, finding_amounts
 from recon_pipeline_tests.fuzzing import fuzz_settings
 from recon_pipeline_tests.test_diff import entry, finding, findings, ledger, providers, record
 
@@ -78,6 +82,27 @@ def test_an_entry_off_the_settlement_amount_beyond_tolerance_is_an_fx_difference
         "le_1 posts 91.50 EUR, 0.50 EUR off, beyond the property's tolerance of 0 bp"
     )
     assert result.matched_count == 0
+
+
+def test_an_fx_difference_proposes_its_correction_in_the_settlement_currency() -> None:
+    result = diff_night(providers(usd_charge()), ledger(entry("le_1", "ch_1", amount=9_150)))
+    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.discrepancies, "run-1", datetime.now(UTC))
+    assert (proposal["kind"], proposal["amount_minor"], proposal["currency"]) == (
+        "correct_fx_payment",
+        50,
+        "EUR",
+    )
+    assert (proposal["provider_record_id"], proposal["ledger_entry_id"]) == ("ch_1", "le_1")
+    assert proposal["reason"].startswith("fx_difference: provider payment ch_1 of 100.00 USD")
+
+
+def test_reports_show_an_fx_difference_in_the_settlement_currency() -> None:
+    result = diff_night(providers(usd_charge()), ledger(entry("le_1", "ch_1", amount=9_150)))
+    report = build_night_report(result, pd.DataFrame())
+    [finding_row] = report.findings.to_dict("records")
+    assert finding_amounts(finding_row) == ("92.00 EUR", "91.50 EUR", "0.50 EUR")
+    assert report.as_metadata()[f"amount/{FX_DIFFERENCE}/EUR"] == "0.50 EUR"
+    assert "| fx_difference | EUR | 1 | 0.50 EUR |" in report.summary_markdown()
 
 
 @pytest.mark.parametrize(
