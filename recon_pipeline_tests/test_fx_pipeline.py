@@ -145,10 +145,10 @@ def rebook(pipeline: SeededPipeline, entry_id: str, amount: int) -> None:
 
 @pytest.mark.slow  # Dagster runs
 def test_a_usd_charge_settled_in_eur_matches_either_figure_and_an_fx_difference_follows_the_ledger(
-    sqlite_url: str,
+    database_url: str,
 ) -> None:
     plan = Plan()
-    with seeded(sqlite_url, properties=(TOLERANT_LISBON,), plant=False, edit=plan.edit) as pipeline:
+    with seeded(database_url, properties=(TOLERANT_LISBON,), plant=False, edit=plan.edit) as pipeline:
         base: ProviderResource = pipeline.resources["provider"]
         pipeline.resources["provider"] = ConvertingProvider(**base.model_dump(), settled=plan.settled)
         settled = plan.settled[plan.beyond]
