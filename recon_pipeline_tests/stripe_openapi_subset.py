@@ -5,8 +5,9 @@ Run: ``python -m recon_pipeline_tests.stripe_openapi_subset SPEC3_JSON`` (a ``sp
 the committed subset came from ``git show e0123a38b40c8d840b4c0469ac0ee1650b6bfea3:openapi/spec3.json`` of
 https://github.com/stripe/openapi, the newest description whose file could be had here).
 
-That description is of API version 2020-08-27; the client pins 2022-11-15 (``providers/stripe/api_version.py``),
-whose upgrade notes change two things among the objects served here, applied below (``PINNED_CHANGES``):
+That description is of API version 2020-08-27; the client pins 2022-11-15
+(``providers/stripe/api_version.py``), whose upgrade notes change two things among the objects served here,
+applied below (``apply_pinned_changes``):
 a PaymentIntent no longer has ``charges`` but has ``latest_charge`` (an id, expandable to the charge), and a
 charge's ``refunds`` is no longer included unless expanded. Everything else is Stripe's text as published.
 
@@ -107,7 +108,8 @@ def _references(node: Any, found: set[str]) -> None:
 def subset(spec: dict[str, Any]) -> dict[str, Any]:
     """The served part of ``spec`` (a whole spec3.json) as a self-contained OpenAPI document."""
     if spec["info"]["version"] != SOURCE["published_version"]:
-        raise ValueError(f"spec is of version {spec['info']['version']}, expected {SOURCE['published_version']}")
+        version, expected = spec["info"]["version"], SOURCE["published_version"]
+        raise ValueError(f"spec is of version {version}, expected {expected}")
     schemas = json.loads(json.dumps(spec["components"]["schemas"]))
     apply_pinned_changes(schemas)
     paths: dict[str, Any] = {}
@@ -116,8 +118,9 @@ def subset(spec: dict[str, Any]) -> dict[str, Any]:
         paths[path] = {
             "get": {
                 "parameters": [
-                    {"name": p["name"], "in": p["in"], "required": p.get("required", False)}
+                    {"name": p["name"], "in": "query", "required": p.get("required", False)}
                     for p in operation.get("parameters", [])
+                    if p["in"] == "query"
                 ],
                 "responses": _trimmed(operation["responses"]),
             }

@@ -13,6 +13,7 @@ production.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -46,9 +47,24 @@ class Accepts:
         return cls(frozenset(name for group in groups for name in group))
 
     def unknown(self, request: Request) -> str | None:
-        """The first (by name) query parameter of ``request`` the endpoint does not take, None if none."""
-        refused = sorted(set(request.query_params) - self.params)
+        """The first (by name) query parameter of ``request`` the endpoint does not take, None if none.
+        An array item may be sent indexed (``expand[0]``, as Stripe's SDKs send it) or not (``expand[]``)."""
+        refused = sorted(name for name in request.query_params if array_name(name) not in self.params)
         return refused[0] if refused else None
+
+
+_INDEXED = re.compile(r"\[\d+\]$")
+
+
+def array_name(name: str) -> str:
+    """A query parameter's name with an array index made plain: ``expand[0]`` is ``expand[]``."""
+    return _INDEXED.sub("[]", name)
+
+
+def array_param(request: Request, name: str) -> list[str]:
+    """The values of the array parameter ``name`` (``expand`` reads ``expand[]`` and ``expand[N]``), in
+    the order sent."""
+    return [value for key, value in request.query_params.multi_items() if array_name(key) == f"{name}[]"]
 
 
 def int_param(request: Request, name: str) -> int | None:

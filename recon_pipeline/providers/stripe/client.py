@@ -352,7 +352,9 @@ class StripeAdapter:
 
         return list_all(path, read_page, abort, self.max_pages)
 
-    def _fetch_many(self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None) -> Fetched:
+    def _fetch_many(
+        self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None
+    ) -> Fetched:
         """``GET {path}/{id}`` for each id, concurrently; None for 404."""
         params = {"expand[]": "balance_transaction"} if path == "/v1/charges" else None
 

@@ -27,6 +27,7 @@ from recon_pipeline.providers.simulator.wire import (
     Dialect,
     Endpoint,
     InvalidRequest,
+    array_param,
     int_param,
 )
 from recon_pipeline.providers.stripe import rendering
@@ -133,7 +134,7 @@ def _list(
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
-    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
+    expand = "data.balance_transaction" in array_param(request, "expand")
     return 200, {
         "object": "list",
         "data": [render(store, kind, obj, version, expand) for obj in data],
@@ -149,7 +150,7 @@ def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str 
     if obj is None or obj.get("account") != account:
         message = f"No such {_OBJECT_NAMES[kind]}: '{object_id}'"
         return 404, stripe_error(message, code="resource_missing", param="id")
-    expand = "balance_transaction" in request.query_params.getlist("expand[]")
+    expand = "balance_transaction" in array_param(request, "expand")
     return 200, render(store, kind, obj, version, expand)
 
 
@@ -174,15 +175,16 @@ def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         handler: ApiHandler = lambda r, a: _list(store, kind, r, a, filter_param)  # noqa: E731
         return wrap(STRIPE_DIALECT, handler, Accepts.of(LIST_PARAMS.params, extra))
 
-    def retriever(kind: Kind) -> Endpoint:
-        return wrap(STRIPE_DIALECT, lambda r, a: _retrieve(store, kind, r, a), RETRIEVE_PARAMS)
+    def retriever(kind: Kind, extra: frozenset[str] = frozenset()) -> Endpoint:
+        handler: ApiHandler = lambda r, a: _retrieve(store, kind, r, a)  # noqa: E731
+        return wrap(STRIPE_DIALECT, handler, Accepts.of(RETRIEVE_PARAMS.params, extra))
 
     return [
         Route("/v1/charges", lister("charges", {"customer", "payment_intent", "transfer_group"})),
         Route("/v1/charges/{object_id}", retriever("charges")),
         Route("/v1/refunds", lister("refunds", {"charge", "payment_intent"}, filter_param="charge")),
         Route("/v1/refunds/{object_id}", retriever("refunds")),
-        Route("/v1/payment_intents/{object_id}", retriever("payment_intents")),
+        Route("/v1/payment_intents/{object_id}", retriever("payment_intents", frozenset({"client_secret"}))),
         Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
     ]
 
