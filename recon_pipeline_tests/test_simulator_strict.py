@@ -26,6 +26,7 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.rendering import ACCOUNT_DEFAULT_VERSION
+from recon_pipeline_tests.pipeline_fixtures import seeded
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,
@@ -91,10 +92,22 @@ def _adapter(sim: RunningSimulator) -> contextlib.AbstractContextManager[Provide
     return ProviderHttp(sim.base_url, retry=FAST_RETRY, max_rps=math.inf)
 
 
-def _stripe_routes(sim: RunningSimulator) -> list[str]:
-    """The paths of the Stripe flavour's API routes (of an app over the same store)."""
-    routes = build_app(sim.store).routes
+def _stripe_routes() -> list[str]:
+    """The paths of the Stripe flavour's API routes."""
+    routes = build_app(SimulatorStore()).routes
     return [r.path for r in routes if isinstance(r, Route) and r.path.startswith("/v1/")]
+
+
+def _assert_pinned_and_published(log: list[dict[str, Any]], subset: dict[str, Any]) -> None:
+    """Every logged request pins the client's version and sends only parameters Stripe publishes for its
+    endpoint."""
+    routes = _stripe_routes()
+    for request in log:
+        assert request["version"] == API_VERSION, request
+        route = next(r for r in routes if re.fullmatch(re.sub(r"\{[a-z_]+\}", "[^/]+", r), request["path"]))
+        published = subset["paths"][_spec_path(subset, route)]["get"]["parameters"]
+        wire = {w for p in published for w in _WIRE_NAMES.get(p["name"], [p["name"]])}
+        assert set(request["params"]) <= wire, request
 
 
 def _spec_path(subset: dict[str, Any], route: str) -> str:
@@ -191,14 +204,23 @@ def test_a_nights_pull_pins_the_version_and_sends_only_published_parameters(
     assert set(connected["provider_record_id"]) >= {"ch_conn"}
     log = sim.client.get("/_simulator/requests").json()["requests"]
     assert len(log) >= 8
-    routes = _stripe_routes(sim)
-    for request in log:
-        assert request["version"] == API_VERSION, request
-        route = next(r for r in routes if re.fullmatch(re.sub(r"\{[a-z_]+\}", "[^/]+", r), request["path"]))
-        published = subset["paths"][_spec_path(subset, route)]["get"]["parameters"]
-        wire = {w for p in published for w in _WIRE_NAMES.get(p["name"], [p["name"]])}
-        assert set(request["params"]) <= wire, request
+    _assert_pinned_and_published(log, subset)
     assert set(sim.stats()["responses_by_status"]) <= {"200", "404"}
+
+
+def test_a_reconciled_night_of_the_demo_world_pins_every_request(
+    sqlite_url: str, subset: dict[str, Any]
+) -> None:
+    """The same of every request of a Dagster run reconciling the Stripe demo world's night (every
+    property, planted discrepancies included)."""
+    with seeded(sqlite_url) as pipeline:
+        assert pipeline.materialize().success
+        base_url = pipeline.simulator.base_url
+        log = httpx.get(f"{base_url}/_simulator/requests", timeout=10).json()["requests"]
+        statuses = httpx.get(f"{base_url}/_simulator/stats", timeout=10).json()["responses_by_status"]
+    assert {r["path"] for r in log} >= {"/v1/charges", "/v1/refunds"}
+    _assert_pinned_and_published(log, subset)
+    assert set(statuses) <= {"200", "404"}
 
 
 # --- parameters ---------------------------------------------------------------------------------------
@@ -208,7 +230,7 @@ def test_every_stripe_route_takes_exactly_its_published_parameters(
     simulator: StartSimulator, subset: dict[str, Any]
 ) -> None:
     sim = simulator(_world())
-    routes = _stripe_routes(sim)
+    routes = _stripe_routes()
     assert len(routes) >= 6
     for route in routes:
         spec_path = _spec_path(subset, route)
