@@ -17,15 +17,17 @@ import pytest
 import razorpay
 import stripe
 from openapi_schema_validator import OAS30Validator
+from starlette.requests import Request
 from starlette.routing import Route
 
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.simulator.wire import Accepts, array_param
+from recon_pipeline.providers.stripe import rendering
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.client import StripeAdapter
-from recon_pipeline.providers.stripe.rendering import ACCOUNT_DEFAULT_VERSION
 from recon_pipeline_tests.pipeline_fixtures import seeded
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
@@ -182,7 +184,7 @@ def test_unpinned_requests_get_the_account_default_shape_and_the_client_never_do
         assert state is not None and state.status == "partially_refunded"
     versions = {r["version"] for r in sim.client.get("/_simulator/requests").json()["requests"]}
     assert versions == {None, "last-tuesday", API_VERSION}  # the client's requests all pinned
-    assert ACCOUNT_DEFAULT_VERSION < API_VERSION
+    assert rendering.ACCOUNT_DEFAULT_VERSION < API_VERSION
 
 
 def test_a_nights_pull_pins_the_version_and_sends_only_published_parameters(
@@ -388,3 +390,35 @@ def test_the_razorpay_sdk_reads_the_simulator(simulator: StartSimulator) -> None
     assert client.refund.fetch("rfnd_paid000000001")["payment_id"] == "pay_paid0000000001"
     with pytest.raises(razorpay.errors.BadRequestError, match="limit is/are not required"):
         client.payment.all({"limit": 5})
+
+
+# --- pure parts -----------------------------------------------------------------------------------------
+
+
+def test_stored_fields_win_over_the_always_present_defaults() -> None:
+    """A world that stores more (a disputed charge, a dispute's balance transaction) is served as stored;
+    the defaults only fill what the store leaves out."""
+    stored = make_charge("ch_d", T0)
+    stored.update(disputed=True, livemode=True)
+    stored["balance_transaction"].update(type="adjustment", reporting_category="dispute", exchange_rate=1.1)
+    rendered = rendering.charge(stored, API_VERSION, lambda _id: [], expand_balance_transaction=True)
+    assert rendered["disputed"] is True and rendered["livemode"] is True and "account" not in rendered
+    transaction = rendered["balance_transaction"]
+    assert (transaction["type"], transaction["reporting_category"]) == ("adjustment", "dispute")
+    assert transaction["exchange_rate"] == 1.1 and transaction["available_on"] == T0 + 2 * DAY
+    assert transaction["fee_details"] == [
+        {"amount": 300, "application": None, "currency": "eur", "description": "Stripe processing fees",
+         "type": "stripe_fee"}
+    ]  # fmt: skip
+    unexpanded = rendering.charge(stored, API_VERSION, lambda _id: [])
+    assert unexpanded["balance_transaction"] == "txn_d"
+    assert stored["balance_transaction"]["type"] == "adjustment"  # the store is never changed
+
+
+def test_declared_parameters_take_array_items_indexed_or_not() -> None:
+    accepts = Accepts.of({"limit", "expand[]"})
+    scope = {"type": "http", "query_string": b"limit=3&expand[0]=a&expand[]=b&expand[1]=c"}
+    request = Request(scope)
+    assert accepts.unknown(request) is None and array_param(request, "expand") == ["a", "b", "c"]
+    assert accepts.unknown(Request({"type": "http", "query_string": b"expand[0]=a&limits=3"})) == "limits"
+    assert accepts.unknown(Request({"type": "http", "query_string": b"expand=a"})) == "expand"

@@ -50,21 +50,21 @@ def stripe_error(message: str, error_type: str = "invalid_request_error", **extr
 
 def render(store: SimulatorStore, kind: Kind, obj: StripeObject, version: str, expand: bool) -> StripeObject:
     """A store object as Stripe sends it in API ``version`` (``rendering``); ``expand``: a charge's
-    ``balance_transaction`` expanded."""
+    ``balance_transaction`` expanded. A kind served here renders its always-present fields in
+    ``rendering.py``."""
+
+    def refunds_of(charge_id: str) -> list[StripeObject]:
+        return _refunds_of_id(store, obj, charge_id)
+
     if kind == "charges":
-        return rendering.charge(obj, version, _refunds_of(store, obj), expand)
+        return rendering.charge(obj, version, refunds_of, expand)
     if kind == "refunds":
         return rendering.refund(obj)
     if kind == "payment_intents":
-        charge_of = _charge_of(store, obj)
-        return rendering.payment_intent(
-            obj, version, charge_of, lambda charge_id: _refunds_of_id(store, obj, charge_id)
-        )
-    return rendering.event(obj)
-
-
-def _refunds_of(store: SimulatorStore, charge: StripeObject) -> Callable[[str], list[StripeObject]]:
-    return lambda charge_id: _refunds_of_id(store, charge, charge_id)
+        return rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
+    if kind == "events":
+        return rendering.event(obj)
+    raise ValueError(f"no Stripe rendering of {kind}")
 
 
 def _refunds_of_id(store: SimulatorStore, scope: StripeObject, charge_id: str) -> list[StripeObject]:
