@@ -236,7 +236,7 @@ def test_bad_request_is_rejected_without_retry_or_key(
 ) -> None:
     sim = simulator(SimulatorStore(), api_key="sk_test_42")
     http = _http(sim, clients, api_key="sk_test_42")
-    with pytest.raises(ProviderRequestRejected, match="HTTP 400.*greater than or equal to 1") as caught:
+    with pytest.raises(ProviderRequestRejected, match="HTTP 400.*less than or equal to 100") as caught:
         http.get_json("/v1/charges", params={"limit": 1000})
     assert "sk_test_42" not in str(caught.value)
     assert sim.stats()["api_requests"] == 1

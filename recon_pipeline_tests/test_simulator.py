@@ -17,6 +17,7 @@ import pytest
 
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.api_version import API_VERSION
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import free_port, wait_until
 from recon_pipeline_tests.provider_fixtures import (
@@ -143,7 +144,8 @@ def test_stripe_account_scopes_lists_and_retrievals(simulator: StartSimulator) -
     assert _get(sim, "/v1/charges/ch_c", headers=acct).status_code == 200
     missing = _get(sim, "/v1/charges/ch_c")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "resource_missing"
-    assert _get(sim, "/v1/payment_intents/pi_c", headers=acct).json()["latest_charge"] == "ch_c"
+    pinned = {**acct, "Stripe-Version": API_VERSION}
+    assert _get(sim, "/v1/payment_intents/pi_c", headers=pinned).json()["latest_charge"] == "ch_c"
     assert _get(sim, "/v1/payment_intents/pi_c").status_code == 404
 
 

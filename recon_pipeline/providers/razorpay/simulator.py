@@ -1,7 +1,8 @@
 """The simulator's Razorpay flavour: the store's charges and refunds as Razorpay payments and refunds.
 
 Wire semantics as Razorpay's: ``from``/``to`` (unix seconds, both inclusive), ``count`` (default 10, at
-most 100) and ``skip`` on newest-first collections ``{"entity": "collection", "count", "items"}``; Basic
+most 100) and ``skip`` on newest-first collections ``{"entity": "collection", "count", "items"}``; any
+other query parameter refused (400 "<name> is/are not required and should not be sent"); Basic
 auth with ``key_id:key_secret``; errors as ``{"error": {"code", "description", ...}}``; an unknown id is a
 400 "The id provided does not exist" (Razorpay does not answer 404 for it). Only the merchant's own
 records are served (store objects with ``account`` None). Razorpay has no events API.
@@ -47,6 +48,7 @@ from starlette.routing import BaseRoute, Route
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
 from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
 from recon_pipeline.providers.simulator.wire import (
+    Accepts,
     ApiHandler,
     ApiResult,
     ApiWrapper,
@@ -123,10 +125,12 @@ def gst_of(fee: int) -> int:
 
 
 def render_payment(charge: StripeObject) -> StripeObject:
-    """A store charge as Razorpay renders a payment."""
+    """A store charge as Razorpay renders a payment, with every field Razorpay always sends (a card
+    payment's: ``bank``, ``wallet`` and ``vpa`` null, the error fields null unless it failed)."""
     fee = charge_fee(charge)
     refunded = charge.get("amount_refunded", 0)
     status = payment_status(charge)
+    failed = status == "failed"
     return {
         "id": charge["id"],
         "entity": "payment",
@@ -141,11 +145,21 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "refund_status": None if not refunded else ("full" if status == "refunded" else "partial"),
         "captured": status in ("captured", "refunded"),
         "description": None,
+        "card_id": f"card_{charge['id']}",
+        "bank": None,
+        "wallet": None,
+        "vpa": None,
+        "email": "guest@example.com",
+        "contact": "+919999999999",
         "notes": charge.get("metadata") or [],
         "fee": fee,
         "tax": None if fee is None else gst_of(fee),
-        "error_code": "BAD_REQUEST_ERROR" if status == "failed" else None,
-        "error_description": "Payment failed" if status == "failed" else None,
+        "error_code": "BAD_REQUEST_ERROR" if failed else None,
+        "error_description": "Payment failed" if failed else None,
+        "error_source": "bank" if failed else None,
+        "error_step": "payment_authorization" if failed else None,
+        "error_reason": "payment_failed" if failed else None,
+        "acquirer_data": {"auth_code": None if failed else "123456"},
         "created_at": charge["created"],
     }
 
@@ -390,11 +404,19 @@ def _retrieve(store: SimulatorStore, kind: Kind, object_id: str) -> ApiResult:
     return 200, _RENDER[kind](obj)
 
 
+# The query parameters of Razorpay's endpoints (its API reference); any other is a 400 BAD_REQUEST_ERROR.
+NO_PARAMS = Accepts.of()
+EXPAND_PARAMS = Accepts.of({"expand[]"})
+COLLECTION_PARAMS = Accepts.of({"from", "to", "count", "skip"})
+PAYMENTS_PARAMS = Accepts.of(COLLECTION_PARAMS.params, EXPAND_PARAMS.params)
+RECON_PARAMS = Accepts.of({"year", "month", "day", "count", "skip"})
+
+
 def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
     """The Razorpay API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting)."""
 
-    def api(handler: ApiHandler) -> Endpoint:
-        return wrap(RAZORPAY_DIALECT, handler)
+    def api(handler: ApiHandler, accepts: Accepts = NO_PARAMS) -> Endpoint:
+        return wrap(RAZORPAY_DIALECT, handler, accepts)
 
     def by_id(kind: Kind) -> ApiHandler:
         return lambda request, _account: _retrieve(store, kind, request.path_params["object_id"])
@@ -416,13 +438,13 @@ def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
 
     return [
         Route("/v1/orders/{object_id}/payments", api(order_payments)),
-        Route("/v1/payments", api(lambda r, _a: _collection(store, "charges", r))),
-        Route("/v1/payments/{object_id}", api(by_id("charges"))),
-        Route("/v1/payments/{object_id}/refunds", api(payment_refunds)),
-        Route("/v1/refunds", api(lambda r, _a: _collection(store, "refunds", r))),
+        Route("/v1/payments", api(lambda r, _a: _collection(store, "charges", r), PAYMENTS_PARAMS)),
+        Route("/v1/payments/{object_id}", api(by_id("charges"), EXPAND_PARAMS)),
+        Route("/v1/payments/{object_id}/refunds", api(payment_refunds, COLLECTION_PARAMS)),
+        Route("/v1/refunds", api(lambda r, _a: _collection(store, "refunds", r), COLLECTION_PARAMS)),
         Route("/v1/refunds/{object_id}", api(by_id("refunds"))),
-        Route("/v1/settlements/recon/combined", api(lambda r, _a: _recon(store, r))),
-        Route("/v1/disputes", api(lambda r, _a: _collection(store, "disputes", r))),
+        Route("/v1/settlements/recon/combined", api(lambda r, _a: _recon(store, r), RECON_PARAMS)),
+        Route("/v1/disputes", api(lambda r, _a: _collection(store, "disputes", r), COLLECTION_PARAMS)),
         Route("/v1/disputes/{object_id}", api(by_id("disputes"))),
     ]
 
@@ -448,4 +470,7 @@ RAZORPAY_DIALECT = Dialect(
     invalid=lambda error: razorpay_error(str(error), field=error.param),
     unauthorized=lambda: razorpay_error("Authentication failed"),
     injected=_injected,
+    unknown_parameter=lambda name: InvalidRequest(
+        f"{name} is/are not required and should not be sent", param=name
+    ),
 )
