@@ -28,6 +28,8 @@ _OBJECT_NAMES: dict[Kind, str] = {
     "refunds": "refund",
     "payment_intents": "payment_intent",
     "events": "event",
+    "payouts": "payout",
+    "balance_transactions": "balance_transaction",
 }
 
 
@@ -66,10 +68,7 @@ def _list(
     account: str | None,
     filter_param: str | None = None,
 ) -> ApiResult:
-    limit = int_param(request, "limit")
-    limit = 10 if limit is None else limit
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
+    limit = _limit(request)
     gte, lt = _created_bounds(request)
     filter_value = request.query_params.get(filter_param) if filter_param else None
     view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
@@ -99,6 +98,55 @@ def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str 
     return 200, render(obj, expand)
 
 
+def _list_payouts(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """``GET /v1/payouts`` filtered on ``arrival_date[gte|lt]`` (and ``created``), newest first."""
+    limit = _limit(request)
+    arrival_gte, arrival_lt = int_param(request, "arrival_date[gte]"), int_param(request, "arrival_date[lt]")
+    gte, lt = _created_bounds(request)
+    ordered = store.view("payouts", account).objects[::-1]
+    selected = [
+        payout
+        for payout in ordered
+        if (arrival_gte is None or payout["arrival_date"] >= arrival_gte)
+        and (arrival_lt is None or payout["arrival_date"] < arrival_lt)
+        and (gte is None or payout["created"] >= gte)
+        and (lt is None or payout["created"] < lt)
+    ]
+    starting_after = request.query_params.get("starting_after")
+    if starting_after is not None:
+        ids = [payout["id"] for payout in selected]
+        if starting_after not in ids:
+            raise InvalidRequest(f"No such payout: '{starting_after}'", param="starting_after")
+        selected = selected[ids.index(starting_after) + 1 :]
+    page = [render(payout) for payout in selected[:limit]]
+    return 200, {"object": "list", "data": page, "has_more": len(selected) > limit, "url": "/v1/payouts"}
+
+
+def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """``GET /v1/balance_transactions?payout=po_...``: as Stripe, only an automatic payout is itemised."""
+    payout_id = request.query_params.get("payout")
+    if payout_id is not None:
+        payout = store.get("payouts", payout_id)
+        if payout is None or payout.get("account") != account:
+            raise InvalidRequest(f"No such payout: '{payout_id}'", param="payout", code="resource_missing")
+        if not payout["automatic"]:
+            raise InvalidRequest(
+                "Balance transaction history can only be filtered on automatic transfers, not manual.",
+                param="payout",
+            )
+    status, body = _list(store, "balance_transactions", request, account, "payout")
+    body["data"] = [{k: v for k, v in obj.items() if k != "payout"} for obj in body["data"]]
+    return status, body
+
+
+def _limit(request: Request) -> int:
+    limit = int_param(request, "limit")
+    limit = 10 if limit is None else limit
+    if not 1 <= limit <= 100:
+        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
+    return limit
+
+
 def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
@@ -109,6 +157,11 @@ _LIST_PARAMS = frozenset(
     | {"ending_before", "expand[]"}
 )
 _RETRIEVE_PARAMS = frozenset({"expand[]"})
+_PAYOUT_LIST_PARAMS = _LIST_PARAMS | frozenset(
+    {"arrival_date", "arrival_date[gte]", "arrival_date[gt]", "arrival_date[lte]", "arrival_date[lt]"}
+    | {"destination", "status"}
+)
+_BALANCE_TRANSACTION_LIST_PARAMS = _LIST_PARAMS | frozenset({"currency", "payout", "source", "type"})
 
 
 def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
@@ -130,6 +183,18 @@ def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         Route("/v1/refunds/{object_id}", retriever("refunds")),
         Route("/v1/payment_intents/{object_id}", retriever("payment_intents")),
         Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
+        Route(
+            "/v1/payouts",
+            api(accepting(_PAYOUT_LIST_PARAMS, lambda r, a: _list_payouts(store, r, a))),
+        ),
+        Route(
+            "/v1/balance_transactions",
+            api(
+                accepting(
+                    _BALANCE_TRANSACTION_LIST_PARAMS, lambda r, a: _list_balance_transactions(store, r, a)
+                )
+            ),
+        ),
     ]
 
 

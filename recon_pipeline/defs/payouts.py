@@ -1,0 +1,76 @@
+"""The ``payouts`` asset: one night of payouts for every account (``recon_pipeline/payouts/night.py``), a
+thin wrapper. Its night is the payouts' arrival date (a calendar day, as the provider gives it), and the
+night whose deposit deadline it is (``RECON_PAYOUT_DEPOSIT_DAYS`` business days later). Its own job and a
+daily schedule for the day just ended: it reads accounts, not property batches, so it stays out of the
+nightly reconciliation's batch runs.
+"""
+
+from datetime import UTC, date, datetime, timedelta
+
+import dagster as dg
+
+from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL, provider_step_retry_policy
+from recon_pipeline.defs.partitions import night_partitions, partition_night
+from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.ledger.queries import list_properties, split_valid_properties
+from recon_pipeline.payouts.deposit import bank_holidays, deposit_days
+from recon_pipeline.payouts.night import reconcile_payouts
+
+PAYOUTS = dg.AssetKey("payouts")
+PAYOUTS_JOB = "payouts_night"
+
+
+@dg.asset(
+    key=PAYOUTS,
+    group_name="payouts",
+    kinds={"sql"},
+    partitions_def=night_partitions,
+    pool=PROVIDER_POOL,
+    retry_policy=provider_step_retry_policy(),
+    description="Payouts arriving on the night, traced to property-nights (tables `payouts`, "
+    "`payout_transactions`), matched to bank credits (`bank_credits`); findings `payout_failed` and "
+    "`payout_not_deposited` in `discrepancies`. Report: `recon report payouts`.",
+)
+def payouts(
+    context: dg.AssetExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
+) -> dg.MaterializeResult:
+    """Read, trace, store and judge the night's payouts for every account of the valid properties."""
+    night = date.fromisoformat(partition_night(context.partition_key))
+    engine = recon_db.engine()
+    with engine.connect() as connection:
+        properties, invalid = split_valid_properties(list_properties(connection))
+    for error in invalid:
+        context.log.error(f"skipped: {error}")
+    result = reconcile_payouts(
+        engine, provider.adapter(), night, properties, deposit_days(), bank_holidays(), context.run_id
+    )
+    if result.sum_mismatches:
+        context.log.warning(result.sum_check)
+    return dg.MaterializeResult(
+        metadata={
+            "payouts": result.payouts,
+            "traced": result.traced,
+            "untraceable": result.untraceable,
+            "failed": result.failed,
+            "not_deposited": result.not_deposited,
+            "credits_matched": result.credits_matched,
+            "sum_check": result.sum_check,
+        }
+    )
+
+
+payouts_job = dg.define_asset_job(
+    PAYOUTS_JOB,
+    selection=dg.AssetSelection.assets(PAYOUTS),
+    partitions_def=night_partitions,
+    description="One night of payouts for every account: trace, match to the bank, judge.",
+    tags={PROVIDER_BOUND_TAG: "true"},
+)
+
+
+@dg.schedule(job=payouts_job, cron_schedule="0 6 * * *", execution_timezone="UTC")
+def payouts_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    """Each morning, the day that just ended (UTC): its arrivals, and the payouts due at the bank by it."""
+    now = context.scheduled_execution_time or datetime.now(UTC)
+    night = (now.date() - timedelta(days=1)).isoformat()
+    return dg.RunRequest(run_key=f"payouts-{night}", partition_key=night)
