@@ -1,0 +1,199 @@
+"""A payout world for the payout and bank-import tests: a connected account serving one property and the
+platform shared by two, their payouts and balance transactions as Stripe shapes them, and the ledger
+entries that say whose the platform's charges are. Amounts in EUR; the payouts arrive on Friday
+2026-12-04, so their deposit deadline (3 business days) is Wednesday 2026-12-09."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlalchemy import Engine, insert
+
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
+from recon_pipeline.db.schema import ledger_entries, properties
+from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.payouts import arrival_timestamp
+from recon_pipeline_tests.provider_fixtures import FAST_RETRY, RunningSimulator
+
+ARRIVAL = date(2026, 12, 4)  # a Friday
+DEADLINE = date(2026, 12, 9)  # its third business day after
+CONNECTED = "acct_1PortoRibeira"
+PROPERTIES = (
+    PropertyRow("porto-ribeira", "Porto Ribeira", "Europe/Lisbon", "EUR", "00:00", CONNECTED),
+    PropertyRow("lisbon-riverside", "Lisbon Riverside Suites", "Europe/Lisbon", "EUR", "00:00", None),
+    PropertyRow("denver-lodge", "Denver Mountain Lodge", "America/Denver", "EUR", "03:00", None),
+)
+
+
+def unix(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
+
+def payout(
+    payout_id: str,
+    amount: int,
+    *,
+    account: str | None,
+    arrival: date = ARRIVAL,
+    status: str = "paid",
+    automatic: bool = True,
+    failure_code: str | None = None,
+    descriptor: str | None = None,
+) -> dict[str, Any]:
+    """A Stripe payout object (with the simulator's ``account`` key)."""
+    return {
+        "id": payout_id,
+        "object": "payout",
+        "amount": amount,
+        "arrival_date": arrival_timestamp(arrival),
+        "automatic": automatic,
+        "balance_transaction": f"txn_{payout_id}",
+        "created": arrival_timestamp(arrival) - 2 * 86_400,
+        "currency": "eur",
+        "description": "STRIPE PAYOUT",
+        "destination": "ba_1Bank",
+        "failure_balance_transaction": None,
+        "failure_code": failure_code,
+        "failure_message": None,
+        "livemode": False,
+        "metadata": {},
+        "method": "standard",
+        "source_type": "card",
+        "statement_descriptor": descriptor,
+        "status": status,
+        "type": "bank_account",
+        "account": account,
+    }
+
+
+def transaction(
+    transaction_id: str,
+    payout_id: str,
+    source: str,
+    category: str,
+    amount: int,
+    fee: int,
+    created: str,
+    account: str | None,
+) -> dict[str, Any]:
+    """A Stripe balance transaction a payout carried (``payout``: the simulator's key)."""
+    return {
+        "id": transaction_id,
+        "object": "balance_transaction",
+        "amount": amount,
+        "available_on": unix(created) + 2 * 86_400,
+        "created": unix(created),
+        "currency": "eur",
+        "description": None,
+        "exchange_rate": None,
+        "fee": fee,
+        "fee_details": [],
+        "net": amount - fee,
+        "reporting_category": category,
+        "source": source,
+        "status": "available",
+        "type": {"charge": "charge", "refund": "refund", "payout": "payout"}.get(category, category),
+        "account": account,
+        "payout": payout_id,
+    }
+
+
+def own_withdrawal(payout_obj: dict[str, Any]) -> dict[str, Any]:
+    """The payout's own balance transaction, which Stripe lists among the payout's transactions."""
+    amount = -payout_obj["amount"]
+    row = transaction(
+        f"txn_{payout_obj['id']}",
+        payout_obj["id"],
+        payout_obj["id"],
+        "payout",
+        amount,
+        0,
+        "2026-12-02T00:00:00",
+        payout_obj["account"],
+    )
+    return row
+
+
+def payout_store() -> SimulatorStore:
+    """The world's payouts: connected paid (3 movements and a refund), platform paid (Lisbon's and
+    Denver's charges), connected failed (account_closed), platform manual, connected paid arriving the
+    next day."""
+    conn_paid = payout("po_conn_paid", 19_400, account=CONNECTED)
+    platform_paid = payout("po_platform_paid", 28_245, account=None)
+    failed = payout("po_failed", 5_000, account=CONNECTED, status="failed", failure_code="account_closed")
+    manual = payout("po_manual", 7_700, account=None, automatic=False)
+    later = payout("po_saturday", 4_100, account=CONNECTED, arrival=date(2026, 12, 5))
+    transactions = [
+        transaction(
+            "txn_c1", "po_conn_paid", "ch_c1", "charge", 10_000, 320, "2026-12-01T10:00:00", CONNECTED
+        ),
+        transaction(
+            "txn_c2", "po_conn_paid", "ch_c2", "charge", 10_000, 320, "2026-12-02T23:30:00", CONNECTED
+        ),
+        transaction("txn_c3", "po_conn_paid", "re_c1", "refund", -2_000, 0, "2026-12-02T08:00:00", CONNECTED),
+        transaction("txn_c4", "po_conn_paid", "ch_c3", "charge", 2_100, 60, "2026-12-02T09:00:00", CONNECTED),
+        own_withdrawal(conn_paid),
+        transaction(
+            "txn_l1", "po_platform_paid", "ch_l1", "charge", 20_000, 610, "2026-12-02T12:00:00", None
+        ),
+        transaction("txn_d1", "po_platform_paid", "ch_d1", "charge", 9_155, 300, "2026-12-02T09:00:00", None),
+        own_withdrawal(platform_paid),
+        transaction("txn_f1", "po_failed", "ch_c5", "charge", 5_150, 150, "2026-12-02T10:00:00", CONNECTED),
+        own_withdrawal(failed),
+        transaction("txn_s1", "po_saturday", "ch_c6", "charge", 4_200, 100, "2026-12-03T10:00:00", CONNECTED),
+        own_withdrawal(later),
+    ]
+    return SimulatorStore(
+        payouts=[conn_paid, platform_paid, failed, manual, later], balance_transactions=transactions
+    )
+
+
+@dataclass
+class PayoutWorld:
+    engine: Engine
+    client: StripeAdapter
+    simulator: RunningSimulator
+
+
+@contextmanager
+def payout_world(database_url: str, simulator: RunningSimulator) -> Iterator[PayoutWorld]:
+    """The database (migrated, with the properties and the platform charges' ledger entries) and a
+    Stripe client on the simulator."""
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    posted = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    with engine.begin() as connection:
+        connection.execute(insert(properties), [row.row() for row in PROPERTIES])
+        connection.execute(
+            insert(ledger_entries),
+            [
+                {
+                    "entry_id": f"le_{charge}",
+                    "property_id": owner,
+                    "booking_id": None,
+                    "provider_record_id": charge,
+                    "kind": "payment",
+                    "amount_minor": amount,
+                    "currency": "EUR",
+                    "posted_at": posted,
+                }
+                for charge, owner, amount in (
+                    ("ch_l1", "lisbon-riverside", 20_000),
+                    ("ch_d1", "denver-lodge", 9_155),
+                )
+            ],
+        )
+    http = ProviderHttp(simulator.base_url, retry=FAST_RETRY)
+    try:
+        yield PayoutWorld(engine, StripeAdapter(http), simulator)
+    finally:
+        http.close()
+        engine.dispose()
