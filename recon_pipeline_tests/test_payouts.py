@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
+from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.seed import seed_world
+from recon_pipeline.demo.world import build_world
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.camt import read_statement
 from recon_pipeline.payouts.deposit import (
@@ -24,7 +29,9 @@ from recon_pipeline.payouts.deposit import (
 )
 from recon_pipeline.payouts.night import reconcile_payouts
 from recon_pipeline.payouts.trace import TracedTransaction, finding_holder
+from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.payouts import PayoutTransaction
+from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, RECONCILIATION_CATEGORIES
 from recon_pipeline.reconcile.diff import empty_discrepancies
 from recon_pipeline.review.store import save_discrepancies
@@ -38,6 +45,7 @@ from recon_pipeline_tests.payout_fixtures import (
     payout_world,
 )
 from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
+    FAST_RETRY,
     StartSimulator,
     simulator_fixture,
     simulator_server_fixture,
@@ -267,3 +275,36 @@ def test_a_shared_payouts_finding_is_held_by_its_largest_share_else_the_first_pr
     )
     assert finding_holder([moved(500, None)], shared) == "denver-lodge"  # nothing traced: first by id
     assert finding_holder(None, [PROPERTIES[0]]) == "porto-ribeira"
+
+
+def test_the_demo_worlds_payouts_add_up_and_trace_to_their_night(
+    simulator: StartSimulator, sqlite_url: str
+) -> None:
+    """The demo seeds one payout per property-night (arriving two days later): each adds up and every
+    movement traces back to its property's night, on the connected account and the shared platform."""
+    night = date(2026, 12, 1)
+    demo = build_world({row.property_id: night for row in DEMO_PROPERTIES}, bookings_per_night=40)
+    engine = make_engine(sqlite_url)
+    migrations.upgrade(engine)
+    seed_world(engine, demo)
+    http = ProviderHttp(simulator(demo.store).base_url, retry=FAST_RETRY)
+    try:
+        arrival = night + timedelta(days=2)
+        result = reconcile_payouts(
+            engine, StripeAdapter(http), arrival, DEMO_PROPERTIES, DAYS, NO_HOLIDAYS, "demo"
+        )
+    finally:
+        http.close()
+    assert (result.payouts, result.traced, result.sum_check) == (
+        len(DEMO_PROPERTIES),
+        len(DEMO_PROPERTIES),
+        "ok",
+    )
+    with engine.connect() as connection:
+        nights = connection.execute(
+            select(payout_transactions.c.property_id, payout_transactions.c.night).distinct()
+        ).all()
+        holders = dict(connection.execute(select(payouts.c.payout_id, payouts.c.holder_property_id)).all())
+    engine.dispose()
+    assert sorted(nights) == sorted((row.property_id, night.isoformat()) for row in DEMO_PROPERTIES)
+    assert sorted(holders.values()) == sorted(row.property_id for row in DEMO_PROPERTIES)

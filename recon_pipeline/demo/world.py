@@ -278,10 +278,65 @@ class _NightBuilder:
 
     # ----- the night -------------------------------------------------------------------------------
     def build(self, bookings: int, plant: bool) -> None:
+        first_refund = len(self.world.store.refunds)
         charges = [self.ordinary_booking() for _ in range(bookings)]
+        refunds = [r for r in self.world.store.refunds[first_refund:] if r["status"] == "succeeded"]
         if plant:
             self.plant_discrepancies(charges)
         self.plant_timing_differences()
+        self.pay_out(charges, refunds)
+
+    def pay_out(self, charges: list[dict[str, Any]], refunds: list[dict[str, Any]]) -> None:
+        """One automatic payout of the night's ordinary charges and refunds, paid two days after the
+        night, with the balance transactions it carried (last: its ids change no other object's)."""
+        moved = [charge for charge in charges if isinstance(charge["balance_transaction"], dict)]
+        if not moved:
+            return
+        payout_id = self.next_id("po")
+        account = self.prop.provider_account
+        transactions = [
+            {**charge["balance_transaction"], "created": charge["created"], "source": charge["id"]}
+            | {"reporting_category": "charge", "type": "charge", "status": "available"}
+            for charge in moved
+        ] + [
+            {
+                "id": self.next_id("txn"),
+                "object": "balance_transaction",
+                "amount": -refund["amount"],
+                "fee": 0,
+                "net": -refund["amount"],
+                "currency": refund["currency"],
+                "created": refund["created"],
+                "source": refund["id"],
+                "reporting_category": "refund",
+                "type": "refund",
+                "status": "available",
+            }
+            for refund in refunds
+        ]
+        amount = sum(transaction["net"] for transaction in transactions)
+        arrival = datetime.combine(self.window.night + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
+        self.world.store.payouts.append(
+            {
+                "id": payout_id,
+                "object": "payout",
+                "amount": amount,
+                "arrival_date": unix(arrival),
+                "automatic": True,
+                "balance_transaction": self.next_id("txn"),
+                "created": unix(self.window.end),
+                "currency": self.prop.currency.lower(),
+                "failure_code": None,
+                "method": "standard",
+                "statement_descriptor": f"RECON {self.tag.upper()}",
+                "status": "paid",
+                "type": "bank_account",
+                "account": account,
+            }
+        )
+        self.world.store.balance_transactions += [
+            {**transaction, "account": account, "payout": payout_id} for transaction in transactions
+        ]
 
     def ordinary_booking(self) -> dict[str, Any]:
         charge = self.payment(self.inside(), self.amount())
