@@ -1,7 +1,7 @@
 """A payout world for the payout and bank-import tests: a connected account serving one property and the
 platform shared by two, their payouts and balance transactions as Stripe shapes them, and the ledger
 entries that say whose the platform's charges are. Amounts in EUR; the payouts arrive on Friday
-2026-12-04, so their deposit deadline (3 business days) is Wednesday 2026-12-09."""
+2026-11-27, so their deposit deadline (3 business days) is Wednesday 2026-12-02."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import arrival_timestamp
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, RunningSimulator
 
-ARRIVAL = date(2026, 12, 4)  # a Friday
-DEADLINE = date(2026, 12, 9)  # its third business day after
+ARRIVAL = date(2026, 11, 27)  # a Friday
+DEADLINE = date(2026, 12, 2)  # its third business day after
 CONNECTED = "acct_1PortoRibeira"
 PROPERTIES = (
     PropertyRow("porto-ribeira", "Porto Ribeira", "Europe/Lisbon", "EUR", "00:00", CONNECTED),
@@ -116,7 +116,7 @@ def own_withdrawal(payout_obj: dict[str, Any]) -> dict[str, Any]:
         "payout",
         amount,
         0,
-        "2026-12-02T00:00:00",
+        "2026-11-25T00:00:00",
         payout_obj["account"],
     )
     return row
@@ -130,25 +130,25 @@ def payout_store() -> SimulatorStore:
     platform_paid = payout("po_platform_paid", 28_245, account=None)
     failed = payout("po_failed", 5_000, account=CONNECTED, status="failed", failure_code="account_closed")
     manual = payout("po_manual", 7_700, account=None, automatic=False)
-    later = payout("po_saturday", 4_100, account=CONNECTED, arrival=date(2026, 12, 5))
+    later = payout("po_saturday", 4_100, account=CONNECTED, arrival=date(2026, 11, 28))
     transactions = [
         transaction(
-            "txn_c1", "po_conn_paid", "ch_c1", "charge", 10_000, 320, "2026-12-01T10:00:00", CONNECTED
+            "txn_c1", "po_conn_paid", "ch_c1", "charge", 10_000, 320, "2026-11-24T10:00:00", CONNECTED
         ),
         transaction(
-            "txn_c2", "po_conn_paid", "ch_c2", "charge", 10_000, 320, "2026-12-02T23:30:00", CONNECTED
+            "txn_c2", "po_conn_paid", "ch_c2", "charge", 10_000, 320, "2026-11-25T23:30:00", CONNECTED
         ),
-        transaction("txn_c3", "po_conn_paid", "re_c1", "refund", -2_000, 0, "2026-12-02T08:00:00", CONNECTED),
-        transaction("txn_c4", "po_conn_paid", "ch_c3", "charge", 2_100, 60, "2026-12-02T09:00:00", CONNECTED),
+        transaction("txn_c3", "po_conn_paid", "re_c1", "refund", -2_000, 0, "2026-11-25T08:00:00", CONNECTED),
+        transaction("txn_c4", "po_conn_paid", "ch_c3", "charge", 2_100, 60, "2026-11-25T09:00:00", CONNECTED),
         own_withdrawal(conn_paid),
         transaction(
-            "txn_l1", "po_platform_paid", "ch_l1", "charge", 20_000, 610, "2026-12-02T12:00:00", None
+            "txn_l1", "po_platform_paid", "ch_l1", "charge", 20_000, 610, "2026-11-25T12:00:00", None
         ),
-        transaction("txn_d1", "po_platform_paid", "ch_d1", "charge", 9_155, 300, "2026-12-02T09:00:00", None),
+        transaction("txn_d1", "po_platform_paid", "ch_d1", "charge", 9_155, 300, "2026-11-25T09:00:00", None),
         own_withdrawal(platform_paid),
-        transaction("txn_f1", "po_failed", "ch_c5", "charge", 5_150, 150, "2026-12-02T10:00:00", CONNECTED),
+        transaction("txn_f1", "po_failed", "ch_c5", "charge", 5_150, 150, "2026-11-25T10:00:00", CONNECTED),
         own_withdrawal(failed),
-        transaction("txn_s1", "po_saturday", "ch_c6", "charge", 4_200, 100, "2026-12-03T10:00:00", CONNECTED),
+        transaction("txn_s1", "po_saturday", "ch_c6", "charge", 4_200, 100, "2026-11-26T10:00:00", CONNECTED),
         own_withdrawal(later),
     ]
     return SimulatorStore(
@@ -169,7 +169,7 @@ def payout_world(database_url: str, simulator: RunningSimulator) -> Iterator[Pay
     Stripe client on the simulator."""
     engine = make_engine(database_url)
     migrations.upgrade(engine)
-    posted = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    posted = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
     with engine.begin() as connection:
         connection.execute(insert(properties), [row.row() for row in PROPERTIES])
         connection.execute(

@@ -39,16 +39,16 @@ def world_fixture(
 
 def test_statement_with_a_batch_booking_reads_one_credit_per_detail() -> None:
     statement = read_statement(STATEMENT)
-    assert statement.statement_id == "STMT-2026-12-07-001"
+    assert statement.statement_id == "STMT-2026-11-30-001"
     assert statement.skipped == 2  # the debit and the pending credit
     got = [
         (c.entry_reference, c.detail_index, c.amount_minor, c.currency, str(c.booking_date))
         for c in statement.credits
     ]
     assert got == [
-        ("BANKREF-0001", 0, 19_400, "EUR", "2026-12-07"),
-        ("BANKREF-0002", 0, 28_245, "EUR", "2026-12-07"),
-        ("BANKREF-0002", 1, 15_000, "EUR", "2026-12-07"),
+        ("BANKREF-0001", 0, 19_400, "EUR", "2026-11-30"),
+        ("BANKREF-0002", 0, 28_245, "EUR", "2026-11-30"),
+        ("BANKREF-0002", 1, 15_000, "EUR", "2026-11-30"),
     ]
     assert "po_platform_paid" in statement.credits[1].remittance_info
     assert "INVOICE 2026-118" in statement.credits[2].remittance_info
@@ -79,7 +79,7 @@ BAD_FILES = {
         "entry BANKREF-0001: amount '19,4O' is not a decimal number",
     ),
     "no_booking_date.xml": (
-        STATEMENT.read_text(encoding="utf-8").replace("<BookgDt><Dt>2026-12-07</Dt></BookgDt>", "", 1),
+        STATEMENT.read_text(encoding="utf-8").replace("<BookgDt><Dt>2026-11-30</Dt></BookgDt>", "", 1),
         "entry BANKREF-0001: no booking date",
     ),
 }
@@ -106,20 +106,20 @@ def test_missing_file_is_one_line(world: PayoutWorld, capsys: Capture, tmp_path:
 
 def test_payout_report_csv_and_xlsx_read_back(world: PayoutWorld, capsys: Capture, tmp_path: Path) -> None:
     assert recon(capsys, "bank", "import", str(STATEMENT))[0] == 0
-    code, out, err = recon(capsys, "report", "payouts", "--night", "2026-12-04", "--out", str(tmp_path))
+    code, out, err = recon(capsys, "report", "payouts", "--night", "2026-11-27", "--out", str(tmp_path))
     assert code == 0, err
     assert out.count("4 payouts") == 2
-    with (tmp_path / "payouts_2026-12-04.csv").open(newline="", encoding="utf-8") as handle:
+    with (tmp_path / "payouts_2026-11-27.csv").open(newline="", encoding="utf-8") as handle:
         rows = {row["payout_id"]: row for row in csv.DictReader(handle)}
     assert rows["po_conn_paid"]["deposited"] == "yes"
-    assert rows["po_conn_paid"]["bank_credit"] == "STMT-2026-12-07-001/BANKREF-0001"
-    assert rows["po_conn_paid"]["property_nights"] == "porto-ribeira/2026-12-01 porto-ribeira/2026-12-02"
+    assert rows["po_conn_paid"]["bank_credit"] == "STMT-2026-11-30-001/BANKREF-0001"
+    assert rows["po_conn_paid"]["property_nights"] == "porto-ribeira/2026-11-24 porto-ribeira/2026-11-25"
     assert (
-        rows["po_platform_paid"]["property_nights"] == "denver-lodge/2026-12-01 lisbon-riverside/2026-12-02"
+        rows["po_platform_paid"]["property_nights"] == "denver-lodge/2026-11-24 lisbon-riverside/2026-11-25"
     )
     assert (rows["po_manual"]["traced"], rows["po_manual"]["sum_check"]) == ("manual", "untraceable")
     assert (rows["po_failed"]["status"], rows["po_failed"]["deposited"]) == ("failed", "no")
-    book = openpyxl.load_workbook(tmp_path / "payouts_2026-12-04.xlsx", read_only=True)
+    book = openpyxl.load_workbook(tmp_path / "payouts_2026-11-27.xlsx", read_only=True)
     sheet = book["payouts"]
     [header, *lines] = [list(row) for row in sheet.iter_rows(values_only=True)]
     book.close()
@@ -132,7 +132,7 @@ def test_payout_report_csv_and_xlsx_read_back(world: PayoutWorld, capsys: Captur
 
 def test_report_refuses_a_backwards_range(world: PayoutWorld, capsys: Capture, tmp_path: Path) -> None:
     code, _, err = recon(
-        capsys, "report", "payouts", "--from", "2026-12-05", "--to", "2026-12-04", "--out", str(tmp_path)
+        capsys, "report", "payouts", "--from", "2026-11-28", "--to", "2026-11-27", "--out", str(tmp_path)
     )
-    assert code == 2 and err.count("\n") == 1 and "--from 2026-12-05 is after --to 2026-12-04" in err
+    assert code == 2 and err.count("\n") == 1 and "--from 2026-11-28 is after --to 2026-11-27" in err
     assert not list(tmp_path.iterdir())

@@ -9,12 +9,16 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
+from recon_pipeline.defs.payouts import LOOKBACK_NIGHTS, payouts_schedule
+from recon_pipeline.defs.payouts import payouts as payouts_asset
+from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import build_world
@@ -85,7 +89,7 @@ def outstanding(world: PayoutWorld) -> list[tuple[str, str, str, str]]:
 
 def test_client_reads_the_nights_payouts_and_their_transactions(simulator: StartSimulator) -> None:
     with payout_world("sqlite://", simulator(payout_store())) as world:
-        start = datetime(2026, 12, 4, tzinfo=UTC)
+        start = datetime(2026, 11, 27, tzinfo=UTC)
         connected = world.client.payouts_arriving(CONNECTED, start, start + timedelta(days=1))
         platform = world.client.payouts_arriving(None, start, start + timedelta(days=1))
         assert sorted(p.payout_id for p in connected) == ["po_conn_paid", "po_failed"]  # not Saturday's
@@ -150,15 +154,15 @@ def test_arrival_night_traces_payouts_to_property_nights_and_finds_the_failed_on
         for row in table(world, payout_transactions, payout_transactions.c.transaction_id)
     }
     assert traced == {
-        "ch_c1": ("porto-ribeira", "2026-12-01"),
-        "ch_c2": ("porto-ribeira", "2026-12-02"),
-        "re_c1": ("porto-ribeira", "2026-12-02"),
-        "ch_c3": ("porto-ribeira", "2026-12-02"),
-        "ch_l1": ("lisbon-riverside", "2026-12-02"),
-        "ch_d1": ("denver-lodge", "2026-12-01"),  # 02:00 in Denver, before its 03:00 cutoff
-        "ch_c5": ("porto-ribeira", "2026-12-02"),
+        "ch_c1": ("porto-ribeira", "2026-11-24"),
+        "ch_c2": ("porto-ribeira", "2026-11-25"),
+        "re_c1": ("porto-ribeira", "2026-11-25"),
+        "ch_c3": ("porto-ribeira", "2026-11-25"),
+        "ch_l1": ("lisbon-riverside", "2026-11-25"),
+        "ch_d1": ("denver-lodge", "2026-11-24"),  # 02:00 in Denver, before its 03:00 cutoff
+        "ch_c5": ("porto-ribeira", "2026-11-25"),
     }
-    assert outstanding(world) == [("porto-ribeira", "2026-12-04", PAYOUT_FAILED, "po_failed")]
+    assert outstanding(world) == [("porto-ribeira", "2026-11-27", PAYOUT_FAILED, "po_failed")]
     [failed] = [row for row in table(world, discrepancies) if row["category"] == PAYOUT_FAILED]
     assert failed["difference_minor"] == 5_000 and failed["currency"] == "EUR"
     assert "account_closed" in failed["detail"] and failed["record_key"] == "po_failed:payout"
@@ -176,9 +180,9 @@ def test_deadline_night_finds_payouts_the_bank_never_showed_and_a_statement_clea
     world: PayoutWorld,
 ) -> None:
     assert arrivals_due_on(DEADLINE, DAYS, NO_HOLIDAYS) == [
-        date(2026, 12, 4),
-        date(2026, 12, 5),
-        date(2026, 12, 6),
+        date(2026, 11, 27),
+        date(2026, 11, 28),
+        date(2026, 11, 29),
     ]
     result = run_night(world, DEADLINE)
     assert result.not_deposited == 4 and result.failed == 0  # a failed payout is not "not deposited"
@@ -308,3 +312,41 @@ def test_the_demo_worlds_payouts_add_up_and_trace_to_their_night(
     engine.dispose()
     assert sorted(nights) == sorted((row.property_id, night.isoformat()) for row in DEMO_PROPERTIES)
     assert sorted(holders.values()) == sorted(row.property_id for row in DEMO_PROPERTIES)
+
+
+@pytest.mark.slow
+def test_the_payouts_asset_reports_the_night_in_its_metadata(
+    simulator: StartSimulator, sqlite_url: str
+) -> None:
+    with payout_world(sqlite_url, simulator(payout_store())) as world, dg.instance_for_test() as instance:
+        resources = {
+            "recon_db": ReconDatabase(database_url=sqlite_url),
+            "provider": ProviderResource(
+                provider="simulator", flavour="stripe", base_url=world.simulator.base_url, max_concurrency=2
+            ),
+        }
+        done = dg.materialize(
+            [payouts_asset], partition_key=ARRIVAL.isoformat(), instance=instance, resources=resources
+        )
+        assert done.success
+        [materialization] = done.asset_materializations_for_node("payouts")
+        metadata = {key: value.value for key, value in materialization.metadata.items()}
+        assert metadata == {
+            "payouts": 4,
+            "traced": 3,
+            "untraceable": 1,
+            "failed": 1,
+            "not_deposited": 0,
+            "credits_matched": 0,
+            "sum_check": "ok",
+        }
+        assert outstanding(world) == [("porto-ribeira", "2026-11-27", PAYOUT_FAILED, "po_failed")]
+
+
+def test_the_schedule_requests_yesterday_and_its_lookback_once_per_day() -> None:
+    context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 12, 10, 6, tzinfo=UTC))
+    requests = payouts_schedule(context)
+    assert isinstance(requests, list)
+    assert [r.partition_key for r in requests][:2] == ["2026-12-09", "2026-12-08"]
+    assert len(requests) == LOOKBACK_NIGHTS + 1
+    assert len({r.run_key for r in requests}) == len(requests)

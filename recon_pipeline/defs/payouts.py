@@ -2,7 +2,9 @@
 thin wrapper. Its night is the payouts' arrival date (a calendar day, as the provider gives it), and the
 night whose deposit deadline it is (``RECON_PAYOUT_DEPOSIT_DAYS`` business days later). Its own job and a
 daily schedule for the day just ended: it reads accounts, not property batches, so it stays out of the
-nightly reconciliation's batch runs.
+nightly reconciliation's batch runs. Each morning it re-requests the last ``LOOKBACK_NIGHTS`` nights as
+well: Stripe may report a payout failed days after its arrival date, and a statement imported since may
+clear a finding; a re-run of a night says what is true now.
 """
 
 from datetime import UTC, date, datetime, timedelta
@@ -10,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 import dagster as dg
 
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL, provider_step_retry_policy
-from recon_pipeline.defs.partitions import night_partitions, partition_night
+from recon_pipeline.defs.partitions import first_night, night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import list_properties, split_valid_properties
 from recon_pipeline.payouts.deposit import bank_holidays, deposit_days
@@ -18,6 +20,7 @@ from recon_pipeline.payouts.night import reconcile_payouts
 
 PAYOUTS = dg.AssetKey("payouts")
 PAYOUTS_JOB = "payouts_night"
+LOOKBACK_NIGHTS = 7  # Stripe reports most payout failures within a few business days of arrival
 
 
 @dg.asset(
@@ -69,8 +72,10 @@ payouts_job = dg.define_asset_job(
 
 
 @dg.schedule(job=payouts_job, cron_schedule="0 6 * * *", execution_timezone="UTC")
-def payouts_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    """Each morning, the day that just ended (UTC): its arrivals, and the payouts due at the bank by it."""
-    now = context.scheduled_execution_time or datetime.now(UTC)
-    night = (now.date() - timedelta(days=1)).isoformat()
-    return dg.RunRequest(run_key=f"payouts-{night}", partition_key=night)
+def payouts_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    """Each morning, the day that just ended (UTC) and the ``LOOKBACK_NIGHTS`` before it: their arrivals,
+    and the payouts due at the bank by them. Run keys carry the day, so a re-evaluated tick runs once."""
+    today = (context.scheduled_execution_time or datetime.now(UTC)).date()
+    nights = [(today - timedelta(days=back)).isoformat() for back in range(1, LOOKBACK_NIGHTS + 2)]
+    nights = [night for night in nights if night >= first_night()]
+    return [dg.RunRequest(run_key=f"payouts-{today}-{night}", partition_key=night) for night in nights]
