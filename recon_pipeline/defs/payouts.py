@@ -71,7 +71,12 @@ payouts_job = dg.define_asset_job(
 )
 
 
-@dg.schedule(job=payouts_job, cron_schedule="0 6 * * *", execution_timezone="UTC")
+@dg.schedule(
+    job=payouts_job,
+    cron_schedule="0 6 * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)
 def payouts_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Each morning, the day that just ended (UTC) and the ``LOOKBACK_NIGHTS`` before it: their arrivals,
     and the payouts due at the bank by them. Run keys carry the day, so a re-evaluated tick runs once."""
