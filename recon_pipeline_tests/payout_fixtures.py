@@ -21,6 +21,7 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import arrival_timestamp
+from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, RunningSimulator
 
 ARRIVAL = date(2026, 11, 27)  # a Friday
@@ -46,32 +47,20 @@ def payout(
     status: str = "paid",
     automatic: bool = True,
     failure_code: str | None = None,
-    descriptor: str | None = None,
 ) -> dict[str, Any]:
-    """A Stripe payout object (with the simulator's ``account`` key)."""
-    return {
-        "id": payout_id,
-        "object": "payout",
-        "amount": amount,
-        "arrival_date": arrival_timestamp(arrival),
-        "automatic": automatic,
-        "balance_transaction": f"txn_{payout_id}",
-        "created": arrival_timestamp(arrival) - 2 * 86_400,
-        "currency": "eur",
-        "description": "STRIPE PAYOUT",
-        "destination": "ba_1Bank",
-        "failure_balance_transaction": None,
-        "failure_code": failure_code,
-        "failure_message": None,
-        "livemode": False,
-        "metadata": {},
-        "method": "standard",
-        "source_type": "card",
-        "statement_descriptor": descriptor,
-        "status": status,
-        "type": "bank_account",
-        "account": account,
-    }
+    """A EUR payout created two days before it arrives."""
+    arrives = arrival_timestamp(arrival)
+    return payout_object(
+        payout_id,
+        amount,
+        "EUR",
+        arrives,
+        arrives - 2 * 86_400,
+        account,
+        status=status,
+        automatic=automatic,
+        failure_code=failure_code,
+    )
 
 
 def transaction(
@@ -84,42 +73,24 @@ def transaction(
     created: str,
     account: str | None,
 ) -> dict[str, Any]:
-    """A Stripe balance transaction a payout carried (``payout``: the simulator's key)."""
-    return {
-        "id": transaction_id,
-        "object": "balance_transaction",
-        "amount": amount,
-        "available_on": unix(created) + 2 * 86_400,
-        "created": unix(created),
-        "currency": "eur",
-        "description": None,
-        "exchange_rate": None,
-        "fee": fee,
-        "fee_details": [],
-        "net": amount - fee,
-        "reporting_category": category,
-        "source": source,
-        "status": "available",
-        "type": {"charge": "charge", "refund": "refund", "payout": "payout"}.get(category, category),
-        "account": account,
-        "payout": payout_id,
-    }
+    """A EUR balance transaction a payout carried, created at ``created`` (UTC, ISO 8601)."""
+    return balance_transaction_object(
+        transaction_id, payout_id, source, category, amount, fee, "EUR", unix(created), account
+    )
 
 
 def own_withdrawal(payout_obj: dict[str, Any]) -> dict[str, Any]:
     """The payout's own balance transaction, which Stripe lists among the payout's transactions."""
-    amount = -payout_obj["amount"]
-    row = transaction(
-        f"txn_{payout_obj['id']}",
+    return transaction(
+        payout_obj["balance_transaction"],
         payout_obj["id"],
         payout_obj["id"],
         "payout",
-        amount,
+        -payout_obj["amount"],
         0,
         "2026-11-25T00:00:00",
         payout_obj["account"],
     )
-    return row
 
 
 def payout_store() -> SimulatorStore:

@@ -24,6 +24,7 @@ from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline.reconcile import categories as c
 
 AMOUNT_RANGE = {"JPY": (9_000, 60_000), "INR": (350_000, 2_500_000)}
@@ -293,50 +294,59 @@ class _NightBuilder:
         if not moved:
             return
         payout_id = self.next_id("po")
-        account = self.prop.provider_account
+        account, currency = self.prop.provider_account, self.prop.currency
         transactions = [
-            {**charge["balance_transaction"], "created": charge["created"], "source": charge["id"]}
-            | {"reporting_category": "charge", "type": "charge", "status": "available"}
+            balance_transaction_object(
+                charge["balance_transaction"]["id"],
+                payout_id,
+                charge["id"],
+                "charge",
+                charge["balance_transaction"]["amount"],
+                charge["balance_transaction"]["fee"],
+                currency,
+                charge["created"],
+                account,
+            )
             for charge in moved
         ] + [
-            {
-                "id": self.next_id("txn"),
-                "object": "balance_transaction",
-                "amount": -refund["amount"],
-                "fee": 0,
-                "net": -refund["amount"],
-                "currency": refund["currency"],
-                "created": refund["created"],
-                "source": refund["id"],
-                "reporting_category": "refund",
-                "type": "refund",
-                "status": "available",
-            }
+            balance_transaction_object(
+                self.next_id("txn"),
+                payout_id,
+                refund["id"],
+                "refund",
+                -refund["amount"],
+                0,
+                currency,
+                refund["created"],
+                account,
+            )
             for refund in refunds
         ]
-        amount = sum(transaction["net"] for transaction in transactions)
         arrival = datetime.combine(self.window.night + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
+        amount = sum(transaction["net"] for transaction in transactions)
         self.world.store.payouts.append(
-            {
-                "id": payout_id,
-                "object": "payout",
-                "amount": amount,
-                "arrival_date": unix(arrival),
-                "automatic": True,
-                "balance_transaction": self.next_id("txn"),
-                "created": unix(self.window.end),
-                "currency": self.prop.currency.lower(),
-                "failure_code": None,
-                "method": "standard",
-                "statement_descriptor": f"RECON {self.tag.upper()}",
-                "status": "paid",
-                "type": "bank_account",
-                "account": account,
-            }
+            payout_object(
+                payout_id,
+                amount,
+                currency,
+                unix(arrival),
+                unix(self.window.end),
+                account,
+                statement_descriptor=f"RECON {self.tag.upper()}",
+            )
         )
-        self.world.store.balance_transactions += [
-            {**transaction, "account": account, "payout": payout_id} for transaction in transactions
-        ]
+        withdrawal = balance_transaction_object(
+            f"txn_{payout_id}",
+            payout_id,
+            payout_id,
+            "payout",
+            -amount,
+            0,
+            currency,
+            unix(self.window.end),
+            account,
+        )
+        self.world.store.balance_transactions += [*transactions, withdrawal]
 
     def ordinary_booking(self) -> dict[str, Any]:
         charge = self.payment(self.inside(), self.amount())

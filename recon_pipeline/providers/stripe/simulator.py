@@ -215,3 +215,86 @@ def _injected_error(status: int) -> dict[str, Any]:
     if status >= 500:
         return stripe_error("Simulated provider failure", error_type="api_error")
     return stripe_error(f"Simulated HTTP {status}")
+
+
+# --- payouts as Stripe renders them (the demo world and the tests build them here) --------------------
+
+
+def payout_object(
+    payout_id: str,
+    amount: int,
+    currency: str,
+    arrival_date: int,
+    created: int,
+    account: str | None,
+    *,
+    status: str = "paid",
+    automatic: bool = True,
+    failure_code: str | None = None,
+    statement_descriptor: str | None = None,
+) -> StripeObject:
+    """A payout with every field Stripe always sends (``account``: the simulator's scope key)."""
+    return {
+        "id": payout_id,
+        "object": "payout",
+        "amount": amount,
+        "application_fee": None,
+        "application_fee_amount": None,
+        "arrival_date": arrival_date,
+        "automatic": automatic,
+        "balance_transaction": f"txn_{payout_id}",
+        "created": created,
+        "currency": currency.lower(),
+        "description": "STRIPE PAYOUT",
+        "destination": "ba_1SimulatedBank",
+        "failure_balance_transaction": f"txn_fail_{payout_id}" if status == "failed" else None,
+        "failure_code": failure_code,
+        "failure_message": None,
+        "livemode": False,
+        "metadata": {},
+        "method": "standard",
+        "original_payout": None,
+        "reconciliation_status": "completed" if automatic else "not_applicable",
+        "reversed_by": None,
+        "source_type": "card",
+        "statement_descriptor": statement_descriptor,
+        "status": status,
+        "type": "bank_account",
+        "account": account,
+    }
+
+
+def balance_transaction_object(
+    transaction_id: str,
+    payout_id: str,
+    source: str,
+    reporting_category: str,
+    amount: int,
+    fee: int,
+    currency: str,
+    created: int,
+    account: str | None,
+) -> StripeObject:
+    """A balance transaction a payout carried (``payout``: the simulator's key that files it under its
+    payout, stripped from responses); its ``type`` is the category's (``charge``, ``refund``, ``payout``)."""
+    return {
+        "id": transaction_id,
+        "object": "balance_transaction",
+        "amount": amount,
+        "available_on": created + 2 * 86_400,
+        "created": created,
+        "currency": currency.lower(),
+        "description": None,
+        "exchange_rate": None,
+        "fee": fee,
+        "fee_details": []
+        if fee == 0
+        else [{"amount": fee, "currency": currency.lower(), "type": "stripe_fee"}],
+        "net": amount - fee,
+        "reporting_category": reporting_category,
+        "source": source,
+        "status": "available",
+        "type": reporting_category,
+        "account": account,
+        "payout": payout_id,
+    }
