@@ -370,8 +370,10 @@ def cmd_report_payouts(args: argparse.Namespace) -> int:
     from recon_pipeline.reports.paths import reports_root
 
     first, last = (args.night, args.night) if args.night else (args.first, args.last)
-    if not first or not last:
-        raise ValueError("give --night, or both --from and --to")
+    if args.night and args.last:
+        raise ValueError("--to goes with --from, not with --night")
+    if not last:
+        raise ValueError("--from needs --to")
     if first > last:
         raise ValueError(f"--from {first} is after --to {last}")
     with _recon_database() as engine, engine.connect() as connection:
@@ -451,9 +453,10 @@ def _add_report_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         help="one row per payout arriving in the nights asked, with its movements' property-nights and "
         "the bank credit that paid it, as OUT/payouts_<from>[_<to>].<format>",
     )
-    payout.add_argument("--night", type=cli_args.night, help="one arrival night (YYYY-MM-DD)")
-    payout.add_argument("--from", dest="first", type=cli_args.night, help="first arrival night")
-    payout.add_argument("--to", dest="last", type=cli_args.night, help="last arrival night")
+    nights = payout.add_mutually_exclusive_group(required=True)
+    nights.add_argument("--night", type=cli_args.night, help="one arrival night (YYYY-MM-DD)")
+    nights.add_argument("--from", dest="first", type=cli_args.night, help="first arrival night (with --to)")
+    payout.add_argument("--to", dest="last", type=cli_args.night, help="last arrival night (with --from)")
     payout.add_argument("--out", type=Path, help="the folder to write in (RECON_HOME/reports)")
     payout.add_argument(
         "--format",

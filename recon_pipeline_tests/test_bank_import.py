@@ -136,3 +136,19 @@ def test_report_refuses_a_backwards_range(world: PayoutWorld, capsys: Capture, t
     )
     assert code == 2 and err.count("\n") == 1 and "--from 2026-11-28 is after --to 2026-11-27" in err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (("--from", "2026-11-27"), "--from needs --to"),
+        (("--night", "2026-11-27", "--to", "2026-11-28"), "--to goes with --from, not with --night"),
+        (("--night", "2026-11-31"), "2026-11-31"),
+    ],
+)
+def test_report_nights_are_checked(
+    world: PayoutWorld, capsys: Capture, tmp_path: Path, argv: tuple[str, ...], reason: str
+) -> None:
+    code, _, err = recon(capsys, "report", "payouts", *argv, "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and reason in err, err
+    assert not list(tmp_path.iterdir())

@@ -90,13 +90,13 @@ def reconcile_payouts(
         holders = {p.payout_id: _record(engine, client, p, account_properties, result) for p in listed}
         with engine.begin() as connection:
             result.credits_matched += store.match_unmatched(connection)
-            due_paid = [p for p in listed if p.status == "paid" and p.arrival_date in due]
-            deposited = store.deposited_payouts(connection, [p.payout_id for p in due_paid])
+            due_paid = {p.payout_id for p in listed if p.status == "paid" and p.arrival_date in due}
+            deposited = store.deposited_payouts(connection, due_paid)
         for payout in listed:
             if payout.status == "failed" and payout.arrival_date == night:
                 findings[holders[payout.payout_id]].append(failed_finding(payout))
                 result.failed += 1
-            elif payout in due_paid and payout.payout_id not in deposited:
+            elif payout.payout_id in due_paid - deposited:
                 findings[holders[payout.payout_id]].append(not_deposited_finding(payout, night))
                 result.not_deposited += 1
     now = datetime.now(UTC)
