@@ -96,12 +96,13 @@ def own_withdrawal(payout_obj: dict[str, Any]) -> dict[str, Any]:
 def payout_store() -> SimulatorStore:
     """The world's payouts: connected paid (3 movements and a refund), platform paid (Lisbon's and
     Denver's charges), connected failed (account_closed), platform manual, connected paid arriving the
-    next day."""
+    next day, and one arriving on Monday (between the others' arrival and deadline: neither night's)."""
     conn_paid = payout("po_conn_paid", 19_400, account=CONNECTED)
     platform_paid = payout("po_platform_paid", 28_245, account=None)
     failed = payout("po_failed", 5_000, account=CONNECTED, status="failed", failure_code="account_closed")
     manual = payout("po_manual", 7_700, account=None, automatic=False)
     later = payout("po_saturday", 4_100, account=CONNECTED, arrival=date(2026, 11, 28))
+    monday = payout("po_monday", 900, account=CONNECTED, arrival=date(2026, 11, 30))  # due on Thursday
     transactions = [
         transaction(
             "txn_c1", "po_conn_paid", "ch_c1", "charge", 10_000, 320, "2026-11-24T10:00:00", CONNECTED
@@ -123,7 +124,7 @@ def payout_store() -> SimulatorStore:
         own_withdrawal(later),
     ]
     return SimulatorStore(
-        payouts=[conn_paid, platform_paid, failed, manual, later], balance_transactions=transactions
+        payouts=[conn_paid, platform_paid, failed, manual, later, monday], balance_transactions=transactions
     )
 
 

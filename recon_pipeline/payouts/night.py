@@ -83,9 +83,10 @@ def reconcile_payouts(
     findings: dict[str, list[PayoutFinding]] = defaultdict(list)
     read: list[PropertyRow] = []
     for account, account_properties in accounts_of(properties).items():
-        listed = client.payouts_arriving(account, gte, lt)
-        if listed is None:  # this provider's payouts are not read through its API
+        arriving = client.payouts_arriving(account, gte, lt)
+        if arriving is None:  # this provider's payouts are not read through its API
             continue
+        listed = [p for p in arriving if p.arrival_date == night or p.arrival_date in due]
         read += account_properties
         holders = {p.payout_id: _record(engine, client, p, account_properties, result) for p in listed}
         with engine.begin() as connection:
