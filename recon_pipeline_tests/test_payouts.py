@@ -29,13 +29,18 @@ from recon_pipeline.payouts.deposit import (
     ExpectedDeposit,
     add_business_days,
     arrivals_due_on,
+    bank_holidays,
+    deposit_days,
     match_deposits,
 )
+from recon_pipeline.payouts.findings import failed_finding, findings_frame
 from recon_pipeline.payouts.night import reconcile_payouts
 from recon_pipeline.payouts.trace import TracedTransaction, finding_holder
+from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.payouts import PayoutTransaction
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.payouts import payout_of
 from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, RECONCILIATION_CATEGORIES
 from recon_pipeline.reconcile.diff import empty_discrepancies
 from recon_pipeline.review.store import save_discrepancies
@@ -351,3 +356,40 @@ def test_the_schedule_requests_yesterday_and_its_lookback_once_per_day() -> None
     assert [r.partition_key for r in requests][:2] == ["2026-12-09", "2026-12-08"]
     assert len(requests) == LOOKBACK_NIGHTS + 1
     assert len({r.run_key for r in requests}) == len(requests)
+
+
+def test_bank_holidays_come_from_the_named_country(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECON_BANK_HOLIDAYS", "PT")
+    # Portugal: 1 December (Restoration of Independence) and 8 December (Immaculate Conception)
+    assert add_business_days(date(2026, 11, 27), 3, bank_holidays()) == date(2026, 12, 3)
+    monkeypatch.setenv("RECON_BANK_HOLIDAYS", "XX")
+    with pytest.raises(ValueError, match="RECON_BANK_HOLIDAYS: no holiday calendar for country 'XX'"):
+        bank_holidays()
+    monkeypatch.setenv("RECON_PAYOUT_DEPOSIT_DAYS", "0")
+    with pytest.raises(ValueError, match="RECON_PAYOUT_DEPOSIT_DAYS"):
+        deposit_days()
+
+
+def test_a_malformed_payout_fails_the_pull_naming_it(simulator: StartSimulator) -> None:
+    shop = payout_store()
+    shop.payouts[0]["status"] = "lost"
+    with payout_world("sqlite://", simulator(shop)) as world:
+        start = datetime(2026, 11, 27, tzinfo=UTC)
+        with pytest.raises(IncompletePullError) as failure:
+            world.client.payouts_arriving(CONNECTED, start, start + timedelta(days=1))
+        assert "po_conn_paid" in str(failure.value.__cause__) and "'lost'" in str(failure.value.__cause__)
+
+
+def test_the_findings_writer_refuses_another_writers_category(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    migrations.upgrade(engine)
+    payout_finding = findings_frame([failed_finding(next(iter(_payouts_of(payout_store()))))])
+    with engine.begin() as connection, pytest.raises(ValueError, match="payout_failed"):
+        save_discrepancies(
+            connection, "p1", "2026-11-27", payout_finding, "r", datetime.now(UTC), RECONCILIATION_CATEGORIES
+        )
+    engine.dispose()
+
+
+def _payouts_of(shop: Any) -> list[Any]:
+    return [payout_of(obj, obj["account"]) for obj in shop.payouts]
