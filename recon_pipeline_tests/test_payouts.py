@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 import pytest
 from sqlalchemy import select
 
@@ -393,3 +394,33 @@ def test_the_findings_writer_refuses_another_writers_category(sqlite_url: str) -
 
 def _payouts_of(shop: Any) -> list[Any]:
     return [payout_of(obj, obj["account"]) for obj in shop.payouts]
+
+
+def test_a_movement_is_owned_by_its_ledger_entry_else_its_finding_never_an_unattributed_report(
+    world: PayoutWorld,
+) -> None:
+    def finding_of(category: str, record_id: str) -> Any:
+        frame = empty_discrepancies()
+        row = {
+            "category": category,
+            "record_key": f"{record_id}:payment",
+            "kind": "payment",
+            "provider_record_id": record_id,
+            "difference_minor": 100,
+            "currency": "EUR",
+        }
+        return pd.concat([frame, pd.DataFrame([row])], ignore_index=True)
+
+    now = datetime.now(UTC)
+    with world.engine.begin() as connection:
+        save_discrepancies(
+            connection, "denver-lodge", "2026-11-25", finding_of("missing_in_ledger", "ch_x"), "r", now
+        )
+        save_discrepancies(
+            connection, "denver-lodge", "2026-11-24", finding_of("unattributed_payment", "ch_y"), "r", now
+        )
+        save_discrepancies(
+            connection, "denver-lodge", "2026-11-23", finding_of("amount_mismatch", "ch_l1"), "r", now
+        )
+        owners = store.source_owners(connection, ["ch_x", "ch_y", "ch_l1", "ch_unknown"])
+    assert owners == {"ch_x": "denver-lodge", "ch_l1": "lisbon-riverside"}

@@ -15,22 +15,26 @@ from recon_pipeline.db.upsert import insert_new, upsert
 from recon_pipeline.payouts.deposit import BankCredit, ExpectedDeposit, match_deposits
 from recon_pipeline.payouts.trace import TracedTransaction
 from recon_pipeline.providers.payouts import Payout
+from recon_pipeline.reconcile.categories import UNATTRIBUTED_PAYMENT
 
 DEPOSITED_STATUSES = ("paid", "in_transit")  # a payout that should reach (or has reached) the bank
 
 
 def source_owners(connection: Connection, source_ids: Collection[str]) -> dict[str, str]:
-    """Movement id → the property the reconciliation gave it: the ledger's entries first, then the
-    findings (a movement missing in the ledger is still some property's finding)."""
+    """Movement id → the property the reconciliation gave it: its ledger entry's, else its finding's (a
+    movement missing in the ledger is still some property's finding). An ``unattributed_payment`` finding
+    says whose it is not: the first property on the account merely reports it."""
     ids = sorted(set(source_ids))
     if not ids:
         return {}
+    found = select(discrepancies.c.provider_record_id, discrepancies.c.property_id).where(
+        discrepancies.c.provider_record_id.in_(ids), discrepancies.c.category != UNATTRIBUTED_PAYMENT
+    )
+    booked = select(ledger_entries.c.provider_record_id, ledger_entries.c.property_id).where(
+        ledger_entries.c.provider_record_id.in_(ids)
+    )
     owners: dict[str, str] = {}
-    for table, column in (
-        (discrepancies, discrepancies.c.provider_record_id),
-        (ledger_entries, ledger_entries.c.provider_record_id),
-    ):
-        query = select(column, table.c.property_id).where(column.in_(ids))
+    for query in (found, booked):  # the ledger's word last: it wins
         owners.update({source: owner for source, owner in connection.execute(query).tuples()})
     return owners
 
