@@ -44,6 +44,7 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
@@ -214,7 +215,9 @@ def reconcile_property_night(
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
     with engine.begin() as connection:
-        saved = save_discrepancies(connection, property_id, night, found, run_id, datetime.now(UTC))
+        saved = save_discrepancies(
+            connection, property_id, night, found, run_id, datetime.now(UTC), RECONCILIATION_CATEGORIES
+        )
     return PropertyNightResult(
         property_row=target.row,
         window=window,

@@ -24,6 +24,7 @@ from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline.reconcile import categories as c
 
 AMOUNT_RANGE = {"JPY": (9_000, 60_000), "INR": (350_000, 2_500_000)}
@@ -278,10 +279,74 @@ class _NightBuilder:
 
     # ----- the night -------------------------------------------------------------------------------
     def build(self, bookings: int, plant: bool) -> None:
+        first_refund = len(self.world.store.refunds)
         charges = [self.ordinary_booking() for _ in range(bookings)]
+        refunds = [r for r in self.world.store.refunds[first_refund:] if r["status"] == "succeeded"]
         if plant:
             self.plant_discrepancies(charges)
         self.plant_timing_differences()
+        self.pay_out(charges, refunds)
+
+    def pay_out(self, charges: list[dict[str, Any]], refunds: list[dict[str, Any]]) -> None:
+        """One automatic payout of the night's ordinary charges and refunds, paid two days after the
+        night, with the balance transactions it carried (last: its ids change no other object's)."""
+        moved = [charge for charge in charges if isinstance(charge["balance_transaction"], dict)]
+        if not moved:
+            return
+        payout_id = self.next_id("po")
+        account, currency = self.prop.provider_account, self.prop.currency
+        transactions = [
+            balance_transaction_object(
+                charge["balance_transaction"]["id"],
+                payout_id,
+                charge["id"],
+                "charge",
+                charge["balance_transaction"]["amount"],
+                charge["balance_transaction"]["fee"],
+                currency,
+                charge["created"],
+                account,
+            )
+            for charge in moved
+        ] + [
+            balance_transaction_object(
+                self.next_id("txn"),
+                payout_id,
+                refund["id"],
+                "refund",
+                -refund["amount"],
+                0,
+                currency,
+                refund["created"],
+                account,
+            )
+            for refund in refunds
+        ]
+        arrival = datetime.combine(self.window.night + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
+        amount = sum(transaction["net"] for transaction in transactions)
+        self.world.store.payouts.append(
+            payout_object(
+                payout_id,
+                amount,
+                currency,
+                unix(arrival),
+                unix(self.window.end),
+                account,
+                statement_descriptor=f"RECON {self.tag.upper()}",
+            )
+        )
+        withdrawal = balance_transaction_object(
+            f"txn_{payout_id}",
+            payout_id,
+            payout_id,
+            "payout",
+            -amount,
+            0,
+            currency,
+            unix(self.window.end),
+            account,
+        )
+        self.world.store.balance_transactions += [*transactions, withdrawal]
 
     def ordinary_booking(self) -> dict[str, Any]:
         charge = self.payment(self.inside(), self.amount())

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from recon_pipeline.ledger.queries import PropertyRow
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount
+    from recon_pipeline.providers.payouts import Payout, PayoutTransaction
     from recon_pipeline.providers.simulator.store import SimulatorStore
     from recon_pipeline.providers.simulator.wire import ApiWrapper
 
@@ -102,6 +103,19 @@ class ProviderClient(Protocol):
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """Events created since ``created_gte`` (unix seconds) for recovery of missed webhooks; None when
         the provider has no events API (missed deliveries are then covered by the nightly pull)."""
+        ...
+
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout] | None:
+        """The account's payouts expected at the bank in ``[arrival_gte, arrival_lt)``, whatever their
+        status; None when this provider's payouts are not read through its API. Raises
+        IncompletePullError rather than return part of the list."""
+        ...
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """The balance transactions the payout carried (its own withdrawal excluded); None when the
+        provider cannot break this payout down (it is then untraceable, not an error)."""
         ...
 
 

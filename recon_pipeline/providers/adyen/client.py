@@ -50,6 +50,7 @@ from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +170,17 @@ class AdyenClient:
 
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Adyen has no events API; missed notifications are covered by the nightly pull."""
+        return None
+
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout] | None:
+        """None: Adyen's payouts are the settlement batches of the Settlement details report (its
+        ``MerchantPayout`` rows, ``report.py``); they are not read as payouts yet."""
+        return None
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """None: an Adyen batch is broken down by its settlement report, not read here yet."""
         return None
 
     # --- reports ----------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ from recon_pipeline.providers.objects import (
     record_id,
     records_frame,
 )
+from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 from recon_pipeline.providers.pull import (
     Fetched,
     Page,
@@ -403,6 +404,17 @@ class RazorpayAdapter:
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Razorpay has no events API; missed webhooks are recovered by the orphan sweep and the
         nightly payments pull, which finds every captured payment."""
+        return None
+
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout] | None:
+        """None: Razorpay pays out as settlements (``GET /v1/settlements``, ``settlement.py``), one per
+        settlement day with its ``utr`` as the bank reference; they are not read as payouts yet."""
+        return None
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """None: a Razorpay settlement is broken down by the settlement recon, not read here yet."""
         return None
 
     def _payment_rows(

@@ -26,8 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 StripeObject = dict[str, Any]
-Kind = Literal["charges", "refunds", "payment_intents", "events", "disputes"]
-KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events", "disputes")
+Kind = Literal[
+    "charges", "refunds", "payment_intents", "events", "disputes", "payouts", "balance_transactions"
+]
+KINDS: tuple[Kind, ...] = (
+    "charges",
+    "refunds",
+    "payment_intents",
+    "events",
+    "disputes",
+    "payouts",
+    "balance_transactions",
+)
 SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2
 
 
@@ -84,8 +94,10 @@ _EMPTY_VIEW = SortedView(objects=[], created=[], position={})
 
 @dataclass
 class SimulatorStore:
-    """Stripe-shaped charges, refunds, payment intents and events. Call ``reindex()`` after adding or
-    removing objects or changing an id, ``created`` or ``account`` (in-place status changes need not).
+    """Stripe-shaped charges, refunds, payment intents, events, payouts and the balance transactions
+    payouts carried (each with the simulator-only key ``"payout"``, its payout's id). Call ``reindex()``
+    after adding or removing objects or changing an id, ``created`` or ``account`` (in-place status
+    changes need not).
 
     ``settled_fees`` maps a charge id to the fee (tax included) its settlement booked when that differs
     from the charge's own fee; ``clock`` gives the current unix time (tests fix it)."""
@@ -95,6 +107,8 @@ class SimulatorStore:
     payment_intents: list[StripeObject] = field(default_factory=list)
     events: list[StripeObject] = field(default_factory=list)
     disputes: list[StripeObject] = field(default_factory=list)  # with their balance_transactions expanded
+    payouts: list[StripeObject] = field(default_factory=list)
+    balance_transactions: list[StripeObject] = field(default_factory=list)
     settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
     settled_fees: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)

@@ -52,6 +52,7 @@ from recon_pipeline.providers.objects import (
     record_id,
     records_frame,
 )
+from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 from recon_pipeline.providers.pull import (
     Fetched,
     Page,
@@ -62,6 +63,7 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.stripe import payouts
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
 from recon_pipeline.providers.stripe.webhook import parse_event
@@ -324,6 +326,24 @@ class StripeAdapter:
                 malformed += 1
         return ListedEvents(events, malformed)
 
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout]:
+        """The scope's payouts expected at the bank in ``[arrival_gte, arrival_lt)`` (``payouts.py``)."""
+        with incomplete_pull(f"payouts of {provider_account or 'platform'} arriving from {arrival_gte:%F}"):
+            return payouts.payouts_arriving(
+                self._lister(provider_account), provider_account, arrival_gte, arrival_lt
+            )
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """The payout's balance transactions; None for a manual payout, which Stripe does not itemise."""
+        with incomplete_pull(f"balance transactions of payout {payout.payout_id}"):
+            return payouts.payout_transactions(self._lister(payout.provider_account), payout)
+
+    def _lister(self, provider_account: str | None) -> payouts.Lister:
+        headers = _request_headers(provider_account)
+        return lambda path, params: self._list_all(path, params, headers, threading.Event())
+
     def _refund_rows(
         self, account: PropertyAccount, refunds: Sequence[StripeObject], known_charges: Fetched
     ) -> list[Row]:
@@ -352,9 +372,7 @@ class StripeAdapter:
 
         return list_all(path, read_page, abort, self.max_pages)
 
-    def _fetch_many(
-        self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None
-    ) -> Fetched:
+    def _fetch_many(self, path: str, object_ids: Sequence[str], headers: dict[str, str] | None) -> Fetched:
         """``GET {path}/{id}`` for each id, concurrently; None for 404."""
         params = {"expand[]": "balance_transaction"} if path == "/v1/charges" else None
 

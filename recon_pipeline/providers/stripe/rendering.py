@@ -38,7 +38,7 @@ def has_latest_charge(version: str) -> bool:
     return version[:10] >= LATEST_CHARGE_SINCE
 
 
-def _public(obj: StripeObject) -> StripeObject:
+def public(obj: StripeObject) -> StripeObject:
     """The object without the simulator's ``account`` key."""
     return {key: value for key, value in obj.items() if key != "account"}
 
@@ -114,7 +114,7 @@ def charge(
     stored: StripeObject, version: str, refunds_of: Lookup, expand_balance_transaction: bool = False
 ) -> StripeObject:
     """A charge as Stripe sends it in ``version``; ``balance_transaction`` is its id unless expanded."""
-    obj = _public(stored)
+    obj = public(stored)
     charge_id = obj.get("id")
     transaction = obj.get("balance_transaction")
     if isinstance(transaction, dict):
@@ -175,14 +175,14 @@ def refund(stored: StripeObject) -> StripeObject:
         "receipt_number": None,
         "source_transfer_reversal": None,
         "transfer_reversal": None,
-        **_public(stored),
+        **public(stored),
     }
 
 
 def payment_intent(stored: StripeObject, version: str, charge_of: Lookup, refunds_of: Lookup) -> StripeObject:
     """A PaymentIntent as Stripe sends it in ``version``: ``latest_charge`` from 2022-11-15 on, before it
     the ``charges`` list of that charge (rendered in the same version)."""
-    obj = _public(stored)
+    obj = public(stored)
     intent_id = obj.get("id")
     manual = obj.get("status") == "requires_capture"
     defaults: StripeObject = {
@@ -235,7 +235,7 @@ def event(stored: StripeObject) -> StripeObject:
         "livemode": False,
         "pending_webhooks": 0,
         "request": {"id": None, "idempotency_key": None},
-        **_public(stored),
+        **public(stored),
     }
 
 

@@ -40,6 +40,8 @@ _OBJECT_NAMES: dict[Kind, str] = {
     "refunds": "refund",
     "payment_intents": "payment_intent",
     "events": "event",
+    "payouts": "payout",
+    "balance_transactions": "balance_transaction",
 }
 
 
@@ -64,6 +66,8 @@ def render(store: SimulatorStore, kind: Kind, obj: StripeObject, version: str, e
         return rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
     if kind == "events":
         return rendering.event(obj)
+    if kind in ("payouts", "balance_transactions"):  # stored as Stripe renders them (``payout_object``)
+        return rendering.public(obj)
     raise ValueError(f"no Stripe rendering of {kind}")
 
 
@@ -112,18 +116,7 @@ def _list(
     filter_param: str | None = None,
 ) -> ApiResult:
     version = served_version(request)
-    limit = int_param(request, "limit")
-    limit = 10 if limit is None else limit
-    if limit < 1:
-        raise InvalidRequest(
-            "This value must be greater than or equal to 1.", param="limit", code="parameter_invalid_integer"
-        )
-    if limit > MAX_LIMIT:
-        raise InvalidRequest(
-            f"This value must be less than or equal to {MAX_LIMIT}.",
-            param="limit",
-            code="parameter_invalid_integer",
-        )
+    limit = _limit(request)
     gte, lt = _created_bounds(request)
     filter_value = request.query_params.get(filter_param) if filter_param else None
     view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
@@ -154,6 +147,65 @@ def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str 
     return 200, render(store, kind, obj, version, expand)
 
 
+def _list_payouts(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """``GET /v1/payouts`` filtered on ``arrival_date[gte|lt]`` (and ``created``), newest first."""
+    version = served_version(request)
+    limit = _limit(request)
+    arrival_gte, arrival_lt = int_param(request, "arrival_date[gte]"), int_param(request, "arrival_date[lt]")
+    gte, lt = _created_bounds(request)
+    ordered = store.view("payouts", account).objects[::-1]
+    selected = [
+        payout
+        for payout in ordered
+        if (arrival_gte is None or payout["arrival_date"] >= arrival_gte)
+        and (arrival_lt is None or payout["arrival_date"] < arrival_lt)
+        and (gte is None or payout["created"] >= gte)
+        and (lt is None or payout["created"] < lt)
+    ]
+    starting_after = request.query_params.get("starting_after")
+    if starting_after is not None:
+        ids = [payout["id"] for payout in selected]
+        if starting_after not in ids:
+            raise InvalidRequest(f"No such payout: '{starting_after}'", param="starting_after")
+        selected = selected[ids.index(starting_after) + 1 :]
+    page = [render(store, "payouts", payout, version, False) for payout in selected[:limit]]
+    return 200, {"object": "list", "data": page, "has_more": len(selected) > limit, "url": "/v1/payouts"}
+
+
+def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """``GET /v1/balance_transactions?payout=po_...``: as Stripe, only an automatic payout is itemised."""
+    payout_id = request.query_params.get("payout")
+    if payout_id is not None:
+        payout = store.get("payouts", payout_id)
+        if payout is None or payout.get("account") != account:
+            raise InvalidRequest(f"No such payout: '{payout_id}'", param="payout", code="resource_missing")
+        if not payout["automatic"]:
+            raise InvalidRequest(
+                "Balance transaction history can only be filtered on automatic transfers, not manual.",
+                param="payout",
+            )
+    status, body = _list(store, "balance_transactions", request, account, "payout")
+    body["data"] = [{k: v for k, v in obj.items() if k != "payout"} for obj in body["data"]]
+    return status, body
+
+
+def _limit(request: Request) -> int:
+    """A list's ``limit`` (default 10), refused as Stripe refuses it outside 1..100."""
+    limit = int_param(request, "limit")
+    limit = 10 if limit is None else limit
+    if limit < 1:
+        raise InvalidRequest(
+            "This value must be greater than or equal to 1.", param="limit", code="parameter_invalid_integer"
+        )
+    if limit > MAX_LIMIT:
+        raise InvalidRequest(
+            f"This value must be less than or equal to {MAX_LIMIT}.",
+            param="limit",
+            code="parameter_invalid_integer",
+        )
+    return limit
+
+
 def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
@@ -165,6 +217,16 @@ LIST_PARAMS = Accepts.of(
     {"limit", "starting_after", "ending_before", "expand[]"},
 )
 RETRIEVE_PARAMS = Accepts.of({"expand[]"})
+PAYOUT_LIST_PARAMS = {
+    "arrival_date",
+    "arrival_date[gte]",
+    "arrival_date[gt]",
+    "arrival_date[lte]",
+    "arrival_date[lt]",
+} | {
+    "destination",
+    "status",
+}
 
 
 def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
@@ -186,6 +248,22 @@ def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         Route("/v1/refunds/{object_id}", retriever("refunds")),
         Route("/v1/payment_intents/{object_id}", retriever("payment_intents", frozenset({"client_secret"}))),
         Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
+        Route(
+            "/v1/payouts",
+            wrap(
+                STRIPE_DIALECT,
+                lambda r, a: _list_payouts(store, r, a),
+                Accepts.of(LIST_PARAMS.params, PAYOUT_LIST_PARAMS),
+            ),
+        ),
+        Route(
+            "/v1/balance_transactions",
+            wrap(
+                STRIPE_DIALECT,
+                lambda r, a: _list_balance_transactions(store, r, a),
+                Accepts.of(LIST_PARAMS.params, {"currency", "payout", "source", "type"}),
+            ),
+        ),
     ]
 
 
@@ -210,3 +288,86 @@ def _injected_error(status: int) -> dict[str, Any]:
     if status >= 500:
         return stripe_error("Simulated provider failure", error_type="api_error")
     return stripe_error(f"Simulated HTTP {status}")
+
+
+# --- payouts as Stripe renders them (the demo world and the tests build them here) --------------------
+
+
+def payout_object(
+    payout_id: str,
+    amount: int,
+    currency: str,
+    arrival_date: int,
+    created: int,
+    account: str | None,
+    *,
+    status: str = "paid",
+    automatic: bool = True,
+    failure_code: str | None = None,
+    statement_descriptor: str | None = None,
+) -> StripeObject:
+    """A payout with every field Stripe always sends (``account``: the simulator's scope key)."""
+    return {
+        "id": payout_id,
+        "object": "payout",
+        "amount": amount,
+        "application_fee": None,
+        "application_fee_amount": None,
+        "arrival_date": arrival_date,
+        "automatic": automatic,
+        "balance_transaction": f"txn_{payout_id}",
+        "created": created,
+        "currency": currency.lower(),
+        "description": "STRIPE PAYOUT",
+        "destination": "ba_1SimulatedBank",
+        "failure_balance_transaction": f"txn_fail_{payout_id}" if status == "failed" else None,
+        "failure_code": failure_code,
+        "failure_message": None,
+        "livemode": False,
+        "metadata": {},
+        "method": "standard",
+        "original_payout": None,
+        "reconciliation_status": "completed" if automatic else "not_applicable",
+        "reversed_by": None,
+        "source_type": "card",
+        "statement_descriptor": statement_descriptor,
+        "status": status,
+        "type": "bank_account",
+        "account": account,
+    }
+
+
+def balance_transaction_object(
+    transaction_id: str,
+    payout_id: str,
+    source: str,
+    reporting_category: str,
+    amount: int,
+    fee: int,
+    currency: str,
+    created: int,
+    account: str | None,
+) -> StripeObject:
+    """A balance transaction a payout carried (``payout``: the simulator's key that files it under its
+    payout, stripped from responses); its ``type`` is the category's (``charge``, ``refund``, ``payout``)."""
+    return {
+        "id": transaction_id,
+        "object": "balance_transaction",
+        "amount": amount,
+        "available_on": created + 2 * 86_400,
+        "created": created,
+        "currency": currency.lower(),
+        "description": None,
+        "exchange_rate": None,
+        "fee": fee,
+        "fee_details": []
+        if fee == 0
+        else [{"amount": fee, "currency": currency.lower(), "type": "stripe_fee"}],
+        "net": amount - fee,
+        "reporting_category": reporting_category,
+        "source": source,
+        "status": "available",
+        "type": reporting_category,
+        "account": account,
+        "payout": payout_id,
+    }
