@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from recon_pipeline.events.parse import ProviderEvent
     from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.ledger.queries import PropertyRow
+    from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount
     from recon_pipeline.providers.simulator.store import SimulatorStore
@@ -102,6 +103,15 @@ class ProviderClient(Protocol):
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """Events created since ``created_gte`` (unix seconds) for recovery of missed webhooks; None when
         the provider has no events API (missed deliveries are then covered by the nightly pull)."""
+        ...
+
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The current state of those payments that are or were authorizations awaiting capture (ids the
+        provider does not know, and payments that never were a hold, are absent); empty for a provider
+        whose API shows no uncaptured authorization. Raises IncompletePullError when the provider cannot be
+        read: an unreachable provider never makes a hold look captured."""
         ...
 
 

@@ -51,6 +51,7 @@ from recon_pipeline.providers.errors import (
     ProviderRequestRejected,
     incomplete_pull,
 )
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import (
@@ -77,6 +78,7 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
 from recon_pipeline.providers.razorpay.settlement import (
     DEFAULT_SETTLEMENT_DAYS,
     MAX_RECON_DAYS,
@@ -214,6 +216,7 @@ class RazorpayAdapter:
         api_key: str | None = None,
         max_pages: int = 10_000,
         settlement_days: int = DEFAULT_SETTLEMENT_DAYS,
+        capture_timeout: timedelta = DEFAULT_CAPTURE_TIMEOUT,
     ) -> None:
         if not 0 <= settlement_days < MAX_RECON_DAYS - 1:
             raise ValueError(f"settlement_days must be from 0 to {MAX_RECON_DAYS - 2}, not {settlement_days}")
@@ -221,6 +224,7 @@ class RazorpayAdapter:
         self._headers = basic_auth_header(api_key)
         self.max_pages = max_pages
         self.settlement_days = settlement_days
+        self.capture_timeout = capture_timeout  # the account's payment capture setting (holds.py)
 
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
@@ -316,6 +320,18 @@ class RazorpayAdapter:
         """The payment's current state, read from the payment itself (None: Razorpay does not know it)."""
         payment = self.fetch_payment(payment_id)
         return None if payment is None else state_of_razorpay_payment(payment)
+
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The holds among payment ids (``pay_``), each read by id in its current state; other ids (an
+        order's) are skipped. Raises IncompletePullError when Razorpay cannot be read."""
+        _merchant_only(account)
+        ids = [i for i in dict.fromkeys(payment_ids) if i.startswith(PAYMENT_ID_PREFIX)]
+        with incomplete_pull(f"authorization holds of {account.property_id}"):
+            payments = self._fetch_many("/v1/payments", ids)
+            holds = [hold_of_payment(p, self.capture_timeout) for p in payments.values() if p is not None]
+        return [hold for hold in holds if hold is not None]
 
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Razorpay has no events API; missed webhooks are recovered by the orphan sweep and the
