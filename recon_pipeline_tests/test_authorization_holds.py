@@ -293,7 +293,7 @@ def test_stripe_reads_holds_of_a_connected_account_only_with_its_header(
     assert held.state == OPEN
 
 
-def test_razorpay_reads_an_authorized_payment_as_an_open_hold(
+def test_razorpay_reads_an_authorized_payment_as_an_open_hold_then_lapsed(
     simulator: StartSimulator, clients: list[ProviderHttp]
 ) -> None:
     charge = make_charge("pay_h1", T0, captured=False, fee=None, booking_id="bk_h1", payment_intent="")
@@ -303,6 +303,9 @@ def test_razorpay_reads_an_authorized_payment_as_an_open_hold(
     [held] = adapter.authorization_holds(PropertyAccount(PROPERTY), ["pay_h1", "pay_unknown", "order_x"])
     assert held.state == OPEN and held.booking_id == "bk_h1" and held.property_id == PROPERTY
     assert held.capture_before == datetime.fromtimestamp(T0, UTC) + DEFAULT_CAPTURE_TIMEOUT
+    charge.update(refunded=True, amount_refunded=charge["amount"])  # left past the capture timeout
+    [lapsed] = adapter.authorization_holds(PropertyAccount(PROPERTY), ["pay_h1"])
+    assert lapsed.state == LAPSED
 
 
 def test_adyen_has_no_open_hold_source(clients: list[ProviderHttp]) -> None:
