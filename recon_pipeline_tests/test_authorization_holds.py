@@ -361,9 +361,9 @@ def hold_findings(pipeline: SeededPipeline) -> list[tuple[str, str, str, Any]]:
 
 @pytest.mark.slow  # Dagster runs
 def test_the_expiring_hold_is_found_on_its_night_proposes_nothing_and_clears_once_captured(
-    sqlite_url: str,
+    database_url: str,
 ) -> None:
-    with seeded(sqlite_url) as pipeline:
+    with seeded(database_url) as pipeline:
         holds = planted_holds(pipeline)
         intent, charge = holds["expiring"]
         assert pipeline.materialize(STRIPE_PROPERTY).success
