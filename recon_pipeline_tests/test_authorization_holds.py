@@ -13,11 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
+from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.providers import build_client
 from recon_pipeline.providers.holds import CAPTURED, LAPSED, OPEN, RELEASED, AuthorizationHold, HoldState
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.razorpay import CAPTURE_TIMEOUT_ENV
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
@@ -401,3 +404,15 @@ def test_a_hold_that_lapsed_keeps_its_finding_on_a_rerun(sqlite_url: str) -> Non
         [(night, record, detail, cleared)] = hold_findings(pipeline)
         assert (night, record, cleared) == (NIGHT.isoformat(), intent["id"], None)
         assert "lapsed uncaptured" in detail
+
+
+def test_razorpays_capture_timeout_is_the_accounts_setting(
+    monkeypatch: pytest.MonkeyPatch, clients: list[ProviderHttp]
+) -> None:
+    http = http_of("http://127.0.0.1:9", clients)  # never called
+    assert build_client("razorpay", http).capture_timeout == DEFAULT_CAPTURE_TIMEOUT
+    monkeypatch.setenv(CAPTURE_TIMEOUT_ENV, "120")
+    assert build_client("razorpay", http).capture_timeout == timedelta(hours=120)
+    monkeypatch.setenv(CAPTURE_TIMEOUT_ENV, "3 days")
+    with pytest.raises(ConfigError, match=CAPTURE_TIMEOUT_ENV):
+        build_client("razorpay", http)

@@ -10,6 +10,7 @@ maps ``razorpay`` to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
@@ -26,12 +27,14 @@ from recon_pipeline.providers.interface import (
 )
 from recon_pipeline.providers.razorpay import webhook
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT
 from recon_pipeline.providers.razorpay.settlement import DEFAULT_SETTLEMENT_DAYS
 from recon_pipeline.providers.razorpay.simulator import razorpay_routes
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 SETTLEMENT_DAYS_ENV = "RECON_RAZORPAY_SETTLEMENT_DAYS"
+CAPTURE_TIMEOUT_ENV = "RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS"  # the account's payment capture setting
 # One Indian property: INR in paise, attributed by notes.property_id.
 DEMO_PROPERTIES = (
     PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
@@ -42,7 +45,8 @@ class RazorpayProvider:
     """Razorpay behind the ``Provider`` protocol: ``RECON_PROVIDER_API_KEY`` is ``key_id:key_secret``
     (Basic auth), ``RECON_WEBHOOK_SECRET`` the webhook secret(s). Client option ``settlement_days``
     (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): how many days after a payment's day its settled fee is
-    looked for."""
+    looked for. Client option ``capture_timeout_hours`` (else ``RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS``,
+    72): the account's manual-capture timeout, after which Razorpay auto-refunds an authorized payment."""
 
     name: str = "razorpay"
     public_api_root: str = "https://api.razorpay.com"
@@ -58,8 +62,16 @@ class RazorpayProvider:
         days = settings.options.get("settlement_days")
         if days is None:
             days = positive_int_from_env(SETTLEMENT_DAYS_ENV, DEFAULT_SETTLEMENT_DAYS)
+        hours = settings.options.get("capture_timeout_hours")
+        if hours is None:
+            hours = positive_int_from_env(CAPTURE_TIMEOUT_ENV, DEFAULT_CAPTURE_TIMEOUT // timedelta(hours=1))
         try:
-            return RazorpayAdapter(http, settings.api_key, settlement_days=int(days))
+            return RazorpayAdapter(
+                http,
+                settings.api_key,
+                settlement_days=int(days),
+                capture_timeout=timedelta(hours=int(hours)),
+            )
         except ValueError as error:
             raise ConfigError(f"{SETTLEMENT_DAYS_ENV}: {error}") from None
 
