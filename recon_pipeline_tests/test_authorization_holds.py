@@ -10,22 +10,28 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pandas as pd
 import pytest
 from sqlalchemy import select, update
 
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
+from recon_pipeline.ledger.records import empty_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.holds import CAPTURED, LAPSED, OPEN, RELEASED, AuthorizationHold, HoldState
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.objects import PropertyAccount, records_frame
 from recon_pipeline.providers.razorpay import CAPTURE_TIMEOUT_ENV
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
+from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.categories import AUTHORIZATION_EXPIRING
+from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.holds import expiring_authorizations
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
@@ -89,12 +95,8 @@ def test_a_hold_lapsing_before_the_next_night_ends_is_one_finding_naming_the_pay
     assert finding["record_key"] == "pi_1:payment"
     assert finding["kind"] == "payment" and finding["booking_id"] == BOOKING
     assert finding["provider_amount_minor"] == 48_000 and finding["difference_minor"] == 48_000
-    assert pd_missing(finding["ledger_amount_minor"]) and finding["currency"] == "EUR"
+    assert pd.isna(finding["ledger_amount_minor"]) and finding["currency"] == "EUR"
     assert "2026-12-01 18:00 UTC" in finding["detail"] and "night 2026-12-01" in finding["detail"]
-
-
-def pd_missing(value: object) -> bool:
-    return value is None or value != value or str(value) == "<NA>"
 
 
 @pytest.mark.parametrize(
@@ -416,3 +418,14 @@ def test_razorpays_capture_timeout_is_the_accounts_setting(
     monkeypatch.setenv(CAPTURE_TIMEOUT_ENV, "3 days")
     with pytest.raises(ConfigError, match=CAPTURE_TIMEOUT_ENV):
         build_client("razorpay", http)
+
+
+def test_an_uncaptured_hold_in_the_nights_pull_is_neither_missing_in_the_ledger_nor_an_orphan() -> None:
+    charge, _ = stripe_hold_objects(T0 + 7 * 86_400)
+    records = records_frame(charge_rows(charge, PROPERTY))
+    assert records["settled"].tolist() == [False]
+    assert diff_night(records, empty_ledger_records()).discrepancies.empty
+    captured = captured_payments_from_provider(records)
+    bookings = pd.DataFrame({"booking_id": ["bk_h1"], "status": ["confirming"], "updated_at": [None]})
+    later = datetime.fromtimestamp(T0, UTC) + timedelta(days=1)
+    assert find_orphaned_captured_payments(captured, bookings, later, timedelta(minutes=60)).empty
