@@ -380,9 +380,11 @@ class _NightBuilder:
         return charge
 
     def captured_hold(self, authorized: datetime, captured: datetime) -> dict[str, Any]:
-        """A hold captured at checkout tonight and booked then: its charge dates from the check-in."""
+        """A hold captured at checkout tonight and booked then: its charge dates from the check-in, its
+        balance transaction (made by the capture) from tonight."""
         charge = self.payment(authorized, self.amount())
         charge.update(_card_hold(authorized + STANDARD_AUTHORIZATION))
+        charge["balance_transaction"]["created"] = unix(captured)
         self.world.store.payment_intents[-1]["capture_method"] = "manual"
         order = self.orders[order_key(charge)]
         order.update(captured_at=captured, updated_at=captured + timedelta(minutes=1))
