@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
+from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.records import empty_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import build_client
@@ -429,3 +430,34 @@ def test_an_uncaptured_hold_in_the_nights_pull_is_neither_missing_in_the_ledger_
     bookings = pd.DataFrame({"booking_id": ["bk_h1"], "status": ["confirming"], "updated_at": [None]})
     later = datetime.fromtimestamp(T0, UTC) + timedelta(days=1)
     assert find_orphaned_captured_payments(captured, bookings, later, timedelta(minutes=60)).empty
+
+
+@pytest.mark.slow  # a Dagster run
+def test_razorpays_expiring_hold_is_found_whichever_id_the_pms_keeps(sqlite_url: str) -> None:
+    """The Razorpay world's hold lapsing before the next night ends, its payment order keyed by the
+    Razorpay order it pays: read through the order, named by the payment."""
+
+    def key_orders_by_razorpay_order(world: World) -> None:
+        charges = world.store.charges
+        uncaptured = {c["id"] for c in charges if not c["captured"] and c["status"] == "succeeded"}
+        for charge in world.store.charges:
+            if charge["id"] in uncaptured:
+                charge["payment_intent"] = f"order_{charge['id'][4:]}"
+        for order in world.payment_orders:
+            if order["provider_payment_id"] in uncaptured:
+                order["provider_payment_id"] = f"order_{order['provider_payment_id'][4:]}"
+
+    with seeded(sqlite_url, "razorpay", edit=key_orders_by_razorpay_order) as pipeline:
+        [prop] = pipeline.properties
+        assert pipeline.materialize(prop.property_id).success
+        assert pipeline.found(prop.property_id) == pipeline.planted(prop.property_id)
+        tonight = night_window(NIGHT, prop.timezone, prop.night_cutoff)
+        lapses = int((tonight.end + timedelta(hours=5)).timestamp())
+        [expiring] = [c for c in pipeline.world.store.charges if c["created"] + 72 * 3600 == lapses]
+        with pipeline.engine.connect() as connection:
+            [record] = connection.execute(
+                select(discrepancies.c.provider_record_id).where(
+                    discrepancies.c.category == AUTHORIZATION_EXPIRING
+                )
+            ).scalars()
+        assert record == expiring["id"]

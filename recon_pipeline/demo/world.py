@@ -369,23 +369,24 @@ class _NightBuilder:
         charge.update(
             captured=False, amount_captured=0, balance_transaction=None, **_card_hold(capture_before)
         )
-        intent = self.world.store.payment_intents[-1]
-        intent.update(
-            status="requires_capture",
-            amount_received=0,
-            amount_capturable=charge["amount"],
-            capture_method="manual",
-        )
+        if charge["payment_intent"] is not None:
+            self.world.store.payment_intents[-1].update(
+                status="requires_capture",
+                amount_received=0,
+                amount_capturable=charge["amount"],
+                capture_method="manual",
+            )
         self.orders[order_key(charge)].update(status="authorized", captured_at=None)
         return charge
 
-    def captured_hold(self, authorized: datetime, captured: datetime) -> dict[str, Any]:
+    def captured_hold(self, authorized: datetime, captured: datetime, period: timedelta) -> dict[str, Any]:
         """A hold captured at checkout tonight and booked then: its charge dates from the check-in, its
         balance transaction (made by the capture) from tonight."""
         charge = self.payment(authorized, self.amount())
-        charge.update(_card_hold(authorized + STANDARD_AUTHORIZATION))
+        charge.update(_card_hold(authorized + period))
         charge["balance_transaction"]["created"] = unix(captured)
-        self.world.store.payment_intents[-1]["capture_method"] = "manual"
+        if charge["payment_intent"] is not None:
+            self.world.store.payment_intents[-1]["capture_method"] = "manual"
         order = self.orders[order_key(charge)]
         order.update(captured_at=captured, updated_at=captured + timedelta(minutes=1))
         self.book_charge(charge, captured - authorized)
@@ -393,22 +394,23 @@ class _NightBuilder:
 
     def plant_authorization_holds(self) -> None:
         """One hold captured at checkout, one open for days, one lapsing before the next night ends (the
-        finding) and one of a cancelled booking (none). Stripe's alone: only its simulator serves holds."""
-        if not self.ids.payment_intents:
+        finding) and one of a cancelled booking (none), each lasting the provider's authorization period;
+        none for a provider whose API shows no holds."""
+        period = self.ids.authorization_period
+        if period is None:
             return
         checkout = self.first_half()
-        self.captured_hold(checkout - timedelta(days=3), checkout)
-        self.authorization_hold(self.window.start - timedelta(days=2), self.window.end + timedelta(days=26))
+        self.captured_hold(checkout - timedelta(days=2), checkout, period)
+        opened = self.window.start - timedelta(hours=12)  # open for days yet (extended where the card can)
+        self.authorization_hold(opened, opened + max(period, EXTENDED_AUTHORIZATION))
         lapses = self.window.end + timedelta(hours=5)
-        self.authorization_hold(lapses - STANDARD_AUTHORIZATION, lapses)
+        self.authorization_hold(lapses - period, lapses)
         self.plant(c.AUTHORIZATION_EXPIRING)
         cancelled_lapses = lapses + timedelta(hours=1)
-        self.authorization_hold(
-            cancelled_lapses - STANDARD_AUTHORIZATION, cancelled_lapses, booking_status="cancelled"
-        )
+        self.authorization_hold(cancelled_lapses - period, cancelled_lapses, booking_status="cancelled")
 
 
-STANDARD_AUTHORIZATION = timedelta(days=7)  # a card authorization without extended authorization
+EXTENDED_AUTHORIZATION = timedelta(days=30)  # Stripe's extended authorization for lodging
 
 
 def _card_hold(capture_before: datetime) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -60,13 +60,15 @@ class ListedEvents:
 @dataclass(frozen=True)
 class DemoWorld:
     """How the demo seeds a world for a provider: its demo properties, the prefixes of its charge and
-    refund ids, and whether payments go through an intent (``payment_orders`` keyed by the intent) or the
-    payment is the order's key itself."""
+    refund ids, whether payments go through an intent (``payment_orders`` keyed by the intent) or the
+    payment is the order's key itself, and how long an authorization lasts before its capture deadline
+    (None: the provider's API shows no holds, so the demo plants none)."""
 
     properties: tuple[PropertyRow, ...]
     charge_prefix: str
     refund_prefix: str
     payment_intents: bool
+    authorization_period: timedelta | None = None
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,13 @@ class RazorpayProvider:
         return razorpay_routes(store, api)
 
     def demo_world(self) -> DemoWorld:
-        return DemoWorld(DEMO_PROPERTIES, charge_prefix="pay", refund_prefix="rfnd", payment_intents=False)
+        return DemoWorld(
+            DEMO_PROPERTIES,
+            charge_prefix="pay",
+            refund_prefix="rfnd",
+            payment_intents=False,
+            authorization_period=DEFAULT_CAPTURE_TIMEOUT,
+        )
 
 
 PROVIDER: Provider = RazorpayProvider()  # typed: mypy checks the protocol is implemented

@@ -324,13 +324,17 @@ class RazorpayAdapter:
     def authorization_holds(
         self, account: PropertyAccount, payment_ids: Sequence[str]
     ) -> list[AuthorizationHold]:
-        """The holds among payment ids (``pay_``), each read by id in its current state; other ids (an
-        order's) are skipped. Raises IncompletePullError when Razorpay cannot be read."""
+        """The holds among payment (``pay_``) and order (``order_``: its payments) ids, each read by id in
+        its current state and named by the payment, whichever id the PMS keeps; other ids are skipped.
+        Raises IncompletePullError when Razorpay cannot be read."""
         _merchant_only(account)
-        ids = [i for i in dict.fromkeys(payment_ids) if i.startswith(PAYMENT_ID_PREFIX)]
+        ids = list(dict.fromkeys(payment_ids))
         with incomplete_pull(f"authorization holds of {account.property_id}"):
-            payments = self._fetch_many("/v1/payments", ids)
-            holds = [hold_of_payment(p, self.capture_timeout) for p in payments.values() if p is not None]
+            named = self._fetch_many("/v1/payments", [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)])
+            payments = {i: p for i, p in named.items() if p is not None}
+            for order_id in (i for i in ids if i.startswith(ORDER_ID_PREFIX)):
+                payments.update({record_id(p, "payment"): p for p in self._order_payments(order_id)})
+            holds = [hold_of_payment(payment, self.capture_timeout) for payment in payments.values()]
         return [hold for hold in holds if hold is not None]
 
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:

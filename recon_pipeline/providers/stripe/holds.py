@@ -12,7 +12,7 @@ an expiry from a release (both leave it uncaptured and refunded), so it reads as
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.holds import CAPTURED, LAPSED, OPEN, RELEASED, AuthorizationHold, HoldState
@@ -28,6 +28,7 @@ from recon_pipeline.providers.objects import (
 )
 from recon_pipeline.providers.stripe.state import latest_charge_id
 
+STANDARD_AUTHORIZATION = timedelta(days=7)  # a card authorization without extended authorization
 STRIPE_EXPIRY_REASON = "automatic"  # cancellation_reason of an intent Stripe cancelled itself
 
 
