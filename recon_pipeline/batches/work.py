@@ -196,7 +196,7 @@ def reconcile_property_night(
     unmatched = unmatched_ledger_record_ids(own, canonical_ledger(entries.valid, payment_aliases(own)))
     elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
     ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere))
-    result = diff_night(own, ledger, elsewhere)
+    result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance)
     result = with_findings(
         replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
         unattributed_findings(nobody),

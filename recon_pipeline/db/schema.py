@@ -33,6 +33,9 @@ properties = Table(
     Column("currency", Text, nullable=False),
     Column("night_cutoff", Text, nullable=False, server_default="00:00"),
     Column("provider_account", Text, nullable=True),
+    # basis points of a conversion's settlement amount that a ledger entry booked at it may be off before
+    # it is an fx_difference; NULL is 0 (revision 0004)
+    Column("fx_tolerance_bps", Integer, nullable=True),
 )
 
 bookings = Table(

@@ -16,6 +16,8 @@ Batches are numbered from 1 per merchant account; a number not published yet ans
   back from the newest; until a batch closing at or after ``end + settlement_days`` is published, the
   night cannot be complete and the pull raises ``IncompletePullError`` (the partition fails, and the
   schedule's lookback re-runs it once the batch is out);
+- a batch's lines that are no property-night money movement (batch fees, corrections; see ``report.py``)
+  are counted by type in the log when the batch is first read;
 - by id (``fetch_records_by_id``, ``payment_state``): the rows of the last ``lookup_batches`` batches
   (default 31, about a month of daily payouts) that carry the id. ``payment_state`` is what those rows
   say of the payment (captured, refunded in part or in full); a payment no batch holds yet is None, and
@@ -28,6 +30,7 @@ A property's merchant account is its ``provider_account``; a property without on
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -48,6 +51,8 @@ from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import PropertyAccount
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SETTLEMENT_DAYS = 3
 DEFAULT_LOOKUP_BATCHES = 31
@@ -230,4 +235,17 @@ class AdyenClient:
             return None
         batch = parse_settlement_report(text, report_file_name(number), merchant, number)
         with self._lock:
-            return self._batches.setdefault((merchant, number), batch)
+            cached = self._batches.get((merchant, number))
+            if cached is not None:
+                return cached
+            self._batches[(merchant, number)] = batch
+        counts = sorted(batch.unreconciled_counts.items())
+        if counts:
+            logger.info(
+                "merchant account %r, settlement batch %d: lines that are no property-night movement, "
+                "kept with the batch's payout: %s",
+                merchant,
+                number,
+                ", ".join(f"{n} {record_type}" for record_type, n in counts),
+            )
+        return batch

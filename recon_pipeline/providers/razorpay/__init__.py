@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.config import ConfigError, positive_int_from_env
+from recon_pipeline.config import ConfigError, positive_int_from_env, text_from_env
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
@@ -28,13 +28,18 @@ from recon_pipeline.providers.interface import (
 from recon_pipeline.providers.razorpay import webhook
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT
-from recon_pipeline.providers.razorpay.settlement import DEFAULT_SETTLEMENT_DAYS
+from recon_pipeline.providers.razorpay.settlement import (
+    DEFAULT_SETTLEMENT_DAYS,
+    SettlementCalendar,
+    parse_holidays,
+)
 from recon_pipeline.providers.razorpay.simulator import razorpay_routes
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 SETTLEMENT_DAYS_ENV = "RECON_RAZORPAY_SETTLEMENT_DAYS"
 CAPTURE_TIMEOUT_ENV = "RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS"  # the account's payment capture setting
+HOLIDAYS_ENV = "RECON_RAZORPAY_HOLIDAYS"
 # One Indian property: INR in paise, attributed by notes.property_id.
 DEMO_PROPERTIES = (
     PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
@@ -44,9 +49,11 @@ DEMO_PROPERTIES = (
 class RazorpayProvider:
     """Razorpay behind the ``Provider`` protocol: ``RECON_PROVIDER_API_KEY`` is ``key_id:key_secret``
     (Basic auth), ``RECON_WEBHOOK_SECRET`` the webhook secret(s). Client option ``settlement_days``
-    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): how many days after a payment's day its settled fee is
-    looked for. Client option ``capture_timeout_hours`` (else ``RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS``,
-    72): the account's manual-capture timeout, after which Razorpay auto-refunds an authorized payment."""
+    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): through how many working days after a payment's day its
+    settled fee is looked for; ``holidays`` (else ``RECON_RAZORPAY_HOLIDAYS``, ISO dates separated by
+    commas): bank holidays besides India's public and NSE holidays, which are never working days;
+    ``capture_timeout_hours`` (else ``RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS``, 72): the account's
+    manual-capture timeout, after which Razorpay auto-refunds an authorized payment."""
 
     name: str = "razorpay"
     public_api_root: str = "https://api.razorpay.com"
@@ -65,11 +72,17 @@ class RazorpayProvider:
         hours = settings.options.get("capture_timeout_hours")
         if hours is None:
             hours = positive_int_from_env(CAPTURE_TIMEOUT_ENV, DEFAULT_CAPTURE_TIMEOUT // timedelta(hours=1))
+        extra = settings.options.get("holidays")
+        try:
+            calendar = SettlementCalendar(parse_holidays(extra or text_from_env(HOLIDAYS_ENV, "")))
+        except ValueError as error:
+            raise ConfigError(f"{HOLIDAYS_ENV}: {error}") from None
         try:
             return RazorpayAdapter(
                 http,
                 settings.api_key,
                 settlement_days=int(days),
+                calendar=calendar,
                 capture_timeout=timedelta(hours=int(hours)),
             )
         except ValueError as error:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 StripeObject = dict[str, Any]
-Kind = Literal["charges", "refunds", "payment_intents", "events"]
-KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events")
+Kind = Literal["charges", "refunds", "payment_intents", "events", "disputes"]
+KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events", "disputes")
 SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2
 
 
@@ -94,6 +94,7 @@ class SimulatorStore:
     refunds: list[StripeObject] = field(default_factory=list)
     payment_intents: list[StripeObject] = field(default_factory=list)
     events: list[StripeObject] = field(default_factory=list)
+    disputes: list[StripeObject] = field(default_factory=list)  # with their balance_transactions expanded
     settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
     settled_fees: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)

@@ -10,7 +10,8 @@ record of that scope is read with its claim (``metadata.property_id`` of its cha
 property metadata, so it follows its charge, fetched by id when created in an earlier night), and
 ``attribution.attribute`` decides whose it is (several properties may share one account).
 A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id reads the intent's
-``latest_charge`` (Stripe API 2022-11-15 and later) and returns that charge's rows.
+``latest_charge`` and returns that charge's rows. Every request pins ``Stripe-Version`` (``api_version.py``):
+the account's default version may predate ``latest_charge``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
 from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
 from recon_pipeline.providers.stripe.webhook import parse_event
@@ -331,7 +333,7 @@ class StripeAdapter:
 
         Used to recover webhooks that never arrived; raises IncompletePullError rather than return part
         of the stream, so a recovery cursor never moves past events it did not see."""
-        headers = _account_header(provider_account)
+        headers = _request_headers(provider_account)
         params = {"created[gte]": created_gte, "limit": PAGE_LIMIT}
         with incomplete_pull(f"events since {created_gte} ({provider_account or 'platform'})"):
             listed = self._list_all("/v1/events", params, headers, threading.Event())
@@ -399,9 +401,11 @@ def _intent_of(charge: StripeObject) -> bool:
     return isinstance(charge.get("payment_intent"), str)
 
 
-def _headers(account: PropertyAccount) -> dict[str, str] | None:
-    return _account_header(account.provider_account)
+def _headers(account: PropertyAccount) -> dict[str, str]:
+    return _request_headers(account.provider_account)
 
 
-def _account_header(provider_account: str | None) -> dict[str, str] | None:
-    return {"Stripe-Account": provider_account} if provider_account else None
+def _request_headers(provider_account: str | None) -> dict[str, str]:
+    """Every request's headers: the pinned API version, and the connected account when there is one."""
+    pinned = {VERSION_HEADER: API_VERSION}
+    return {**pinned, "Stripe-Account": provider_account} if provider_account else pinned

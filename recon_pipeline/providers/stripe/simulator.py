@@ -1,11 +1,18 @@
 """The simulator's Stripe API: the store's objects served with Stripe's wire semantics (newest-first lists,
 ``created[...]`` filters, ``starting_after`` cursors, ``expand[]``, ``Stripe-Account``, Stripe-style error
-JSON, 400 ``parameter_unknown`` for parameters an endpoint does not take), so the client tested against it
-is the client that talks to Stripe.
+JSON, 400 ``parameter_unknown`` for parameters an endpoint does not take, ``limit`` within 1..100), so the
+client tested against it is the client that talks to Stripe.
+
+Objects are rendered (``rendering.py``) with every field Stripe always sends, in the version the request
+pins with ``Stripe-Version``, or without it in the account's default, an old version whose PaymentIntent
+has no ``latest_charge``. Every route declares the query parameters its endpoint takes (``Accepts``, one
+declaration per endpoint, enforced by the host's wrapper): a route added here, e.g. ``GET /v1/disputes``,
+is ``Route("/v1/disputes", lister("disputes", {"charge", "payment_intent"}))`` with Stripe's parameters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -13,15 +20,20 @@ from starlette.routing import BaseRoute, Route
 
 from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
 from recon_pipeline.providers.simulator.wire import (
+    Accepts,
     ApiHandler,
     ApiResult,
     ApiWrapper,
     Dialect,
     Endpoint,
     InvalidRequest,
-    accepting,
+    array_param,
     int_param,
 )
+from recon_pipeline.providers.stripe import rendering
+from recon_pipeline.providers.stripe.api_version import VERSION_HEADER
+
+MAX_LIMIT = 100
 
 _OBJECT_NAMES: dict[Kind, str] = {
     "charges": "charge",
@@ -36,14 +48,47 @@ def stripe_error(message: str, error_type: str = "invalid_request_error", **extr
     return {"error": {"type": error_type, "message": message, **extra}}
 
 
-def render(obj: StripeObject, expand_balance_transaction: bool = False) -> StripeObject:
-    """The object as Stripe sends it: without the simulator's ``account`` key, and a charge's
-    ``balance_transaction`` as its id unless expanded."""
-    out = {key: value for key, value in obj.items() if key != "account"}
-    transaction = out.get("balance_transaction")
-    if isinstance(transaction, dict) and not expand_balance_transaction:
-        out["balance_transaction"] = transaction["id"]
-    return out
+def render(store: SimulatorStore, kind: Kind, obj: StripeObject, version: str, expand: bool) -> StripeObject:
+    """A store object as Stripe sends it in API ``version`` (``rendering``); ``expand``: a charge's
+    ``balance_transaction`` expanded. A kind served here renders its always-present fields in
+    ``rendering.py``."""
+
+    def refunds_of(charge_id: str) -> list[StripeObject]:
+        return _refunds_of_id(store, obj, charge_id)
+
+    if kind == "charges":
+        return rendering.charge(obj, version, refunds_of, expand)
+    if kind == "refunds":
+        return rendering.refund(obj)
+    if kind == "payment_intents":
+        return rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
+    if kind == "events":
+        return rendering.event(obj)
+    raise ValueError(f"no Stripe rendering of {kind}")
+
+
+def _refunds_of_id(store: SimulatorStore, scope: StripeObject, charge_id: str) -> list[StripeObject]:
+    """The refunds of a charge in the account of ``scope``, newest first (as Stripe embeds them)."""
+    return store.view("refunds", scope.get("account"), "charge", charge_id).objects[::-1]
+
+
+def _charge_of(store: SimulatorStore, scope: StripeObject) -> Callable[[str], list[StripeObject]]:
+    def lookup(charge_id: str) -> list[StripeObject]:
+        found = store.get("charges", charge_id)
+        return [found] if found is not None and found.get("account") == scope.get("account") else []
+
+    return lookup
+
+
+def served_version(request: Request) -> str:
+    """The API version the request pins (``Stripe-Version``), else the account's default; a malformed one
+    is refused as Stripe refuses it."""
+    version = request.headers.get(VERSION_HEADER)
+    if version is None:
+        return rendering.ACCOUNT_DEFAULT_VERSION
+    if not rendering.valid_version(version):
+        raise InvalidRequest(f"Invalid Stripe API version: {version}")
+    return version
 
 
 def _created_bounds(request: Request) -> tuple[int | None, int | None]:
@@ -66,10 +111,19 @@ def _list(
     account: str | None,
     filter_param: str | None = None,
 ) -> ApiResult:
+    version = served_version(request)
     limit = int_param(request, "limit")
     limit = 10 if limit is None else limit
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
+    if limit < 1:
+        raise InvalidRequest(
+            "This value must be greater than or equal to 1.", param="limit", code="parameter_invalid_integer"
+        )
+    if limit > MAX_LIMIT:
+        raise InvalidRequest(
+            f"This value must be less than or equal to {MAX_LIMIT}.",
+            param="limit",
+            code="parameter_invalid_integer",
+        )
     gte, lt = _created_bounds(request)
     filter_value = request.query_params.get(filter_param) if filter_param else None
     view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
@@ -80,55 +134,57 @@ def _list(
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
-    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
+    expand = "data.balance_transaction" in array_param(request, "expand")
     return 200, {
         "object": "list",
-        "data": [render(obj, expand) for obj in data],
+        "data": [render(store, kind, obj, version, expand) for obj in data],
         "has_more": has_more,
         "url": f"/v1/{kind}",
     }
 
 
 def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str | None) -> ApiResult:
+    version = served_version(request)
     object_id = request.path_params["object_id"]
     obj = store.get(kind, object_id)
     if obj is None or obj.get("account") != account:
         message = f"No such {_OBJECT_NAMES[kind]}: '{object_id}'"
         return 404, stripe_error(message, code="resource_missing", param="id")
-    expand = "balance_transaction" in request.query_params.getlist("expand[]")
-    return 200, render(obj, expand)
+    expand = "balance_transaction" in array_param(request, "expand")
+    return 200, render(store, kind, obj, version, expand)
 
 
 def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
 
-# The query parameters each Stripe endpoint takes (its API reference); any other is a 400.
-_LIST_PARAMS = frozenset(
-    {"created", "created[gte]", "created[gt]", "created[lte]", "created[lt]", "limit", "starting_after"}
-    | {"ending_before", "expand[]"}
+# The query parameters of Stripe's GET endpoints (its API reference and published OpenAPI description:
+# ``created`` and ``expand`` are deep objects on the wire); any other is a 400 ``parameter_unknown``.
+LIST_PARAMS = Accepts.of(
+    {"created", "created[gte]", "created[gt]", "created[lte]", "created[lt]"},
+    {"limit", "starting_after", "ending_before", "expand[]"},
 )
-_RETRIEVE_PARAMS = frozenset({"expand[]"})
+RETRIEVE_PARAMS = Accepts.of({"expand[]"})
 
 
 def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
-    """The Stripe API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting)."""
+    """The Stripe API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting, and the
+    refusal of any parameter but those declared)."""
 
-    def api(handler: ApiHandler) -> Endpoint:
-        return wrap(STRIPE_DIALECT, handler)
+    def lister(kind: Kind, extra: set[str], filter_param: str | None = None) -> Endpoint:
+        handler: ApiHandler = lambda r, a: _list(store, kind, r, a, filter_param)  # noqa: E731
+        return wrap(STRIPE_DIALECT, handler, Accepts.of(LIST_PARAMS.params, extra))
 
-    def lister(kind: Kind, extra: set[str], filter_param: str | None = None) -> Any:
-        return api(accepting(_LIST_PARAMS | extra, lambda r, a: _list(store, kind, r, a, filter_param)))
-
-    def retriever(kind: Kind) -> Any:
-        return api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve(store, kind, r, a)))
+    def retriever(kind: Kind, extra: frozenset[str] = frozenset()) -> Endpoint:
+        handler: ApiHandler = lambda r, a: _retrieve(store, kind, r, a)  # noqa: E731
+        return wrap(STRIPE_DIALECT, handler, Accepts.of(RETRIEVE_PARAMS.params, extra))
 
     return [
         Route("/v1/charges", lister("charges", {"customer", "payment_intent", "transfer_group"})),
         Route("/v1/charges/{object_id}", retriever("charges")),
         Route("/v1/refunds", lister("refunds", {"charge", "payment_intent"}, filter_param="charge")),
         Route("/v1/refunds/{object_id}", retriever("refunds")),
-        Route("/v1/payment_intents/{object_id}", retriever("payment_intents")),
+        Route("/v1/payment_intents/{object_id}", retriever("payment_intents", frozenset({"client_secret"}))),
         Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
     ]
 
@@ -141,6 +197,10 @@ STRIPE_DIALECT = Dialect(
     ),
     unauthorized=lambda: stripe_error("Invalid API Key provided."),
     injected=lambda status: _injected_error(status),
+    unknown_parameter=lambda name: InvalidRequest(
+        f"Received unknown parameter: {name}", param=name, code="parameter_unknown"
+    ),
+    version_header=VERSION_HEADER,
 )
 
 
