@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
+from recon_pipeline.batches.holds import authorization_findings
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.db.results import sync_adjustments
@@ -208,6 +209,8 @@ def reconcile_property_night(
         captured = captured_payments(own, local, payment_aliases(own))
         booking_states = load_bookings(connection, captured["booking_id"].dropna())
     orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
+    # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
+    result = with_findings(result, authorization_findings(engine, client, target.row, account, window))
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
     with engine.begin() as connection:
         plan = sync_adjustments(connection, property_id, night, proposals, now)

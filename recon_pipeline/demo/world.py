@@ -285,6 +285,8 @@ class _NightBuilder:
         if plant:
             self.plant_discrepancies(charges)
         self.plant_timing_differences()
+        if plant:
+            self.plant_authorization_holds()
         self.pay_out(charges, refunds)
 
     def pay_out(self, charges: list[dict[str, Any]], refunds: list[dict[str, Any]]) -> None:
@@ -421,3 +423,61 @@ class _NightBuilder:
         self.book_charge(earlier, timedelta(seconds=30))
         refund = self.refund(earlier, self.window.start + timedelta(hours=2), round(earlier["amount"] * 0.5))
         self.book_refund(refund, earlier, timedelta(seconds=30))
+
+    # ----- authorization holds (Stripe: PaymentIntents captured manually) -----------------------------
+    def authorization_hold(
+        self, authorized: datetime, capture_before: datetime, booking_status: str = "confirmed"
+    ) -> dict[str, Any]:
+        """A stay pre-authorized at check-in, not captured yet: the intent ``requires_capture``, its charge
+        uncaptured with the card's ``capture_before``, the payment order ``authorized``."""
+        charge = self.payment(authorized, self.amount(), booking_status=booking_status)
+        charge.update(
+            captured=False, amount_captured=0, balance_transaction=None, **_card_hold(capture_before)
+        )
+        if charge["payment_intent"] is not None:
+            self.world.store.payment_intents[-1].update(
+                status="requires_capture",
+                amount_received=0,
+                amount_capturable=charge["amount"],
+                capture_method="manual",
+            )
+        self.orders[order_key(charge)].update(status="authorized", captured_at=None)
+        return charge
+
+    def captured_hold(self, authorized: datetime, captured: datetime, period: timedelta) -> dict[str, Any]:
+        """A hold captured at checkout tonight and booked then: its charge dates from the check-in, its
+        balance transaction (made by the capture) from tonight."""
+        charge = self.payment(authorized, self.amount())
+        charge.update(_card_hold(authorized + period))
+        charge["balance_transaction"]["created"] = unix(captured)
+        if charge["payment_intent"] is not None:
+            self.world.store.payment_intents[-1]["capture_method"] = "manual"
+        order = self.orders[order_key(charge)]
+        order.update(captured_at=captured, updated_at=captured + timedelta(minutes=1))
+        self.book_charge(charge, captured - authorized)
+        return charge
+
+    def plant_authorization_holds(self) -> None:
+        """One hold captured at checkout, one open for days, one lapsing before the next night ends (the
+        finding) and one of a cancelled booking (none), each lasting the provider's authorization period;
+        none for a provider whose API shows no holds."""
+        period = self.ids.authorization_period
+        if period is None:
+            return
+        checkout = self.first_half()
+        self.captured_hold(checkout - timedelta(days=2), checkout, period)
+        opened = self.window.start - timedelta(hours=12)  # open for days yet (extended where the card can)
+        self.authorization_hold(opened, opened + max(period, EXTENDED_AUTHORIZATION))
+        lapses = self.window.end + timedelta(hours=5)
+        self.authorization_hold(lapses - period, lapses)
+        self.plant(c.AUTHORIZATION_EXPIRING)
+        cancelled_lapses = lapses + timedelta(hours=1)
+        self.authorization_hold(cancelled_lapses - period, cancelled_lapses, booking_status="cancelled")
+
+
+EXTENDED_AUTHORIZATION = timedelta(days=30)  # Stripe's extended authorization for lodging
+
+
+def _card_hold(capture_before: datetime) -> dict[str, Any]:
+    """A card charge's ``payment_method_details`` with the deadline of its capture."""
+    return {"payment_method_details": {"type": "card", "card": {"capture_before": unix(capture_before)}}}

@@ -214,3 +214,12 @@ def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]
         )
         owners.update({payment_id: property_id for payment_id, property_id in connection.execute(query)})
     return owners
+
+
+def load_authorized_payment_orders(connection: Connection, property_id: str) -> dict[str, str | None]:
+    """provider_payment_id → booking_id of the property's payment orders in ``authorized``: the holds the
+    PMS knows are open, whatever night they were authorized in (a hold lasts days)."""
+    query = select(payment_orders.c.provider_payment_id, payment_orders.c.booking_id).where(
+        payment_orders.c.property_id == property_id, payment_orders.c.status == "authorized"
+    )
+    return {payment_id: booking_id for payment_id, booking_id in connection.execute(query)}

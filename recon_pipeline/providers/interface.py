@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from recon_pipeline.events.parse import ProviderEvent
     from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.ledger.queries import PropertyRow
+    from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount
     from recon_pipeline.providers.payouts import Payout, PayoutTransaction
@@ -60,13 +61,15 @@ class ListedEvents:
 @dataclass(frozen=True)
 class DemoWorld:
     """How the demo seeds a world for a provider: its demo properties, the prefixes of its charge and
-    refund ids, and whether payments go through an intent (``payment_orders`` keyed by the intent) or the
-    payment is the order's key itself."""
+    refund ids, whether payments go through an intent (``payment_orders`` keyed by the intent) or the
+    payment is the order's key itself, and how long an authorization lasts before its capture deadline
+    (None: the provider's API shows no holds, so the demo plants none)."""
 
     properties: tuple[PropertyRow, ...]
     charge_prefix: str
     refund_prefix: str
     payment_intents: bool
+    authorization_period: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,15 @@ class ProviderClient(Protocol):
     def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
         """The balance transactions the payout carried (its own withdrawal excluded); None when the
         provider cannot break this payout down (it is then untraceable, not an error)."""
+        ...
+
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The current state of those payments that are or were authorizations awaiting capture (ids the
+        provider does not know, and payments that never were a hold, are absent); empty for a provider
+        whose API shows no uncaptured authorization. Raises IncompletePullError when the provider cannot be
+        read: an unreachable provider never makes a hold look captured."""
         ...
 
 

@@ -374,3 +374,17 @@ def _is_missing(value: Any) -> bool:
 
 def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
+
+
+def reported_payments(
+    connection: Connection, property_id: str, night: str, category: str
+) -> dict[str, str | None]:
+    """provider_record_id → booking_id of the partition's findings of ``category`` (cleared or not): what a
+    re-run must look at again to keep a finding true once its source no longer lists it."""
+    query = select(discrepancies.c.provider_record_id, discrepancies.c.booking_id).where(
+        discrepancies.c.property_id == property_id,
+        discrepancies.c.night == night,
+        discrepancies.c.category == category,
+        discrepancies.c.provider_record_id.is_not(None),
+    )
+    return {record_id: booking_id for record_id, booking_id in connection.execute(query)}

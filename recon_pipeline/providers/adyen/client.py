@@ -47,6 +47,7 @@ from recon_pipeline.providers.adyen.report import (
 )
 from recon_pipeline.providers.attribution import named_by_ledger
 from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import PropertyAccount
@@ -167,6 +168,15 @@ class AdyenClient:
             property_id=None,
             booking_id=settled["booking_id"] if isinstance(settled["booking_id"], str) else None,
         )
+
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """Empty: Adyen's API subset read here has no open-hold source. The settlement details report lists
+        money that settled (an authorisation awaiting capture never appears in it) and Adyen offers no
+        lookup of a payment by PSP reference; an authorisation is told only by its AUTHORISATION
+        notification, which lands in ``payment_orders`` without the deadline its capture must meet."""
+        return []
 
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Adyen has no events API; missed notifications are covered by the nightly pull."""

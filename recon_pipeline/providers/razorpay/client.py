@@ -61,6 +61,7 @@ from recon_pipeline.providers.errors import (
     ProviderRequestRejected,
     incomplete_pull,
 )
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import (
@@ -88,6 +89,7 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
 from recon_pipeline.providers.razorpay.settlement import (
     DEFAULT_SETTLEMENT_DAYS,
     MAX_SETTLEMENT_DAYS,
@@ -283,6 +285,7 @@ class RazorpayAdapter:
         max_pages: int = 10_000,
         settlement_days: int = DEFAULT_SETTLEMENT_DAYS,
         calendar: SettlementCalendar | None = None,
+        capture_timeout: timedelta = DEFAULT_CAPTURE_TIMEOUT,
     ) -> None:
         if not 0 <= settlement_days <= MAX_SETTLEMENT_DAYS:
             raise ValueError(
@@ -293,6 +296,7 @@ class RazorpayAdapter:
         self.max_pages = max_pages
         self.settlement_days = settlement_days
         self.calendar = calendar or SettlementCalendar()
+        self.capture_timeout = capture_timeout  # the account's payment capture setting (holds.py)
 
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
@@ -400,6 +404,22 @@ class RazorpayAdapter:
         """The payment's current state, read from the payment itself (None: Razorpay does not know it)."""
         payment = self.fetch_payment(payment_id)
         return None if payment is None else state_of_razorpay_payment(payment)
+
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The holds among payment (``pay_``) and order (``order_``: its payments) ids, each read by id in
+        its current state and named by the payment, whichever id the PMS keeps; other ids are skipped.
+        Raises IncompletePullError when Razorpay cannot be read."""
+        _merchant_only(account)
+        ids = list(dict.fromkeys(payment_ids))
+        with incomplete_pull(f"authorization holds of {account.property_id}"):
+            named = self._fetch_many("/v1/payments", [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)])
+            payments = {i: p for i, p in named.items() if p is not None}
+            for order_id in (i for i in ids if i.startswith(ORDER_ID_PREFIX)):
+                payments.update({record_id(p, "payment"): p for p in self._order_payments(order_id)})
+            holds = [hold_of_payment(payment, self.capture_timeout) for payment in payments.values()]
+        return [hold for hold in holds if hold is not None]
 
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Razorpay has no events API; missed webhooks are recovered by the orphan sweep and the

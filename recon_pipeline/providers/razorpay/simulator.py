@@ -108,9 +108,9 @@ def payment_status(charge: StripeObject) -> str:
         return "failed"
     if charge["status"] != "succeeded":
         return "created"
-    if not charge["captured"]:
-        return "authorized"
-    return "refunded" if charge.get("refunded") else "captured"
+    if charge.get("refunded"):  # an uncaptured one too: Razorpay auto-refunds a hold left past its timeout
+        return "refunded"
+    return "captured" if charge["captured"] else "authorized"
 
 
 def charge_fee(charge: StripeObject) -> int | None:
@@ -143,7 +143,7 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "method": "card",
         "amount_refunded": refunded,
         "refund_status": None if not refunded else ("full" if status == "refunded" else "partial"),
-        "captured": status in ("captured", "refunded"),
+        "captured": bool(charge["captured"]) and status in ("captured", "refunded"),
         "description": None,
         "card_id": f"card_{charge['id']}",
         "bank": None,
@@ -296,7 +296,7 @@ def dispute_recon_item(dispute: StripeObject, transaction: StripeObject, day: da
 
 def _settles(kind: Kind, obj: StripeObject) -> bool:
     if kind == "charges":
-        return payment_status(obj) in ("captured", "refunded")
+        return obj["status"] == "succeeded" and bool(obj["captured"])  # money moved only once captured
     return bool(obj["status"] == "succeeded")
 
 

@@ -26,6 +26,7 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import ApiWrapper
 from recon_pipeline.providers.stripe import webhook
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.holds import STANDARD_AUTHORIZATION
 from recon_pipeline.providers.stripe.simulator import stripe_routes
 
 # Three timezones, three currencies (one zero-decimal), both attributions (metadata, connected account).
@@ -65,7 +66,13 @@ class StripeProvider:
         return stripe_routes(store, api)
 
     def demo_world(self) -> DemoWorld:
-        return DemoWorld(DEMO_PROPERTIES, charge_prefix="ch", refund_prefix="re", payment_intents=True)
+        return DemoWorld(
+            DEMO_PROPERTIES,
+            charge_prefix="ch",
+            refund_prefix="re",
+            payment_intents=True,
+            authorization_period=STANDARD_AUTHORIZATION,
+        )
 
 
 PROVIDER: Provider = StripeProvider()  # typed: mypy checks the protocol is implemented

@@ -34,6 +34,7 @@ from recon_pipeline.providers.errors import (
     ProviderDataError,
     incomplete_pull,
 )
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents, ReceivedEvent
 from recon_pipeline.providers.objects import (
@@ -65,6 +66,7 @@ from recon_pipeline.providers.pull import (
 )
 from recon_pipeline.providers.stripe import payouts
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
+from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
 from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
 from recon_pipeline.providers.stripe.webhook import parse_event
 
@@ -299,6 +301,33 @@ class StripeAdapter:
             )
         return state_of_payment_intent(intent, charge)
 
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The holds among PaymentIntent and charge ids, read by id in their current state: an intent with
+        its latest charge (which carries ``capture_before``). A charge of an intent is read as its intent,
+        so a hold is named by its PaymentIntent whichever id the PMS keeps; ids of other objects are
+        skipped. Raises IncompletePullError when Stripe cannot be read."""
+        ids = list(dict.fromkeys(payment_ids))
+        headers = _headers(account)
+        with incomplete_pull(f"authorization holds of {account.property_id}"):
+            charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
+            named = self._fetch_many("/v1/charges", charge_ids, headers)
+            charges = {i: charge for i, charge in named.items() if charge is not None}
+            intent_ids = [i for i in ids if i.startswith(PAYMENT_INTENT_ID_PREFIX)]
+            intent_ids += [c["payment_intent"] for c in charges.values() if _intent_of(c)]
+            fetched = self._fetch_many("/v1/payment_intents", list(dict.fromkeys(intent_ids)), headers)
+            intents = [(intent, latest_charge_id(intent)) for intent in fetched.values() if intent]
+            latest = [i for _, i in intents if i is not None and i not in charges]
+            charges.update({i: c for i, c in self._fetch_many("/v1/charges", latest, headers).items() if c})
+            holds = [
+                hold_of_payment_intent(intent, None if charge_id is None else charges.get(charge_id))
+                for intent, charge_id in intents
+            ]
+            bare = [charges[i] for i in charge_ids if i in charges and not _intent_of(charges[i])]
+            holds += [hold_of_charge(charge) for charge in bare]
+        return [hold for hold in holds if hold is not None]
+
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents:
         """Every event of the platform (or of a connected account) created at or after ``created_gte``,
         read as a webhook delivery would be; a listed event that is not well-formed is skipped with a
@@ -383,6 +412,11 @@ class StripeAdapter:
             return obj
 
         return fetch_each(object_ids, fetch_one, self._http.max_concurrency)
+
+
+def _intent_of(charge: StripeObject) -> bool:
+    """Whether the charge is an attempt of a PaymentIntent (not a bare charge)."""
+    return isinstance(charge.get("payment_intent"), str)
 
 
 def _headers(account: PropertyAccount) -> dict[str, str]:
