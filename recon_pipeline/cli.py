@@ -364,7 +364,56 @@ def cmd_report_overview(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report_payouts(args: argparse.Namespace) -> int:
+    from recon_pipeline.payouts.report import report_frame, write_report
+    from recon_pipeline.payouts.store import payouts_between
+    from recon_pipeline.reports.paths import reports_root
+
+    first, last = (args.night, args.night) if args.night else (args.first, args.last)
+    if args.night and args.last:
+        raise ValueError("--to goes with --from, not with --night")
+    if not last:
+        raise ValueError("--from needs --to")
+    if first > last:
+        raise ValueError(f"--from {first} is after --to {last}")
+    with _recon_database() as engine, engine.connect() as connection:
+        frame = report_frame(payouts_between(connection, first, last))
+    stem = f"payouts_{first}" if first == last else f"payouts_{first}_{last}"
+    for path in write_report(frame, args.out or reports_root(), stem, args.format):
+        print(f"{path}: {len(frame)} payouts")
+    return 0
+
+
+def cmd_bank_import(args: argparse.Namespace) -> int:
+    from recon_pipeline.payouts.camt import read_statement
+    from recon_pipeline.payouts.store import match_unmatched, save_credits
+
+    statement = read_statement(args.file)
+    with _recon_database() as engine, engine.begin() as connection:
+        new = save_credits(connection, statement.credits, datetime.now(UTC))
+        matched = match_unmatched(connection)
+    print(
+        f"{args.file}: statement {statement.statement_id}: {len(statement.credits)} credits "
+        f"({new} new, {statement.skipped} other entries skipped), {matched} payouts matched"
+    )
+    return 0
+
+
+def _add_bank_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = commands.add_parser(
+        "bank", help="bank statements: the deposits payouts are matched to"
+    ).add_subparsers(dest="bank_command", required=True)
+    imported = group.add_parser(
+        "import",
+        help="store the booked credits of an ISO 20022 CAMT.053 statement and match them to paid payouts "
+        "(by amount, date window and reference); re-importing a file adds nothing",
+    )
+    imported.add_argument("file", type=Path, help="the CAMT.053 XML file")
+    imported.set_defaults(handler=cmd_bank_import)
+
+
 def _add_report_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.payouts.report import REPORT_FORMATS
     from recon_pipeline.reports.paths import FORMATS
 
     group = commands.add_parser(
@@ -399,6 +448,23 @@ def _add_report_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     overview.add_argument("--out", type=Path, help=out_help)
     overview.set_defaults(handler=cmd_report_overview)
+    payout = group.add_parser(
+        "payouts",
+        help="one row per payout arriving in the nights asked, with its movements' property-nights and "
+        "the bank credit that paid it, as OUT/payouts_<from>[_<to>].<format>",
+    )
+    nights = payout.add_mutually_exclusive_group(required=True)
+    nights.add_argument("--night", type=cli_args.night, help="one arrival night (YYYY-MM-DD)")
+    nights.add_argument("--from", dest="first", type=cli_args.night, help="first arrival night (with --to)")
+    payout.add_argument("--to", dest="last", type=cli_args.night, help="last arrival night (with --from)")
+    payout.add_argument("--out", type=Path, help="the folder to write in (RECON_HOME/reports)")
+    payout.add_argument(
+        "--format",
+        type=cli_args.choices_list(REPORT_FORMATS),
+        default=REPORT_FORMATS,
+        help=f"comma-separated, of {', '.join(REPORT_FORMATS)} (all)",
+    )
+    payout.set_defaults(handler=cmd_report_payouts)
 
 
 def cmd_events_requeue(args: argparse.Namespace) -> int:
@@ -658,6 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_adjustment_commands(commands)
     _add_events_commands(commands)
     _add_report_commands(commands)
+    _add_bank_commands(commands)
     return parser
 
 

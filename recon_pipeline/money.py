@@ -60,6 +60,10 @@ ISO_4217_CURRENCIES = frozenset(
 # 9 * 10^7 rows, differences and negations stay exact in int64, and float64 display stays exact.
 MAX_AMOUNT_MINOR = 10**11
 
+# Basis points in one: tolerances on a conversion (``properties.fx_tolerance_bps``) are whole basis points
+# of the settlement amount, at most all of it.
+BASIS_POINTS = 10_000
+
 
 def is_iso_currency(code: object) -> bool:
     """Whether ``code`` is an ISO 4217 currency code as the contract stores it (upper case)."""

@@ -81,3 +81,10 @@ def last_closed_night(now: datetime, timezone: str, cutoff: str = "00:00") -> da
     if local_now.time() < turn:
         candidate -= timedelta(days=1)
     return candidate
+
+
+def night_of(moment: datetime, timezone: str, cutoff: str = "00:00") -> date:
+    """The property's night whose window holds ``moment`` (the inverse of ``night_window``)."""
+    local = moment.astimezone(property_zone(timezone))
+    day = local.date()
+    return day if local.time() >= parse_cutoff(cutoff) else day - timedelta(days=1)

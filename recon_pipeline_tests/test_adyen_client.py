@@ -6,6 +6,7 @@ describe a plain CSV with a header line, so pandas reads it)."""
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -15,11 +16,17 @@ import pandas as pd
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.providers.adyen import PROVIDER
 from recon_pipeline.providers.adyen.client import AdyenClient
-from recon_pipeline.providers.adyen.report import SETTLEMENT_DETAIL_COLUMNS
+from recon_pipeline.providers.adyen.report import (
+    SETTLEMENT_DETAIL_COLUMNS,
+    parse_settlement_report,
+    payouts_of,
+)
 from recon_pipeline.providers.adyen.simulator import (
     SIMULATOR_MERCHANT_ACCOUNT,
+    csv_text,
     report_available_item,
 )
 from recon_pipeline.providers.attribution import attribute
@@ -29,6 +36,7 @@ from recon_pipeline.providers.interface import ClientSettings
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
@@ -273,3 +281,174 @@ def test_a_report_body_that_is_not_text_is_retried_then_unavailable(
                 http.get_text("/b.csv")
     finally:
         current.app = None
+
+
+DISPUTE = "8815000000000071"
+CHARGEBACK_AT, REVERSED_AT = T0 + 20 * H, T0 + DAY + 5 * H  # Jan 1 20:00 and Jan 2 05:00 UTC
+
+
+def disputed(store: SimulatorStore) -> SimulatorStore:
+    """``store`` with a dispute of CH1 as Stripe shapes it: withdrawn on Jan 1 (with a 15.00 fee) and
+    reinstated on Jan 2 (the defence won)."""
+    transactions = [
+        {"id": "txn_cb", "object": "balance_transaction", "amount": -10_050, "fee": 1_500, "net": -11_550,
+         "currency": "eur", "created": CHARGEBACK_AT, "reporting_category": "dispute", "type": "adjustment"},
+        {"id": "txn_rv", "object": "balance_transaction", "amount": 10_050, "fee": 0, "net": 10_050,
+         "currency": "eur", "created": REVERSED_AT, "reporting_category": "dispute_reversal",
+         "type": "adjustment"},
+    ]  # fmt: skip
+    store.disputes.append(
+        {"id": DISPUTE, "object": "dispute", "amount": 10_050, "currency": "eur", "charge": CH1,
+         "status": "won", "created": CHARGEBACK_AT, "balance_transactions": transactions, "account": MERCHANT}
+    )  # fmt: skip
+    store.reindex()
+    return store
+
+
+def ledger(*entries: tuple[str, str, int, int]) -> pd.DataFrame:
+    """Ledger entries (record id, kind, amount, posted at) of P1 in EUR, all posted in NIGHT."""
+    rows = [
+        {"entry_id": f"le_{n}", "property_id": "P1", "booking_id": None, "provider_record_id": record_id,
+         "kind": kind, "amount_minor": amount, "currency": "EUR",
+         "posted_at": pd.Timestamp(posted, unit="s", tz="UTC"), "in_night": True}
+        for n, (record_id, kind, amount, posted) in enumerate(entries)
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=list(LEDGER_RECORD_COLUMNS)).astype(LEDGER_RECORD_COLUMNS)
+
+
+def test_a_chargeback_and_its_reversal_are_pulled_as_dispute_rows_on_their_nights(
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+) -> None:
+    disputed(served[1])
+    assert rows(client.pull_claimed(ACCOUNT, *NIGHT)) == {
+        (CH1, "payment", 10_050, "EUR"),
+        (CH1, "fee", -300, "EUR"),
+        (CH2, "payment", 20_000, "EUR"),
+        (DISPUTE, "dispute", -10_050, "EUR"),
+        (DISPUTE, "fee", -1_500, "EUR"),
+    }
+    next_night = client.pull_claimed(ACCOUNT, NIGHT[1], datetime(2026, 1, 3, tzinfo=UTC))
+    assert rows(next_night) == {
+        (CH3, "payment", 5_000, "EUR"),
+        (CH3, "fee", -150, "EUR"),
+        (REFUND, "refund", -1_000, "EUR"),
+        (DISPUTE, "dispute_reversal", 10_050, "EUR"),
+    }
+    reversal = next_night[next_night["kind"].eq("dispute_reversal")].iloc[0]
+    assert (reversal["charge_id"], reversal["booking_id"], reversal["status"]) == (
+        CH1,
+        "bk_1",
+        "chargeback_reversed",
+    )
+    assert reversal["created_at"] == datetime.fromtimestamp(REVERSED_AT, UTC)
+
+
+def test_a_ledger_booking_the_chargeback_and_its_reversal_has_no_finding(
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+) -> None:
+    """The reversal is Jan 2's at Adyen; the ledger books it on Jan 1: the by-id lookup of the dispute's
+    reference finds it, so it is a timing difference, not missing at the provider."""
+    disputed(served[1])
+    claimed = client.pull_claimed(ACCOUNT, *NIGHT)
+    own = attribute(claimed, ACCOUNT, {}).own
+    entries = ledger(
+        (CH1, "payment", 10_050, T0 + 10 * H),
+        (CH1, "fee", -300, T0 + 10 * H),
+        (CH2, "payment", 20_000, T0 + 23 * H),
+        (DISPUTE, "dispute", -10_050, CHARGEBACK_AT),
+        (DISPUTE, "fee", -1_500, CHARGEBACK_AT),
+        (DISPUTE, "dispute_reversal", 10_050, T0 + 23 * H),
+    )
+    unmatched = unmatched_ledger_record_ids(own, entries)
+    assert unmatched == [DISPUTE]
+    elsewhere = client.fetch_records_by_id(ACCOUNT, unmatched)
+    assert rows(elsewhere) == {
+        (DISPUTE, "dispute", -10_050, "EUR"),
+        (DISPUTE, "fee", -1_500, "EUR"),
+        (DISPUTE, "dispute_reversal", 10_050, "EUR"),
+    }
+    result = diff_night(own, entries, elsewhere)
+    assert result.discrepancies.empty
+    assert (result.matched_count, result.timing_difference_count) == (5, 1)
+    without_reversal = diff_night(own, entries[entries["kind"].ne("dispute_reversal")], elsewhere)
+    assert without_reversal.discrepancies.empty  # booked on Jan 2, the reversal is Jan 2's business
+
+
+def test_a_chargeback_follows_its_payment_on_a_shared_merchant_account(
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+) -> None:
+    disputed(served[1])
+    shared = PropertyAccount("P1", MERCHANT, ("P1", "P2"))
+    claimed = client.pull_claimed(shared, *NIGHT)
+    owners = {CH1: "P1", CH2: "P2"}  # payment_orders
+    assert rows(attribute(claimed, shared, owners).own) == {
+        (CH1, "payment", 10_050, "EUR"),
+        (CH1, "fee", -300, "EUR"),
+        (DISPUTE, "dispute", -10_050, "EUR"),
+        (DISPUTE, "fee", -1_500, "EUR"),
+    }
+    other = PropertyAccount("P2", MERCHANT, ("P1", "P2"))
+    assert rows(attribute(claimed, other, owners).own) == {(CH2, "payment", 20_000, "EUR")}
+
+
+def test_the_served_report_writes_chargebacks_and_the_payout_adds_up(
+    served: tuple[str, SimulatorStore, Counted], web: httpx.Client
+) -> None:
+    base_url, store, _ = served
+    disputed(store)
+    user, password = KEY.split(":")
+    path = f"/reports/download/MerchantAccount/{MERCHANT}/settlement_detail_report_batch_1.csv"
+    text = web.get(base_url + path, auth=(user, password)).text
+    report = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    assert tuple(report.columns) == SETTLEMENT_DETAIL_COLUMNS
+    assert report["Type"].tolist() == ["Settled", "Chargeback", "Settled", "MerchantPayout"]
+    chargeback = report.iloc[1]
+    assert (chargeback["Psp Reference"], chargeback["Modification Reference"]) == (CH1, DISPUTE)
+    money = ("Gross Currency", "Gross Debit (GC)", "Gross Credit (GC)", "Net Debit (NC)", "Commission (NC)")
+    assert tuple(chargeback[c] for c in money) == ("EUR", "100.50", "", "115.50", "15.00")
+    assert (chargeback["Creation Date"], chargeback["TimeZone"]) == ("2026-01-01 21:00:00", "CET")
+    batch = parse_settlement_report(text, "batch_1.csv", MERCHANT, 1)
+    payout = payouts_of([batch])
+    assert [(p.amount_minor, p.currency) for p in payout] == [(10_050 - 300 + 20_000 - 10_050 - 1_500, "EUR")]
+    assert batch.batch_lines == ()
+
+
+def test_batch_lines_that_are_no_movement_are_counted_in_the_log_once(
+    simulator_server: tuple[ServerThread, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Batch 1 holds a payment, the batch's transaction fees and a deposit correction: the night gets the
+    payment alone, and the log counts the other lines once, when the batch is first read."""
+    server, current = simulator_server
+    common = {"Merchant Account": MERCHANT, "TimeZone": "CET", "Batch Number": "1", "Net Currency": "EUR"}
+    report = csv_text(
+        [
+            {**common, "Psp Reference": CH1, "Creation Date": "2026-01-01 11:00:00", "Type": "Settled",
+             "Modification Reference": CH1, "Gross Currency": "EUR", "Gross Credit (GC)": "100.00"},
+            {**common, "Creation Date": "2026-01-05 06:00:00", "Type": "Fee",
+             "Modification Reference": "Transaction Fees", "Net Debit (NC)": "0.40"},
+            {**common, "Creation Date": "2026-01-05 06:00:00", "Type": "DepositCorrection",
+             "Modification Reference": "Deposit Correction", "Net Debit (NC)": "5.00"},
+            {**common, "Creation Date": "2026-01-05 07:00:00", "Type": "MerchantPayout",
+             "Modification Reference": "TX1", "Net Debit (NC)": "94.60"},
+        ]
+    ).encode()  # fmt: skip
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        found = scope["path"].endswith("/settlement_detail_report_batch_1.csv")
+        await send({"type": "http.response.start", "status": 200 if found else 404, "headers": []})
+        await send({"type": "http.response.body", "body": report if found else b"HTTP Status 404"})
+
+    current.app = app
+    try:
+        with ProviderHttp(server.base_url, retry=FAST_RETRY, max_rps=float("inf")) as http:
+            client = AdyenClient(http, KEY)
+            with caplog.at_level(logging.INFO, logger="recon_pipeline.providers.adyen.client"):
+                assert rows(client.pull_claimed(ACCOUNT, *NIGHT)) == {(CH1, "payment", 10_000, "EUR")}
+                client.pull_claimed(ACCOUNT, *NIGHT)
+    finally:
+        current.app = None
+    counted = [r.getMessage() for r in caplog.records if "no property-night movement" in r.getMessage()]
+    assert counted == [
+        f"merchant account {MERCHANT!r}, settlement batch 1: lines that are no property-night movement, "
+        "kept with the batch's payout: 1 DepositCorrection, 1 Fee"
+    ]

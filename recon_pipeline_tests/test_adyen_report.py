@@ -6,7 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from recon_pipeline.providers.adyen.report import SETTLEMENT_DETAIL_COLUMNS, parse_settlement_report
+from recon_pipeline.providers.adyen.report import (
+    SETTLEMENT_DETAIL_COLUMNS,
+    BatchPayout,
+    SettlementBatch,
+    parse_settlement_report,
+    payouts_of,
+)
 from recon_pipeline.providers.adyen.simulator import csv_text
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
@@ -160,3 +166,168 @@ def test_header_is_adyens_documented_order() -> None:
         "Modification Reference",
     )
     assert csv_text([]).strip() == ",".join(SETTLEMENT_DETAIL_COLUMNS)
+
+
+def modification(kind: str, psp: str, reference: str, **money: str) -> dict[str, str]:
+    """A modification line of payment ``psp`` (a refund, a chargeback, a reversal...) on Jan 6, 09:30 CET."""
+    return line(
+        **{
+            "Psp Reference": psp,
+            "Merchant Reference": f"bk_{psp}",
+            "Creation Date": "2026-01-06 09:30:00",
+            "TimeZone": "CET",
+            "Type": kind,
+            "Modification Reference": reference,
+            "Gross Currency": "EUR",
+            "Exchange Rate": "1",
+            "Net Currency": "EUR",
+            **money,
+        }
+    )
+
+
+def batch_line(kind: str, reference: str, **money: str) -> dict[str, str]:
+    """A line of the batch itself (no payment): a fee total, a correction, a payout."""
+    return line(
+        **{
+            "Creation Date": "2026-01-07 06:55:00",
+            "TimeZone": "CET",
+            "Type": kind,
+            "Modification Reference": reference,
+            "Net Currency": "EUR",
+            **money,
+        }
+    )
+
+
+PAYMENT, DISPUTE, SECOND = "8815000000000001", "8815000000000051", "8815000000000052"
+
+
+def test_chargebacks_and_their_reversal_become_dispute_rows_with_the_chargeback_fee() -> None:
+    batch = parse(
+        modification(
+            "Chargeback",
+            PAYMENT,
+            DISPUTE,
+            **{"Gross Debit (GC)": "100.50", "Net Debit (NC)": "115.50", "Commission (NC)": "15.00"},
+        ),
+        modification(
+            "ChargebackReversed",
+            PAYMENT,
+            DISPUTE,
+            **{"Gross Credit (GC)": "100.50", "Net Credit (NC)": "100.50"},
+        ),
+        modification(
+            "SecondChargeback",
+            PAYMENT,
+            SECOND,
+            **{"Gross Debit (GC)": "100.50", "Net Debit (NC)": "100.60", "Markup (NC)": "0.10"},
+        ),
+        payout(),
+    )
+    assert isinstance(batch, SettlementBatch)
+    frame = batch.records
+    assert {c: str(t) for c, t in frame.dtypes.items()} == PROVIDER_RECORD_COLUMNS
+    got = {
+        (r.provider_record_id, r.kind): (r.amount_minor, r.currency, r.charge_id, r.status, r.booking_id)
+        for r in frame.itertuples()
+    }
+    booking = f"bk_{PAYMENT}"
+    assert got == {
+        (DISPUTE, "dispute"): (-10_050, "EUR", PAYMENT, "chargeback", booking),
+        (DISPUTE, "fee"): (-1_500, "EUR", PAYMENT, "settled", booking),
+        (DISPUTE, "dispute_reversal"): (10_050, "EUR", PAYMENT, "chargeback_reversed", booking),
+        (SECOND, "dispute"): (-10_050, "EUR", PAYMENT, "second_chargeback", booking),
+        (SECOND, "fee"): (-10, "EUR", PAYMENT, "settled", booking),
+    }
+    assert frame["property_id"].isna().all() and frame["settled"].all()
+    assert set(frame["created_at"]) == {datetime(2026, 1, 6, 8, 30, tzinfo=UTC)}
+    assert batch.batch_lines == () and batch.unreconciled_counts == {}
+
+
+def test_batch_lines_are_kept_and_counted_and_payouts_are_the_batchs() -> None:
+    batch = parse(
+        settled(PAYMENT, "200.00", **{"Net Credit (NC)": "197.00", "Interchange (NC)": "3.00"}),
+        batch_line("Fee", "Transaction Fees", **{"Net Debit (NC)": "1.25"}),
+        batch_line("DepositCorrection", "Deposit Correction", **{"Net Debit (NC)": "78.93"}),
+        batch_line("InvoiceDeduction", "Invoice 2026-01", **{"Net Credit (NC)": "5.00"}),
+        batch_line("Fee", "Transaction Fees"),  # no amount at all: kept, counted, worth nothing
+        modification(
+            "RefundedReversed",
+            PAYMENT,
+            "8815000000000061",
+            **{"Gross Credit (GC)": "3.00", "Net Credit (NC)": "3.00"},
+        ),
+        batch_line("MerchantPayout", "TX4711 batch 7", **{"Net Debit (NC)": "124.82"}),
+        batch_line("MerchantPayout", "TX4712 batch 7", **{"Net Currency": "GBP", "Net Credit (NC)": "2.50"}),
+    )
+    assert isinstance(batch, SettlementBatch)
+    assert rows_of(batch) == {(PAYMENT, "payment", 20_000), (PAYMENT, "fee", -300)}
+    assert batch.unreconciled_counts == {"Fee": 2, "DepositCorrection": 1, "InvoiceDeduction": 1,
+                                         "RefundedReversed": 1}  # fmt: skip
+    assert [
+        (b.record_type, b.reference, b.psp_reference, b.net_minor, b.currency) for b in batch.batch_lines
+    ] == [
+        ("Fee", "Transaction Fees", None, -125, "EUR"),
+        ("DepositCorrection", "Deposit Correction", None, -7_893, "EUR"),
+        ("InvoiceDeduction", "Invoice 2026-01", None, 500, "EUR"),
+        ("Fee", "Transaction Fees", None, 0, None),
+        ("RefundedReversed", "8815000000000061", PAYMENT, 300, "EUR"),
+    ]
+    # what the bank receives: the movements' net plus the batch lines, per currency
+    assert 19_700 - 125 - 7_893 + 500 + 300 == 12_482
+    closed = datetime(2026, 1, 7, 5, 55, tzinfo=UTC)
+    assert payouts_of([batch]) == [
+        BatchPayout(MERCHANT, 7, "TX4711 batch 7", 12_482, "EUR", closed),
+        BatchPayout(MERCHANT, 7, "TX4712 batch 7", -250, "GBP", closed),
+    ]
+    assert batch.closed_at == closed
+
+
+def rows_of(batch: SettlementBatch) -> set[tuple[str, str, int]]:
+    return {(r.provider_record_id, r.kind, r.amount_minor) for r in batch.records.itertuples()}
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "column"),
+    [
+        (modification("Chargeback", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "1O.00"}), "Gross Debit (GC)"),
+        (modification("Chargeback", PAYMENT, DISPUTE), "Gross Debit (GC)"),  # a chargeback of no amount
+        (modification("Chargeback", PAYMENT, "", **{"Gross Debit (GC)": "1.00"}), "Modification Reference"),
+        (modification("Chargeback", "", DISPUTE, **{"Gross Debit (GC)": "1.00"}), "Psp Reference"),
+        (
+            modification(
+                "Chargeback", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "1.00", "Commission (NC)": "-15"}
+            ),
+            "Commission (NC)",
+        ),
+        (
+            modification("ChargebackReversed", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "1.00"}),
+            "Gross Credit (GC)",  # a reversal credits: its debit column is not its amount
+        ),
+        (batch_line("Fee", "Transaction Fees", **{"Net Debit (NC)": "1.255"}), "Net Debit (NC)"),
+        (
+            batch_line("DepositCorrection", "x", **{"Net Currency": "", "Net Debit (NC)": "1.00"}),
+            "Net Currency",
+        ),
+        (batch_line("InvoiceDeduction", "x", **{"Creation Date": "2026-13-01 00:00:00"}), "Creation Date"),
+        (batch_line("MerchantPayout", "TX1", **{"Net Debit (NC)": "ten"}), "Net Debit (NC)"),
+        (batch_line("MerchantPayout", "TX1", **{"Net Currency": "E"}), "Net Currency"),
+    ],
+)
+def test_a_bad_value_of_any_record_type_names_file_line_and_column(
+    bad_line: dict[str, str], column: str
+) -> None:
+    with pytest.raises(ProviderDataError) as raised:
+        parse(settled("8815000000000009", "10.00"), bad_line, payout())
+    message = str(raised.value)
+    assert message.startswith(f"{FILE} line 3, column {column!r}: ") and "\n" not in message
+
+
+def test_two_lines_of_one_movement_in_a_report_are_refused() -> None:
+    chargeback = modification("Chargeback", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "100.50"})
+    with pytest.raises(ProviderDataError) as raised:
+        parse(chargeback, {**chargeback, "Type": "SecondChargeback"}, payout())
+    assert str(raised.value) == (
+        f"{FILE} line 3, column 'Modification Reference': a second dispute row of {DISPUTE!r} in one report"
+    )

@@ -99,6 +99,23 @@ def test_a_delivery_is_read_item_by_item_and_acknowledged() -> None:
     assert again[0].event.event_id == "AUTHORISATION:8815000000000001:false"
 
 
+def test_dispute_events_are_about_the_disputed_payment_and_distinct_per_event() -> None:
+    """Every event of one dispute shares the dispute's pspReference; originalReference is the payment."""
+    dispute = "8815000000000071"
+    items = [
+        signed(
+            notification_item(code, dispute, original_reference="8815000000000001", amount_minor=10_050), KEY
+        )
+        for code in ("CHARGEBACK", "CHARGEBACK_REVERSED", "SECOND_CHARGEBACK")
+    ]
+    events = PROVIDER.read_delivery(notification_body(items), {}, [KEY], now=0)
+    assert [(e.event.event_id, e.event.event_type, e.event.provider_payment_id) for e in events] == [
+        (f"CHARGEBACK:{dispute}:true", "CHARGEBACK", "8815000000000001"),
+        (f"CHARGEBACK_REVERSED:{dispute}:true", "CHARGEBACK_REVERSED", "8815000000000001"),
+        (f"SECOND_CHARGEBACK:{dispute}:true", "SECOND_CHARGEBACK", "8815000000000001"),
+    ]
+
+
 def test_one_bad_item_refuses_the_whole_delivery() -> None:
     good = signed(refund_item(), KEY)
     with pytest.raises(SignatureError):

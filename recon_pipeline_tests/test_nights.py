@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.nights import last_closed_night, night_of, night_window
 
 
 def test_plain_night_in_utc_plus_nine() -> None:
@@ -67,3 +67,14 @@ def test_last_closed_night_per_timezone() -> None:
 def test_bad_timezone_or_cutoff_is_a_clear_error(timezone: str, cutoff: str) -> None:
     with pytest.raises(ValueError, match="timezone|night_cutoff|hour|minute"):
         night_window("2026-11-01", timezone, cutoff)
+
+
+@pytest.mark.parametrize("timezone", ["Europe/Lisbon", "America/Denver", "Asia/Tokyo", "Australia/Lord_Howe"])
+@pytest.mark.parametrize("cutoff", ["00:00", "03:00", "14:30"])
+def test_night_of_is_the_inverse_of_night_window(timezone: str, cutoff: str) -> None:
+    """Across both DST changes of the year, every instant of a night's window is that night's."""
+    for night in (date(2026, 3, 8), date(2026, 3, 29), date(2026, 4, 5), date(2026, 10, 25)):
+        window = night_window(night, timezone, cutoff)
+        assert night_of(window.start, timezone, cutoff) == night
+        assert night_of(window.end - timedelta(seconds=1), timezone, cutoff) == night
+        assert night_of(window.end, timezone, cutoff) == night + timedelta(days=1)

@@ -70,6 +70,13 @@ def assert_each_named(errors: list[str], bad: list[PropertyRow]) -> None:
         (PropertyRow("p", "P", "UTC", "EUR", " 9:00", None), "night_cutoff must be 'HH:MM'"),
         (PropertyRow("p", "P", "UTC", "EURO", "00:00", None), "currency must be a three-letter"),
         (PropertyRow("p|q", "P", "UTC", "EUR", "00:00", None), "invalid property_id"),
+        (
+            PropertyRow("p", "P", "UTC", "EUR", "00:00", None, -1),
+            "fx_tolerance_bps must be whole basis points",
+        ),
+        (PropertyRow("p", "P", "UTC", "EUR", "00:00", None, 10_001), "from 0 to 10000, not 10001"),
+        # SQLite keeps whatever the PMS put in an INTEGER column
+        (PropertyRow("p", "P", "UTC", "EUR", "00:00", None, "5"), "from 0 to 10000, not '5'"),  # type: ignore[arg-type]
     ],
 )
 def test_a_properties_row_is_validated_in_one_place(row: PropertyRow, problem: str) -> None:
@@ -81,6 +88,11 @@ def test_a_properties_row_is_validated_in_one_place(row: PropertyRow, problem: s
 
 def test_a_valid_row_has_its_currency_upper_cased() -> None:
     assert PropertyRow("p", "P", "Europe/Lisbon", "eur", "04:30", None).validated().currency == "EUR"
+
+
+def test_a_row_without_an_fx_tolerance_has_a_tolerance_of_zero() -> None:
+    assert PropertyRow("p", "P", "UTC", "EUR", "00:00", None).validated().fx_tolerance == 0
+    assert PropertyRow("p", "P", "UTC", "EUR", "00:00", None, 10_000).validated().fx_tolerance == 10_000
 
 
 def tick(database_url: str, instance: dg.DagsterInstance) -> tuple[list[dg.RunRequest], list[str]]:

@@ -29,14 +29,17 @@ from recon_pipeline.providers.razorpay import SETTLEMENT_DAYS_ENV
 from recon_pipeline.providers.razorpay.client import (
     FEE_PROVISIONAL,
     FEE_SETTLED,
-    MAX_RECON_DAYS,
     RECON_PATH,
     RazorpayAdapter,
     payment_rows,
+)
+from recon_pipeline.providers.razorpay.client import refund_row as razorpay_refund_row
+from recon_pipeline.providers.razorpay.settlement import (
+    MAX_RECON_DAYS,
+    SettlementCalendar,
     recon_days,
     settled_fees,
 )
-from recon_pipeline.providers.razorpay.client import refund_row as razorpay_refund_row
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import (
@@ -233,7 +236,7 @@ def test_bad_request_is_rejected_without_retry_or_key(
 ) -> None:
     sim = simulator(SimulatorStore(), api_key="sk_test_42")
     http = _http(sim, clients, api_key="sk_test_42")
-    with pytest.raises(ProviderRequestRejected, match="HTTP 400.*greater than or equal to 1") as caught:
+    with pytest.raises(ProviderRequestRejected, match="HTTP 400.*less than or equal to 100") as caught:
         http.get_json("/v1/charges", params={"limit": 1000})
     assert "sk_test_42" not in str(caught.value)
     assert sim.stats()["api_requests"] == 1
@@ -642,11 +645,12 @@ def test_razorpay_recon_is_paged_for_every_settlement_day(
     fees = frame[frame.kind == "fee"].set_index("provider_record_id")
     assert fees.amount_minor.to_dict() == {i: -fee for i, fee in revised.items()}
     assert set(fees.status) == {FEE_SETTLED}
-    # The night is 2026-01-01 05:30 to 01-02 05:30 IST: days 01-01 to 01-05 (3 days after its last);
-    # everything settled on 01-03 (T+2), in 3 pages of 100; the other days answer one empty page each.
-    days = recon_days([NIGHT[0], NIGHT[1] - timedelta(seconds=1)], 3)
-    assert [d.isoformat() for d in days] == [f"2026-01-0{d}" for d in range(1, 6)]
-    assert sim.stats()["requests_by_path"][RECON_PATH] == 3 + 4
+    # The night is Thursday 2026-01-01 05:30 to Friday 01-02 05:30 IST: days 01-01 to 01-07 (3 working
+    # days after Friday: Monday, Tuesday, Wednesday); Thursday's payments settled on Monday 01-05 (T+2
+    # working days), in 3 pages of 100; the other days answer one empty page each.
+    days = recon_days([NIGHT[0], NIGHT[1] - timedelta(seconds=1)], 3, SettlementCalendar())
+    assert [d.isoformat() for d in days] == [f"2026-01-0{d}" for d in range(1, 8)]
+    assert sim.stats()["requests_by_path"][RECON_PATH] == 3 + 6
 
 
 @pytest.mark.parametrize(
@@ -689,9 +693,10 @@ def test_razorpay_settled_fees_from_recon_items() -> None:
 
 def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: list[ProviderHttp]) -> None:
     first = datetime(2026, 1, 1, 18, 29, tzinfo=UTC)  # 23:59 IST: the next UTC minute is the next IST day
-    assert recon_days([first], 2) == [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)]
+    calendar = SettlementCalendar()
+    assert recon_days([first], 1, calendar) == [date(2026, 1, 1), date(2026, 1, 2)]
     a_year = [first + timedelta(days=7 * week) for week in range(52)]
-    days = recon_days(a_year, 3)  # far apart by-id lookups: the earliest MAX_RECON_DAYS days only
+    days = recon_days(a_year, 3, calendar)  # far apart by-id lookups: the earliest MAX_RECON_DAYS days only
     assert len(days) == MAX_RECON_DAYS and days == sorted(days) and days[0] == date(2026, 1, 1)
     http = ProviderHttp("http://127.0.0.1:9", retry=FAST_RETRY)
     clients.append(http)
@@ -701,8 +706,11 @@ def test_recon_days_and_their_bound(monkeypatch: pytest.MonkeyPatch, clients: li
     monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "0")
     with pytest.raises(ConfigError, match=SETTLEMENT_DAYS_ENV):
         build_client("razorpay", http)
-    with pytest.raises(ValueError, match="settlement_days must be from 0 to 29"):
-        RazorpayAdapter(http, settlement_days=30)
+    monkeypatch.setenv(SETTLEMENT_DAYS_ENV, "11")  # working days: two weeks and more is no settlement cycle
+    with pytest.raises(ConfigError, match=f"{SETTLEMENT_DAYS_ENV}: settlement_days must be from 0 to 10"):
+        build_client("razorpay", http)
+    with pytest.raises(ValueError, match="settlement_days must be from 0 to 10"):
+        RazorpayAdapter(http, settlement_days=11)
 
 
 # --- payment identity and attribution --------------------------------------------------------------------

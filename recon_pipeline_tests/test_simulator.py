@@ -17,6 +17,7 @@ import pytest
 
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.api_version import API_VERSION
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import free_port, wait_until
 from recon_pipeline_tests.provider_fixtures import (
@@ -143,7 +144,8 @@ def test_stripe_account_scopes_lists_and_retrievals(simulator: StartSimulator) -
     assert _get(sim, "/v1/charges/ch_c", headers=acct).status_code == 200
     missing = _get(sim, "/v1/charges/ch_c")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "resource_missing"
-    assert _get(sim, "/v1/payment_intents/pi_c", headers=acct).json()["latest_charge"] == "ch_c"
+    pinned = {**acct, "Stripe-Version": API_VERSION}
+    assert _get(sim, "/v1/payment_intents/pi_c", headers=pinned).json()["latest_charge"] == "ch_c"
     assert _get(sim, "/v1/payment_intents/pi_c").status_code == 404
 
 
@@ -339,13 +341,14 @@ def test_razorpay_orders_list_their_payments(simulator: StartSimulator) -> None:
 
 
 def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartSimulator) -> None:
-    # T0 is 2026-01-01 05:30 IST: what is created that day settles on 01-03 at 11:00 IST (T+2).
+    # T0 is Thursday 2026-01-01 05:30 IST: what is created that day settles on Monday 01-05 at 11:00 IST
+    # (T+2 working days: the weekend does not count).
     paid = [make_charge(f"pay_{i:02d}", T0 + i * 60, fee=236) for i in range(12)]
-    next_day = make_charge("pay_next", T0 + 86_400)  # created 01-02 IST: settles 01-04
+    next_day = make_charge("pay_next", T0 + 86_400)  # created Friday 01-02 IST: settles Tuesday 01-06
     pending = make_charge("pay_auth", T0 + 5, captured=False, fee=None)
     connected = make_charge("pay_conn", T0 + 6, account="acc_x")
     refund = make_refund("rfnd_1", paid[0], T0 + 30, 1_000)
-    settles_at = T0 + 2 * 86_400 + 5 * 3600 + 1800  # 01-03 11:00 IST
+    settles_at = T0 + 4 * 86_400 + 5 * 3600 + 1800  # 01-05 11:00 IST
     now = [settles_at]
     store = SimulatorStore(
         charges=[*paid, next_day, pending, connected],
@@ -354,7 +357,9 @@ def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartS
         clock=lambda: now[0],
     )
     sim = simulator(store, flavour="razorpay")
-    day = {"year": 2026, "month": 1, "day": 3}
+    saturday = {"year": 2026, "month": 1, "day": 3}
+    assert _get(sim, "/v1/settlements/recon/combined", params=saturday).json()["count"] == 0
+    day = {"year": 2026, "month": 1, "day": 5}
     first = _get(sim, "/v1/settlements/recon/combined", params={**day, "count": 5}).json()
     rest = _get(sim, "/v1/settlements/recon/combined", params={**day, "count": 1000, "skip": 5}).json()
     assert (first["entity"], first["count"], rest["count"]) == ("collection", 5, 8)
@@ -362,9 +367,10 @@ def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartS
     assert [i["entity_id"] for i in items] == [c["id"] for c in paid] + ["rfnd_1"]  # oldest first
     by_id = {i["entity_id"]: i for i in items}
     assert {(i["type"], i["settled"], i["settled_at"], i["settlement_id"]) for i in items} == {
-        ("payment", True, settles_at, "setl_sim20260103"),
-        ("refund", True, settles_at, "setl_sim20260103"),
+        ("payment", True, settles_at, "setl_sim20260105"),
+        ("refund", True, settles_at, "setl_sim20260105"),
     }
+    assert {i["card_network"] for i in items} == {"Visa"} and {i["dispute_id"] for i in items} == {None}
     assert (by_id["pay_00"]["fee"], by_id["pay_00"]["tax"], by_id["pay_00"]["credit"]) == (236, 36, 9_764)
     assert (by_id["pay_03"]["fee"], by_id["pay_03"]["credit"]) == (250, 9_750)  # revised at settlement
     assert (by_id["rfnd_1"]["debit"], by_id["rfnd_1"]["payment_id"], by_id["rfnd_1"]["fee"]) == (
@@ -373,7 +379,7 @@ def test_razorpay_settlement_recon_lists_what_settled_on_a_day(simulator: StartS
         0,
     )
     month = _get(sim, "/v1/settlements/recon/combined", params={"year": 2026, "month": 1, "count": 100})
-    assert month.json()["count"] == 13  # 01-04 has not settled yet
+    assert month.json()["count"] == 13  # 01-06 has not settled yet
     now[0] = settles_at + 86_400
     month = _get(sim, "/v1/settlements/recon/combined", params={"year": 2026, "month": 1, "count": 100})
     assert [i["entity_id"] for i in month.json()["items"]][-1] == "pay_next"

@@ -60,7 +60,10 @@ def test_importing_the_code_location_reads_no_environment(value: str | None) -> 
 
 
 def test_the_code_location_loads_its_defs_folder() -> None:
-    defs = build_definitions()
+    # Loading the defs folder reads the current instance's definitions-state storage; a live instance of
+    # its own keeps an earlier test's disposed instance (a dead weakref in that context) out of it.
+    with dg.instance_for_test():
+        defs = build_definitions()
     dg.Definitions.validate_loadable(defs)
     assert set(defs.resources) == {"recon_db", "provider"}
     assert defs.resolve_job_def("reconcile_night").partitions_def is not None

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
+from recon_pipeline.batches.holds import authorization_findings
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.db.results import sync_adjustments
@@ -44,6 +45,7 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
@@ -195,7 +197,7 @@ def reconcile_property_night(
     unmatched = unmatched_ledger_record_ids(own, canonical_ledger(entries.valid, payment_aliases(own)))
     elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
     ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere))
-    result = diff_night(own, ledger, elsewhere)
+    result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance)
     result = with_findings(
         replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
         unattributed_findings(nobody),
@@ -207,6 +209,8 @@ def reconcile_property_night(
         captured = captured_payments(own, local, payment_aliases(own))
         booking_states = load_bookings(connection, captured["booking_id"].dropna())
     orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
+    # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
+    result = with_findings(result, authorization_findings(engine, client, target.row, account, window))
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
     with engine.begin() as connection:
         plan = sync_adjustments(connection, property_id, night, proposals, now)
@@ -214,7 +218,9 @@ def reconcile_property_night(
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
     with engine.begin() as connection:
-        saved = save_discrepancies(connection, property_id, night, found, run_id, datetime.now(UTC))
+        saved = save_discrepancies(
+            connection, property_id, night, found, run_id, datetime.now(UTC), RECONCILIATION_CATEGORIES
+        )
     return PropertyNightResult(
         property_row=target.row,
         window=window,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Float,
     Index,
@@ -33,6 +34,9 @@ properties = Table(
     Column("currency", Text, nullable=False),
     Column("night_cutoff", Text, nullable=False, server_default="00:00"),
     Column("provider_account", Text, nullable=True),
+    # basis points of a conversion's settlement amount that a ledger entry booked at it may be off before
+    # it is an fx_difference; NULL is 0 (revision 0004)
+    Column("fx_tolerance_bps", Integer, nullable=True),
 )
 
 bookings = Table(
@@ -304,4 +308,67 @@ night_reconciliations = Table(
     Column("started_at", UTC_TIMESTAMP, nullable=False),
     Column("finished_at", UTC_TIMESTAMP, nullable=False),
     Index("ix_night_reconciliations_night_status", "night", "status"),
+)
+
+# ----- payouts and the bank (recon_pipeline/payouts; made by migration 0005) --------------------------
+
+# One row per payout a provider reported, refreshed whenever it is seen (its status moves). ``traced``:
+# every movement it carried was given a property-night; ``sum_difference_minor``: its amount less its
+# transactions' net (0 when it adds up, NULL when the provider cannot break it down).
+payouts = Table(
+    "payouts",
+    metadata,
+    Column("payout_id", Text, primary_key=True),
+    Column("provider", Text, nullable=False),
+    Column("provider_account", Text, nullable=True),  # NULL: the platform's own balance
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("status", Text, nullable=False),  # paid | failed | pending | in_transit | canceled
+    Column("failure_code", Text, nullable=True),
+    Column("arrival_night", Text, nullable=False),
+    Column("automatic", Boolean, nullable=False),
+    Column("statement_descriptor", Text, nullable=True),  # the bank reference a credit is matched by
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+    Column("traced", Boolean, nullable=False),
+    Column("transactions", Integer, nullable=True),
+    Column("sum_difference_minor", BigInteger, nullable=True),
+    Column("holder_property_id", Text, nullable=False),  # the property whose night holds its finding
+    Column("last_seen_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_payouts_arrival_night", "arrival_night"),
+)
+
+# The balance transactions a payout carried, each with the property-night it belongs to (NULL: untraced).
+payout_transactions = Table(
+    "payout_transactions",
+    metadata,
+    Column("payout_id", Text, primary_key=True),
+    Column("transaction_id", Text, primary_key=True),
+    Column("source_id", Text, nullable=True),  # the money movement: ch_..., re_..., du_...
+    Column("kind", Text, nullable=False),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("fee_minor", BigInteger, nullable=False),
+    Column("net_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+    Column("property_id", Text, nullable=True),
+    Column("night", Text, nullable=True),
+    Index("ix_payout_transactions_property_night", "property_id", "night"),
+)
+
+# Credits of imported bank statements (CAMT.053), one per transaction detail; ``matched_payout_id``: the
+# payout it paid, once matched (recon_pipeline/payouts/deposit.py).
+bank_credits = Table(
+    "bank_credits",
+    metadata,
+    Column("statement_id", Text, primary_key=True),
+    Column("entry_reference", Text, primary_key=True),
+    Column("detail_index", Integer, primary_key=True),
+    Column("account_iban", Text, nullable=True),
+    Column("booking_date", Text, nullable=False),
+    Column("value_date", Text, nullable=True),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("remittance_info", Text, nullable=False),
+    Column("imported_at", UTC_TIMESTAMP, nullable=False),
+    Column("matched_payout_id", Text, nullable=True, unique=True),
 )

@@ -25,6 +25,7 @@ from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
 from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline.reconcile import categories as c
 
 # A foreign guest's card presented in USD and settled in the property's currency at this rate (USD → it).
@@ -281,12 +282,78 @@ class _NightBuilder:
 
     # ----- the night -------------------------------------------------------------------------------
     def build(self, bookings: int, plant: bool) -> None:
+        first_refund = len(self.world.store.refunds)
         charges = [self.ordinary_booking() for _ in range(bookings)]
+        refunds = [r for r in self.world.store.refunds[first_refund:] if r["status"] == "succeeded"]
         if plant:
             self.plant_discrepancies(charges)
         self.plant_timing_differences()
+        if plant:
+            self.plant_authorization_holds()
         if self.ids.balance_transactions:
             self.balance_movements()
+        self.pay_out(charges, refunds)
+
+    def pay_out(self, charges: list[dict[str, Any]], refunds: list[dict[str, Any]]) -> None:
+        """One automatic payout of the night's ordinary charges and refunds, paid two days after the
+        night, with the balance transactions it carried (last: its ids change no other object's)."""
+        moved = [charge for charge in charges if isinstance(charge["balance_transaction"], dict)]
+        if not moved:
+            return
+        payout_id = self.next_id("po")
+        account, currency = self.prop.provider_account, self.prop.currency
+        transactions = [
+            balance_transaction_object(
+                charge["balance_transaction"]["id"],
+                payout_id,
+                charge["id"],
+                "charge",
+                charge["balance_transaction"]["amount"],
+                charge["balance_transaction"]["fee"],
+                currency,
+                charge["created"],
+                account,
+            )
+            for charge in moved
+        ] + [
+            balance_transaction_object(
+                self.next_id("txn"),
+                payout_id,
+                refund["id"],
+                "refund",
+                -refund["amount"],
+                0,
+                currency,
+                refund["created"],
+                account,
+            )
+            for refund in refunds
+        ]
+        arrival = datetime.combine(self.window.night + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
+        amount = sum(transaction["net"] for transaction in transactions)
+        self.world.store.payouts.append(
+            payout_object(
+                payout_id,
+                amount,
+                currency,
+                unix(arrival),
+                unix(self.window.end),
+                account,
+                statement_descriptor=f"RECON {self.tag.upper()}",
+            )
+        )
+        withdrawal = balance_transaction_object(
+            f"txn_{payout_id}",
+            payout_id,
+            payout_id,
+            "payout",
+            -amount,
+            0,
+            currency,
+            unix(self.window.end),
+            account,
+        )
+        self.world.store.balance_transactions += [*transactions, withdrawal]
 
     def ordinary_booking(self) -> dict[str, Any]:
         charge = self.payment(self.inside(), self.amount())
@@ -413,3 +480,61 @@ class _NightBuilder:
         settle_refund(refund, charge)
         posted = datetime.fromtimestamp(refund["created"], UTC) + timedelta(seconds=20)
         self.entry("refund", refund["id"], -refund["amount"], posted, charge["metadata"]["booking_id"], "USD")
+
+    # ----- authorization holds (Stripe: PaymentIntents captured manually) -----------------------------
+    def authorization_hold(
+        self, authorized: datetime, capture_before: datetime, booking_status: str = "confirmed"
+    ) -> dict[str, Any]:
+        """A stay pre-authorized at check-in, not captured yet: the intent ``requires_capture``, its charge
+        uncaptured with the card's ``capture_before``, the payment order ``authorized``."""
+        charge = self.payment(authorized, self.amount(), booking_status=booking_status)
+        charge.update(
+            captured=False, amount_captured=0, balance_transaction=None, **_card_hold(capture_before)
+        )
+        if charge["payment_intent"] is not None:
+            self.world.store.payment_intents[-1].update(
+                status="requires_capture",
+                amount_received=0,
+                amount_capturable=charge["amount"],
+                capture_method="manual",
+            )
+        self.orders[order_key(charge)].update(status="authorized", captured_at=None)
+        return charge
+
+    def captured_hold(self, authorized: datetime, captured: datetime, period: timedelta) -> dict[str, Any]:
+        """A hold captured at checkout tonight and booked then: its charge dates from the check-in, its
+        balance transaction (made by the capture) from tonight."""
+        charge = self.payment(authorized, self.amount())
+        charge.update(_card_hold(authorized + period))
+        charge["balance_transaction"]["created"] = unix(captured)
+        if charge["payment_intent"] is not None:
+            self.world.store.payment_intents[-1]["capture_method"] = "manual"
+        order = self.orders[order_key(charge)]
+        order.update(captured_at=captured, updated_at=captured + timedelta(minutes=1))
+        self.book_charge(charge, captured - authorized)
+        return charge
+
+    def plant_authorization_holds(self) -> None:
+        """One hold captured at checkout, one open for days, one lapsing before the next night ends (the
+        finding) and one of a cancelled booking (none), each lasting the provider's authorization period;
+        none for a provider whose API shows no holds."""
+        period = self.ids.authorization_period
+        if period is None:
+            return
+        checkout = self.first_half()
+        self.captured_hold(checkout - timedelta(days=2), checkout, period)
+        opened = self.window.start - timedelta(hours=12)  # open for days yet (extended where the card can)
+        self.authorization_hold(opened, opened + max(period, EXTENDED_AUTHORIZATION))
+        lapses = self.window.end + timedelta(hours=5)
+        self.authorization_hold(lapses - period, lapses)
+        self.plant(c.AUTHORIZATION_EXPIRING)
+        cancelled_lapses = lapses + timedelta(hours=1)
+        self.authorization_hold(cancelled_lapses - period, cancelled_lapses, booking_status="cancelled")
+
+
+EXTENDED_AUTHORIZATION = timedelta(days=30)  # Stripe's extended authorization for lodging
+
+
+def _card_hold(capture_before: datetime) -> dict[str, Any]:
+    """A card charge's ``payment_method_details`` with the deadline of its capture."""
+    return {"payment_method_details": {"type": "card", "card": {"capture_before": unix(capture_before)}}}

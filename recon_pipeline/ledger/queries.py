@@ -12,7 +12,7 @@ from sqlalchemy import Connection, select
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
 from recon_pipeline.keys import validate_property_id
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
-from recon_pipeline.money import normalize_currency, upper_currency
+from recon_pipeline.money import BASIS_POINTS, normalize_currency, upper_currency
 from recon_pipeline.nights import NightWindow, parse_cutoff, property_zone
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
@@ -50,13 +50,21 @@ class PropertyRow:
     currency: str
     night_cutoff: str
     provider_account: str | None
+    # how far an entry booked at a conversion's settlement figure may be off it, in basis points of the
+    # settlement amount (``fx_tolerance``); NULL, as the PMS inserts rows that name no such column, is 0
+    fx_tolerance_bps: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "currency", upper_currency(self.currency))  # the PMS may store "usd"
 
-    def row(self) -> dict[str, str | None]:
+    def row(self) -> dict[str, str | int | None]:
         """The ``properties`` row this was read from (or is to be written as)."""
         return asdict(self)
+
+    @property
+    def fx_tolerance(self) -> int:
+        """The diff's FX tolerance in basis points: the row's, else 0 (exact)."""
+        return self.fx_tolerance_bps or 0
 
     def validated(self) -> PropertyRow:
         """This row with its currency upper-cased, or InvalidPropertyError listing every problem.
@@ -77,6 +85,13 @@ class PropertyRow:
             currency = normalize_currency(self.currency)
         except (ValueError, AttributeError):
             problems.append(f"currency must be a three-letter ISO 4217 code, not {self.currency!r}")
+        tolerance = self.fx_tolerance_bps
+        if tolerance is not None and not (
+            isinstance(tolerance, int) and not isinstance(tolerance, bool) and 0 <= tolerance <= BASIS_POINTS
+        ):
+            problems.append(
+                f"fx_tolerance_bps must be whole basis points from 0 to {BASIS_POINTS}, not {tolerance!r}"
+            )
         if problems:
             raise InvalidPropertyError(self.property_id, problems)
         return replace(self, currency=currency)
@@ -199,3 +214,12 @@ def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]
         )
         owners.update({payment_id: property_id for payment_id, property_id in connection.execute(query)})
     return owners
+
+
+def load_authorized_payment_orders(connection: Connection, property_id: str) -> dict[str, str | None]:
+    """provider_payment_id → booking_id of the property's payment orders in ``authorized``: the holds the
+    PMS knows are open, whatever night they were authorized in (a hold lasts days)."""
+    query = select(payment_orders.c.provider_payment_id, payment_orders.c.booking_id).where(
+        payment_orders.c.property_id == property_id, payment_orders.c.status == "authorized"
+    )
+    return {payment_id: booking_id for payment_id, booking_id in connection.execute(query)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from recon_pipeline.events.parse import ProviderEvent
     from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.ledger.queries import PropertyRow
+    from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount
+    from recon_pipeline.providers.payouts import Payout, PayoutTransaction
     from recon_pipeline.providers.simulator.store import SimulatorStore
     from recon_pipeline.providers.simulator.wire import ApiWrapper
 
@@ -60,7 +62,9 @@ class ListedEvents:
 class DemoWorld:
     """How the demo seeds a world for a provider: its demo properties, the prefixes of its charge and
     refund ids, whether payments go through an intent (``payment_orders`` keyed by the intent) or the
-    payment is the order's key itself, and which money movements beyond payments and refunds it serves."""
+    payment is the order's key itself, which money movements beyond payments and refunds it serves, and
+    how long an authorization lasts before its capture deadline (None: the provider's API shows no holds,
+    so the demo plants none)."""
 
     properties: tuple[PropertyRow, ...]
     charge_prefix: str
@@ -69,6 +73,7 @@ class DemoWorld:
     # Whether its API reads disputes and currency conversion from balance transactions (Stripe): the world
     # then also holds disputes and converted charges (``demo/world.py``).
     balance_transactions: bool = False
+    authorization_period: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,28 @@ class ProviderClient(Protocol):
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """Events created since ``created_gte`` (unix seconds) for recovery of missed webhooks; None when
         the provider has no events API (missed deliveries are then covered by the nightly pull)."""
+        ...
+
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout] | None:
+        """The account's payouts expected at the bank in ``[arrival_gte, arrival_lt)``, whatever their
+        status; None when this provider's payouts are not read through its API. Raises
+        IncompletePullError rather than return part of the list."""
+        ...
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """The balance transactions the payout carried (its own withdrawal excluded); None when the
+        provider cannot break this payout down (it is then untraceable, not an error)."""
+        ...
+
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The current state of those payments that are or were authorizations awaiting capture (ids the
+        provider does not know, and payments that never were a hold, are absent); empty for a provider
+        whose API shows no uncaptured authorization. Raises IncompletePullError when the provider cannot be
+        read: an unreachable provider never makes a hold look captured."""
         ...
 
 

@@ -1,7 +1,8 @@
 """Which adjustment a finding calls for: pure, so the policy can be read and tested in one place.
 
 An adjustment is a *proposed* correction of the PMS ledger. Only findings whose correction is certain
-propose one; currency and status mismatches and orphaned payments need a person and propose none.
+propose one; currency and status mismatches and orphaned payments need a person and propose none. An FX
+difference is certain too: the balance transaction says what the account received in its currency.
 The adjustment kind names the action and the record kind (``post_missing_fee``), so a charge whose
 payment and fee are both missing gets two adjustments with two distinct business keys.
 """
@@ -23,6 +24,9 @@ ADJUSTMENT_POLICY: dict[str, tuple[str, str, str, int]] = {
     c.MISSING_IN_LEDGER: ("post_missing", "provider_record_id", "provider_amount_minor", 1),
     c.MISSING_AT_PROVIDER: ("reverse_unmatched", "ledger_entry_id", "ledger_amount_minor", -1),
     c.AMOUNT_MISMATCH: ("correct_amount", "provider_record_id", "difference_minor", 1),
+    # in the settlement currency (the finding's): an operation of its own, never summed with an amount
+    # correction in the presentment currency of the same movement
+    c.FX_DIFFERENCE: ("correct_fx", "provider_record_id", "difference_minor", 1),
     c.DUPLICATE_IN_LEDGER: ("reverse_duplicate", "ledger_entry_id", "ledger_amount_minor", -1),
 }
 

@@ -38,6 +38,11 @@ ALL_CATEGORIES: Final = (
     PAYOUT_NOT_DEPOSITED,
 )
 
+# Findings of the payouts asset (recon_pipeline/payouts), written by their own writer: the night's
+# reconciliation neither makes nor clears them, and the payouts asset touches no other category.
+PAYOUT_CATEGORIES: Final = (PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED)
+RECONCILIATION_CATEGORIES: Final = tuple(c for c in ALL_CATEGORIES if c not in PAYOUT_CATEGORIES)
+
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.
 DISCREPANCY_COLUMNS: Final = (
     "category",

@@ -11,6 +11,14 @@ Hence a provider record of this night that only an adjacent-night entry books is
 difference here and compared in the entry's own night, where the record arrives via
 ``provider_elsewhere``; and an extra entry of a duplicate group is reported only when it is in-night.
 
+A movement presented in one currency and settled in another (currency conversion, DESIGN "Money
+movements") has two figures, and the PMS may book either: the entry's currency chooses the figure it is
+compared with. In the presentment currency it must equal the presentment amount (else
+``amount_mismatch``); in the settlement currency it may be off the settlement amount by the property's
+tolerance (else ``fx_difference``, corrected in the settlement currency); any other currency is a
+``currency_mismatch``. The night's totals count a conversion at its settlement figure, what the account
+holds, in provider and matched totals alike.
+
 Matching 10^6 against 10^6 rows within a second rules out pandas' string merges and hash tables (about
 0.4 µs a string on the reference machine). Instead each id is read once through Arrow, and each key
 becomes one fixed-width row of bytes (id, length, kind); the rows' 64-bit words are mixed into one
@@ -30,13 +38,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recon_pipeline.money import format_minor
+from recon_pipeline.money import BASIS_POINTS, format_minor, minor_unit_exponent
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
     DISCREPANCY_COLUMNS,
     DUPLICATE_IN_LEDGER,
+    FX_DIFFERENCE,
     MISSING_AT_PROVIDER,
     MISSING_IN_LEDGER,
     STATUS_MISMATCH,
@@ -54,6 +63,7 @@ DISCREPANCY_DTYPES: Final[Mapping[str, str]] = {
 _GOLDEN: Final = np.uint64(0x9E3779B97F4A7C15)
 _LONGEST_ID: Final = 0xFFFF
 _INDEX: Final = np.intp  # dtype of row and group numbers (numpy indexes with intp without a cast)
+_NO_CURRENCY: Final = -1  # currency code of a record's settlement side when it was not converted
 
 
 @dataclass(frozen=True)
@@ -61,10 +71,13 @@ class DiffResult:
     """What the diff of one night found, and the figures an analyst checks the findings against."""
 
     discrepancies: pd.DataFrame  # DISCREPANCY_COLUMNS, ordered by (category, record_key)
-    matched_count: int  # settled provider records booked in-night with the same amount and currency
-    matched_amount_by_currency: dict[str, int]
+    # settled provider records booked in-night at one of their figures (the settlement one within tolerance)
+    matched_count: int
+    matched_amount_by_currency: dict[str, int]  # as provider totals: a conversion at its settlement figure
     timing_difference_count: int  # pairs whose two sides lie on either side of a night boundary
-    provider_total_by_currency: dict[str, int]  # settled provider records of the night
+    # settled provider records of the night; a conversion counts in its settlement currency and amount (what
+    # the account holds, whichever figure the ledger booked)
+    provider_total_by_currency: dict[str, int]
     ledger_total_by_currency: dict[str, int]  # in-night ledger entries, adjustments excluded
 
 
@@ -117,21 +130,32 @@ def diff_night(
     provider_records: pd.DataFrame,
     ledger_records: pd.DataFrame,
     provider_elsewhere: pd.DataFrame | None = None,
+    fx_tolerance_bps: int = 0,
 ) -> DiffResult:
     """Compare one night's provider records with the ledger entries posted in and around it.
 
     ``provider_elsewhere`` holds records the provider has but created outside the night (fetched by the
     ids of :func:`unmatched_ledger_record_ids`); an in-night entry matching one is a timing difference.
+    ``fx_tolerance_bps`` is the property's tolerance on an entry booked at a conversion's settlement
+    figure, in basis points of the settlement amount (``properties.fx_tolerance_bps``).
     """
+    if not 0 <= fx_tolerance_bps <= BASIS_POINTS:
+        raise ValueError(f"fx_tolerance_bps must be from 0 to {BASIS_POINTS}, not {fx_tolerance_bps}")
     elsewhere = empty_provider_records() if provider_elsewhere is None else provider_elsewhere
     provider = _ProviderArrays.of(provider_records)
     other = _ProviderArrays.of(elsewhere)
     ledger = _LedgerArrays.of(ledger_records)
-    currencies, (provider_currency, other_currency, ledger_currency) = _currency_codes(
-        provider_records["currency"].to_numpy(),
-        elsewhere["currency"].to_numpy(),
-        ledger_records["currency"].to_numpy(),
+    currencies, (provider_currency, other_currency, ledger_currency, provider_settles, other_settles) = (
+        _currency_codes(
+            provider_records["currency"].to_numpy(),
+            elsewhere["currency"].to_numpy(),
+            ledger_records["currency"].to_numpy(),
+            provider.settlement_currencies,
+            other.settlement_currencies,
+        )
     )
+    tonight = provider.figures(provider_currency, provider_settles)
+    earlier = other.figures(other_currency, other_settles)
     keys = _match_keys(
         (provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]), (other.ids, other.kinds)
     )
@@ -143,7 +167,7 @@ def diff_night(
     keyed_in_night = ledger.in_night[keyed]
     primary_by_group, extras = _primaries(ledger_records, keyed, keyed_group, keys.count)
     pairs = _ProviderPairs.classify(
-        provider, provider_currency, primary_by_group[provider_group], keyed, ledger, ledger_currency
+        provider, tonight, primary_by_group[provider_group], keyed, ledger, ledger_currency, fx_tolerance_bps
     )
 
     is_primary = primary_by_group[keyed_group] == np.arange(len(keyed), dtype=_INDEX)
@@ -152,14 +176,15 @@ def diff_night(
         keyed[unpaired],
         other_by_group[keyed_group[unpaired]],
         other,
-        other_currency,
+        earlier,
         ledger,
         ledger_currency,
+        fx_tolerance_bps,
     )
 
     in_night_counted = ledger.in_night & (ledger.kinds != _ADJUSTMENT)
     unkeyed = np.flatnonzero(in_night_counted & ~ledger.keyed)
-    findings = _Findings(provider_records, elsewhere, ledger_records)
+    findings = _Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps)
     discrepancies = _frame_of(
         [
             findings.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
@@ -167,6 +192,7 @@ def diff_night(
                 findings.pairs(category, np.flatnonzero(mask), pairs.entry[mask])
                 for category, mask in (
                     (AMOUNT_MISMATCH, pairs.amount_mismatch),
+                    (FX_DIFFERENCE, pairs.fx_difference),
                     (CURRENCY_MISMATCH, pairs.currency_mismatch),
                     (STATUS_MISMATCH, pairs.status_mismatch),
                 )
@@ -175,6 +201,7 @@ def diff_night(
                 findings.pairs(category, records, entries, elsewhere=True)
                 for category, (entries, records) in (
                     (AMOUNT_MISMATCH, late.amount_mismatch),
+                    (FX_DIFFERENCE, late.fx_difference),
                     (CURRENCY_MISMATCH, late.currency_mismatch),
                     (STATUS_MISMATCH, late.status_mismatch),
                 )
@@ -188,9 +215,13 @@ def diff_night(
     return DiffResult(
         discrepancies=discrepancies,
         matched_count=int(pairs.matched.sum()),
-        matched_amount_by_currency=_totals(provider.amounts, provider_currency, pairs.matched, currencies),
+        matched_amount_by_currency=_totals(
+            tonight.held_amounts, tonight.held_currency, pairs.matched, currencies
+        ),
         timing_difference_count=int(pairs.timing.sum()) + late.timing_count,
-        provider_total_by_currency=_totals(provider.amounts, provider_currency, provider.settled, currencies),
+        provider_total_by_currency=_totals(
+            tonight.held_amounts, tonight.held_currency, provider.settled, currencies
+        ),
         ledger_total_by_currency=_totals(ledger.amounts, ledger_currency, in_night_counted, currencies),
     )
 
@@ -206,18 +237,61 @@ class _ProviderArrays:
     kinds: np.ndarray
     amounts: np.ndarray
     settled: np.ndarray
+    converted: np.ndarray  # presented in one currency and settled in another
+    settlement_amounts: np.ndarray  # the converted rows' settlement amounts, 0 elsewhere
+    settlement_currencies: np.ndarray  # the converted rows' settlement currencies only (for one numbering)
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _ProviderArrays:
         ids = _IdBytes.of(frame["provider_record_id"])
         if ids.null.any():
             raise ValueError("provider records must all carry a provider_record_id")
+        settlement = frame["settlement_amount_minor"].astype("Int64")
+        converted = settlement.notna().to_numpy()
+        currencies = frame["settlement_currency"].to_numpy()[converted]
+        lacking = converted != frame["settlement_currency"].notna().to_numpy()
+        if lacking.any():
+            record_id = frame["provider_record_id"].to_numpy()[lacking][0]
+            raise ValueError(
+                f"provider record {record_id!r} carries only one of settlement_amount_minor and "
+                "settlement_currency; a conversion needs both"
+            )
         return cls(
             ids=ids,
             kinds=_kind_codes(frame["kind"].to_numpy()),
             amounts=frame["amount_minor"].to_numpy(dtype=np.int64),
             settled=frame["settled"].to_numpy(dtype=bool),
+            converted=converted,
+            settlement_amounts=settlement.to_numpy(dtype=np.int64, na_value=0),
+            settlement_currencies=currencies,
         )
+
+    def figures(self, currency: np.ndarray, settlement_currency: np.ndarray) -> _Figures:
+        """The records' figures, given the shared currency codes of the rows and of the converted rows."""
+        settles = np.full(len(currency), _NO_CURRENCY, dtype=currency.dtype)
+        settles[self.converted] = settlement_currency
+        return _Figures(self.amounts, currency, self.settlement_amounts, settles)
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """Each provider record's presentment figure (amount, currency code) and, for a conversion, its
+    settlement figure (code ``_NO_CURRENCY`` and amount 0 when it settled in its own currency)."""
+
+    amounts: np.ndarray
+    currency: np.ndarray
+    settlement_amounts: np.ndarray
+    settlement_currency: np.ndarray
+
+    @property
+    def held_amounts(self) -> np.ndarray:
+        """What the account holds of each record: the settlement amount of a conversion."""
+        return np.where(self.settlement_currency != _NO_CURRENCY, self.settlement_amounts, self.amounts)
+
+    @property
+    def held_currency(self) -> np.ndarray:
+        """The currency :attr:`held_amounts` is in."""
+        return np.where(self.settlement_currency != _NO_CURRENCY, self.settlement_currency, self.currency)
 
 
 @dataclass(frozen=True)
@@ -474,6 +548,71 @@ def _primaries(
 
 
 @dataclass(frozen=True)
+class _Comparison:
+    """Which figure of its provider record each entry is booked at, and whether it agrees with it.
+
+    The entry's currency chooses: the presentment currency compares at the presentment amount, exactly;
+    a conversion's settlement currency at the settlement amount, within the tolerance; any other currency
+    agrees with neither. A record whose two currencies are one is compared at its presentment figure.
+    """
+
+    presentment: np.ndarray
+    same_amount: np.ndarray
+    settlement: np.ndarray
+    within_tolerance: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        figures: _Figures,
+        records: np.ndarray | slice,
+        entry_currency: np.ndarray,
+        entry_amounts: np.ndarray,
+        tolerance_bps: int,
+    ) -> _Comparison:
+        presentment = figures.currency[records] == entry_currency
+        settlement_currency = figures.settlement_currency[records]
+        settlement = (settlement_currency == entry_currency) & (settlement_currency != _NO_CURRENCY)
+        settlement &= ~presentment
+        within = np.zeros(len(settlement), dtype=bool)
+        booked = np.flatnonzero(settlement)  # few rows: conversions booked in the settlement currency
+        if len(booked):
+            within[booked] = _within_tolerance(
+                figures.settlement_amounts[records][booked], entry_amounts[booked], tolerance_bps
+            )
+        return cls(presentment, figures.amounts[records] == entry_amounts, settlement, within)
+
+    @property
+    def agrees(self) -> np.ndarray:
+        return (self.presentment & self.same_amount) | (self.settlement & self.within_tolerance)
+
+    @property
+    def amount_mismatch(self) -> np.ndarray:
+        return self.presentment & ~self.same_amount
+
+    @property
+    def fx_difference(self) -> np.ndarray:
+        return self.settlement & ~self.within_tolerance
+
+    @property
+    def currency_mismatch(self) -> np.ndarray:
+        return ~self.presentment & ~self.settlement
+
+
+def _within_tolerance(settled: np.ndarray, booked: np.ndarray, tolerance_bps: int) -> np.ndarray:
+    """``|settled - booked| * 10^4 <= bps * |settled|``, exactly in int64 for any settled amount.
+
+    The product may pass 2^63; split ``|settled| = q * 10^4 + r`` and compare the integer difference with
+    ``bps * q + floor(bps * r / 10^4)``, which is the same test (bps <= 10^4 keeps every term in range)."""
+    magnitude = np.abs(settled)
+    allowed = (
+        tolerance_bps * (magnitude // BASIS_POINTS)
+        + tolerance_bps * (magnitude % BASIS_POINTS) // BASIS_POINTS
+    )
+    return np.abs(settled - booked) <= allowed
+
+
+@dataclass(frozen=True)
 class _ProviderPairs:
     """Each provider record of the night against the ledger entry its key matches (``entry`` -1: none)."""
 
@@ -481,6 +620,7 @@ class _ProviderPairs:
     matched: np.ndarray
     timing: np.ndarray
     amount_mismatch: np.ndarray
+    fx_difference: np.ndarray
     currency_mismatch: np.ndarray
     status_mismatch: np.ndarray
     missing_in_ledger: np.ndarray
@@ -489,11 +629,12 @@ class _ProviderPairs:
     def classify(
         cls,
         provider: _ProviderArrays,
-        provider_currency: np.ndarray,
+        figures: _Figures,
         primary: np.ndarray,
         keyed: np.ndarray,
         ledger: _LedgerArrays,
         ledger_currency: np.ndarray,
+        tolerance_bps: int,
     ) -> _ProviderPairs:
         booked = primary >= 0
         entry = np.full(len(primary), -1, dtype=_INDEX)
@@ -501,14 +642,20 @@ class _ProviderPairs:
         safe_entry = np.maximum(entry, 0)
         in_night = booked & _gather(ledger.in_night, safe_entry, False)
         settled_in_night = provider.settled & in_night
-        same_currency = provider_currency == _gather(ledger_currency, safe_entry, -1)
-        same_amount = provider.amounts == _gather(ledger.amounts, safe_entry, 0)
+        compared = _Comparison.of(
+            figures,
+            slice(None),
+            _gather(ledger_currency, safe_entry, _NO_CURRENCY),
+            _gather(ledger.amounts, safe_entry, 0),
+            tolerance_bps,
+        )
         return cls(
             entry=entry,
-            matched=settled_in_night & same_currency & same_amount,
+            matched=settled_in_night & compared.agrees,
             timing=provider.settled & booked & ~in_night,
-            amount_mismatch=settled_in_night & same_currency & ~same_amount,
-            currency_mismatch=settled_in_night & ~same_currency,
+            amount_mismatch=settled_in_night & compared.amount_mismatch,
+            fx_difference=settled_in_night & compared.fx_difference,
+            currency_mismatch=settled_in_night & compared.currency_mismatch,
             status_mismatch=~provider.settled & in_night,
             missing_in_ledger=provider.settled & ~booked,
         )
@@ -524,6 +671,7 @@ class _LateEntries:
 
     missing: np.ndarray
     amount_mismatch: tuple[np.ndarray, np.ndarray]
+    fx_difference: tuple[np.ndarray, np.ndarray]
     currency_mismatch: tuple[np.ndarray, np.ndarray]
     status_mismatch: tuple[np.ndarray, np.ndarray]
     timing_count: int
@@ -534,23 +682,26 @@ class _LateEntries:
         entries: np.ndarray,
         other_match: np.ndarray,
         other: _ProviderArrays,
-        other_currency: np.ndarray,
+        figures: _Figures,
         ledger: _LedgerArrays,
         ledger_currency: np.ndarray,
+        tolerance_bps: int,
     ) -> _LateEntries:
         found = other_match >= 0
         entry, record = entries[found], other_match[found]
         settled = other.settled[record]
-        same_currency = other_currency[record] == ledger_currency[entry]
-        same_amount = other.amounts[record] == ledger.amounts[entry]
+        compared = _Comparison.of(
+            figures, record, ledger_currency[entry], ledger.amounts[entry], tolerance_bps
+        )
 
         def select(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return entry[mask], record[mask]
 
         return cls(
             missing=entries[~found],
-            amount_mismatch=select(settled & same_currency & ~same_amount),
-            currency_mismatch=select(settled & ~same_currency),
+            amount_mismatch=select(settled & compared.amount_mismatch),
+            fx_difference=select(settled & compared.fx_difference),
+            currency_mismatch=select(settled & compared.currency_mismatch),
             status_mismatch=select(~settled),
             timing_count=int(settled.sum()),
         )
@@ -566,7 +717,8 @@ def _gather(values: np.ndarray, positions: np.ndarray, fill: Any) -> np.ndarray:
 # --- finding rows ------------------------------------------------------------------------------------
 
 _Rows = dict[str, list[Any]]
-_PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "amount_minor", "currency", "status")
+_FIGURE_FIELDS: Final = ("amount_minor", "currency", "settlement_amount_minor", "settlement_currency")
+_PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "status", *_FIGURE_FIELDS)
 _LEDGER_FIELDS: Final = ("entry_id", "provider_record_id", "kind", "booking_id", "amount_minor", "currency")
 
 
@@ -574,11 +726,16 @@ class _Findings:
     """Builds the discrepancy rows as plain columns; runs per finding only, never per input row."""
 
     def __init__(
-        self, provider_records: pd.DataFrame, elsewhere: pd.DataFrame, ledger_records: pd.DataFrame
+        self,
+        provider_records: pd.DataFrame,
+        elsewhere: pd.DataFrame,
+        ledger_records: pd.DataFrame,
+        tolerance_bps: int,
     ) -> None:
         self._provider = provider_records
         self._elsewhere = elsewhere
         self._ledger = ledger_records
+        self._tolerance_bps = tolerance_bps
 
     def missing_in_ledger(self, records: np.ndarray) -> _Rows:
         record = _take(self._provider, records, _PROVIDER_FIELDS)
@@ -588,22 +745,36 @@ class _Findings:
             None,
             difference=record["amount_minor"],
             detail=[
-                f"provider {kind} {rid} of {format_minor(amount, cur)} settled "
-                "but the ledger has no entry for it"
-                for kind, rid, amount, cur in _columns(
-                    record, "kind", "provider_record_id", "amount_minor", "currency"
-                )
+                f"provider {kind} {rid} of {_figure(*figures)} settled but the ledger has no entry for it"
+                for kind, rid, *figures in _columns(record, "kind", "provider_record_id", *_FIGURE_FIELDS)
             ],
         )
 
     def pairs(
         self, category: str, records: np.ndarray, entries: np.ndarray, elsewhere: bool = False
     ) -> _Rows:
-        """An amount, currency or status mismatch between a provider record and the entry booking it."""
+        """An amount, FX, currency or status mismatch between a provider record and the entry booking it.
+
+        An FX difference is stated in the settlement currency: its provider amount is the settlement
+        amount, and its difference what the entry must change by to equal it."""
         record = _take(self._elsewhere if elsewhere else self._provider, records, _PROVIDER_FIELDS)
         entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        across = " (created in another night)" if elsewhere else ""
+        sentences = [
+            self._sentence(category, kind, f"{rid}{across}", status, figures, booked)
+            for (kind, rid, status, *figures), booked in zip(
+                _columns(record, "kind", "provider_record_id", "status", *_FIGURE_FIELDS),
+                _columns(entry, "entry_id", "amount_minor", "currency"),
+                strict=True,
+            )
+        ]
+        if category == FX_DIFFERENCE:
+            record = record | {
+                "amount_minor": [int(amount) for amount in record["settlement_amount_minor"]],
+                "currency": record["settlement_currency"],
+            }
         provider_amounts, ledger_amounts = record["amount_minor"], entry["amount_minor"]
-        if category == AMOUNT_MISMATCH:
+        if category in (AMOUNT_MISMATCH, FX_DIFFERENCE):
             difference = [
                 paid - posted for paid, posted in zip(provider_amounts, ledger_amounts, strict=True)
             ]
@@ -611,27 +782,29 @@ class _Findings:
             difference = [0] * len(provider_amounts)
         else:  # status mismatch: no money moved at the provider, so the whole entry is the difference
             difference = [-posted for posted in ledger_amounts]
-        across = " (created in another night)" if elsewhere else ""
-        sentences = []
-        for (kind, rid, amount, cur, status), (eid, posted, posted_cur) in zip(
-            _columns(record, "kind", "provider_record_id", "amount_minor", "currency", "status"),
-            _columns(entry, "entry_id", "amount_minor", "currency"),
-            strict=True,
-        ):
-            if category == AMOUNT_MISMATCH:
-                sentence = (
-                    f"provider {kind} {rid}{across} is {format_minor(amount, cur)} "
-                    f"but ledger entry {eid} posts {format_minor(posted, posted_cur)}"
-                )
-            elif category == CURRENCY_MISMATCH:
-                sentence = (
-                    f"provider {kind} {rid}{across} is in {cur} ({format_minor(amount, cur)}) "
-                    f"but ledger entry {eid} posts it in {posted_cur} ({format_minor(posted, posted_cur)})"
-                )
-            else:
-                sentence = f"provider status {status} but ledger posted {kind}"
-            sentences.append(sentence)
         return _rows(category, record, entry, difference=difference, detail=sentences)
+
+    def _sentence(
+        self, category: str, kind: str, record: str, status: str, figures: list[Any], booked: tuple[Any, ...]
+    ) -> str:
+        """Why a pair is a finding; a conversion's sentence names both its figures and the rate."""
+        eid, posted, posted_cur = booked
+        amount, cur, settled, settled_cur = figures
+        movement, posts = f"provider {kind} {record}", f"ledger entry {eid} posts"
+        if category == AMOUNT_MISMATCH:
+            return f"{movement} is {_figure(*figures)} but {posts} {format_minor(posted, posted_cur)}"
+        if category == FX_DIFFERENCE:
+            off = format_minor(int(settled) - posted, settled_cur)
+            return (
+                f"{movement} of {_figure(*figures)} but {posts} {format_minor(posted, posted_cur)}, "
+                f"{off} off, beyond the property's tolerance of {self._tolerance_bps} bp"
+            )
+        if category == CURRENCY_MISMATCH:
+            return (
+                f"{movement} is in {cur} ({format_minor(amount, cur)}){_settled_as(*figures)} "
+                f"but {posts} it in {posted_cur} ({format_minor(posted, posted_cur)})"
+            )
+        return f"provider status {status} but ledger posted {kind}"
 
     def missing_at_provider(self, entries: np.ndarray) -> _Rows:
         entry = _take(self._ledger, entries, _LEDGER_FIELDS)
@@ -683,6 +856,29 @@ class _Findings:
                 for rid, kind, eid in _columns(entry, "provider_record_id", "kind", "entry_id")
             ],
         )
+
+
+def _figure(amount: int, currency: str, settled: Any, settled_currency: Any) -> str:
+    """A provider amount as people read it; a conversion's also names its settlement figure and rate."""
+    return format_minor(amount, currency) + _settled_as(amount, currency, settled, settled_currency)
+
+
+def _settled_as(amount: int, currency: str, settled: Any, settled_currency: Any) -> str:
+    """`` (settled as 92.00 EUR at 1 USD = 0.92 EUR)`` for a conversion, nothing otherwise."""
+    if not _present(settled):
+        return ""
+    rate = _rate(amount, currency, settled, settled_currency)
+    return f" (settled as {format_minor(int(settled), settled_currency)} at {rate})"
+
+
+def _rate(amount: int, currency: str, settled: Any, settled_currency: str) -> str:
+    """The conversion's effective rate in major units, ``1 USD = 0.92 EUR`` (from the two rounded figures,
+    so it may differ from the provider's quoted rate in the last digits)."""
+    if amount == 0:
+        return f"no rate (0 {currency})"
+    exponents = 10 ** minor_unit_exponent(currency), 10 ** minor_unit_exponent(settled_currency)
+    rate = (int(settled) * exponents[0]) / (amount * exponents[1])
+    return f"1 {currency} = {rate:.6g} {settled_currency}"
 
 
 def _take(frame: pd.DataFrame, rows: np.ndarray, names: Sequence[str]) -> _Rows:

@@ -51,6 +51,36 @@ def neutralise_formula(cell: object) -> object:
     return cell
 
 
+def write_xlsx(frame: pd.DataFrame, path: Path, sheet: str) -> Path:
+    """Every column of ``frame`` on one sheet with a bold header; nulls are empty cells, timestamps ISO
+    8601 text, and text neutralised as in CSV (openpyxl stores a string starting with ``=`` as a
+    formula)."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    def cell(value: object) -> object:
+        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):  # type: ignore[arg-type]
+            return None
+        if isinstance(value, pd.Timestamp):
+            return value.isoformat()
+        return neutralise_formula(value.item() if hasattr(value, "item") else value)
+
+    def write(temp: Path) -> None:
+        book = Workbook()
+        worksheet = book.active
+        assert worksheet is not None  # a new workbook has its first sheet
+        worksheet.title = sheet
+        worksheet.append([str(name) for name in frame.columns])
+        for header in worksheet[1]:
+            header.font = Font(bold=True)
+        for record in frame.itertuples(index=False):
+            worksheet.append([cell(value) for value in record])
+        worksheet.freeze_panes = "A2"
+        book.save(temp)
+
+    return _atomically(path, write)
+
+
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
     """Every column of ``frame`` with its dtype (nullable integers, UTC timestamps) kept."""
     return _atomically(path, lambda temp: frame.to_parquet(temp, index=False, engine="pyarrow"))

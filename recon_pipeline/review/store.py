@@ -15,7 +15,7 @@ caller's one transaction, so two reviewers at once leave one consistent history.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -212,9 +212,14 @@ def save_discrepancies(
     findings: pd.DataFrame,
     run_id: str | None,
     now: datetime,
+    categories: Collection[str] | None = None,
 ) -> WriteCounts:
     """Make the partition's outstanding findings equal ``findings``: upsert them (a cleared one seen again
     is outstanding again) and clear the ones no longer seen, reviewed or not; no row is deleted.
+
+    ``categories``: the categories this writer owns (default: all); findings of other categories in the
+    partition are another writer's and left alone (the payouts asset and the night's reconciliation
+    share property-nights).
 
     A reviewed finding re-detected with another difference than its reviewer saw is re-opened. Writers of
     one partition take turns (``lock_partition``), so each one's read of what was there is current: two
@@ -222,6 +227,11 @@ def save_discrepancies(
     """
     lock_partition(connection, property_id, night)
     partition = (discrepancies.c.property_id == property_id) & (discrepancies.c.night == night)
+    if categories is not None:
+        foreign = set(findings["category"]) - set(categories)
+        if foreign:
+            raise ValueError(f"findings of {sorted(foreign)} are not this writer's ({sorted(categories)})")
+        partition = partition & discrepancies.c.category.in_(sorted(categories))
     before = {
         (row.category, row.record_key): row.cleared_at
         for row in connection.execute(
@@ -364,3 +374,17 @@ def _is_missing(value: Any) -> bool:
 
 def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
+
+
+def reported_payments(
+    connection: Connection, property_id: str, night: str, category: str
+) -> dict[str, str | None]:
+    """provider_record_id → booking_id of the partition's findings of ``category`` (cleared or not): what a
+    re-run must look at again to keep a finding true once its source no longer lists it."""
+    query = select(discrepancies.c.provider_record_id, discrepancies.c.booking_id).where(
+        discrepancies.c.property_id == property_id,
+        discrepancies.c.night == night,
+        discrepancies.c.category == category,
+        discrepancies.c.provider_record_id.is_not(None),
+    )
+    return {record_id: booking_id for record_id, booking_id in connection.execute(query)}

@@ -16,6 +16,8 @@ Batches are numbered from 1 per merchant account; a number not published yet ans
   back from the newest; until a batch closing at or after ``end + settlement_days`` is published, the
   night cannot be complete and the pull raises ``IncompletePullError`` (the partition fails, and the
   schedule's lookback re-runs it once the batch is out);
+- a batch's lines that are no property-night money movement (batch fees, corrections; see ``report.py``)
+  are counted by type in the log when the batch is first read;
 - by id (``fetch_records_by_id``, ``payment_state``): the rows of the last ``lookup_batches`` batches
   (default 31, about a month of daily payouts) that carry the id. ``payment_state`` is what those rows
   say of the payment (captured, refunded in part or in full); a payment no batch holds yet is None, and
@@ -28,6 +30,7 @@ A property's merchant account is its ``provider_account``; a property without on
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -44,9 +47,13 @@ from recon_pipeline.providers.adyen.report import (
 )
 from recon_pipeline.providers.attribution import named_by_ledger
 from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.payouts import Payout, PayoutTransaction
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SETTLEMENT_DAYS = 3
 DEFAULT_LOOKUP_BATCHES = 31
@@ -162,8 +169,28 @@ class AdyenClient:
             booking_id=settled["booking_id"] if isinstance(settled["booking_id"], str) else None,
         )
 
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """Empty: Adyen's API subset read here has no open-hold source. The settlement details report lists
+        money that settled (an authorisation awaiting capture never appears in it) and Adyen offers no
+        lookup of a payment by PSP reference; an authorisation is told only by its AUTHORISATION
+        notification, which lands in ``payment_orders`` without the deadline its capture must meet."""
+        return []
+
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Adyen has no events API; missed notifications are covered by the nightly pull."""
+        return None
+
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout] | None:
+        """None: Adyen's payouts are the settlement batches of the Settlement details report (its
+        ``MerchantPayout`` rows, ``report.py``); they are not read as payouts yet."""
+        return None
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """None: an Adyen batch is broken down by its settlement report, not read here yet."""
         return None
 
     # --- reports ----------------------------------------------------------------------------------------
@@ -220,4 +247,17 @@ class AdyenClient:
             return None
         batch = parse_settlement_report(text, report_file_name(number), merchant, number)
         with self._lock:
-            return self._batches.setdefault((merchant, number), batch)
+            cached = self._batches.get((merchant, number))
+            if cached is not None:
+                return cached
+            self._batches[(merchant, number)] = batch
+        counts = sorted(batch.unreconciled_counts.items())
+        if counts:
+            logger.info(
+                "merchant account %r, settlement batch %d: lines that are no property-night movement, "
+                "kept with the batch's payout: %s",
+                merchant,
+                number,
+                ", ".join(f"{n} {record_type}" for record_type, n in counts),
+            )
+        return batch

@@ -5,29 +5,55 @@ CSV per merchant account per settlement (payable) batch, ``settlement_detail_rep
 columns are Adyen's documented ones (``SETTLEMENT_DETAIL_COLUMNS``, in Adyen's default order); Adyen lets
 an account add or reorder columns, so lines are read by header name and extra columns are ignored.
 
-What becomes a record (signed as the ledger signs):
+What becomes a record (signed as the ledger signs; Adyen's record types, its "journal types"):
 
 - ``Settled``: a ``payment`` row, ``provider_record_id`` = the payment's ``Psp Reference``, the amount its
   ``Gross Credit (GC)`` in the ``Gross Currency``;
 - ``Refunded``: a ``refund`` row (negative ``Gross Debit (GC)``), ``provider_record_id`` = the refund's
   ``Modification Reference``, ``charge_id`` = the payment's ``Psp Reference``;
-- the costs Adyen withheld on either (``Commission`` + ``Markup`` + ``Scheme Fees`` + ``Interchange``, in
-  the ``Net Currency``): a negative ``fee`` row carrying the id of the movement that incurred it.
+- ``Chargeback`` and ``SecondChargeback`` (a defence that failed): a ``dispute`` row (negative ``Gross
+  Debit (GC)``); ``ChargebackReversed`` (a chargeback defended, or repaid by the shopper): a
+  ``dispute_reversal`` row (positive ``Gross Credit (GC)``). Their ``provider_record_id`` is the line's
+  ``Modification Reference``, the dispute's PSP reference, which Adyen's dispute notifications carry as
+  ``pspReference`` (every event of one dispute shares it): what a PMS booking from notifications holds.
+  ``charge_id`` is the payment's ``Psp Reference``, so a chargeback is attributed like a refund: through
+  its payment;
+- the costs Adyen withheld on any of these (``Commission`` + ``Markup`` + ``Scheme Fees`` + ``Interchange``,
+  in the ``Net Currency``; on a chargeback line, the chargeback fee): a negative ``fee`` row carrying the id
+  of the movement that incurred it.
+
+The frame's key is (``provider_record_id``, ``kind``): a report holding two lines of one key (say a
+``Chargeback`` and a ``SecondChargeback`` of one dispute in one batch) cannot be one movement each, and is
+refused naming the second line. (Across batches this is not checked: a second chargeback booked under the
+first one's reference weeks later makes a lookup spanning both hold two ``dispute`` rows of one key, which
+the diff refuses; the ledger contract has one ``dispute`` per id, as Stripe's disputes have.)
+
+What is not a property-night's money movement stays with the batch:
+
+- ``MerchantPayout``: what the batch paid to the bank, per currency (``Net Debit (NC)``); it dates the
+  batch's close and is the batch's payout (``payouts_of``), for the payout reconciliation to pick up;
+- every other type (``Fee``, Adyen's transaction fees for the batch period, named by a description such as
+  "Transaction Fees" rather than a reference, so there is no key to book them by; ``MiscCosts``,
+  ``DepositCorrection``, ``InvoiceDeduction``, ``Balancetransfer``, ``ManualCorrected``,
+  ``MatchedStatement``, ``BankInstructionReturned``, ``PaymentCost``, ``PaidOut``, ``PaidOutReversed``, ...
+  none tied to a payment; ``RefundedReversed``, a refund the scheme could not credit, for which the
+  ledger has no kind; ``ChargebackReversedCorrection`` and any type Adyen adds, not documented as a
+  movement): a ``BatchLine`` kept on the batch with its signed net amount, so the payout still
+  adds up, and counted by type (``SettlementBatch.unreconciled_counts``). None becomes a row.
 
 Amounts are decimal major units in the file; they become minor units exactly (``Decimal``, the currency's
 ISO 4217 exponent), never through float, and a value with more decimals than its currency has is an error.
 ``Creation Date`` is local to the ``TimeZone`` column's abbreviation (the company account's setting).
 The report carries no payment metadata: ``property_id`` is None on every row (attribution is by merchant
 account, else ``payment_orders``), and ``Merchant Reference`` (the hotel's booking reference) is the
-``booking_id``. The batch's ``MerchantPayout`` line dates its close. Other journal types (batch fees,
-chargebacks, corrections) are not a payment's money movement here and are skipped. Any malformed value
-raises ``ProviderDataError`` naming the file, the line and the column.
+``booking_id``. Any malformed value raises ``ProviderDataError`` naming the file, the line and the column.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -66,6 +92,29 @@ SETTLEMENT_DETAIL_COLUMNS: tuple[str, ...] = (
 )
 FEE_COLUMNS = ("Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)")
 SETTLED, REFUNDED, MERCHANT_PAYOUT = "Settled", "Refunded", "MerchantPayout"
+CHARGEBACK, SECOND_CHARGEBACK, CHARGEBACK_REVERSED = "Chargeback", "SecondChargeback", "ChargebackReversed"
+GROSS_DEBIT, GROSS_CREDIT = "Gross Debit (GC)", "Gross Credit (GC)"
+NET_DEBIT, NET_CREDIT = "Net Debit (NC)", "Net Credit (NC)"
+
+
+@dataclass(frozen=True)
+class Movement:
+    """How a record type becomes a row: its kind, the gross column holding its amount, the sign the ledger
+    gives it, and the status word the row carries."""
+
+    kind: str
+    amount_column: str
+    sign: int
+    status: str
+
+
+MOVEMENTS: Mapping[str, Movement] = {
+    SETTLED: Movement("payment", GROSS_CREDIT, 1, "settled"),
+    REFUNDED: Movement("refund", GROSS_DEBIT, -1, "refunded"),
+    CHARGEBACK: Movement("dispute", GROSS_DEBIT, -1, "chargeback"),
+    SECOND_CHARGEBACK: Movement("dispute", GROSS_DEBIT, -1, "second_chargeback"),
+    CHARGEBACK_REVERSED: Movement("dispute_reversal", GROSS_CREDIT, 1, "chargeback_reversed"),
+}
 CREATION_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 # The abbreviations Adyen writes in ``TimeZone`` for the time zones a company account can be set to.
 ZONE_OFFSETS_H: Mapping[str, int] = {
@@ -82,13 +131,46 @@ def report_file_name(batch_number: int) -> str:
 
 
 @dataclass(frozen=True)
+class BatchPayout:
+    """A ``MerchantPayout`` line: what the batch paid to the merchant's bank account in one currency."""
+
+    merchant_account: str
+    batch_number: int
+    reference: str | None  # the line's Modification Reference (Adyen's description of the payout)
+    amount_minor: int  # paid to the bank (Net Debit - Net Credit): negative when the batch owes Adyen
+    currency: str
+    paid_at: datetime
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """A line of the batch that is no property-night's money movement (a batch fee, a correction...): kept
+    so that the batch's lines still add up to its payout."""
+
+    record_type: str
+    reference: str | None  # Modification Reference (for a Fee line a description, e.g. "Transaction Fees")
+    psp_reference: str | None
+    net_minor: int  # signed for the merchant: Net Credit - Net Debit (0 when the line carries no amount)
+    currency: str | None  # the Net Currency, None when the line carries no amount
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class SettlementBatch:
-    """One merchant account's settlement batch: when it closed and its money movements (the frame)."""
+    """One merchant account's settlement batch: when it closed, its money movements (the frame), its
+    payouts and the lines that are neither."""
 
     merchant_account: str
     number: int
     closed_at: datetime
     records: pd.DataFrame
+    payouts: tuple[BatchPayout, ...]
+    batch_lines: tuple[BatchLine, ...]
+
+    @property
+    def unreconciled_counts(self) -> dict[str, int]:
+        """How many lines of each record type the batch holds that became no row (payouts aside)."""
+        return dict(Counter(line.record_type for line in self.batch_lines))
 
 
 class _Line:
@@ -161,7 +243,9 @@ def parse_settlement_report(
         if missing:
             raise ProviderDataError(f"{file_name} line 1, column {missing[0]!r}: missing from the header")
         rows: list[Row] = []
-        closed_at: datetime | None = None
+        payouts: list[BatchPayout] = []
+        batch_lines: list[BatchLine] = []
+        keys: set[tuple[str, str]] = set()
         for values in reader:
             line = _Line(file_name, reader.line_num, values)
             if None in values or None in values.values():
@@ -171,40 +255,43 @@ def parse_settlement_report(
             batch = line.text("Batch Number")
             if batch is not None and batch != str(batch_number):
                 raise line.error("Batch Number", f"{batch!r} in the report of batch {batch_number}")
-            kind = line.required("Type")
-            if kind == MERCHANT_PAYOUT:
-                closed_at = max(closed_at or line.created_at(), line.created_at())
-            elif kind in (SETTLED, REFUNDED):
-                rows.extend(_movement_rows(line, kind))
+            record_type = line.required("Type")
+            movement = MOVEMENTS.get(record_type)
+            if movement is not None:
+                rows.extend(_movement_rows(line, movement, keys))
+            elif record_type == MERCHANT_PAYOUT:
+                payouts.append(_payout(line, merchant_account, batch_number))
+            else:
+                batch_lines.append(_batch_line(line, record_type))
     except csv.Error as error:
         raise ProviderDataError(f"{file_name} line {reader.line_num}: not CSV: {error}") from None
-    if closed_at is None:
+    if not payouts:
         raise ProviderDataError(f"{file_name}: no {MERCHANT_PAYOUT} line dates the batch's close")
-    return SettlementBatch(merchant_account, batch_number, closed_at, records_frame(rows))
+    closed_at = max(payout.paid_at for payout in payouts)
+    return SettlementBatch(
+        merchant_account, batch_number, closed_at, records_frame(rows), tuple(payouts), tuple(batch_lines)
+    )
 
 
-def _movement_rows(line: _Line, kind: str) -> list[Row]:
-    """The rows of a Settled or Refunded line: the movement itself and, when Adyen withheld costs, its fee."""
+def _movement_rows(line: _Line, movement: Movement, keys: set[tuple[str, str]]) -> list[Row]:
+    """The rows of a movement line: the movement itself and, when Adyen withheld costs, its fee. ``keys``
+    holds the file's (id, kind) pairs so far: a second line of one key is refused."""
     psp_reference = line.required("Psp Reference")
+    id_column = "Psp Reference" if movement.kind == "payment" else "Modification Reference"
+    record_id = line.required(id_column)
     gross_currency = line.currency("Gross Currency")
-    created_at = line.created_at()
-    if kind == SETTLED:
-        record_id, record_kind = psp_reference, "payment"
-        amount, status = line.minor("Gross Credit (GC)", gross_currency, required=True), "settled"
-    else:
-        record_id, record_kind = line.required("Modification Reference"), "refund"
-        amount, status = -line.minor("Gross Debit (GC)", gross_currency, required=True), "refunded"
+    amount = movement.sign * line.minor(movement.amount_column, gross_currency, required=True)
     common = {
         "charge_id": psp_reference,
         "property_id": None,
         "booking_id": line.text("Merchant Reference"),
         "payment_intent_id": None,
         "settled": True,
-        "created_at": created_at,
+        "created_at": line.created_at(),
     }
     rows: list[Row] = [
-        {"provider_record_id": record_id, "kind": record_kind, "amount_minor": amount,
-         "currency": gross_currency, "status": status, **common}
+        {"provider_record_id": record_id, "kind": movement.kind, "amount_minor": amount,
+         "currency": gross_currency, "status": movement.status, **common}
     ]  # fmt: skip
     net_currency = line.currency("Net Currency")
     fee = sum(line.minor(column, net_currency) for column in FEE_COLUMNS)
@@ -213,7 +300,53 @@ def _movement_rows(line: _Line, kind: str) -> list[Row]:
             {"provider_record_id": record_id, "kind": "fee", "amount_minor": -fee,
              "currency": net_currency, "status": "settled", **common}
         )  # fmt: skip
+    for row in rows:
+        key = (record_id, str(row["kind"]))
+        if key in keys:
+            raise line.error(id_column, f"a second {key[1]} row of {record_id!r} in one report")
+        keys.add(key)
     return rows
+
+
+def _net(line: _Line) -> tuple[int, str | None]:
+    """The line's signed net amount for the merchant (Net Credit - Net Debit) and its currency; (0, None)
+    when the line carries neither."""
+    if line.text(NET_DEBIT) is None and line.text(NET_CREDIT) is None:
+        return 0, None
+    currency = line.currency("Net Currency")
+    return _credit_minus_debit(line, currency), currency
+
+
+def _credit_minus_debit(line: _Line, currency: str) -> int:
+    return line.minor(NET_CREDIT, currency) - line.minor(NET_DEBIT, currency)
+
+
+def _payout(line: _Line, merchant_account: str, batch_number: int) -> BatchPayout:
+    """A MerchantPayout line: a debit of the payable batch, which is what the bank receives."""
+    currency = line.currency("Net Currency")
+    amount = -_credit_minus_debit(line, currency)
+    reference = line.text("Modification Reference")
+    return BatchPayout(merchant_account, batch_number, reference, amount, currency, line.created_at())
+
+
+def _batch_line(line: _Line, record_type: str) -> BatchLine:
+    net, currency = _net(line)
+    return BatchLine(
+        record_type,
+        line.text("Modification Reference"),
+        line.text("Psp Reference"),
+        net,
+        currency,
+        line.created_at(),
+    )
+
+
+def payouts_of(batches: Sequence[SettlementBatch]) -> list[BatchPayout]:
+    """The batches' payouts, oldest first: what the bank should receive from Adyen, batch by batch."""
+    return sorted(
+        (payout for batch in batches for payout in batch.payouts),
+        key=lambda payout: (payout.paid_at, payout.batch_number, payout.currency),
+    )
 
 
 def records_of(batches: Sequence[SettlementBatch]) -> pd.DataFrame:

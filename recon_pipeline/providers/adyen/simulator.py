@@ -5,8 +5,10 @@ The store is one model for every flavour (``simulator/store.py``): here a charge
 merchant account (the platform's charges, ``account`` None, belong to ``SIMULATOR_MERCHANT_ACCOUNT``), its
 id is its PSP reference (an Adyen world's charges have 16-character ids) and ``metadata.booking_id`` its
 merchant reference. A captured charge is a ``Settled`` line, a succeeded refund a ``Refunded`` line (PSP
-reference = the charge's, modification reference = the refund's id), both in the batch of the UTC day
-``store.settlement_delay_days`` after the day they were created. Fees are the charge's balance-transaction
+reference = the charge's, modification reference = the refund's id), a dispute's withdrawal and
+reinstatement balance transactions ``Chargeback`` and ``ChargebackReversed`` lines (modification
+reference = the dispute's id, the chargeback fee as ``Commission``), each in the batch of the UTC day
+``store.settlement_delay_days`` after the day it was created. Fees are the charge's balance-transaction
 fee split as interchange++ pricing reports it (interchange, scheme fees, markup; no commission).
 
 Batches are daily per merchant account, numbered from 1 at the first day that settles anything, each
@@ -39,6 +41,8 @@ from starlette.routing import Route
 
 from recon_pipeline.money import minor_unit_exponent
 from recon_pipeline.providers.adyen.report import (
+    CHARGEBACK,
+    CHARGEBACK_REVERSED,
     CREATION_DATE_FORMAT,
     MERCHANT_PAYOUT,
     REFUNDED,
@@ -137,6 +141,33 @@ def refunded_line(refund: StripeObject, charge: StripeObject, merchant: str) -> 
     )  # fmt: skip
 
 
+def dispute_line(
+    dispute: StripeObject, transaction: StripeObject, charge: StripeObject, merchant: str
+) -> tuple[dict[str, str], int]:
+    """A dispute balance transaction's line and its signed net: the withdrawal (``reporting_category``
+    ``dispute``) a ``Chargeback``, the reinstatement a ``ChargebackReversed``; the dispute's id is the
+    line's modification reference and the transaction's fee, the chargeback fee, its ``Commission``
+    (Adyen keeps that fee when the chargeback is reversed, so a negative fee is not written)."""
+    currency = str(transaction["currency"]).upper()
+    amount, fee = abs(int(transaction["amount"])), max(int(transaction.get("fee") or 0), 0)
+    withdrawn = transaction["reporting_category"] == "dispute"
+    net = -(amount + fee) if withdrawn else amount - fee
+    gross_column = "Gross Debit (GC)" if withdrawn else "Gross Credit (GC)"
+    net_column = "Net Debit (NC)" if net < 0 else "Net Credit (NC)"
+    created, zone = _local(transaction["created"])
+    line = _line(
+        merchant, **{
+            "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
+            "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
+            "TimeZone": zone, "Type": CHARGEBACK if withdrawn else CHARGEBACK_REVERSED,
+            "Modification Reference": dispute["id"], "Gross Currency": currency,
+            gross_column: decimal_text(amount, currency), "Exchange Rate": "1", "Net Currency": currency,
+            net_column: decimal_text(abs(net), currency), "Commission (NC)": decimal_text(fee, currency),
+        }
+    )  # fmt: skip
+    return line, net
+
+
 def _merchant_reference(charge: StripeObject) -> str:
     metadata = charge.get("metadata")
     booking = metadata.get("booking_id") if isinstance(metadata, dict) else None
@@ -158,6 +189,13 @@ def _movements(store: SimulatorStore, merchant: str) -> list[tuple[date, dict[st
             line = refunded_line(refund, refunded, merchant)
             day = settlement_day(refund["created"], store)
             out.append((day, line, -int(refund["amount"]), line["Net Currency"]))
+    for dispute in store.disputes:
+        disputed = charges.get(dispute.get("charge", ""))
+        for transaction in dispute.get("balance_transactions", []):
+            category = transaction.get("reporting_category")
+            if disputed is not None and category in ("dispute", "dispute_reversal"):
+                line, net = dispute_line(dispute, transaction, disputed, merchant)
+                out.append((settlement_day(transaction["created"], store), line, net, line["Net Currency"]))
     return out
 
 

@@ -13,9 +13,11 @@ Adyen gives a notification no id of its own. Its documented duplicate rule is th
 the same ``eventCode`` and ``pspReference`` is a resend, and ``success`` may flip between deliveries of
 the same pair (a failed then successful authorisation), so the stored event id is
 ``eventCode:pspReference:success``: stable across Adyen's retries, distinct for a new outcome. The payment
-an item is about is ``originalReference`` for modifications (capture, refund, cancellation, chargeback)
-and ``pspReference`` for an authorisation; a ``REPORT_AVAILABLE`` item (``pspReference`` = the report's
-file name, ``reason`` = its URL) is about no payment. The merchant account is the event's ``account``.
+an item is about is ``originalReference`` for modifications (capture, refund, cancellation, and the
+dispute events chargeback, chargeback reversed and second chargeback, whose ``pspReference`` is the
+dispute's, shared by all three) and ``pspReference`` for an authorisation; a ``REPORT_AVAILABLE`` item
+(``pspReference`` = the report's file name, ``reason`` = its URL) is about no payment. The merchant
+account is the event's ``account``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,16 @@ from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH, EventFormatE
 from recon_pipeline.providers.errors import SignatureError
 from recon_pipeline.providers.interface import ReceivedEvent
 
-EVENT_CODES = ("AUTHORISATION", "CAPTURE", "REFUND", "CANCELLATION", "CHARGEBACK", "REPORT_AVAILABLE")
+EVENT_CODES = (
+    "AUTHORISATION",
+    "CAPTURE",
+    "REFUND",
+    "CANCELLATION",
+    "CHARGEBACK",
+    "CHARGEBACK_REVERSED",
+    "SECOND_CHARGEBACK",
+    "REPORT_AVAILABLE",
+)
 REPORT_AVAILABLE = "REPORT_AVAILABLE"
 SIGNED_FIELDS = (
     "pspReference",

@@ -10,10 +10,11 @@ maps ``razorpay`` to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.config import ConfigError, positive_int_from_env
+from recon_pipeline.config import ConfigError, positive_int_from_env, text_from_env
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
@@ -26,12 +27,19 @@ from recon_pipeline.providers.interface import (
 )
 from recon_pipeline.providers.razorpay import webhook
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
-from recon_pipeline.providers.razorpay.settlement import DEFAULT_SETTLEMENT_DAYS
+from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT
+from recon_pipeline.providers.razorpay.settlement import (
+    DEFAULT_SETTLEMENT_DAYS,
+    SettlementCalendar,
+    parse_holidays,
+)
 from recon_pipeline.providers.razorpay.simulator import razorpay_routes
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 SETTLEMENT_DAYS_ENV = "RECON_RAZORPAY_SETTLEMENT_DAYS"
+CAPTURE_TIMEOUT_ENV = "RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS"  # the account's payment capture setting
+HOLIDAYS_ENV = "RECON_RAZORPAY_HOLIDAYS"
 # One Indian property: INR in paise, attributed by notes.property_id.
 DEMO_PROPERTIES = (
     PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
@@ -41,8 +49,11 @@ DEMO_PROPERTIES = (
 class RazorpayProvider:
     """Razorpay behind the ``Provider`` protocol: ``RECON_PROVIDER_API_KEY`` is ``key_id:key_secret``
     (Basic auth), ``RECON_WEBHOOK_SECRET`` the webhook secret(s). Client option ``settlement_days``
-    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): how many days after a payment's day its settled fee is
-    looked for."""
+    (else ``RECON_RAZORPAY_SETTLEMENT_DAYS``, 3): through how many working days after a payment's day its
+    settled fee is looked for; ``holidays`` (else ``RECON_RAZORPAY_HOLIDAYS``, ISO dates separated by
+    commas): bank holidays besides India's public and NSE holidays, which are never working days;
+    ``capture_timeout_hours`` (else ``RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS``, 72): the account's
+    manual-capture timeout, after which Razorpay auto-refunds an authorized payment."""
 
     name: str = "razorpay"
     public_api_root: str = "https://api.razorpay.com"
@@ -58,8 +69,22 @@ class RazorpayProvider:
         days = settings.options.get("settlement_days")
         if days is None:
             days = positive_int_from_env(SETTLEMENT_DAYS_ENV, DEFAULT_SETTLEMENT_DAYS)
+        hours = settings.options.get("capture_timeout_hours")
+        if hours is None:
+            hours = positive_int_from_env(CAPTURE_TIMEOUT_ENV, DEFAULT_CAPTURE_TIMEOUT // timedelta(hours=1))
+        extra = settings.options.get("holidays")
         try:
-            return RazorpayAdapter(http, settings.api_key, settlement_days=int(days))
+            calendar = SettlementCalendar(parse_holidays(extra or text_from_env(HOLIDAYS_ENV, "")))
+        except ValueError as error:
+            raise ConfigError(f"{HOLIDAYS_ENV}: {error}") from None
+        try:
+            return RazorpayAdapter(
+                http,
+                settings.api_key,
+                settlement_days=int(days),
+                calendar=calendar,
+                capture_timeout=timedelta(hours=int(hours)),
+            )
         except ValueError as error:
             raise ConfigError(f"{SETTLEMENT_DAYS_ENV}: {error}") from None
 
@@ -79,7 +104,13 @@ class RazorpayProvider:
         return razorpay_routes(store, api)
 
     def demo_world(self) -> DemoWorld:
-        return DemoWorld(DEMO_PROPERTIES, charge_prefix="pay", refund_prefix="rfnd", payment_intents=False)
+        return DemoWorld(
+            DEMO_PROPERTIES,
+            charge_prefix="pay",
+            refund_prefix="rfnd",
+            payment_intents=False,
+            authorization_period=DEFAULT_CAPTURE_TIMEOUT,
+        )
 
 
 PROVIDER: Provider = RazorpayProvider()  # typed: mypy checks the protocol is implemented

@@ -18,14 +18,23 @@ The same guarantees as the Stripe adapter (every record validated, a pull that c
   ``GET /v1/orders/{id}/payments``.
 - Fees: the fee Razorpay booked is the one in its settlement, listed by the settlement recon
   ``GET /v1/settlements/recon/combined?year&month&day`` (``count``/``skip`` paged) under the day the money
-  settled (Indian calendar; T+2 for domestic payments). A night's payments are looked up in the recon of
-  their own day through ``settlement_days`` (default 3, ``RECON_RAZORPAY_SETTLEMENT_DAYS``) days later,
+  settled: T+2 *working* days, Indian calendar (``settlement.py``: weekends, India's holidays and
+  ``RECON_RAZORPAY_HOLIDAYS``). A night's payments are looked up in the recon of every day from their own
+  through the ``settlement_days``-th working day after it (default 3, ``RECON_RAZORPAY_SETTLEMENT_DAYS``),
   one paged list per day, read with the payments themselves. A settled payment's ``fee`` row is the
-  settled fee (GST included) with status ``settled``; a payment not settled yet (the morning after its
-  night) keeps its own ``fee`` field, status ``provisional``. The nightly schedule's lookback re-runs the
-  night once it has settled, so a fee revised at settlement (settled ≠ the payment's ``fee``) then shows
-  as the ``fee`` row's amount, and a ledger that booked the payment's fee gets an ``amount_mismatch``.
-  A recon page that cannot be read fails the pull like any other page.
+  settled fee (GST included; the GST part, the item's ``tax``, is logged per pull) with status
+  ``settled``; a payment not settled yet (the morning after its night) keeps its own ``fee`` field, status
+  ``provisional``. The nightly schedule's lookback re-runs the night once it has settled, so a fee revised
+  at settlement (settled ≠ the payment's ``fee``) then shows as the ``fee`` row's amount, and a ledger that
+  booked the payment's fee gets an ``amount_mismatch``. A recon page that cannot be read fails the pull.
+- Disputes: the money a dispute moves is the recon's item with a ``dispute_id`` (an ``adjustment``): its
+  debit a ``dispute`` row (negative), its credit, when the merchant won, a ``dispute_reversal`` row
+  (positive), each under the dispute's id (``disp_...``) on the night the item was created, read from the
+  same recon days as the fees (so once settled: the lookback re-run brings it). The dispute
+  (``GET /v1/disputes/{id}``) names its payment, whose notes attribute it; the row's status is the
+  dispute's (``open``, ``under_review``, ``won``, ``lost``, ``closed``). A by-id lookup of a ``disp_`` id
+  reads the recon of the ``MAX_RECON_DAYS`` days from the dispute's creation (a reversal later than that is
+  not found by id).
 
 Only the merchant's own account is read: a property with ``provider_account`` is refused (Razorpay has no
 ``Stripe-Account`` equivalent for a plain merchant key).
@@ -38,6 +47,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -51,6 +61,7 @@ from recon_pipeline.providers.errors import (
     ProviderRequestRejected,
     incomplete_pull,
 )
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents
 from recon_pipeline.providers.objects import (
@@ -67,6 +78,7 @@ from recon_pipeline.providers.objects import (
     record_id,
     records_frame,
 )
+from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 from recon_pipeline.providers.pull import (
     Fetched,
     Page,
@@ -77,13 +89,20 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
 from recon_pipeline.providers.razorpay.settlement import (
     DEFAULT_SETTLEMENT_DAYS,
-    MAX_RECON_DAYS,
+    MAX_SETTLEMENT_DAYS,
+    DisputeMovement,
+    SettledFee,
+    SettlementCalendar,
+    Settlements,
+    dispute_recon_days,
+    gst_summary,
     payment_fee,
+    read_recon,
     recon_days,
     revised_fees,
-    settled_fees,
 )
 from recon_pipeline.providers.razorpay.state import notes_field, state_of_razorpay_payment
 
@@ -95,6 +114,8 @@ FEE_SETTLED, FEE_PROVISIONAL = "settled", "provisional"  # the status of a fee r
 PAYMENT_ID_PREFIX = "pay_"
 REFUND_ID_PREFIX = "rfnd_"
 ORDER_ID_PREFIX = "order_"
+DISPUTE_ID_PREFIX = "disp_"
+DISPUTE_STATUSES = frozenset({"open", "under_review", "won", "lost", "closed"})
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
 # Razorpay's answer to a by-id fetch of an id it does not know (HTTP 400, not 404).
@@ -186,6 +207,55 @@ def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str
     }
 
 
+def dispute_payment_id(dispute: ProviderObject) -> str:
+    """The id of the payment a dispute contests (required: it is how the dispute is attributed)."""
+    value: str = field_value(dispute, "payment_id", str, "dispute")
+    return value
+
+
+def dispute_row(
+    movement: DisputeMovement, dispute: ProviderObject, payment: ProviderObject, property_id: str | None
+) -> Row:
+    """The money a dispute moved as its ``dispute`` (withdrawn, negative) or ``dispute_reversal``
+    (reinstated, positive) row, under the dispute's id, with the booking from its payment's notes."""
+    dispute_id = record_id(dispute, "dispute")
+    if dispute_id != movement.dispute_id:
+        raise ProviderDataError(f"dispute {movement.dispute_id!r}: given dispute {dispute_id!r}")
+    payment_id = dispute_payment_id(dispute)
+    if payment.get("id") != payment_id:
+        raise ProviderDataError(f"dispute {dispute_id!r}: payment {payment_id!r} given {payment.get('id')!r}")
+    status: str = field_value(dispute, "status", str, "dispute")
+    if status not in DISPUTE_STATUSES:
+        raise ProviderDataError(f"dispute {dispute_id!r}: unknown status {status!r}")
+    return {
+        "provider_record_id": dispute_id,
+        "kind": movement.kind,
+        "charge_id": payment_id,
+        "property_id": property_id,
+        "booking_id": booking_id_of(payment),
+        "payment_intent_id": order_id_of(payment),
+        "amount_minor": movement.amount,
+        "currency": movement.currency,
+        "status": status,
+        "settled": True,
+        "created_at": movement.created_at,
+    }
+
+
+def night_movements(movements: Sequence[DisputeMovement], gte: int, lt: int) -> list[DisputeMovement]:
+    """The movements booked in ``[gte, lt)``, one per (dispute, kind): two items of one dispute and kind
+    in a night (a phase withdrawing again) are one movement of their sum, dated by the first."""
+    merged: dict[tuple[str, str], DisputeMovement] = {}
+    for movement in sorted(movements, key=lambda m: (m.created_at, m.entity_id)):
+        if not gte <= movement.created_at.timestamp() < lt:
+            continue
+        key = (movement.dispute_id, movement.kind)
+        if key in merged:
+            movement = replace(merged[key], amount=merged[key].amount + movement.amount)
+        merged[key] = movement
+    return list(merged.values())
+
+
 def basic_auth_header(api_key: str | None) -> dict[str, str]:
     """``Authorization: Basic`` of ``key_id:key_secret``; none without a key (a keyless simulator)."""
     if api_key is None:
@@ -202,8 +272,8 @@ class RazorpayAdapter:
     """Pulls and looks up a property's Razorpay records over a shared ``ProviderHttp``.
 
     ``api_key`` is ``key_id:key_secret``; it is sent as Basic auth on every request (the client's own
-    default header is the Stripe-style bearer, which this overrides). ``settlement_days``: how many days
-    after a payment's own day its settlement recon is read for the settled fee.
+    default header is the Stripe-style bearer, which this overrides). ``settlement_days``: through how many
+    working days (``calendar``) after a payment's own day its settlement recon is read for the settled fee.
     """
 
     name = "razorpay"
@@ -214,13 +284,19 @@ class RazorpayAdapter:
         api_key: str | None = None,
         max_pages: int = 10_000,
         settlement_days: int = DEFAULT_SETTLEMENT_DAYS,
+        calendar: SettlementCalendar | None = None,
+        capture_timeout: timedelta = DEFAULT_CAPTURE_TIMEOUT,
     ) -> None:
-        if not 0 <= settlement_days < MAX_RECON_DAYS - 1:
-            raise ValueError(f"settlement_days must be from 0 to {MAX_RECON_DAYS - 2}, not {settlement_days}")
+        if not 0 <= settlement_days <= MAX_SETTLEMENT_DAYS:
+            raise ValueError(
+                f"settlement_days must be from 0 to {MAX_SETTLEMENT_DAYS}, not {settlement_days}"
+            )
         self._http = http
         self._headers = basic_auth_header(api_key)
         self.max_pages = max_pages
         self.settlement_days = settlement_days
+        self.calendar = calendar or SettlementCalendar()
+        self.capture_timeout = capture_timeout  # the account's payment capture setting (holds.py)
 
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime
@@ -234,14 +310,16 @@ class RazorpayAdapter:
     ) -> pd.DataFrame:
         """Every payment and refund of the merchant created in ``[window_start, window_end)`` that names no
         other property, each with the property its payment claims (``property_id``, None when none) for
-        ``attribute``; fees from the settlement recon where settled.
+        ``attribute``; fees from the settlement recon where settled, and the money disputes moved in the
+        window as the recon lists it.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
         _merchant_only(account)
         gte, lt = window_seconds(window_start, window_end)
         params = {"from": gte, "to": lt}
-        days = recon_days([window_start, window_end - timedelta(seconds=1)], self.settlement_days)
+        night = [window_start, window_end - timedelta(seconds=1)]
+        days = recon_days(night, self.settlement_days, self.calendar)
         with incomplete_pull(pull_name(account, window_start, window_end)):
             abort = threading.Event()
             payments, refunds, *recon = gather(
@@ -254,9 +332,11 @@ class RazorpayAdapter:
                 abort=abort,
             )
             payments, refunds = _in_window(payments, gte, lt), _in_window(refunds, gte, lt)
-            fees = settled_fees(item for page in recon for item in page)
-            rows = self._payment_rows(account, payments, fees)
-            rows += self._refund_rows(account, refunds, {payment["id"]: payment for payment in payments})
+            settled = read_recon(item for page in recon for item in page)
+            known = {payment["id"]: payment for payment in payments}
+            rows = self._payment_rows(account, payments, settled.fees)
+            rows += self._refund_rows(account, refunds, known)
+            rows += self._dispute_rows(account, night_movements(settled.disputes, gte, lt), known)
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
@@ -265,12 +345,14 @@ class RazorpayAdapter:
         record nobody owns keeps it). Raises IncompletePullError when Razorpay cannot be read."""
         _merchant_only(account)
         ids = list(dict.fromkeys(record_ids))
-        unknown = [i for i in ids if not i.startswith((PAYMENT_ID_PREFIX, REFUND_ID_PREFIX, ORDER_ID_PREFIX))]
+        prefixes = (PAYMENT_ID_PREFIX, REFUND_ID_PREFIX, ORDER_ID_PREFIX, DISPUTE_ID_PREFIX)
+        unknown = [i for i in ids if not i.startswith(prefixes)]
         if unknown:
-            raise ValueError(f"not payment, refund or order ids: {unknown}")
+            raise ValueError(f"not payment, refund, order or dispute ids: {unknown}")
         payment_ids = [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)]
         refund_ids = [i for i in ids if i.startswith(REFUND_ID_PREFIX)]
         order_ids = [i for i in ids if i.startswith(ORDER_ID_PREFIX)]
+        dispute_ids = [i for i in ids if i.startswith(DISPUTE_ID_PREFIX)]
         with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
             found_refunds = [r for r in self._fetch_many("/v1/refunds", refund_ids).values() if r]
             of_orders = {p["id"]: p for order_id in order_ids for p in self._order_payments(order_id)}
@@ -284,11 +366,17 @@ class RazorpayAdapter:
                 for payment_id in dict.fromkeys(payment_ids + list(of_orders))
                 if (payment := payments[payment_id]) is not None
             ]
+            disputes = [d for d in self._fetch_many("/v1/disputes", dispute_ids).values() if d]
             created = [created_at_field(payment, "payment", "created_at") for payment in found]
-            rows = self._payment_rows(account, found, self._recon_fees(created))
-            rows += self._refund_rows(
-                account, found_refunds, {i: p for i, p in payments.items() if p is not None}
-            )
+            opened = [created_at_field(dispute, "dispute", "created_at") for dispute in disputes]
+            days = recon_days(created, self.settlement_days, self.calendar)
+            settled = self._recon(sorted(set(days) | set(dispute_recon_days(opened))))
+            known = {i: p for i, p in payments.items() if p is not None}
+            rows = self._payment_rows(account, found, settled.fees)
+            rows += self._refund_rows(account, found_refunds, known)
+            wanted = {dispute["id"] for dispute in disputes}
+            movements = [m for m in settled.disputes if m.dispute_id in wanted]
+            rows += self._dispute_rows(account, night_movements(movements, 0, 2**62), known, disputes)
         return named_by_ledger(records_frame(rows), account)
 
     def _order_payments(self, order_id: str) -> list[ProviderObject]:
@@ -317,18 +405,50 @@ class RazorpayAdapter:
         payment = self.fetch_payment(payment_id)
         return None if payment is None else state_of_razorpay_payment(payment)
 
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The holds among payment (``pay_``) and order (``order_``: its payments) ids, each read by id in
+        its current state and named by the payment, whichever id the PMS keeps; other ids are skipped.
+        Raises IncompletePullError when Razorpay cannot be read."""
+        _merchant_only(account)
+        ids = list(dict.fromkeys(payment_ids))
+        with incomplete_pull(f"authorization holds of {account.property_id}"):
+            named = self._fetch_many("/v1/payments", [i for i in ids if i.startswith(PAYMENT_ID_PREFIX)])
+            payments = {i: p for i, p in named.items() if p is not None}
+            for order_id in (i for i in ids if i.startswith(ORDER_ID_PREFIX)):
+                payments.update({record_id(p, "payment"): p for p in self._order_payments(order_id)})
+            holds = [hold_of_payment(payment, self.capture_timeout) for payment in payments.values()]
+        return [hold for hold in holds if hold is not None]
+
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents | None:
         """None: Razorpay has no events API; missed webhooks are recovered by the orphan sweep and the
         nightly payments pull, which finds every captured payment."""
         return None
 
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout] | None:
+        """None: Razorpay pays out as settlements (``GET /v1/settlements``, ``settlement.py``), one per
+        settlement day with its ``utr`` as the bank reference; they are not read as payouts yet."""
+        return None
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """None: a Razorpay settlement is broken down by the settlement recon, not read here yet."""
+        return None
+
     def _payment_rows(
-        self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, int]
+        self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, SettledFee]
     ) -> list[Row]:
         """Rows of the payments naming no other property, with their claims, each fee settled where
-        ``fees`` has it; a fee revised at settlement is logged (the settled one is the row)."""
+        ``fees`` has it; a fee revised at settlement is logged (the settled one is the row), and so is
+        the GST the settled fees include (the frame has no column for it)."""
         rows = claimed_payment_rows(_shape(fees), account, payments)
-        revised = revised_fees([p for p in payments if claimable(claimed_property(p), account)], fees)
+        claimed = [p for p in payments if claimable(claimed_property(p), account)]
+        total, gst = gst_summary(fees[p["id"]] for p in claimed if p["id"] in fees)
+        if total:
+            logger.info("%s: settled fees %d include GST %d (minor units)", account.property_id, total, gst)
+        revised = revised_fees(claimed, fees)
         if revised:
             logger.warning(
                 "%s: %d settled fees differ from their payment's fee field, the settled fee is used (%s)",
@@ -338,14 +458,45 @@ class RazorpayAdapter:
             )
         return rows
 
-    def _recon_fees(self, created: Sequence[datetime]) -> dict[str, int]:
-        """The settled fees of payments created at ``created``, from every recon day they may be in."""
-        days = recon_days(created, self.settlement_days)
+    def _recon(self, days: Sequence[date]) -> Settlements:
+        """What the recon of ``days`` says, every day read at once."""
         if not days:
-            return {}
+            return Settlements({}, [])
         abort = threading.Event()
         pages = gather([self._recon_day(day, abort) for day in days], max_workers=len(days), abort=abort)
-        return settled_fees(item for page in pages for item in page)
+        return read_recon(item for page in pages for item in page)
+
+    def _dispute_rows(
+        self,
+        account: PropertyAccount,
+        movements: Sequence[DisputeMovement],
+        known_payments: Fetched,
+        known_disputes: Sequence[ProviderObject] = (),
+    ) -> list[Row]:
+        """Rows of the money disputes moved whose payment names no other property: each dispute fetched
+        by id (unless known) for the payment it contests, that payment fetched unless known. A recon item
+        naming a dispute or payment Razorpay does not know is a data error."""
+        given = {dispute["id"]: dispute for dispute in known_disputes}
+        wanted = [i for i in dict.fromkeys(m.dispute_id for m in movements) if i not in given]
+        disputes: dict[str, ProviderObject] = dict(given)
+        for dispute_id, fetched in self._fetch_many("/v1/disputes", wanted).items():
+            if fetched is None:
+                raise ProviderDataError(f"settlement recon item names an unknown dispute {dispute_id!r}")
+            disputes[dispute_id] = fetched
+        payment_of = {m.dispute_id: dispute_payment_id(disputes[m.dispute_id]) for m in movements}
+        missing = [i for i in dict.fromkeys(payment_of.values()) if i not in known_payments]
+        payments = {**known_payments, **self._fetch_many("/v1/payments", missing)}
+        rows = []
+        for movement in movements:
+            payment = payments[payment_of[movement.dispute_id]]
+            if payment is None:
+                raise ProviderDataError(
+                    f"dispute {movement.dispute_id!r}: payment {payment_of[movement.dispute_id]!r} unknown"
+                )
+            claim = claimed_property(payment)
+            if claimable(claim, account):
+                rows.append(dispute_row(movement, disputes[movement.dispute_id], payment, claim))
+        return rows
 
     def _recon_day(self, day: date, abort: threading.Event) -> Callable[[], list[ProviderObject]]:
         """The task listing every settlement recon item of ``day``."""
@@ -400,12 +551,17 @@ class RazorpayAdapter:
         return fetch_each(object_ids, functools.partial(self._get_by_id, path), self._http.max_concurrency)
 
 
-def _shape(fees: dict[str, int]) -> RecordShape:
+def _shape(fees: dict[str, SettledFee]) -> RecordShape:
     """How Razorpay's payments and refunds read, each payment's fee the settled one where ``fees`` has it."""
+
+    def rows_of(payment: ProviderObject, claim: str | None) -> list[Row]:
+        settled = fees.get(payment["id"])
+        return payment_rows(payment, claim, None if settled is None else settled.fee)
+
     return RecordShape(
         refund_payment_id=refund_payment_id,
         claim_of=claimed_property,
-        payment_rows=lambda payment, claim: payment_rows(payment, claim, fees.get(payment["id"])),
+        payment_rows=rows_of,
         refund_row=refund_row,
     )
 

@@ -1,7 +1,8 @@
 """The simulator's Razorpay flavour: the store's charges and refunds as Razorpay payments and refunds.
 
 Wire semantics as Razorpay's: ``from``/``to`` (unix seconds, both inclusive), ``count`` (default 10, at
-most 100) and ``skip`` on newest-first collections ``{"entity": "collection", "count", "items"}``; Basic
+most 100) and ``skip`` on newest-first collections ``{"entity": "collection", "count", "items"}``; any
+other query parameter refused (400 "<name> is/are not required and should not be sent"); Basic
 auth with ``key_id:key_secret``; errors as ``{"error": {"code", "description", ...}}``; an unknown id is a
 400 "The id provided does not exist" (Razorpay does not answer 404 for it). Only the merchant's own
 records are served (store objects with ``account`` None). Razorpay has no events API.
@@ -17,9 +18,19 @@ transaction with its 18% GST as ``tax``, ``order_id`` from ``payment_intent`` wh
 The settlement recon (``GET /v1/settlements/recon/combined?year&month[&day]``, ``count`` at most 1000,
 ``skip``) lists what settled on a day or month, Indian calendar (IST): every captured payment (a credit of
 its amount less its fee) and every succeeded refund (a debit) created ``store.settlement_delay_days``
-before, in one settlement per day at 11:00 IST, which is only served once ``store.clock()`` has passed it.
-A payment's settled ``fee`` (tax included) is its charge's fee unless ``store.settled_fees`` revises it.
-Items are oldest first (payments, then refunds), so ``skip`` pages are stable.
+working days before (``settlement.SettlementCalendar``: weekends and India's holidays), in one settlement
+per working day at 11:00 IST, which is only served once ``store.clock()`` has passed it. A payment's
+settled ``fee`` (tax included, ``tax`` its 18% GST) is its charge's fee unless ``store.settled_fees``
+revises it. Each balance transaction of a store dispute (Stripe-shaped: ``charge``, ``status``,
+``balance_transactions`` with signed ``amount`` and ``created``) settles the same way as an ``adjustment``
+item with ``dispute_id``: a withdrawal as a debit, a reinstatement as a credit. Items carry every field
+Razorpay's do. Items are oldest first (payments, refunds, then dispute adjustments), so ``skip`` pages are
+stable.
+
+Disputes: ``GET /v1/disputes`` (``from``/``to`` on ``created_at``, ``count``, ``skip``) and
+``GET /v1/disputes/{id}`` render a store dispute as Razorpay's entity: ``payment_id`` its charge,
+``status`` open / under_review / won / lost / closed from Stripe's, ``amount_deducted`` what its
+transactions withdrew net of what they reinstated, ``respond_by`` its evidence due date.
 """
 
 from __future__ import annotations
@@ -34,8 +45,10 @@ from zoneinfo import ZoneInfo
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
+from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
 from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
 from recon_pipeline.providers.simulator.wire import (
+    Accepts,
     ApiHandler,
     ApiResult,
     ApiWrapper,
@@ -51,6 +64,24 @@ SETTLEMENT_TIME = time(11, 0)  # one settlement a day, at 11:00 IST
 RECON_MAX_COUNT = 1000
 UNKNOWN_ID = "The id provided does not exist"
 ORDER_PREFIX = "order_"
+CALENDAR = SettlementCalendar()  # the simulated Razorpay settles on India's working days
+LONGEST_SETTLEMENT_SPAN = 21  # calendar days T+N working days can span at most (N ≤ 10)
+_DISPUTE_STATUSES = {
+    "warning_needs_response": "open",
+    "needs_response": "open",
+    "warning_under_review": "under_review",
+    "under_review": "under_review",
+    "won": "won",
+    "lost": "lost",
+    "warning_closed": "closed",
+    "charge_refunded": "closed",
+    "prevented": "closed",
+}
+_EVIDENCE_FIELDS = (
+    "amount", "summary", "shipping_proof", "billing_proof", "cancellation_proof", "customer_communication",
+    "proof_of_service", "explanation_letter", "refund_confirmation", "access_activity_log",
+    "refund_cancellation_policy", "term_and_conditions", "others", "submitted_at",
+)  # fmt: skip
 _REFUND_STATUSES = {"succeeded": "processed", "pending": "pending", "failed": "failed", "canceled": "failed"}
 
 
@@ -77,9 +108,9 @@ def payment_status(charge: StripeObject) -> str:
         return "failed"
     if charge["status"] != "succeeded":
         return "created"
-    if not charge["captured"]:
-        return "authorized"
-    return "refunded" if charge.get("refunded") else "captured"
+    if charge.get("refunded"):  # an uncaptured one too: Razorpay auto-refunds a hold left past its timeout
+        return "refunded"
+    return "captured" if charge["captured"] else "authorized"
 
 
 def charge_fee(charge: StripeObject) -> int | None:
@@ -94,10 +125,12 @@ def gst_of(fee: int) -> int:
 
 
 def render_payment(charge: StripeObject) -> StripeObject:
-    """A store charge as Razorpay renders a payment."""
+    """A store charge as Razorpay renders a payment, with every field Razorpay always sends (a card
+    payment's: ``bank``, ``wallet`` and ``vpa`` null, the error fields null unless it failed)."""
     fee = charge_fee(charge)
     refunded = charge.get("amount_refunded", 0)
     status = payment_status(charge)
+    failed = status == "failed"
     return {
         "id": charge["id"],
         "entity": "payment",
@@ -110,13 +143,23 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "method": "card",
         "amount_refunded": refunded,
         "refund_status": None if not refunded else ("full" if status == "refunded" else "partial"),
-        "captured": status in ("captured", "refunded"),
+        "captured": bool(charge["captured"]) and status in ("captured", "refunded"),
         "description": None,
+        "card_id": f"card_{charge['id']}",
+        "bank": None,
+        "wallet": None,
+        "vpa": None,
+        "email": "guest@example.com",
+        "contact": "+919999999999",
         "notes": charge.get("metadata") or [],
         "fee": fee,
         "tax": None if fee is None else gst_of(fee),
-        "error_code": "BAD_REQUEST_ERROR" if status == "failed" else None,
-        "error_description": "Payment failed" if status == "failed" else None,
+        "error_code": "BAD_REQUEST_ERROR" if failed else None,
+        "error_description": "Payment failed" if failed else None,
+        "error_source": "bank" if failed else None,
+        "error_step": "payment_authorization" if failed else None,
+        "error_reason": "payment_failed" if failed else None,
+        "acquirer_data": {"auth_code": None if failed else "123456"},
         "created_at": charge["created"],
     }
 
@@ -146,6 +189,27 @@ def render_refund(refund: StripeObject) -> StripeObject:
     }
 
 
+def render_dispute(dispute: StripeObject) -> StripeObject:
+    """A store dispute as Razorpay renders a dispute."""
+    moved = sum(t["amount"] for t in dispute.get("balance_transactions") or [])
+    evidence = dispute.get("evidence_details") or {}
+    return {
+        "id": dispute["id"],
+        "entity": "dispute",
+        "payment_id": dispute["charge"],
+        "amount": dispute["amount"],
+        "currency": str(dispute["currency"]).upper(),
+        "amount_deducted": max(0, -moved),
+        "reason_code": dispute.get("reason") or "chargeback",
+        "reason_description": dispute.get("reason") or "chargeback",
+        "respond_by": evidence.get("due_by"),
+        "status": _DISPUTE_STATUSES.get(dispute["status"], dispute["status"]),
+        "phase": "chargeback",
+        "created_at": dispute["created"],
+        "evidence": dict.fromkeys(_EVIDENCE_FIELDS),
+    }
+
+
 def day_start(day: date) -> int:
     """Unix time of the start of an Indian calendar day."""
     return int(datetime.combine(day, time(0), SETTLEMENT_TZ).timestamp())
@@ -156,9 +220,24 @@ def settled_at(day: date) -> int:
     return int(datetime.combine(day, SETTLEMENT_TIME, SETTLEMENT_TZ).timestamp())
 
 
+def _settlement_fields(day: date) -> StripeObject:
+    """The fields every recon item of the day's settlement shares."""
+    return {
+        "on_hold": False,
+        "settled": True,
+        "settled_at": settled_at(day),
+        "settlement_id": f"setl_sim{day:%Y%m%d}",
+        "posted_at": None,
+        "credit_type": "default",
+        "settlement_utr": f"{settled_at(day)}simutr",
+    }
+
+
 def recon_item(store: SimulatorStore, kind: Kind, obj: StripeObject, day: date) -> StripeObject:
-    """A settled payment (credit, less its fee) or refund (debit) as the settlement recon lists it; a
-    corrupt amount or fee in the store is served as it is."""
+    """A settled payment (credit, less its fee), refund (debit) or dispute transaction (an adjustment)
+    as the settlement recon lists it; a corrupt amount or fee in the store is served as it is."""
+    if kind == "disputes":
+        return dispute_recon_item(obj["dispute"], obj, day)
     payment = kind == "charges"
     fee = store.settled_fees.get(obj["id"], charge_fee(obj) or 0) if payment else 0
     amount = obj["amount"]
@@ -172,44 +251,91 @@ def recon_item(store: SimulatorStore, kind: Kind, obj: StripeObject, day: date) 
         "currency": str(obj["currency"]).upper(),
         "fee": fee,
         "tax": gst_of(fee) if isinstance(fee, int) else None,
-        "on_hold": False,
-        "settled": True,
         "created_at": obj["created"],
-        "settled_at": settled_at(day),
-        "settlement_id": f"setl_sim{day:%Y%m%d}",
-        "posted_at": None,
-        "credit_type": "default",
         "description": None,
         "notes": json.dumps(obj.get("metadata") or {}),
         "payment_id": None if payment else obj["charge"],
-        "settlement_utr": f"{settled_at(day)}simutr",
         "order_id": order_of(obj) if payment else None,
         "order_receipt": None,
         "method": "card",
+        "card_network": "Visa",
+        "card_issuer": "HDFC",
+        "card_type": "credit",
         "dispute_id": None,
+        **_settlement_fields(day),
+    }
+
+
+def dispute_recon_item(dispute: StripeObject, transaction: StripeObject, day: date) -> StripeObject:
+    """A dispute's balance transaction as Razorpay's recon lists it: an ``adjustment`` naming the dispute,
+    a debit when the amount is withdrawn, a credit when it is reinstated."""
+    amount = transaction["amount"]
+    return {
+        "entity_id": "adj_" + str(transaction["id"]).split("_", 1)[-1],
+        "type": "adjustment",
+        "debit": max(0, -amount),
+        "credit": max(0, amount),
+        "amount": abs(amount),
+        "currency": str(transaction["currency"]).upper(),
+        "fee": 0,
+        "tax": 0,
+        "created_at": transaction["created"],
+        "description": f"Dispute {dispute['id']}",
+        "notes": json.dumps({}),
+        "payment_id": dispute["charge"],
+        "order_id": None,
+        "order_receipt": None,
+        "method": None,
+        "card_network": None,
+        "card_issuer": None,
+        "card_type": None,
+        "dispute_id": dispute["id"],
+        **_settlement_fields(day),
     }
 
 
 def _settles(kind: Kind, obj: StripeObject) -> bool:
     if kind == "charges":
-        return payment_status(obj) in ("captured", "refunded")
+        return obj["status"] == "succeeded" and bool(obj["captured"])  # money moved only once captured
     return bool(obj["status"] == "succeeded")
+
+
+def created_days(store: SimulatorStore, day: date) -> list[date]:
+    """The days whose money settles on ``day``: none unless it is a working day."""
+    if not CALENDAR.is_working_day(day):
+        return []
+    earliest = day - timedelta(days=LONGEST_SETTLEMENT_SPAN)
+    candidates = (earliest + timedelta(days=i) for i in range(LONGEST_SETTLEMENT_SPAN + 1))
+    return [c for c in candidates if CALENDAR.working_days_after(c, store.settlement_delay_days) == day]
+
+
+def dispute_transactions(store: SimulatorStore, gte: int, lt: int) -> list[StripeObject]:
+    """The merchant's dispute balance transactions created in ``[gte, lt)``, each with its ``dispute``,
+    oldest first."""
+    found = [
+        {**transaction, "dispute": dispute}
+        for dispute in store.view("disputes", None).objects
+        for transaction in dispute.get("balance_transactions") or []
+        if gte <= transaction["created"] < lt
+    ]
+    return sorted(found, key=lambda t: (t["created"], t["id"]))
 
 
 def recon_entries(store: SimulatorStore, first: date, end: date) -> list[tuple[Kind, StripeObject, date]]:
     """What settled on the days ``[first, end)`` by ``store.clock()``: (kind, object, settlement day),
-    day by day, payments then refunds, each oldest first."""
-    now, delay = store.clock(), timedelta(days=store.settlement_delay_days)
+    day by day, payments then refunds then dispute transactions, each oldest first."""
+    now = store.clock()
     entries: list[tuple[Kind, StripeObject, date]] = []
     for offset in range((end - first).days):
         day = first + timedelta(days=offset)
         if settled_at(day) > now:
             break
-        created = day - delay
-        gte, lt = day_start(created), day_start(created + timedelta(days=1))
-        for kind in ("charges", "refunds"):
-            objects = store.view(kind, None).between(gte, lt)
-            entries += [(kind, obj, day) for obj in objects if _settles(kind, obj)]
+        for created in created_days(store, day):
+            gte, lt = day_start(created), day_start(created + timedelta(days=1))
+            for kind in ("charges", "refunds"):
+                objects = store.view(kind, None).between(gte, lt)
+                entries += [(kind, obj, day) for obj in objects if _settles(kind, obj)]
+            entries += [("disputes", t, day) for t in dispute_transactions(store, gte, lt)]
     return entries
 
 
@@ -251,6 +377,7 @@ def _recon(store: SimulatorStore, request: Request) -> ApiResult:
 _RENDER: dict[Kind, Callable[[StripeObject], StripeObject]] = {
     "charges": render_payment,
     "refunds": render_refund,
+    "disputes": render_dispute,
 }
 
 
@@ -277,11 +404,19 @@ def _retrieve(store: SimulatorStore, kind: Kind, object_id: str) -> ApiResult:
     return 200, _RENDER[kind](obj)
 
 
+# The query parameters of Razorpay's endpoints (its API reference); any other is a 400 BAD_REQUEST_ERROR.
+NO_PARAMS = Accepts.of()
+EXPAND_PARAMS = Accepts.of({"expand[]"})
+COLLECTION_PARAMS = Accepts.of({"from", "to", "count", "skip"})
+PAYMENTS_PARAMS = Accepts.of(COLLECTION_PARAMS.params, EXPAND_PARAMS.params)
+RECON_PARAMS = Accepts.of({"year", "month", "day", "count", "skip"})
+
+
 def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
     """The Razorpay API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting)."""
 
-    def api(handler: ApiHandler) -> Endpoint:
-        return wrap(RAZORPAY_DIALECT, handler)
+    def api(handler: ApiHandler, accepts: Accepts = NO_PARAMS) -> Endpoint:
+        return wrap(RAZORPAY_DIALECT, handler, accepts)
 
     def by_id(kind: Kind) -> ApiHandler:
         return lambda request, _account: _retrieve(store, kind, request.path_params["object_id"])
@@ -303,12 +438,14 @@ def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
 
     return [
         Route("/v1/orders/{object_id}/payments", api(order_payments)),
-        Route("/v1/payments", api(lambda r, _a: _collection(store, "charges", r))),
-        Route("/v1/payments/{object_id}", api(by_id("charges"))),
-        Route("/v1/payments/{object_id}/refunds", api(payment_refunds)),
-        Route("/v1/refunds", api(lambda r, _a: _collection(store, "refunds", r))),
+        Route("/v1/payments", api(lambda r, _a: _collection(store, "charges", r), PAYMENTS_PARAMS)),
+        Route("/v1/payments/{object_id}", api(by_id("charges"), EXPAND_PARAMS)),
+        Route("/v1/payments/{object_id}/refunds", api(payment_refunds, COLLECTION_PARAMS)),
+        Route("/v1/refunds", api(lambda r, _a: _collection(store, "refunds", r), COLLECTION_PARAMS)),
         Route("/v1/refunds/{object_id}", api(by_id("refunds"))),
-        Route("/v1/settlements/recon/combined", api(lambda r, _a: _recon(store, r))),
+        Route("/v1/settlements/recon/combined", api(lambda r, _a: _recon(store, r), RECON_PARAMS)),
+        Route("/v1/disputes", api(lambda r, _a: _collection(store, "disputes", r), COLLECTION_PARAMS)),
+        Route("/v1/disputes/{object_id}", api(by_id("disputes"))),
     ]
 
 
@@ -333,4 +470,7 @@ RAZORPAY_DIALECT = Dialect(
     invalid=lambda error: razorpay_error(str(error), field=error.param),
     unauthorized=lambda: razorpay_error("Authentication failed"),
     injected=_injected,
+    unknown_parameter=lambda name: InvalidRequest(
+        f"{name} is/are not required and should not be sent", param=name
+    ),
 )

@@ -2,10 +2,10 @@
 ``simulator_routes``) from a SimulatorStore, with fault switches.
 
 One app speaks one provider (their paths overlap: several have ``/v1/refunds``). The host wraps each JSON
-handler the provider's routes hand it with counting, faults, authentication and account scoping, in the
-provider's ``Dialect``; routes that serve other media (reports) read ``app.state.store`` and
-``app.state.api_key``. Fault switches (``faults.py``) apply to ``/v1`` paths only; the ``/_simulator``
-control endpoints are never faulted nor authenticated.
+handler the provider's routes hand it with counting, faults, authentication, the refusal of query parameters
+its endpoint does not take (``wire.Accepts``) and account scoping, in the provider's ``Dialect``; routes that
+serve other media (reports) read ``app.state.store`` and ``app.state.api_key``. Fault switches (``faults.py``)
+apply to ``/v1`` paths only; the ``/_simulator`` control endpoints are never faulted nor authenticated.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from recon_pipeline.config import ConfigError
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.simulator.faults import FaultSwitches, faulty_page, without_cursor
 from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.providers.simulator.wire import ApiHandler, Dialect, Endpoint, InvalidRequest, int_param
+from recon_pipeline.providers.simulator.wire import (
+    Accepts,
+    ApiHandler,
+    Dialect,
+    Endpoint,
+    InvalidRequest,
+    int_param,
+)
 
 
 def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = "stripe") -> Starlette:
@@ -38,11 +45,13 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
         raise ValueError(f"simulator flavour: {error}") from None
     faults = FaultSwitches()
 
-    def api(dialect: Dialect, handler: ApiHandler) -> Endpoint:
-        """Wrap a /v1 handler with counting, faults, auth and account scoping in ``dialect``."""
+    def api(dialect: Dialect, handler: ApiHandler, accepts: Accepts) -> Endpoint:
+        """Wrap a /v1 handler with counting, faults, auth, the refusal of parameters its endpoint does not
+        take (``accepts``) and account scoping in ``dialect``."""
 
         async def endpoint(request: Request) -> Response:
-            decision = faults.begin(request.url.path)
+            version = request.headers.get(dialect.version_header) if dialect.version_header else None
+            decision = faults.begin(request.url.path, sorted(request.query_params), version)
             status = 500
             try:
                 if decision.delay_s:
@@ -57,6 +66,9 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
                     scope = {**request.scope, "query_string": without_cursor(request.scope["query_string"])}
                     request = Request(scope, request.receive)
                 try:
+                    unknown = accepts.unknown(request)
+                    if unknown is not None:
+                        raise dialect.unknown_parameter(unknown)
                     status, payload = handler(request, dialect.account(request))
                 except InvalidRequest as error:
                     status, payload = 400, dialect.invalid(error)

@@ -3,7 +3,8 @@
 A client that survives only the happy path is not tested: these switches make the simulator answer like a
 real provider on a bad day (rate limits, 5xx, a pull that dies mid-way, slow replies, cut-off bodies), and
 the counters let a test assert what the client actually did (retries, concurrency bound), and the request
-log when (``GET /_simulator/requests``: a rate bound is judged on the provider's side of the wire).
+log when and how (``GET /_simulator/requests``: a rate bound is judged on the provider's side of the wire;
+each entry also names the query parameters sent and the API version pinned, if any).
 Every method takes the lock, so the switches may be set from a test thread while the server serves.
 
 ``rate_limit_rps`` enforces a provider's rate limit: a token bucket per simulator (a provider limits per
@@ -23,7 +24,7 @@ import math
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -44,6 +45,16 @@ class FaultDecision:
     delay_s: float
     in_scope: bool  # the path matches ``path_prefix``: its success counts toward ``fail_after_requests``
     paging: str | None = None  # a PAGING_FAULTS entry: how to break the paging of a list answer
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One arrival in the request log."""
+
+    at: float
+    path: str
+    params: tuple[str, ...]
+    version: str | None
 
 
 _NO_FAULT = FaultDecision(status=None, retry_after=None, truncate=False, delay_s=0.0, in_scope=False)
@@ -99,7 +110,7 @@ class FaultSwitches:
             self._by_path: Counter[str] = Counter()
             self._in_flight = 0
             self._max_in_flight = 0
-            self._arrivals: deque[tuple[float, str]] = deque(maxlen=REQUEST_LOG_SIZE)
+            self._arrivals: deque[LoggedRequest] = deque(maxlen=REQUEST_LOG_SIZE)
 
     def configure(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Set the given switches, leave the others; raise ValueError on an unknown or ill-typed one.
@@ -174,12 +185,13 @@ class FaultSwitches:
                 "paging": self._paging,
             }
 
-    def begin(self, path: str) -> FaultDecision:
-        """Count an API request as arrived and in flight, and decide its fault."""
+    def begin(self, path: str, params: Sequence[str] = (), version: str | None = None) -> FaultDecision:
+        """Count an API request as arrived and in flight (with the names of its query ``params`` and the
+        API ``version`` it pins, for the request log), and decide its fault."""
         with self._lock:
             self._requests += 1
             self._by_path[path] += 1
-            self._arrivals.append((self._clock(), path))
+            self._arrivals.append(LoggedRequest(self._clock(), path, tuple(params), version))
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
             wait_s = self._take_token()
@@ -253,9 +265,12 @@ class FaultSwitches:
     def request_log(self) -> list[dict[str, Any]]:
         """The latest API requests (at most REQUEST_LOG_SIZE) in arrival order: ``at`` is the arrival on
         the simulator's clock (monotonic seconds), so tests can count requests per second as the provider
-        saw them."""
+        saw them; ``params`` the query parameters' names, ``version`` the pinned API version (or None)."""
         with self._lock:
-            return [{"at": at, "path": path} for at, path in self._arrivals]
+            return [
+                {"at": r.at, "path": r.path, "params": list(r.params), "version": r.version}
+                for r in self._arrivals
+            ]
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

@@ -15,7 +15,7 @@ from typing import Any
 StripeObject = dict[str, Any]
 
 DISPUTE_FEE_MINOR = 1_500  # Stripe's dispute fee: 15.00 in the account's currency
-AVAILABLE_AFTER_S = 7 * 86_400  # when a balance transaction's funds become available
+AVAILABLE_AFTER_S = 2 * 86_400  # a card payment's funds become available two days after it
 
 
 def balance_transaction(
@@ -59,7 +59,7 @@ def balance_transaction(
         "net": amount - fee,
         "reporting_category": reporting_category,
         "source": source_id,
-        "status": "pending",
+        "status": "available",
         "type": transaction_type,
     }
 

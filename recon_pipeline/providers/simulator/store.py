@@ -4,8 +4,9 @@ Objects are kept exactly as Stripe renders them plus one simulator-only key, ``"
 account id, or None for the platform), which the app uses for ``Stripe-Account`` filtering and strips from
 responses. Charges keep ``balance_transaction`` expanded (a dict); the app renders it as its id unless the
 request asks for the expansion. Disputes keep their ``balance_transactions`` in full, as Stripe renders
-them; the balance transactions list (``GET /v1/balance_transactions``) is derived from the movements that
-hold them (``balance_transactions``), so a world states each movement once.
+them. The balance transactions list (``GET /v1/balance_transactions``) serves the stored ones (those a
+payout carried) and those the movements hold (``served_balance_transactions``), so a world states each
+movement once.
 
 The Razorpay flavour (``providers/razorpay/simulator.py``) serves the same charges and refunds rendered as
 Razorpay payments and refunds, so one world can be served in either flavour. Its settlement recon needs
@@ -30,10 +31,18 @@ from typing import Any, Literal
 from recon_pipeline.providers.simulator.money import balance_transaction
 
 StripeObject = dict[str, Any]
-Kind = Literal["charges", "refunds", "payment_intents", "events", "disputes", "balance_transactions"]
-KINDS: tuple[Kind, ...] = ("charges", "refunds", "payment_intents", "events", "disputes")
-# Served but not stored: every balance transaction is its movement's (``balance_transactions_of``).
-DERIVED_KIND: Kind = "balance_transactions"
+Kind = Literal[
+    "charges", "refunds", "payment_intents", "events", "disputes", "payouts", "balance_transactions"
+]
+KINDS: tuple[Kind, ...] = (
+    "charges",
+    "refunds",
+    "payment_intents",
+    "events",
+    "disputes",
+    "payouts",
+    "balance_transactions",
+)
 SETTLEMENT_DELAY_DAYS = 2  # Razorpay's domestic settlement cycle, T+2
 
 
@@ -90,8 +99,10 @@ _EMPTY_VIEW = SortedView(objects=[], created=[], position={})
 
 @dataclass
 class SimulatorStore:
-    """Stripe-shaped charges, refunds, payment intents and events. Call ``reindex()`` after adding or
-    removing objects or changing an id, ``created`` or ``account`` (in-place status changes need not).
+    """Stripe-shaped charges, refunds, payment intents, events, payouts and the balance transactions
+    payouts carried (each with the simulator-only key ``"payout"``, its payout's id). Call ``reindex()``
+    after adding or removing objects or changing an id, ``created`` or ``account`` (in-place status
+    changes need not).
 
     ``settled_fees`` maps a charge id to the fee (tax included) its settlement booked when that differs
     from the charge's own fee; ``clock`` gives the current unix time (tests fix it)."""
@@ -100,7 +111,9 @@ class SimulatorStore:
     refunds: list[StripeObject] = field(default_factory=list)
     payment_intents: list[StripeObject] = field(default_factory=list)
     events: list[StripeObject] = field(default_factory=list)
-    disputes: list[StripeObject] = field(default_factory=list)
+    disputes: list[StripeObject] = field(default_factory=list)  # with their balance_transactions expanded
+    payouts: list[StripeObject] = field(default_factory=list)
+    balance_transactions: list[StripeObject] = field(default_factory=list)
     settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
     settled_fees: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
@@ -109,6 +122,7 @@ class SimulatorStore:
         init=False, repr=False, compare=False
     )
     _transactions: list[StripeObject] | None = field(init=False, repr=False, compare=False)
+    _served_transactions: dict[str, StripeObject] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.reindex()
@@ -125,21 +139,26 @@ class SimulatorStore:
             by_id[kind] = index
         self._by_id = by_id
         self._views = {}
-        self._transactions: list[StripeObject] | None = None
+        self._transactions = None
 
-    def balance_transactions(self) -> list[StripeObject]:
-        """Every balance transaction, built once per ``reindex`` from the movements that hold them (a
-        charge's or refund's ``balance_transaction``, a dispute's ``balance_transactions``), each with its
-        movement's ``account`` and, where the stored one leaves them out, the fields of Stripe's shape
-        (``source``, ``type``, ``reporting_category``, ``created``, ``fee_details``…: ``defaults_of``)."""
+    def served_balance_transactions(self) -> list[StripeObject]:
+        """Every balance transaction ``GET /v1/balance_transactions`` serves, built once per ``reindex``: the
+        stored ones (those payouts carried, which win on an id they share with a movement's) and those the
+        movements hold that are not stored (a charge's or refund's ``balance_transaction``, a dispute's
+        ``balance_transactions``), each with its movement's ``account`` and, where the held one leaves
+        them out, the fields of Stripe's shape (``source``, ``type``, ``reporting_category``, ``created``,
+        ``fee_details``…: ``defaults_of``)."""
         if self._transactions is None:
-            self._transactions = [
+            stored = self._by_id["balance_transactions"]
+            held = [
                 {**defaults_of(owner, kind, transaction), **transaction, "account": owner.get("account")}
                 for kind in ("charges", "refunds", "disputes")
                 for owner in getattr(self, kind)
                 for transaction in held_transactions(owner)
+                if transaction["id"] not in stored
             ]
-            self._by_id[DERIVED_KIND] = {t["id"]: t for t in self._transactions}
+            self._transactions = [*self.balance_transactions, *held]
+            self._served_transactions = {t["id"]: t for t in self._transactions}
         return self._transactions
 
     def absorb(self, other: SimulatorStore) -> None:
@@ -150,8 +169,9 @@ class SimulatorStore:
 
     def get(self, kind: Kind, object_id: str) -> StripeObject | None:
         """The stored object (with its ``account`` key) or None."""
-        if kind == DERIVED_KIND:
-            self.balance_transactions()
+        if kind == "balance_transactions":
+            self.served_balance_transactions()
+            return self._served_transactions.get(object_id)
         return self._by_id[kind].get(object_id)
 
     def view(
@@ -165,7 +185,9 @@ class SimulatorStore:
         key = (kind, account, field_name)
         groups = self._views.get(key)
         if groups is None:
-            objects = self.balance_transactions() if kind == DERIVED_KIND else getattr(self, kind)
+            objects = (
+                self.served_balance_transactions() if kind == "balance_transactions" else getattr(self, kind)
+            )
             members = [obj for obj in objects if obj.get("account") == account]
             if field_name is None:
                 groups = {None: SortedView.of(members)}
@@ -216,7 +238,7 @@ def defaults_of(owner: StripeObject, kind: str, transaction: StripeObject) -> St
     return balance_transaction(
         transaction["id"],
         owner["id"],
-        owner["created"],
+        transaction.get("created") or owner["created"],
         transaction.get("amount", 0),
         str(transaction.get("currency", owner.get("currency"))),
         reporting_category=category,

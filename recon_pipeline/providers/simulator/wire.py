@@ -1,9 +1,20 @@
 """What the simulator's flavours share on the wire: handler types, bad-request errors, integer parameters,
-and the ``Dialect`` that says how one provider authenticates, scopes requests and words its errors."""
+the ``Dialect`` that says how one provider authenticates, scopes requests and words its errors, and the
+query parameters each endpoint accepts.
+
+Strictness is a declaration: a provider's simulator routes hand the host's wrapper (``ApiWrapper``) each
+handler together with the query parameters its endpoint takes (``Accepts``, from the provider's API
+reference), and the host refuses any other parameter before the handler runs, with the provider's own
+400 (``Dialect.unknown_parameter``: Stripe ``parameter_unknown``, Razorpay ``BAD_REQUEST_ERROR``). A route
+added for a new endpoint (disputes, payouts, balance transactions) declares its parameters the same way,
+and an adapter that sends one the provider would refuse fails against the simulator as it would in
+production.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,19 +36,35 @@ class InvalidRequest(Exception):
         self.code = code
 
 
-def accepting(params: frozenset[str], handler: ApiHandler) -> ApiHandler:
-    """``handler`` behind the provider's refusal of query parameters the endpoint does not take (Stripe:
-    400 ``parameter_unknown``), so that an adapter sending one fails here as it would in production."""
+@dataclass(frozen=True)
+class Accepts:
+    """The query parameters one endpoint takes: exact names (``limit``, ``expand[]``, ``created[gte]``)."""
 
-    def checked(request: Request, account: str | None) -> ApiResult:
-        unknown = sorted(set(request.query_params) - params)
-        if unknown:
-            raise InvalidRequest(
-                f"Received unknown parameter: {unknown[0]}", param=unknown[0], code="parameter_unknown"
-            )
-        return handler(request, account)
+    params: frozenset[str]
 
-    return checked
+    @classmethod
+    def of(cls, *groups: Iterable[str]) -> Accepts:
+        return cls(frozenset(name for group in groups for name in group))
+
+    def unknown(self, request: Request) -> str | None:
+        """The first (by name) query parameter of ``request`` the endpoint does not take, None if none.
+        An array item may be sent indexed (``expand[0]``, as Stripe's SDKs send it) or not (``expand[]``)."""
+        refused = sorted(name for name in request.query_params if array_name(name) not in self.params)
+        return refused[0] if refused else None
+
+
+_INDEXED = re.compile(r"\[\d+\]$")
+
+
+def array_name(name: str) -> str:
+    """A query parameter's name with an array index made plain: ``expand[0]`` is ``expand[]``."""
+    return _INDEXED.sub("[]", name)
+
+
+def array_param(request: Request, name: str) -> list[str]:
+    """The values of the array parameter ``name`` (``expand`` reads ``expand[]`` and ``expand[N]``), in
+    the order sent."""
+    return [value for key, value in request.query_params.multi_items() if array_name(key) == f"{name}[]"]
 
 
 def int_param(request: Request, name: str) -> int | None:
@@ -47,7 +74,8 @@ def int_param(request: Request, name: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise InvalidRequest(f"Invalid integer: {raw}", param=name) from None
+        message = f"Invalid integer: {raw}"
+        raise InvalidRequest(message, param=name, code="parameter_invalid_integer") from None
 
 
 @dataclass(frozen=True)
@@ -59,7 +87,10 @@ class Dialect:
     invalid: Callable[[InvalidRequest], dict[str, Any]]  # body of a 400
     unauthorized: Callable[[], dict[str, Any]]  # body of a 401
     injected: Callable[[int], dict[str, Any]]  # body of an injected fault status
+    unknown_parameter: Callable[[str], InvalidRequest]  # the refusal of a parameter the endpoint lacks
+    version_header: str | None = None  # the header that pins an API version, kept in the request log
 
 
-# How a provider's simulator routes have the host wrap a JSON handler: (its dialect, the handler) -> endpoint.
-ApiWrapper = Callable[[Dialect, ApiHandler], Endpoint]
+# How a provider's simulator routes have the host wrap a JSON handler: (its dialect, the handler, the
+# parameters its endpoint accepts) -> endpoint.
+ApiWrapper = Callable[[Dialect, ApiHandler, Accepts], Endpoint]

@@ -29,6 +29,7 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import ApiWrapper
 from recon_pipeline.providers.stripe import webhook
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.holds import STANDARD_AUTHORIZATION
 from recon_pipeline.providers.stripe.simulator import stripe_routes
 
 # Three timezones, three currencies (one zero-decimal), both attributions (metadata, connected account).
@@ -74,6 +75,7 @@ class StripeProvider:
             refund_prefix="re",
             payment_intents=True,
             balance_transactions=True,
+            authorization_period=STANDARD_AUTHORIZATION,
         )
 
 

@@ -17,7 +17,8 @@ property metadata, nor does a dispute, so each follows its charge, fetched by id
 earlier night), and
 ``attribution.attribute`` decides whose it is (several properties may share one account).
 A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id reads the intent's
-``latest_charge`` (Stripe API 2022-11-15 and later) and returns that charge's rows.
+``latest_charge`` and returns that charge's rows. Every request pins ``Stripe-Version`` (``api_version.py``):
+the account's default version may predate ``latest_charge``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from recon_pipeline.providers.errors import (
     ProviderDataError,
     incomplete_pull,
 )
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents, ReceivedEvent
 from recon_pipeline.providers.objects import (
@@ -58,6 +60,7 @@ from recon_pipeline.providers.objects import (
     record_id,
     records_frame,
 )
+from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 from recon_pipeline.providers.pull import (
     Fetched,
     Page,
@@ -68,6 +71,8 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.stripe import payouts
+from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.balance import expanded_balance_transaction, settlement_columns
 from recon_pipeline.providers.stripe.disputes import (
     BALANCE_TRANSACTION_ID_PREFIX,
@@ -79,6 +84,7 @@ from recon_pipeline.providers.stripe.disputes import (
     movements_of,
     source_dispute,
 )
+from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
 from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
 from recon_pipeline.providers.stripe.webhook import parse_event
 
@@ -370,6 +376,33 @@ class StripeAdapter:
             )
         return state_of_payment_intent(intent, charge)
 
+    def authorization_holds(
+        self, account: PropertyAccount, payment_ids: Sequence[str]
+    ) -> list[AuthorizationHold]:
+        """The holds among PaymentIntent and charge ids, read by id in their current state: an intent with
+        its latest charge (which carries ``capture_before``). A charge of an intent is read as its intent,
+        so a hold is named by its PaymentIntent whichever id the PMS keeps; ids of other objects are
+        skipped. Raises IncompletePullError when Stripe cannot be read."""
+        ids = list(dict.fromkeys(payment_ids))
+        headers = _headers(account)
+        with incomplete_pull(f"authorization holds of {account.property_id}"):
+            charge_ids = [i for i in ids if i.startswith(CHARGE_ID_PREFIXES)]
+            named = self._fetch_many("/v1/charges", charge_ids, headers)
+            charges = {i: charge for i, charge in named.items() if charge is not None}
+            intent_ids = [i for i in ids if i.startswith(PAYMENT_INTENT_ID_PREFIX)]
+            intent_ids += [c["payment_intent"] for c in charges.values() if _intent_of(c)]
+            fetched = self._fetch_many("/v1/payment_intents", list(dict.fromkeys(intent_ids)), headers)
+            intents = [(intent, latest_charge_id(intent)) for intent in fetched.values() if intent]
+            latest = [i for _, i in intents if i is not None and i not in charges]
+            charges.update({i: c for i, c in self._fetch_many("/v1/charges", latest, headers).items() if c})
+            holds = [
+                hold_of_payment_intent(intent, None if charge_id is None else charges.get(charge_id))
+                for intent, charge_id in intents
+            ]
+            bare = [charges[i] for i in charge_ids if i in charges and not _intent_of(charges[i])]
+            holds += [hold_of_charge(charge) for charge in bare]
+        return [hold for hold in holds if hold is not None]
+
     def events_since(self, provider_account: str | None, created_gte: int) -> ListedEvents:
         """Every event of the platform (or of a connected account) created at or after ``created_gte``,
         read as a webhook delivery would be; a listed event that is not well-formed is skipped with a
@@ -377,7 +410,7 @@ class StripeAdapter:
 
         Used to recover webhooks that never arrived; raises IncompletePullError rather than return part
         of the stream, so a recovery cursor never moves past events it did not see."""
-        headers = _account_header(provider_account)
+        headers = _request_headers(provider_account)
         params = {"created[gte]": created_gte, "limit": PAGE_LIMIT}
         with incomplete_pull(f"events since {created_gte} ({provider_account or 'platform'})"):
             listed = self._list_all("/v1/events", params, headers, threading.Event())
@@ -396,6 +429,24 @@ class StripeAdapter:
                 )
                 malformed += 1
         return ListedEvents(events, malformed)
+
+    def payouts_arriving(
+        self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
+    ) -> list[Payout]:
+        """The scope's payouts expected at the bank in ``[arrival_gte, arrival_lt)`` (``payouts.py``)."""
+        with incomplete_pull(f"payouts of {provider_account or 'platform'} arriving from {arrival_gte:%F}"):
+            return payouts.payouts_arriving(
+                self._lister(provider_account), provider_account, arrival_gte, arrival_lt
+            )
+
+    def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
+        """The payout's balance transactions; None for a manual payout, which Stripe does not itemise."""
+        with incomplete_pull(f"balance transactions of payout {payout.payout_id}"):
+            return payouts.payout_transactions(self._lister(payout.provider_account), payout)
+
+    def _lister(self, provider_account: str | None) -> payouts.Lister:
+        headers = _request_headers(provider_account)
+        return lambda path, params: self._list_all(path, params, headers, threading.Event())
 
     def _following_rows(
         self,
@@ -449,9 +500,16 @@ class StripeAdapter:
         return fetch_each(object_ids, fetch_one, self._http.max_concurrency)
 
 
-def _headers(account: PropertyAccount) -> dict[str, str] | None:
-    return _account_header(account.provider_account)
+def _intent_of(charge: StripeObject) -> bool:
+    """Whether the charge is an attempt of a PaymentIntent (not a bare charge)."""
+    return isinstance(charge.get("payment_intent"), str)
 
 
-def _account_header(provider_account: str | None) -> dict[str, str] | None:
-    return {"Stripe-Account": provider_account} if provider_account else None
+def _headers(account: PropertyAccount) -> dict[str, str]:
+    return _request_headers(account.provider_account)
+
+
+def _request_headers(provider_account: str | None) -> dict[str, str]:
+    """Every request's headers: the pinned API version, and the connected account when there is one."""
+    pinned = {VERSION_HEADER: API_VERSION}
+    return {**pinned, "Stripe-Account": provider_account} if provider_account else pinned

@@ -1,7 +1,15 @@
 """The simulator's Stripe API: the store's objects served with Stripe's wire semantics (newest-first lists,
 ``created[...]`` filters, ``starting_after`` cursors, ``expand[]``, ``Stripe-Account``, Stripe-style error
-JSON, 400 ``parameter_unknown`` for parameters an endpoint does not take), so the client tested against it
-is the client that talks to Stripe.
+JSON, 400 ``parameter_unknown`` for parameters an endpoint does not take, ``limit`` within 1..100), so the
+client tested against it is the client that talks to Stripe.
+
+Objects are rendered (``rendering.py``) with every field Stripe always sends, in the version the request
+pins with ``Stripe-Version``, or without it in the account's default, an old version whose PaymentIntent
+has no ``latest_charge``. Every route declares the query parameters its endpoint takes (``Accepts``, one
+declaration per endpoint, enforced by the host's wrapper), e.g. ``GET /v1/disputes`` is
+``lister("disputes", {"charge", "payment_intent"}, filter_param="charge")`` with Stripe's parameters.
+Balance transactions are served as the store derives them (``served_balance_transactions``): those payouts
+carried, and those the charges, refunds and disputes hold.
 """
 
 from __future__ import annotations
@@ -12,17 +20,23 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
+from recon_pipeline.providers.simulator.money import balance_transaction
 from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, SortedView, StripeObject
 from recon_pipeline.providers.simulator.wire import (
+    Accepts,
     ApiHandler,
     ApiResult,
     ApiWrapper,
     Dialect,
     Endpoint,
     InvalidRequest,
-    accepting,
+    array_param,
     int_param,
 )
+from recon_pipeline.providers.stripe import rendering
+from recon_pipeline.providers.stripe.api_version import VERSION_HEADER
+
+MAX_LIMIT = 100
 
 _OBJECT_NAMES: dict[Kind, str] = {
     "charges": "charge",
@@ -30,8 +44,16 @@ _OBJECT_NAMES: dict[Kind, str] = {
     "payment_intents": "payment_intent",
     "events": "event",
     "disputes": "dispute",
+    "payouts": "payout",
     "balance_transactions": "balance_transaction",
 }
+# The stored movement a balance transaction's ``source`` names, by the prefix of its id.
+_SOURCE_KINDS: tuple[tuple[tuple[str, ...], Kind], ...] = (
+    (("du_", "dp_"), "disputes"),
+    (("ch_", "py_"), "charges"),
+    (("re_", "pyr_"), "refunds"),
+    (("po_",), "payouts"),
+)
 
 
 def stripe_error(message: str, error_type: str = "invalid_request_error", **extra: Any) -> dict[str, Any]:
@@ -39,14 +61,77 @@ def stripe_error(message: str, error_type: str = "invalid_request_error", **extr
     return {"error": {"type": error_type, "message": message, **extra}}
 
 
-def render(obj: StripeObject, expand_balance_transaction: bool = False) -> StripeObject:
-    """The object as Stripe sends it: without the simulator's ``account`` key, and a charge's
-    ``balance_transaction`` as its id unless expanded."""
-    out = {key: value for key, value in obj.items() if key != "account"}
-    transaction = out.get("balance_transaction")
-    if isinstance(transaction, dict) and not expand_balance_transaction:
-        out["balance_transaction"] = transaction["id"]
+def render(
+    store: SimulatorStore, kind: Kind, obj: StripeObject, version: str, expand: frozenset[str]
+) -> StripeObject:
+    """A store object as Stripe sends it in API ``version`` (``rendering``), with the ``expand`` paths
+    (relative to the object) expanded: a charge's or refund's ``balance_transaction``, a dispute's or
+    refund's ``charge``, a balance transaction's ``source`` (and ``source.charge``). A kind served here
+    renders its always-present fields in ``rendering.py``."""
+
+    def refunds_of(charge_id: str) -> list[StripeObject]:
+        return _refunds_of_id(store, obj, charge_id)
+
+    if kind == "charges":
+        return rendering.charge(obj, version, refunds_of, "balance_transaction" in expand)
+    if kind in ("refunds", "disputes"):
+        out = (
+            rendering.refund(obj, "balance_transaction" in expand)
+            if kind == "refunds"
+            else rendering.dispute(obj)
+        )
+        charges = _charge_of(store, obj)(str(out["charge"])) if "charge" in expand else []
+        if charges:
+            out["charge"] = render(store, "charges", charges[0], version, frozenset())
+        return out
+    if kind == "payment_intents":
+        return rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
+    if kind == "events":
+        return rendering.event(obj)
+    if kind == "payouts":  # stored as Stripe renders them (``payout_object``)
+        return rendering.public(obj)
+    if kind == "balance_transactions":
+        return _render_transaction(store, obj, version, expand)
+    raise ValueError(f"no Stripe rendering of {kind}")
+
+
+def _render_transaction(
+    store: SimulatorStore, transaction: StripeObject, version: str, expand: frozenset[str]
+) -> StripeObject:
+    """A balance transaction: its ``source`` an id, or the source object when ``expand`` holds ``source``
+    (and the source's ``charge`` the charge object when it holds ``source.charge``)."""
+    out = rendering.listed_balance_transaction(transaction)
+    source_id = str(out.get("source"))
+    kind = next((k for prefixes, k in _SOURCE_KINDS if source_id.startswith(prefixes)), None)
+    source = store.get(kind, source_id) if "source" in expand and kind is not None else None
+    if source is not None and source.get("account") == transaction.get("account"):
+        nested = frozenset({"charge"} if "source.charge" in expand else ())
+        out["source"] = render(store, kind or "charges", source, version, nested)
     return out
+
+
+def _refunds_of_id(store: SimulatorStore, scope: StripeObject, charge_id: str) -> list[StripeObject]:
+    """The refunds of a charge in the account of ``scope``, newest first (as Stripe embeds them)."""
+    return store.view("refunds", scope.get("account"), "charge", charge_id).objects[::-1]
+
+
+def _charge_of(store: SimulatorStore, scope: StripeObject) -> Callable[[str], list[StripeObject]]:
+    def lookup(charge_id: str) -> list[StripeObject]:
+        found = store.get("charges", charge_id)
+        return [found] if found is not None and found.get("account") == scope.get("account") else []
+
+    return lookup
+
+
+def served_version(request: Request) -> str:
+    """The API version the request pins (``Stripe-Version``), else the account's default; a malformed one
+    is refused as Stripe refuses it."""
+    version = request.headers.get(VERSION_HEADER)
+    if version is None:
+        return rendering.ACCOUNT_DEFAULT_VERSION
+    if not rendering.valid_version(version):
+        raise InvalidRequest(f"Invalid Stripe API version: {version}")
+    return version
 
 
 def _created_bounds(request: Request) -> tuple[int | None, int | None]:
@@ -62,6 +147,12 @@ def _created_bounds(request: Request) -> tuple[int | None, int | None]:
     return (max(lows) if lows else None), (min(highs) if highs else None)
 
 
+def _expansions(request: Request, prefix: str = "") -> frozenset[str]:
+    """The ``expand[]`` paths of a request, relative to ``prefix`` (``data.`` for a list's items)."""
+    paths = array_param(request, "expand")
+    return frozenset(path[len(prefix) :] for path in paths if path.startswith(prefix))
+
+
 def _list(
     store: SimulatorStore,
     kind: Kind,
@@ -71,19 +162,14 @@ def _list(
 ) -> ApiResult:
     filter_value = request.query_params.get(filter_param) if filter_param else None
     view = store.view(kind, account, filter_param if filter_value is not None else None, filter_value)
-    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
-    return _page(view, kind, request, lambda obj: render(obj, expand))
+    return _page(store, kind, view, request)
 
 
-def _page(
-    view: SortedView, kind: Kind, request: Request, render_item: Callable[[StripeObject], StripeObject]
-) -> ApiResult:
-    """One page of a list as Stripe serves it: ``limit`` (1-100, default 10), ``created[...]`` bounds, the
-    ``starting_after`` cursor, newest first, each item rendered by ``render_item``."""
-    limit = int_param(request, "limit")
-    limit = 10 if limit is None else limit
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("This value must be greater than or equal to 1 and at most 100.", param="limit")
+def _page(store: SimulatorStore, kind: Kind, view: SortedView, request: Request) -> ApiResult:
+    """One page of a list as Stripe serves it: ``limit``, ``created[...]`` bounds, the ``starting_after``
+    cursor, newest first, each item rendered in the request's version with its ``data.`` expansions."""
+    version = served_version(request)
+    limit = _limit(request)
     gte, lt = _created_bounds(request)
     starting_after = request.query_params.get("starting_after")
     try:
@@ -92,148 +178,147 @@ def _page(
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
+    expand = _expansions(request, "data.")
     return 200, {
         "object": "list",
-        "data": [render_item(obj) for obj in data],
+        "data": [render(store, kind, obj, version, expand) for obj in data],
         "has_more": has_more,
         "url": f"/v1/{kind}",
     }
 
 
 def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str | None) -> ApiResult:
+    version = served_version(request)
     object_id = request.path_params["object_id"]
     obj = store.get(kind, object_id)
     if obj is None or obj.get("account") != account:
         message = f"No such {_OBJECT_NAMES[kind]}: '{object_id}'"
         return 404, stripe_error(message, code="resource_missing", param="id")
-    expand = "balance_transaction" in request.query_params.getlist("expand[]")
-    return 200, render(obj, expand)
+    return 200, render(store, kind, obj, version, _expansions(request))
+
+
+def _list_payouts(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """``GET /v1/payouts`` filtered on ``arrival_date[gte|lt]`` (and ``created``), newest first."""
+    version = served_version(request)
+    limit = _limit(request)
+    arrival_gte, arrival_lt = int_param(request, "arrival_date[gte]"), int_param(request, "arrival_date[lt]")
+    gte, lt = _created_bounds(request)
+    ordered = store.view("payouts", account).objects[::-1]
+    selected = [
+        payout
+        for payout in ordered
+        if (arrival_gte is None or payout["arrival_date"] >= arrival_gte)
+        and (arrival_lt is None or payout["arrival_date"] < arrival_lt)
+        and (gte is None or payout["created"] >= gte)
+        and (lt is None or payout["created"] < lt)
+    ]
+    starting_after = request.query_params.get("starting_after")
+    if starting_after is not None:
+        ids = [payout["id"] for payout in selected]
+        if starting_after not in ids:
+            raise InvalidRequest(f"No such payout: '{starting_after}'", param="starting_after")
+        selected = selected[ids.index(starting_after) + 1 :]
+    page = [render(store, "payouts", payout, version, frozenset()) for payout in selected[:limit]]
+    return 200, {"object": "list", "data": page, "has_more": len(selected) > limit, "url": "/v1/payouts"}
+
+
+# The filters of ``GET /v1/balance_transactions``, each an exact match; the first given selects the view.
+_TRANSACTION_FILTERS = ("payout", "source", "type", "currency")
+
+
+def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
+    """``GET /v1/balance_transactions``, newest first, filtered as Stripe filters it (``payout``, ``source``,
+    ``type``, ``currency``), the source expanded on ``expand[]=data.source`` (``data.source.charge``).
+    As Stripe, only an automatic payout is itemised: ``payout=`` of a manual one is a 400."""
+    given = {name: request.query_params.get(name) for name in _TRANSACTION_FILTERS}
+    filters = {name: value for name, value in given.items() if value is not None}
+    payout_id = filters.get("payout")
+    if payout_id is not None:
+        payout = store.get("payouts", payout_id)
+        if payout is None or payout.get("account") != account:
+            raise InvalidRequest(f"No such payout: '{payout_id}'", param="payout", code="resource_missing")
+        if not payout["automatic"]:
+            raise InvalidRequest(
+                "Balance transaction history can only be filtered on automatic transfers, not manual.",
+                param="payout",
+            )
+    by = next(iter(filters), None)
+    view = store.view("balance_transactions", account, by, filters.get(by) if by else None)
+    if len(filters) > 1:  # the other filters select from that view (a payout's or a source's: a few)
+        view = SortedView.of([t for t in view.objects if all(t.get(k) == v for k, v in filters.items())])
+    return _page(store, "balance_transactions", view, request)
+
+
+def _limit(request: Request) -> int:
+    """A list's ``limit`` (default 10), refused as Stripe refuses it outside 1..100."""
+    limit = int_param(request, "limit")
+    limit = 10 if limit is None else limit
+    if limit < 1:
+        raise InvalidRequest(
+            "This value must be greater than or equal to 1.", param="limit", code="parameter_invalid_integer"
+        )
+    if limit > MAX_LIMIT:
+        raise InvalidRequest(
+            f"This value must be less than or equal to {MAX_LIMIT}.",
+            param="limit",
+            code="parameter_invalid_integer",
+        )
+    return limit
 
 
 def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
 
-# The query parameters each Stripe endpoint takes (its API reference); any other is a 400.
-_LIST_PARAMS = frozenset(
-    {"created", "created[gte]", "created[gt]", "created[lte]", "created[lt]", "limit", "starting_after"}
-    | {"ending_before", "expand[]"}
+# The query parameters of Stripe's GET endpoints (its API reference and published OpenAPI description:
+# ``created`` and ``expand`` are deep objects on the wire); any other is a 400 ``parameter_unknown``.
+LIST_PARAMS = Accepts.of(
+    {"created", "created[gte]", "created[gt]", "created[lte]", "created[lt]"},
+    {"limit", "starting_after", "ending_before", "expand[]"},
 )
-_RETRIEVE_PARAMS = frozenset({"expand[]"})
+RETRIEVE_PARAMS = Accepts.of({"expand[]"})
+PAYOUT_LIST_PARAMS = {
+    "arrival_date",
+    "arrival_date[gte]",
+    "arrival_date[gt]",
+    "arrival_date[lte]",
+    "arrival_date[lt]",
+} | {
+    "destination",
+    "status",
+}
 
 
 def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
-    """The Stripe API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting)."""
+    """The Stripe API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting, and the
+    refusal of any parameter but those declared)."""
 
-    def api(handler: ApiHandler) -> Endpoint:
-        return wrap(STRIPE_DIALECT, handler)
+    def listed(handler: ApiHandler, extra: set[str]) -> Endpoint:
+        return wrap(STRIPE_DIALECT, handler, Accepts.of(LIST_PARAMS.params, extra))
 
-    def lister(kind: Kind, extra: set[str], filter_param: str | None = None) -> Any:
-        return api(accepting(_LIST_PARAMS | extra, lambda r, a: _list(store, kind, r, a, filter_param)))
+    def lister(kind: Kind, extra: set[str], filter_param: str | None = None) -> Endpoint:
+        return listed(lambda r, a: _list(store, kind, r, a, filter_param), extra)
 
-    def retriever(kind: Kind) -> Any:
-        return api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve(store, kind, r, a)))
+    def retriever(kind: Kind, extra: frozenset[str] = frozenset()) -> Endpoint:
+        handler: ApiHandler = lambda r, a: _retrieve(store, kind, r, a)  # noqa: E731
+        return wrap(STRIPE_DIALECT, handler, Accepts.of(RETRIEVE_PARAMS.params, extra))
 
     return [
         Route("/v1/charges", lister("charges", {"customer", "payment_intent", "transfer_group"})),
         Route("/v1/charges/{object_id}", retriever("charges")),
         Route("/v1/refunds", lister("refunds", {"charge", "payment_intent"}, filter_param="charge")),
         Route("/v1/refunds/{object_id}", retriever("refunds")),
-        Route("/v1/payment_intents/{object_id}", retriever("payment_intents")),
+        Route("/v1/payment_intents/{object_id}", retriever("payment_intents", frozenset({"client_secret"}))),
         Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
-        *balance_routes(store, api),
-    ]
-
-
-def balance_routes(store: SimulatorStore, api: Callable[[ApiHandler], Endpoint]) -> list[BaseRoute]:
-    """Disputes and balance transactions: ``GET /v1/disputes`` (``charge=``), ``GET /v1/disputes/{id}``,
-    ``GET /v1/balance_transactions`` (``type=``, ``source=``; ``expand[]=data.source``,
-    ``data.source.charge``) and ``GET /v1/balance_transactions/{id}`` (``expand[]=source``,
-    ``source.charge``); a dispute's ``charge`` expands on ``expand[]=charge``."""
-    list_disputes = accepting(
-        _LIST_PARAMS | {"charge", "payment_intent"}, lambda r, a: _list(store, "disputes", r, a, "charge")
-    )
-    list_transactions = accepting(
-        _LIST_PARAMS | {"type", "source", "currency"}, lambda r, a: _list_balance_transactions(store, r, a)
-    )
-    retrieve_transaction = accepting(
-        _RETRIEVE_PARAMS, lambda r, a: _retrieve_balance_transaction(store, r, a)
-    )
-    return [
-        Route("/v1/disputes", api(list_disputes)),
+        Route("/v1/disputes", lister("disputes", {"charge", "payment_intent"}, filter_param="charge")),
+        Route("/v1/disputes/{object_id}", retriever("disputes")),
+        Route("/v1/payouts", listed(lambda r, a: _list_payouts(store, r, a), PAYOUT_LIST_PARAMS)),
         Route(
-            "/v1/disputes/{object_id}",
-            api(accepting(_RETRIEVE_PARAMS, lambda r, a: _retrieve_dispute(store, r, a))),
+            "/v1/balance_transactions",
+            listed(lambda r, a: _list_balance_transactions(store, r, a), set(_TRANSACTION_FILTERS)),
         ),
-        Route("/v1/balance_transactions", api(list_transactions)),
-        Route("/v1/balance_transactions/{object_id}", api(retrieve_transaction)),
+        Route("/v1/balance_transactions/{object_id}", retriever("balance_transactions")),
     ]
-
-
-def _retrieve_dispute(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
-    """A dispute by id, its ``charge`` the charge object on ``expand[]=charge``."""
-    status, body = _retrieve(store, "disputes", request, account)
-    stored = store.get("disputes", body["id"]) if status == 200 else None
-    return (status, body) if stored is None else (200, _render_expanded(store, stored, _expansions(request)))
-
-
-def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
-    """The account's balance transactions, newest first, filtered as Stripe filters them (``type``,
-    ``source``, ``currency``: each an exact match), the source expanded on ``expand[]=data.source``."""
-    filters = {
-        name: value for name in ("type", "source", "currency") if (value := request.query_params.get(name))
-    }
-    by = "source" if "source" in filters else "type" if "type" in filters else None
-    view = store.view("balance_transactions", account, by, filters.get(by) if by else None)
-    if len(filters) > (1 if by else 0):  # the other filters select from that view (a source's: a few)
-        view = SortedView.of([t for t in view.objects if all(t.get(k) == v for k, v in filters.items())])
-    expand = _expansions(request, "data.")
-    return _page(view, "balance_transactions", request, lambda t: _render_transaction(store, t, expand))
-
-
-def _retrieve_balance_transaction(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
-    object_id = request.path_params["object_id"]
-    transaction = store.get("balance_transactions", object_id)
-    if transaction is None or transaction.get("account") != account:
-        message = f"No such balance_transaction: '{object_id}'"
-        return 404, stripe_error(message, code="resource_missing", param="id")
-    return 200, _render_transaction(store, transaction, _expansions(request))
-
-
-# The stored movement a balance transaction's ``source`` names, by the prefix of its id.
-_SOURCE_KINDS: tuple[tuple[tuple[str, ...], Kind], ...] = (
-    (("du_", "dp_"), "disputes"),
-    (("ch_", "py_"), "charges"),
-    (("re_", "pyr_"), "refunds"),
-)
-
-
-def _render_transaction(store: SimulatorStore, transaction: StripeObject, expand: set[str]) -> StripeObject:
-    """A balance transaction as Stripe sends it: its ``source`` an id, or the source object when ``expand``
-    holds ``source`` (and the source's ``charge`` the charge object when it holds ``source.charge``)."""
-    out = render(transaction)
-    source_id = str(out.get("source"))
-    kind = next((k for prefixes, k in _SOURCE_KINDS if source_id.startswith(prefixes)), None)
-    wanted = expand & {"source", "source.charge"}
-    source = store.get(kind, source_id) if wanted and kind is not None else None
-    if source is not None:
-        out["source"] = _render_expanded(store, source, {"charge"} if "source.charge" in wanted else set())
-    return out
-
-
-def _render_expanded(store: SimulatorStore, obj: StripeObject, expand: set[str]) -> StripeObject:
-    """``obj`` rendered, its ``charge`` (a dispute's, a refund's) the charge object when ``expand`` says."""
-    out = render(obj)
-    charge = store.get("charges", out["charge"]) if "charge" in expand and "charge" in out else None
-    if charge is not None and charge.get("account") == obj.get("account"):
-        out["charge"] = render(charge)
-    return out
-
-
-def _expansions(request: Request, prefix: str = "") -> set[str]:
-    """The ``expand[]`` paths of a request, relative to ``prefix`` (``data.`` for a list's items)."""
-    paths = request.query_params.getlist("expand[]")
-    return {path[len(prefix) :] for path in paths if path.startswith(prefix)}
 
 
 STRIPE_DIALECT = Dialect(
@@ -244,6 +329,10 @@ STRIPE_DIALECT = Dialect(
     ),
     unauthorized=lambda: stripe_error("Invalid API Key provided."),
     injected=lambda status: _injected_error(status),
+    unknown_parameter=lambda name: InvalidRequest(
+        f"Received unknown parameter: {name}", param=name, code="parameter_unknown"
+    ),
+    version_header=VERSION_HEADER,
 )
 
 
@@ -253,3 +342,79 @@ def _injected_error(status: int) -> dict[str, Any]:
     if status >= 500:
         return stripe_error("Simulated provider failure", error_type="api_error")
     return stripe_error(f"Simulated HTTP {status}")
+
+
+# --- payouts as Stripe renders them (the demo world and the tests build them here) --------------------
+
+
+def payout_object(
+    payout_id: str,
+    amount: int,
+    currency: str,
+    arrival_date: int,
+    created: int,
+    account: str | None,
+    *,
+    status: str = "paid",
+    automatic: bool = True,
+    failure_code: str | None = None,
+    statement_descriptor: str | None = None,
+) -> StripeObject:
+    """A payout with every field Stripe always sends (``account``: the simulator's scope key)."""
+    return {
+        "id": payout_id,
+        "object": "payout",
+        "amount": amount,
+        "application_fee": None,
+        "application_fee_amount": None,
+        "arrival_date": arrival_date,
+        "automatic": automatic,
+        "balance_transaction": f"txn_{payout_id}",
+        "created": created,
+        "currency": currency.lower(),
+        "description": "STRIPE PAYOUT",
+        "destination": "ba_1SimulatedBank",
+        "failure_balance_transaction": f"txn_fail_{payout_id}" if status == "failed" else None,
+        "failure_code": failure_code,
+        "failure_message": None,
+        "livemode": False,
+        "metadata": {},
+        "method": "standard",
+        "original_payout": None,
+        "reconciliation_status": "completed" if automatic else "not_applicable",
+        "reversed_by": None,
+        "source_type": "card",
+        "statement_descriptor": statement_descriptor,
+        "status": status,
+        "type": "bank_account",
+        "account": account,
+    }
+
+
+def balance_transaction_object(
+    transaction_id: str,
+    payout_id: str,
+    source: str,
+    reporting_category: str,
+    amount: int,
+    fee: int,
+    currency: str,
+    created: int,
+    account: str | None,
+) -> StripeObject:
+    """A balance transaction a payout carried (``payout``: the simulator's key that files it under its
+    payout, stripped from responses); its ``type`` is the category's (``charge``, ``refund``, ``payout``)."""
+    return {
+        **balance_transaction(
+            transaction_id,
+            source,
+            created,
+            amount,
+            currency.lower(),
+            reporting_category=reporting_category,
+            transaction_type=reporting_category,
+            fee=fee,
+        ),
+        "account": account,
+        "payout": payout_id,
+    }
