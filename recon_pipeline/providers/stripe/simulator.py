@@ -80,13 +80,25 @@ def _list(
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
-    expand = "data.balance_transaction" in request.query_params.getlist("expand[]")
+    expand = request.query_params.getlist("expand[]")
     return 200, {
         "object": "list",
-        "data": [render(obj, expand) for obj in data],
+        "data": [_list_item(store, obj, expand) for obj in data],
         "has_more": has_more,
         "url": f"/v1/{kind}",
     }
+
+
+def _list_item(store: SimulatorStore, obj: StripeObject, expand: list[str]) -> StripeObject:
+    """A list's item as Stripe renders it under ``expand[]``: ``data.balance_transaction`` (a charge's),
+    ``data.charge`` (a refund's charge in full, its own balance transaction under
+    ``data.charge.balance_transaction``)."""
+    out = render(obj, "data.balance_transaction" in expand)
+    if "data.charge" in expand and isinstance(out.get("charge"), str):
+        charge = store.get("charges", out["charge"])
+        if charge is not None:
+            out["charge"] = render(charge, "data.charge.balance_transaction" in expand)
+    return out
 
 
 def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str | None) -> ApiResult:
