@@ -169,7 +169,7 @@ def run(
     }
     with ExitStack() as stack:
         cluster = None if postgres_url else stack.enter_context(throwaway_cluster())
-        admin_url = postgres_url or cluster.url  # type: ignore[union-attr]
+        admin_url = postgres_url if cluster is None else cluster.url
         recon_url = stack.enter_context(scratch_database(admin_url, "recon_profile"))
         figures["seed_s"] = round(seed(recon_url, prepared.world, prepared.fleet), 1)
         simulator = stack.enter_context(simulator_process(properties, night, bookings, rps))
@@ -184,11 +184,8 @@ def run(
         ).adapter()
         batches = plan_batches(prepared.fleet, night, batch_size)
         httpx.post(f"{simulator.base_url}/_simulator/reset-stats", timeout=30)
-        cpu = {
-            "pipeline": time.process_time(),
-            "simulator": simulator.cpu_seconds(),
-            "postgres": cluster.cpu_seconds() if cluster else None,
-        }
+        pipeline_cpu, simulator_cpu = time.process_time(), simulator.cpu_seconds()
+        postgres_cpu = cluster.cpu_seconds() if cluster else 0.0
         started = time.perf_counter()
         succeeded = 0
         with every_thread_profiled() if profile else nullcontext() as profiles:
@@ -198,9 +195,9 @@ def run(
                 succeeded += sum(outcome.succeeded for outcome in result.outcomes)
         wall = time.perf_counter() - started
         spent = {
-            "pipeline": time.process_time() - cpu["pipeline"],
-            "simulator": simulator.cpu_seconds() - cpu["simulator"],
-            "postgres": cluster.cpu_seconds() - cpu["postgres"] if cluster else None,  # type: ignore[operator]
+            "pipeline": time.process_time() - pipeline_cpu,
+            "simulator": simulator.cpu_seconds() - simulator_cpu,
+            "postgres": cluster.cpu_seconds() - postgres_cpu if cluster else None,
         }
         if profiles is not None:
             print(top_cumulative(profiles, PROFILE_TOP, profile_dump), file=sys.stderr)

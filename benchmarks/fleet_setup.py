@@ -80,13 +80,12 @@ class DagsterOnPostgres:
     tmp: Path
 
     def start(
-        self, stack: ExitStack, env: Mapping[str, str], code_module: str | None = None
+        self, stack: ExitStack, env: Mapping[str, str], code_module: str = DagsterDeployment.code_module
     ) -> tuple[DagsterDeployment, GraphQL]:
         """Code server and webserver with ``env`` (DAGSTER_HOME and DAGSTER_PG_* added), the code location
         loaded; stopped (logs printed on failure) when ``stack`` closes."""
-        options = {} if code_module is None else {"code_module": code_module}
         process_env = {"DAGSTER_HOME": str(self.home), **self.pg_env, **env}
-        deployment = stack.enter_context(DagsterDeployment(process_env, self.tmp / "logs", **options))
+        deployment = stack.enter_context(DagsterDeployment(process_env, self.tmp / "logs", code_module))
         stack.enter_context(deployment.logs_on_failure())
         deployment.start_code_server(STARTUP_TIMEOUT_S)
         client = deployment.start_webserver(STARTUP_TIMEOUT_S)
