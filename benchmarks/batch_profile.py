@@ -169,7 +169,7 @@ def run(
     }
     with ExitStack() as stack:
         cluster = None if postgres_url else stack.enter_context(throwaway_cluster())
-        admin_url = postgres_url if cluster is None else cluster.url
+        admin_url = cluster.url if cluster is not None else str(postgres_url)
         recon_url = stack.enter_context(scratch_database(admin_url, "recon_profile"))
         figures["seed_s"] = round(seed(recon_url, prepared.world, prepared.fleet), 1)
         simulator = stack.enter_context(simulator_process(properties, night, bookings, rps))
