@@ -199,6 +199,7 @@ class Flavour:
     reports_failed_payments: bool = True  # a failed payment's state is readable by id
     intents: bool = False  # payments go through an intent (the order's key)
     aliases: bool = True  # a payment also has an intent or order id a ledger may book it by
+    refunds_embed_payment: bool = False  # a refund list carries each refund's payment (no lookup by id)
 
     def charge_id(self, suffix: str) -> str:
         return f"{self.charge_prefix}{suffix}"
@@ -222,7 +223,15 @@ class Flavour:
 
 
 STRIPE = Flavour(
-    "stripe", "ch_", "re_", "/v1/charges", "sk_test_key", _stripe_delivery, has_events_api=True, intents=True
+    "stripe",
+    "ch_",
+    "re_",
+    "/v1/charges",
+    "sk_test_key",
+    _stripe_delivery,
+    has_events_api=True,
+    intents=True,
+    refunds_embed_payment=True,
 )
 RAZORPAY = Flavour("razorpay", "pay_", "rfnd_", "/v1/payments", "rzp_test_key:secret", _razorpay_delivery)
 ADYEN = Flavour(

@@ -173,6 +173,20 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | No
     }
 
 
+def refunds_and_their_charges(refunds: Sequence[StripeObject]) -> tuple[list[StripeObject], Fetched]:
+    """Refunds listed with ``expand[]=data.charge``, each as the row builders read it (``charge`` its id
+    again), and the charges they carried, by id: a refund of an earlier night's charge then costs no
+    lookup by id. A refund whose charge came as an id keeps it (that charge is fetched as before)."""
+    plain, charges = [], {}
+    for refund in refunds:
+        charge = refund.get("charge")
+        if isinstance(charge, dict):
+            charges[record_id(charge, f"charge of refund {refund.get('id')!r}")] = charge
+            refund = {**refund, "charge": charge["id"]}
+        plain.append(refund)
+    return plain, charges
+
+
 SHAPE = RecordShape(
     refund_payment_id=refund_charge_id,
     claim_of=claimed_property,
@@ -219,7 +233,9 @@ class StripeAdapter:
                     lambda: self._list_all(
                         "/v1/charges", {**params, "expand[]": "data.balance_transaction"}, headers, abort
                     ),
-                    lambda: self._list_all("/v1/refunds", params, headers, abort),
+                    lambda: self._list_all(
+                        "/v1/refunds", {**params, "expand[]": "data.charge"}, headers, abort
+                    ),
                 ],
                 max_workers=2,
                 abort=abort,
@@ -230,8 +246,11 @@ class StripeAdapter:
                     raise ProviderDataError(
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
                     )
+            refunds, refunded = refunds_and_their_charges(refunds)
             rows = claimed_payment_rows(SHAPE, account, charges)
-            rows += self._refund_rows(account, refunds, {charge["id"]: charge for charge in charges})
+            rows += self._refund_rows(
+                account, refunds, {**refunded, **{charge["id"]: charge for charge in charges}}
+            )
         return records_frame(rows)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:

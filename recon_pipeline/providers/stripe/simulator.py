@@ -127,13 +127,28 @@ def _list(
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
-    expand = "data.balance_transaction" in array_param(request, "expand")
+    expand = array_param(request, "expand")
     return 200, {
         "object": "list",
-        "data": [render(store, kind, obj, version, expand) for obj in data],
+        "data": [_list_item(store, kind, obj, version, expand) for obj in data],
         "has_more": has_more,
         "url": f"/v1/{kind}",
     }
+
+
+def _list_item(
+    store: SimulatorStore, kind: Kind, obj: StripeObject, version: str, expand: list[str]
+) -> StripeObject:
+    """A list's item as Stripe renders it under ``expand[]``: ``data.balance_transaction`` (a charge's),
+    ``data.charge`` (a refund's charge in full, its own balance transaction under
+    ``data.charge.balance_transaction``)."""
+    out = render(store, kind, obj, version, "data.balance_transaction" in expand)
+    if "data.charge" in expand and isinstance(out.get("charge"), str):
+        charge = store.get("charges", out["charge"])
+        if charge is not None:
+            expanded = "data.charge.balance_transaction" in expand
+            out["charge"] = render(store, "charges", charge, version, expanded)
+    return out
 
 
 def _retrieve(store: SimulatorStore, kind: Kind, request: Request, account: str | None) -> ApiResult:
