@@ -26,50 +26,33 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
 from collections import Counter
 from contextlib import ExitStack
-from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
+from datetime import date, timedelta
 from typing import Any
 
 import dagster as dg
 import httpx
 from sqlalchemy import Engine, func, select
-from sqlalchemy.engine import make_url
 
+from benchmarks.fleet_setup import dagster_on_postgres, fleet_night, seed
 from benchmarks.worlds import LAST_NIGHT
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
-from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, night_reconciliations
 from recon_pipeline.defs.batches import BATCH_TAG, batch_tags
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.demo.fleet import (
-    FLEET_BOOKINGS_PER_NIGHT,
-    fleet_properties,
-    fleet_thresholds,
-    fleet_world,
-)
-from recon_pipeline.demo.seed import seed_thresholds, seed_world
+from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT
 from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nightly import nightly_batches
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import (
-    DagsterDeployment,
-    dagster_pg_env,
-    instance_from_home,
-    recon_env,
-    wait_for_runs,
-    write_dagster_home,
-)
+from recon_pipeline_tests.dagster_processes import recon_env, wait_for_runs
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 
-STARTUP_TIMEOUT_S = 90
 DEFAULT_RPS = 100  # Stripe's documented live-mode limit
 DEFAULT_MAX_CONCURRENT_RUNS = 4
 
@@ -97,19 +80,6 @@ def scheduled_batch_keys(fleet: tuple[PropertyRow, ...], night: date, batch_size
         for nightly in nightly_batches(fleet, end + timedelta(minutes=1), 0, night, batch_size)
         if nightly.batch.night == night
     }
-
-
-def seed(url: str, world: World, fleet: tuple[PropertyRow, ...]) -> float:
-    """Migrate and seed the recon database (the world, the fleet's thresholds); the seconds it took."""
-    started = time.perf_counter()
-    engine = make_engine(url)
-    try:
-        migrations.upgrade(engine)
-        seed_world(engine, world)
-        seed_thresholds(engine, fleet_thresholds(fleet), datetime.now(UTC))
-    finally:
-        engine.dispose()
-    return time.perf_counter() - started
 
 
 def findings_check(engine: Engine, world: World, night: date) -> dict[str, Any]:
@@ -201,35 +171,27 @@ def run(
         "cores": os.cpu_count(),
         "load_before": os.getloadavg()[0],
     }
-    started = time.perf_counter()
-    fleet = fleet_properties(properties)
-    world = fleet_world(fleet, night, bookings)
-    figures["world_build_s"] = round(time.perf_counter() - started, 1)
+    prepared = fleet_night(properties, night, bookings)
+    fleet, world = prepared.fleet, prepared.world
+    figures["world_build_s"] = round(prepared.build_s, 1)
     figures["provider_objects"] = len(world.store.charges) + len(world.store.refunds)
     with ExitStack() as stack:
         recon_url = stack.enter_context(scratch_database(admin_url, "recon_scale_data"))
-        dagster_url = stack.enter_context(scratch_database(admin_url, "recon_scale_dagster"))
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="recon_scale_")))
+        dagster = stack.enter_context(
+            dagster_on_postgres(admin_url, "recon_scale_dagster", dagster_overrides(max_concurrent_runs))
+        )
         app = build_app(world.store)
         app.state.faults.configure({"rate_limit_rps": rps})  # the provider enforces its limit
         simulator = stack.enter_context(ServerThread(app))
         figures["seed_s"] = round(seed(recon_url, world, fleet), 1)
-        home = write_dagster_home(tmp / "dagster_home", dagster_overrides(max_concurrent_runs))
-        pg_env = dagster_pg_env(make_url(dagster_url))
         env = {
-            "DAGSTER_HOME": str(home),
-            "RECON_HOME": str(tmp / "recon_home"),
-            **pg_env,
+            "RECON_HOME": str(dagster.tmp / "recon_home"),
             **recon_env(recon_url, simulator.base_url, night - timedelta(days=7)),
             "RECON_PROVIDER_MAX_RPS": str(rps),
         }
-        instance = stack.enter_context(instance_from_home(home, pg_env))
-        deployment = stack.enter_context(DagsterDeployment(env, tmp / "logs"))
-        stack.enter_context(deployment.logs_on_failure())
+        instance = dagster.instance
         startup = time.perf_counter()
-        deployment.start_code_server(STARTUP_TIMEOUT_S)
-        client = deployment.start_webserver(STARTUP_TIMEOUT_S)
-        client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
+        deployment, client = dagster.start(stack, env)
         client.stop_all_instigators()  # the night is submitted here, not by a tick
         deployment.start_daemon()
         figures["deployment_start_s"] = round(time.perf_counter() - startup, 1)

@@ -27,12 +27,10 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from datetime import date
-from pathlib import Path
 from typing import Any, cast
 
 import dagster as dg
@@ -42,9 +40,9 @@ from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.utils import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
 from playwright.sync_api import Response
 from psycopg import sql
-from sqlalchemy.engine import make_url
 
 from benchmarks import ui_partitions_defs as bench_defs
+from benchmarks.fleet_setup import dagster_on_postgres
 from benchmarks.worlds import LAST_NIGHT, nights_ending
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.db.engine import make_engine
@@ -52,16 +50,11 @@ from recon_pipeline.demo.fleet import fleet_properties
 from recon_pipeline_tests.browser import CHROMIUM, chromium_page
 from recon_pipeline_tests.dagster_processes import (
     REPO_ROOT,
-    DagsterDeployment,
     GraphQL,
     GraphQLError,
-    dagster_pg_env,
-    instance_from_home,
-    write_dagster_home,
 )
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL
 
-STARTUP_TIMEOUT_S = 90
 PARTITION_PLACEHOLDER = "@@partition@@"
 PAGE_TIMEOUT_MS = 300_000
 
@@ -250,11 +243,8 @@ def run(
     batches = len(plan_batches(fleet, LAST_NIGHT, batch_size))
     figures: dict[str, Any] = {"properties": properties, "nights": nights, "batch_size": batch_size}
     with ExitStack() as stack:
-        dagster_url = stack.enter_context(scratch_database(admin_url, "recon_ui_bench"))
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="recon_ui_bench_")))
-        home = write_dagster_home(tmp / "dagster_home")
-        pg_env = dagster_pg_env(make_url(dagster_url))
-        instance = stack.enter_context(instance_from_home(home, pg_env))
+        dagster = stack.enter_context(dagster_on_postgres(admin_url, "recon_ui_bench"))
+        instance, dagster_url = dagster.instance, dagster.dagster_url
         new_partitions = new_design_partitions(dates, batches)
         figures["new"] = {
             "batches_per_night": batches,
@@ -271,19 +261,11 @@ def run(
                 "seed": seed_materializations(instance, dagster_url, bench_defs.OLD_ASSET, old_partitions)
             }
         env = {
-            "DAGSTER_HOME": str(home),
-            **pg_env,
             "PYTHONPATH": str(REPO_ROOT),  # the code server imports benchmarks.ui_partitions_defs
             "RECON_UI_BENCH_LAST_NIGHT": LAST_NIGHT.isoformat(),
             "RECON_UI_BENCH_NIGHTS": str(nights),
         }
-        deployment = stack.enter_context(
-            DagsterDeployment(env, tmp / "logs", code_module="benchmarks.ui_partitions_defs")
-        )
-        stack.enter_context(deployment.logs_on_failure())
-        deployment.start_code_server(STARTUP_TIMEOUT_S)
-        client = deployment.start_webserver(STARTUP_TIMEOUT_S)
-        client.wait_for_location(STARTUP_TIMEOUT_S, deployment)
+        deployment, client = dagster.start(stack, env, code_module="benchmarks.ui_partitions_defs")
         client.dismiss_community_dialog()
         client.timeout_s = old_cap_s
         findings = bench_defs.NEW_ASSETS[1]

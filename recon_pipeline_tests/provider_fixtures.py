@@ -200,6 +200,7 @@ class Flavour:
     intents: bool = False  # payments go through an intent (the order's key)
     aliases: bool = True  # a payment also has an intent or order id a ledger may book it by
     movement_lists: tuple[str, ...] = ()  # other lists a night's pull reads (Stripe: dispute transactions)
+    refunds_embed_payment: bool = False  # a refund list carries each refund's payment (no lookup by id)
 
     def charge_id(self, suffix: str) -> str:
         return f"{self.charge_prefix}{suffix}"
@@ -232,6 +233,7 @@ STRIPE = Flavour(
     has_events_api=True,
     intents=True,
     movement_lists=("/v1/balance_transactions",),
+    refunds_embed_payment=True,
 )
 RAZORPAY = Flavour("razorpay", "pay_", "rfnd_", "/v1/payments", "rzp_test_key:secret", _razorpay_delivery)
 ADYEN = Flavour(

@@ -1,4 +1,4 @@
-"""The issue 13 benchmarks (``benchmarks/scale.py``, ``benchmarks/ui_partitions.py``) still run at a tiny
+"""The issue 13 benchmarks (``scale.py``, ``ui_partitions.py``, ``batch_profile.py``) still run at a tiny
 size and their checks hold; their timings are printed, never asserted."""
 
 from __future__ import annotations
@@ -83,3 +83,23 @@ def test_ui_partitions_benchmark_reads_every_seeded_partition_in_both_designs(po
     assert old["seed"]["events"] == 100
     assert all(seed["events"] == 5 * new["batches_per_night"] for seed in new["seed"].values())
     assert new["queries"]["warm_median_s"] > 0 and old["queries"]["warm_median_s"] > 0
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_batch_profile_counts_each_process_cpu_and_finds_what_was_planted() -> None:
+    # Its own throwaway cluster (so PostgreSQL's CPU is counted), the simulator in a process of its own.
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks.batch_profile", "--properties", "3", "--json", "--profile"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    figures = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert figures["property_nights"] == {"succeeded": 3} and figures["property_nights_succeeded"] == 3
+    assert figures["findings_found"] == figures["findings_planted"] > 0
+    assert all(seconds > 0 for seconds in figures["cpu_s"].values()), figures["cpu_s"]
+    assert figures["provider_requests"] == sum(figures["provider_requests_by_endpoint"].values()) > 0
+    assert "reconcile_property_night" in completed.stderr  # the profile's top 30 over every thread

@@ -14,7 +14,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import sync_adjustments, write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS, RECONCILIATION_CATEGORIES
 from recon_pipeline.review.store import save_discrepancies
 
 NOW = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
@@ -253,9 +253,12 @@ def test_discrepancies_upsert_leaves_a_rerun_identical(database_url: str) -> Non
     assert _discrepancy_rows(engine) == snapshot
 
 
+@pytest.mark.parametrize("scope", [None, RECONCILIATION_CATEGORIES], ids=["every-category", "scoped"])
 def test_findings_no_longer_seen_are_cleared_not_deleted_and_outstanding_again_when_seen_again(
-    database_url: str,
+    database_url: str, scope: tuple[str, ...] | None
 ) -> None:
+    """The same whether the writer owns every category or, as the nightly reconciliation, only its own
+    (the payouts asset owns the rest): several stale findings are cleared in one statement either way."""
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     later, latest = NOW + timedelta(hours=1), NOW + timedelta(hours=2)
@@ -270,23 +273,23 @@ def test_findings_no_longer_seen_are_cleared_not_deleted_and_outstanding_again_w
             return dict(rows.tuples().all())
 
     with engine.begin() as connection:
-        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
+        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW, scope)
         connection.execute(
             discrepancies.update()
             .where(discrepancies.c.record_key == "ch_9:payment")
             .values(review_status="acknowledged")
         )
     with engine.begin() as connection:
-        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", later)
+        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", later, scope)
     stale = ["ch_2:payment", "ch_3:payment", "ch_9:payment"]  # reviewed or not, each stays, cleared
     assert counts.cleared == 3
     assert cleared_at() == {"ch_1:payment": None, **dict.fromkeys(stale, later)}
     with engine.begin() as connection:  # no change: nothing cleared again, the first clearing time kept
-        again = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-c", latest)
+        again = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-c", latest, scope)
     assert again.cleared == 0
     assert cleared_at() == {"ch_1:payment": None, **dict.fromkeys(stale, later)}
     with engine.begin() as connection:  # seen again: outstanding again, its review kept
-        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-d", latest)
+        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-d", latest, scope)
         status = connection.execute(
             select(discrepancies.c.review_status).where(discrepancies.c.record_key == "ch_9:payment")
         ).scalar_one()

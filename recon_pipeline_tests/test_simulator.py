@@ -164,6 +164,18 @@ def test_refunds_list_by_charge_and_by_id(simulator: StartSimulator) -> None:
     assert _get(sim, "/v1/refunds/re_9").status_code == 404
 
 
+def test_refunds_list_expands_each_refunds_charge(simulator: StartSimulator) -> None:
+    charge = make_charge("ch_1", T0, fee=250, booking_id="bk_1")
+    sim = simulator(SimulatorStore(charges=[charge], refunds=[make_refund("re_1", charge, T0 + 10, 1000)]))
+    listed = sim.client.get("/v1/refunds", params=[("expand[]", "data.charge")]).json()["data"][0]
+    assert listed["charge"]["id"] == "ch_1" and listed["charge"]["metadata"]["booking_id"] == "bk_1"
+    assert listed["charge"]["balance_transaction"] == "txn_1" and "account" not in listed["charge"]
+    deeper = [("expand[]", "data.charge"), ("expand[]", "data.charge.balance_transaction")]
+    listed = sim.client.get("/v1/refunds", params=deeper).json()["data"][0]
+    assert listed["charge"]["balance_transaction"]["fee"] == 250
+    assert _get(sim, "/v1/refunds").json()["data"][0]["charge"] == "ch_1"
+
+
 def test_events_list_filters(simulator: StartSimulator) -> None:
     events = [
         {

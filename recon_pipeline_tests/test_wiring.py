@@ -64,7 +64,7 @@ def test_the_code_location_loads_its_defs_folder() -> None:
     # its own keeps an earlier test's disposed instance (a dead weakref in that context) out of it.
     with dg.instance_for_test():
         defs = build_definitions()
-    dg.Definitions.validate_loadable(defs)
+        dg.Definitions.validate_loadable(defs)
     assert set(defs.resources) == {"recon_db", "provider"}
     assert defs.resolve_job_def("reconcile_night").partitions_def is not None
     assert isinstance(defs.resources["provider"], ProviderResource)

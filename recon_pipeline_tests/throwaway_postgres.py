@@ -8,6 +8,7 @@ whatever the test did.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -45,6 +46,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _cpu_fields(pid: int) -> list[int]:
+    """utime, stime, cutime, cstime of ``pid`` in clock ticks (``proc(5)``); empty once it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+    return [int(value) for value in fields[11:15]]
+
+
 @dataclass
 class ThrowawayCluster:
     url: str
@@ -60,9 +70,20 @@ class ThrowawayCluster:
         for pid in _children(self.postmaster_pid):
             os.kill(pid, signal.SIGSTOP)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the cluster has used so far: the postmaster's own, its live
+        children's (backends, auxiliary processes) and that of the children it has reaped (a backend's
+        whole life once it exits), so the difference of two readings is the cluster's work between them."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        postmaster = _cpu_fields(self.postmaster_pid)
+        own_and_reaped = sum(postmaster[:4])  # utime, stime, cutime, cstime
+        live = sum(sum(fields[:2]) for pid in _children(self.postmaster_pid) if (fields := _cpu_fields(pid)))
+        return (own_and_reaped + live) / ticks
+
     def thaw(self) -> None:
         for pid in _children(self.postmaster_pid):
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended since it was listed
+                os.kill(pid, signal.SIGCONT)
         os.kill(self.postmaster_pid, signal.SIGCONT)
 
 

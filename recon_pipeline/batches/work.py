@@ -194,9 +194,10 @@ def reconcile_property_night(
     nobody = split.unattributed if reports_unattributed(account) else split.unattributed.iloc[0:0]
     # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
     # is explained by its charge and not looked up.
-    unmatched = unmatched_ledger_record_ids(own, canonical_ledger(entries.valid, payment_aliases(own)))
+    aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
+    unmatched = unmatched_ledger_record_ids(own, canonical_ledger(entries.valid, aliases))
     elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
-    ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere))
+    ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere) if len(elsewhere) else aliases)
     result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance)
     result = with_findings(
         replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
@@ -206,7 +207,7 @@ def reconcile_property_night(
     now = datetime.now(UTC)
     with engine.connect() as connection:
         local = load_captured_payment_orders(connection, property_id, window)
-        captured = captured_payments(own, local, payment_aliases(own))
+        captured = captured_payments(own, local, aliases)
         booking_states = load_bookings(connection, captured["booking_id"].dropna())
     orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
@@ -256,6 +257,33 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
+def _outcome(
+    request: BatchRequest,
+    run_id: str,
+    property_id: str,
+    started: datetime,
+    finished: datetime,
+    result: PropertyNightResult | str,
+) -> PropertyOutcome:
+    """The property's ``night_reconciliations`` row: succeeded with its counts, or failed with ``result``,
+    its one-line error."""
+    if isinstance(result, str):
+        return PropertyOutcome(
+            property_id, request.night, run_id, request.batch_key, FAILED, started, finished, result
+        )
+    return PropertyOutcome(
+        property_id,
+        request.night,
+        run_id,
+        request.batch_key,
+        SUCCEEDED,
+        started,
+        finished,
+        findings=len(result.report.findings),
+        adjustments_proposed=result.proposed,
+    )
+
+
 def reconcile_batch(
     engine: Engine,
     client: ProviderClient,
@@ -271,11 +299,7 @@ def reconcile_batch(
     batch = BatchResult(skipped=skipped, unrunnable=list(errors))
     started = datetime.now(UTC)
     for property_id, error in errors.items():
-        batch.outcomes.append(
-            PropertyOutcome(
-                property_id, request.night, run_id, request.batch_key, FAILED, started, started, error
-            )
-        )
+        batch.outcomes.append(_outcome(request, run_id, property_id, started, started, error))
 
     def work(group: list[_Target]) -> list[tuple[_Target, PropertyNightResult | BaseException, datetime]]:
         # Every property of the group started when its pull did: a late event marked after this instant
@@ -307,37 +331,13 @@ def reconcile_batch(
     with ThreadPoolExecutor(max_workers=max(1, min(request.workers, len(groups) or 1))) as pool:
         for group_done in pool.map(work, groups):
             for target, outcome, begun in group_done:
-                finished = datetime.now(UTC)
                 property_id = target.row.property_id
                 if isinstance(outcome, PropertyNightResult):
                     batch.results.append(outcome)
-                    batch.outcomes.append(
-                        PropertyOutcome(
-                            property_id,
-                            request.night,
-                            run_id,
-                            request.batch_key,
-                            SUCCEEDED,
-                            begun,
-                            finished,
-                            None,
-                            len(outcome.report.findings),
-                            outcome.proposed,
-                        )
-                    )
+                    said: PropertyNightResult | str = outcome
                 else:
-                    batch.outcomes.append(
-                        PropertyOutcome(
-                            property_id,
-                            request.night,
-                            run_id,
-                            request.batch_key,
-                            FAILED,
-                            begun,
-                            finished,
-                            f"property {property_id} night {request.night}: {_one_line(outcome)}",
-                        )
-                    )
+                    said = f"property {property_id} night {request.night}: {_one_line(outcome)}"
+                batch.outcomes.append(_outcome(request, run_id, property_id, begun, datetime.now(UTC), said))
             finished_properties += len(group_done)
             progress(f"{finished_properties}/{len(targets)} properties of {request.night} reconciled")
     with engine.begin() as connection:

@@ -30,6 +30,7 @@ the rare colliding runs are sorted exactly on their own.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -97,6 +98,12 @@ def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     """A discrepancy frame from column values (None is null), in the contract's column order and dtypes;
     a column not given is null in every row."""
     rows = max((len(values) for values in columns.values()), default=0)
+    if rows == 0:  # most of a night's parts are empty: a copy costs ~1% of building twelve typed columns
+        return _empty_discrepancy_frame().copy()
+    return _typed_discrepancy_frame(columns, rows)
+
+
+def _typed_discrepancy_frame(columns: Mapping[str, Sequence[Any]], rows: int) -> pd.DataFrame:
     return pd.DataFrame(
         {
             name: pd.Series(columns.get(name, [None] * rows), dtype=dtype)
@@ -104,6 +111,12 @@ def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
         },
         columns=list(DISCREPANCY_COLUMNS),
     )
+
+
+@functools.cache
+def _empty_discrepancy_frame() -> pd.DataFrame:
+    """The zero-row frame every empty part copies (never handed out itself: callers may modify theirs)."""
+    return _typed_discrepancy_frame({}, 0)
 
 
 def empty_discrepancies() -> pd.DataFrame:

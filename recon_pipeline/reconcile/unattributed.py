@@ -12,11 +12,13 @@ import pandas as pd
 
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.categories import UNATTRIBUTED_PAYMENT
-from recon_pipeline.reconcile.diff import discrepancy_frame
+from recon_pipeline.reconcile.diff import discrepancy_frame, empty_discrepancies
 
 
 def unattributed_findings(records: pd.DataFrame) -> pd.DataFrame:
     """One ``unattributed_payment`` finding per settled payment or refund of ``records``, by record_key."""
+    if records.empty:  # every property but the first on a shared account, and most of those too
+        return empty_discrepancies()
     moved = records[records["settled"] & records["kind"].isin(("payment", "refund"))]
     moved = moved.sort_values(["provider_record_id", "kind"], kind="stable")
     amounts = moved["amount_minor"].astype("int64").tolist()

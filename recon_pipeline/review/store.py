@@ -226,7 +226,8 @@ def save_discrepancies(
     concurrent identical runs count the findings as new once, and neither clears what the other wrote.
     """
     lock_partition(connection, property_id, night)
-    partition = (discrepancies.c.property_id == property_id) & (discrepancies.c.night == night)
+    property_night = (discrepancies.c.property_id == property_id) & (discrepancies.c.night == night)
+    partition = property_night
     if categories is not None:
         foreign = set(findings["category"]) - set(categories)
         if foreign:
@@ -258,8 +259,8 @@ def save_discrepancies(
     if stale:
         connection.execute(
             update(discrepancies)
-            .where(
-                partition,
+            .where(  # each stale key names its category: no IN list (executemany cannot expand one)
+                property_night,
                 discrepancies.c.category == bindparam("stale_category"),
                 discrepancies.c.record_key == bindparam("stale_record_key"),
                 discrepancies.c.cleared_at.is_(None),

@@ -221,6 +221,20 @@ def claimed_dispute_rows(
     return rows
 
 
+def refunds_and_their_charges(refunds: Sequence[StripeObject]) -> tuple[list[StripeObject], Fetched]:
+    """Refunds listed with ``expand[]=data.charge``, each as the row builders read it (``charge`` its id
+    again), and the charges they carried, by id: a refund of an earlier night's charge then costs no
+    lookup by id. A refund whose charge came as an id keeps it (that charge is fetched as before)."""
+    plain, charges = [], {}
+    for refund in refunds:
+        charge = refund.get("charge")
+        if isinstance(charge, dict):
+            charges[record_id(charge, f"charge of refund {refund.get('id')!r}")] = charge
+            refund = {**refund, "charge": charge["id"]}
+        plain.append(refund)
+    return plain, charges
+
+
 SHAPE = RecordShape(
     refund_payment_id=refund_charge_id,
     claim_of=claimed_property,
@@ -264,10 +278,12 @@ class StripeAdapter:
         with incomplete_pull(pull_name(account, window_start, window_end)):
             abort = threading.Event()
             with_transaction = {**params, "expand[]": "data.balance_transaction"}
+            # a refund's charge comes with it: a refund of an earlier night's charge needs no lookup by id
+            with_transaction_and_charge = {**params, "expand[]": ["data.balance_transaction", "data.charge"]}
             charges, refunds, adjustments = gather(
                 [
                     lambda: self._list_all("/v1/charges", with_transaction, headers, abort),
-                    lambda: self._list_all("/v1/refunds", with_transaction, headers, abort),
+                    lambda: self._list_all("/v1/refunds", with_transaction_and_charge, headers, abort),
                     lambda: self._list_all(
                         "/v1/balance_transactions",
                         {**params, "type": DISPUTE_TRANSACTION_TYPE, "expand[]": DISPUTE_EXPANSIONS},
@@ -285,9 +301,10 @@ class StripeAdapter:
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
                     )
             movements = [(bt, source_dispute(bt)) for bt in adjustments if is_dispute_movement(bt)]
+            refunds, refunded = refunds_and_their_charges(refunds)
             rows = claimed_payment_rows(SHAPE, account, charges)
             rows += self._following_rows(
-                account, refunds, movements, {charge["id"]: charge for charge in charges}
+                account, refunds, movements, {**refunded, **{charge["id"]: charge for charge in charges}}
             )
         return records_frame(rows)
 

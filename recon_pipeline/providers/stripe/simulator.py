@@ -82,7 +82,7 @@ def render(
         )
         charges = _charge_of(store, obj)(str(out["charge"])) if "charge" in expand else []
         if charges:
-            out["charge"] = render(store, "charges", charges[0], version, frozenset())
+            out["charge"] = render(store, "charges", charges[0], version, _under(expand, "charge"))
         return out
     if kind == "payment_intents":
         return rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
@@ -105,9 +105,15 @@ def _render_transaction(
     kind = next((k for prefixes, k in _SOURCE_KINDS if source_id.startswith(prefixes)), None)
     source = store.get(kind, source_id) if "source" in expand and kind is not None else None
     if source is not None and source.get("account") == transaction.get("account"):
-        nested = frozenset({"charge"} if "source.charge" in expand else ())
-        out["source"] = render(store, kind or "charges", source, version, nested)
+        out["source"] = render(store, kind or "charges", source, version, _under(expand, "source"))
     return out
+
+
+def _under(expand: frozenset[str], field_name: str) -> frozenset[str]:
+    """The expansion paths within an expanded field: ``charge.balance_transaction`` is the charge's
+    ``balance_transaction``."""
+    prefix = f"{field_name}."
+    return frozenset(path[len(prefix) :] for path in expand if path.startswith(prefix))
 
 
 def _refunds_of_id(store: SimulatorStore, scope: StripeObject, charge_id: str) -> list[StripeObject]:
@@ -147,10 +153,9 @@ def _created_bounds(request: Request) -> tuple[int | None, int | None]:
     return (max(lows) if lows else None), (min(highs) if highs else None)
 
 
-def _expansions(request: Request, prefix: str = "") -> frozenset[str]:
-    """The ``expand[]`` paths of a request, relative to ``prefix`` (``data.`` for a list's items)."""
-    paths = array_param(request, "expand")
-    return frozenset(path[len(prefix) :] for path in paths if path.startswith(prefix))
+def _expansions(request: Request) -> frozenset[str]:
+    """The ``expand[]`` paths of a request (a list's items' under ``data.``: ``_under(..., "data")``)."""
+    return frozenset(array_param(request, "expand"))
 
 
 def _list(
@@ -178,7 +183,7 @@ def _page(store: SimulatorStore, kind: Kind, view: SortedView, request: Request)
         raise InvalidRequest(
             f"No such {_OBJECT_NAMES[kind]}: '{starting_after}'", param="starting_after"
         ) from None
-    expand = _expansions(request, "data.")
+    expand = _under(_expansions(request), "data")
     return 200, {
         "object": "list",
         "data": [render(store, kind, obj, version, expand) for obj in data],
