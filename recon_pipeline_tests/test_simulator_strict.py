@@ -23,11 +23,13 @@ from starlette.routing import Route
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.simulator.app import build_app
+from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.simulator.wire import Accepts, array_param
 from recon_pipeline.providers.stripe import rendering
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline_tests.pipeline_fixtures import seeded
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
@@ -55,20 +57,25 @@ _WIRE_NAMES = {
 
 def _world() -> SimulatorStore:
     """A night of the platform and a connected account: succeeded (with fee), refunded, uncaptured, failed
-    and pending charges, a refund of an earlier night's charge, PaymentIntents and events."""
+    and pending charges, a refund of an earlier night's charge, a charge presented in USD and settled in EUR
+    (and its refund), a dispute lost tonight and one won tonight, an automatic payout with its balance
+    transactions and a manual one, PaymentIntents and events."""
     earlier = make_charge("ch_earlier", T0 + 100, booking_id="bk_e")
     paid = make_charge("ch_paid", NIGHT_START + 10)
     held = make_charge("ch_held", NIGHT_START + 20, captured=False)
     failed = make_charge("ch_failed", NIGHT_START + 30, status="failed", fee=None)
     pending = make_charge("ch_pending", NIGHT_START + 40, status="pending", fee=None)
     connected = make_charge("ch_conn", NIGHT_START + 50, account="acct_1Conn", property_id="prop_b")
-    charges = [earlier, paid, held, failed, pending, connected]
+    usd = convert(make_charge("ch_usd", NIGHT_START + 80, currency="usd"), "eur", 0.92)
+    charges = [earlier, paid, held, failed, pending, connected, usd]
     refunds = [
         make_refund("re_paid", paid, NIGHT_START + 60, 2_500),
         make_refund("re_earlier", earlier, NIGHT_START + 70, 10_000),
+        settle_refund(make_refund("re_usd", usd, NIGHT_START + 90, 2_000), usd),
     ]
     paid["amount_refunded"] = 2_500
     earlier.update(amount_refunded=10_000, refunded=True)
+    usd["amount_refunded"] = 2_000
     event = {
         "id": "evt_paid",
         "object": "event",
@@ -77,11 +84,28 @@ def _world() -> SimulatorStore:
         "data": {"object": {"id": "pi_paid", "object": "payment_intent"}},
         "account": None,
     }
+    disputes = [
+        dispute("du_lost", paid, NIGHT_START + 100),
+        dispute("du_won", earlier, T0 + 200, won_at=NIGHT_START + 110, returned_fee=DISPUTE_FEE_MINOR),
+    ]
+    arrival = NIGHT_END + 2 * DAY
+    payouts = [
+        payout_object("po_auto", 9_700, "eur", arrival, NIGHT_END, None),
+        payout_object("po_manual", 5_000, "eur", arrival, NIGHT_END, None, automatic=False),
+    ]
+    carried = [  # the paid charge's balance transaction (served as stored) and the payout's withdrawal
+        balance_transaction_object("txn_paid", "po_auto", "ch_paid", "charge", 10_000, 300, "eur", 0, None),
+        balance_transaction_object("txn_po_auto", "po_auto", "po_auto", "payout", -9_700, 0, "eur", 0, None),
+    ]
+    carried[0]["created"], carried[1]["created"] = paid["created"], NIGHT_END
     return SimulatorStore(
         charges=charges,
         refunds=refunds,
         payment_intents=[make_payment_intent(c) for c in charges],
         events=[event],
+        disputes=disputes,
+        payouts=payouts,
+        balance_transactions=carried,
     )
 
 
@@ -199,10 +223,13 @@ def test_a_nights_pull_pins_the_version_and_sends_only_published_parameters(
         adapter = StripeAdapter(http)
         platform = adapter.pull_night(PropertyAccount("prop_a"), start, end)
         connected = adapter.pull_night(PropertyAccount("prop_b", "acct_1Conn"), start, end)
-        adapter.fetch_records_by_id(PropertyAccount("prop_a"), ["pi_paid", "re_earlier", "ch_missing"])
+        by_id = adapter.fetch_records_by_id(
+            PropertyAccount("prop_a"), ["pi_paid", "re_earlier", "ch_missing", "du_lost", "txn_wonr"]
+        )
         adapter.payment_state(None, "pi_held")
         adapter.events_since(None, NIGHT_START)
-    assert {"re_earlier", "ch_paid"} <= set(platform["provider_record_id"])
+    assert {"re_earlier", "ch_paid", "du_lost", "du_won", "re_usd"} <= set(platform["provider_record_id"])
+    assert {"ch_paid", "re_earlier", "du_lost", "txn_wonr"} <= set(by_id["provider_record_id"])
     assert set(connected["provider_record_id"]) >= {"ch_conn"}
     log = sim.client.get("/_simulator/requests").json()["requests"]
     assert len(log) >= 8
@@ -316,7 +343,7 @@ def test_every_stripe_response_is_valid_against_the_published_description(
     sim = simulator(_world())
     assert subset["info"]["version"] == API_VERSION
     expand = {"expand[]": "data.balance_transaction"}
-    requests: list[tuple[str, str, dict[str, str], dict[str, str]]] = [
+    requests: list[tuple[str, str, dict[str, str | list[str]], dict[str, str]]] = [
         ("/v1/charges", "/v1/charges", {"limit": "100"}, PINNED),
         ("/v1/charges", "/v1/charges", {"limit": "100", **expand}, PINNED),
         ("/v1/charges", "/v1/charges", {}, {**PINNED, "Stripe-Account": "acct_1Conn"}),
@@ -334,8 +361,32 @@ def test_every_stripe_response_is_valid_against_the_published_description(
         )
         intent = f"pi_{charge[3:]}"
         requests.append(("/v1/payment_intents/{intent}", f"/v1/payment_intents/{intent}", {}, PINNED))
-    for refund in ("re_paid", "re_earlier", "re_unknown"):
+    for refund in ("re_paid", "re_earlier", "re_usd", "re_unknown"):
         requests.append(("/v1/refunds/{refund}", f"/v1/refunds/{refund}", {}, PINNED))
+        requests.append(
+            ("/v1/refunds/{refund}", f"/v1/refunds/{refund}", {"expand[]": "balance_transaction"}, PINNED)
+        )
+    with_charge = {"expand[]": ["data.balance_transaction", "data.charge", "data.charge.balance_transaction"]}
+    sources = {"expand[]": ["data.source", "data.source.charge"]}
+    transaction = "/v1/balance_transactions/{id}"
+    sources_of_one = {"expand[]": ["source", "source.charge"]}
+    requests += [
+        ("/v1/refunds", "/v1/refunds", {"limit": "100", **with_charge}, PINNED),
+        ("/v1/disputes", "/v1/disputes", {}, PINNED),
+        ("/v1/disputes", "/v1/disputes", {"charge": "ch_paid", "expand[]": "data.charge"}, PINNED),
+        ("/v1/disputes/{dispute}", "/v1/disputes/du_won", {"expand[]": "charge"}, PINNED),
+        ("/v1/disputes/{dispute}", "/v1/disputes/du_unknown", {}, PINNED),
+        ("/v1/balance_transactions", "/v1/balance_transactions", {"limit": "100"}, PINNED),
+        ("/v1/balance_transactions", "/v1/balance_transactions", {"type": "adjustment", **sources}, PINNED),
+        ("/v1/balance_transactions", "/v1/balance_transactions", {"source": "re_usd", **sources}, PINNED),
+        ("/v1/balance_transactions", "/v1/balance_transactions", {"payout": "po_auto", **sources}, PINNED),
+        ("/v1/balance_transactions", "/v1/balance_transactions", {"payout": "po_manual"}, PINNED),
+        (transaction, "/v1/balance_transactions/txn_lostw", sources_of_one, PINNED),
+        (transaction, "/v1/balance_transactions/txn_paid", {"expand[]": "source"}, PINNED),
+        (transaction, "/v1/balance_transactions/txn_usd", {}, PINNED),
+        (transaction, "/v1/balance_transactions/txn_nope", {}, PINNED),
+        ("/v1/payouts", "/v1/payouts", {"arrival_date[gte]": str(NIGHT_END)}, PINNED),
+    ]
     statuses = set()
     for spec_path, path, params, headers in requests:
         response = sim.client.get(path, params=params, headers=headers)
@@ -355,7 +406,7 @@ def test_the_stripe_sdk_reads_the_simulator(simulator: StartSimulator) -> None:
     charges = client.v1.charges.list(
         params={"limit": 100, "created": {"gte": NIGHT_START}, "expand": ["data.balance_transaction"]}
     )
-    assert [c.id for c in charges.data] == ["ch_pending", "ch_failed", "ch_held", "ch_paid"]
+    assert [c.id for c in charges.data] == ["ch_usd", "ch_pending", "ch_failed", "ch_held", "ch_paid"]
     paid = charges.data[-1]
     assert isinstance(paid, stripe.Charge) and isinstance(paid.balance_transaction, stripe.BalanceTransaction)
     assert paid.balance_transaction.fee_details[0].type == "stripe_fee"
@@ -371,6 +422,22 @@ def test_the_stripe_sdk_reads_the_simulator(simulator: StartSimulator) -> None:
     with pytest.raises(stripe.InvalidRequestError) as refused:
         client.v1.charges.list(params={"limit": 101})
     assert refused.value.param == "limit" and refused.value.code == "parameter_invalid_integer"
+    won = client.v1.disputes.retrieve("du_won", params={"expand": ["charge"]})
+    assert isinstance(won, stripe.Dispute) and isinstance(won.charge, stripe.Charge) and won.status == "won"
+    assert [t.reporting_category for t in won.balance_transactions] == ["dispute", "dispute_reversal"]
+    movements = client.v1.balance_transactions.list(
+        params={"type": "adjustment", "expand": ["data.source", "data.source.charge"]}
+    )
+    assert [t.id for t in movements.data] == ["txn_wonr", "txn_lostw", "txn_wonw"]
+    reinstated = movements.data[0].source
+    assert isinstance(reinstated, stripe.Dispute) and reinstated.charge.id == "ch_earlier"
+    carried = client.v1.balance_transactions.list(params={"payout": "po_auto"})
+    assert [(t.id, t.type) for t in carried.data] == [("txn_po_auto", "payout"), ("txn_paid", "charge")]
+    converted = client.v1.refunds.retrieve("re_usd", params={"expand": ["balance_transaction"]})
+    assert isinstance(converted.balance_transaction, stripe.BalanceTransaction)
+    assert (converted.balance_transaction.amount, converted.balance_transaction.currency) == (-1_840, "eur")
+    with pytest.raises(stripe.InvalidRequestError, match="automatic transfers, not manual"):
+        client.v1.balance_transactions.list(params={"payout": "po_manual"})
 
 
 def test_the_razorpay_sdk_reads_the_simulator(simulator: StartSimulator) -> None:
