@@ -20,6 +20,7 @@ from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert,
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter, charge_rows, refund_row
 from recon_pipeline.providers.stripe.disputes import dispute_movement_rows
+from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
@@ -343,6 +344,29 @@ def test_the_simulator_serves_dispute_transactions_with_the_source_expanded_only
     assert sim.client.get("/v1/disputes/du_1").json()["balance_transactions"][0]["fee"] == DISPUTE_FEE_MINOR
     refused = sim.client.get("/v1/balance_transactions", params={"reporting_category": "dispute"})
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "parameter_unknown"
+
+
+def test_the_served_transactions_are_the_stored_ones_of_payouts_and_those_movements_hold() -> None:
+    """A payout's transaction stored under a charge's transaction id is served in its place (once, filed
+    under its payout); what a dispute and an unpaid charge hold is served beside it; worlds merged night
+    by night keep both."""
+    paid, unpaid = make_charge("ch_paid", T0), make_charge("ch_unpaid", T0 + 10)
+    carried = balance_transaction_object(
+        "txn_paid", "po_1", "ch_paid", "charge", 10_000, 300, "eur", T0, account=None
+    )
+    night_one = SimulatorStore(
+        charges=[paid],
+        payouts=[payout_object("po_1", 9_700, "eur", T0 + 2 * DAY, T0 + DAY, None)],
+        balance_transactions=[carried],
+    )
+    night_two = SimulatorStore(charges=[unpaid], disputes=[dispute("du_1", unpaid, T0 + DAY)])
+    night_one.absorb(night_two)
+    night_one.reindex()
+    served = night_one.served_balance_transactions()
+    assert sorted(t["id"] for t in served) == ["txn_1w", "txn_paid", "txn_unpaid"]
+    assert night_one.get("balance_transactions", "txn_paid") is carried
+    assert night_one.view("balance_transactions", None, "payout", "po_1").objects == [carried]
+    assert [p["id"] for p in night_one.payouts] == ["po_1"]
 
 
 # --- the demo world ----------------------------------------------------------------------------------------
