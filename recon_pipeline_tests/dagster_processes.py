@@ -53,7 +53,7 @@ from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.reconcile import categories as c
+from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.postgres import postgres_database
 
@@ -63,7 +63,7 @@ BIN_DIR = Path(sys.executable).parent  # the environment running pytest has the 
 LOCATION_NAME = "recon_pipeline"
 REPOSITORY_NAME = "__repository__"  # the implicit repository of a Definitions object
 JOB_NAME = "reconcile_night"
-ADJUSTED_CATEGORIES = (c.MISSING_IN_LEDGER, c.MISSING_AT_PROVIDER, c.AMOUNT_MISMATCH, c.DUPLICATE_IN_LEDGER)
+ADJUSTED_CATEGORIES = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction
 LOCALHOST = "127.0.0.1"
 
 T = TypeVar("T")

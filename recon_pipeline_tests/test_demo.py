@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -69,6 +71,10 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
         page = (tmp_path / "home").resolve() / "reports" / prop / night / "report.html"
         assert Path(path) == page and page.is_file() and (page.parent / "discrepancies.csv").is_file()
 
+    assert_money_movements_found(
+        tmp_path / "home" / "recon.sqlite", {p: night for p, night, _path in reports}
+    )
+
     second = run_recon("demo", "--bookings", "150", env=env)
     assert second.returncode == 0, second.stderr
     assert second.stdout.count("adjustments: 0 new") == len(DEMO_PROPERTIES)
@@ -81,10 +87,37 @@ def test_demo_twice_finds_the_same_and_writes_nothing_new(tmp_path: Path) -> Non
     try:
         with dg.DagsterInstance.get() as instance:
             runs = instance.get_runs()
-            assert len(runs) == 4 * len(DEMO_PROPERTIES)  # each demo: a run and a re-run per property
+            # each demo: a run and a re-run per property, and a payouts run per demo night
+            nights = {night for _p, night, _path in reports}
+            assert len(runs) == 2 * (2 * len(DEMO_PROPERTIES) + len(nights))
             assert all(run.is_success for run in runs)
     finally:
         del os.environ["DAGSTER_HOME"]
+
+
+def assert_money_movements_found(database: Path, nights: dict[str, str]) -> None:
+    """One of each money movement the demo plants is found where it was planted (the demo's own table
+    already says found == planted per category): a won dispute's unbooked reversal, a converted card booked
+    short in the settlement currency, a hold lapsing before the next night ends, a payout that failed and,
+    on a night that is a deposit deadline, one the bank never received (the demo's table says the disputes and
+    conversions the PMS booked right raise nothing: found equals planted in every category)."""
+    with sqlite3.connect(database) as connection:
+        found = connection.execute(
+            "SELECT property_id, category, kind FROM discrepancies WHERE cleared_at IS NULL"
+        ).fetchall()
+    assert {
+        (p, kind)
+        for p, category, kind in found
+        if category == "missing_in_ledger" and kind in ("dispute", "dispute_reversal")
+    } == {(p.property_id, "dispute_reversal") for p in DEMO_PROPERTIES}
+    categories = {(p, category) for p, category, _kind in found}
+    assert ("lisbon-riverside", "fx_difference") in categories  # EUR: the one with a USD card
+    assert {p.property_id for p in DEMO_PROPERTIES} <= {
+        p for p, c in categories if c == "authorization_expiring"
+    }
+    assert ("kyoto-gion", "payout_failed") in categories  # the property alone on its connected account
+    deadline = date.fromisoformat(nights["kyoto-gion"]).weekday() < 5  # a deposit deadline is a business day
+    assert (("kyoto-gion", "payout_not_deposited") in categories) == deadline
 
 
 @pytest.mark.slow  # `recon demo` processes

@@ -21,6 +21,7 @@ from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
+from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT, UNATTRIBUTED_PAYMENT
 from recon_pipeline_tests.pipeline_fixtures import (
     NIGHT,
@@ -32,7 +33,7 @@ from recon_pipeline_tests.pipeline_fixtures import (
 from recon_pipeline_tests.postgres import postgres_database
 from recon_pipeline_tests.provider_fixtures import FLAVOURS
 
-ADJUSTED = ("missing_in_ledger", "missing_at_provider", "amount_mismatch", "duplicate_in_ledger")
+ADJUSTED = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction
 
 
 # Worlds of the providers whose payments have a second id (intent or order) for a ledger to book them by.

@@ -479,7 +479,8 @@ def test_fetch_current_state_by_id(simulator: StartSimulator, clients: list[Prov
     fetched = adapter.fetch_charge(account, "ch_c")
     assert fetched is not None and fetched["balance_transaction"]["fee"] == 300
     intent = adapter.fetch_payment_intent(account, "pi_c")
-    assert intent is not None and intent["latest_charge"] == "ch_c"
+    assert intent is not None and intent["latest_charge"]["id"] == "ch_c"  # expanded, with its money
+    assert intent["latest_charge"]["balance_transaction"]["fee"] == 300
     assert adapter.fetch_charge(PropertyAccount("prop_c"), "ch_c") is None  # not on the platform account
     assert adapter.fetch_payment_intent(account, "pi_nope") is None
 

@@ -33,6 +33,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.batches import batch_run_config
+from recon_pipeline.defs.payouts import PAYOUTS_JOB
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
@@ -127,6 +128,8 @@ def run_demo(
             f"({len(store.charges)} payments, {len(store.refunds)} refunds)"
         )
         echo(f"DAGSTER_HOME={dagster_home}")
+        for night in sorted({demo_night(world, p.property_id) for p in properties}):
+            execute_payouts(instance, night)
         outcomes = [reconcile(instance, engine, world, p.property_id) for p in properties]
         for outcome in outcomes:
             echo(render_outcome(outcome))
@@ -155,7 +158,11 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
         adjustments_new=_metadata_int(result, "adjustments", "new"),
         adjustments_unchanged=_metadata_int(result, "adjustments", "unchanged"),
         found=found_by_category(engine, property_id, night),
-        planted={cat: n for (p, nt, cat), n in world.expected.items() if p == property_id and nt == night},
+        planted={
+            cat: n
+            for (p, nt, cat), n in (world.expected + world.expected_payouts).items()
+            if p == property_id and nt == night
+        },
         top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
     )
 
@@ -190,6 +197,20 @@ def execute_night(instance: dg.DagsterInstance, property_id: str, night: str) ->
         reason = failure_reason(result, property_id, night)
         raise DemoRunFailed(f"{property_id} night {night} (run {result.run_id[:8]}): {reason}")
     return result
+
+
+def execute_payouts(instance: dg.DagsterInstance, night: str) -> None:
+    """One successful run of payouts_night for the night (every account's payouts), or DemoRunFailed."""
+    from recon_pipeline.definitions import build_definitions  # after the environment is set
+
+    job = build_definitions().resolve_job_def(PAYOUTS_JOB)
+    result = job.execute_in_process(
+        partition_key=night, instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
+    )
+    if not result.success:
+        failure = next((event for event in result.all_events if event.is_step_failure), None)
+        reason = _innermost(failure) if failure is not None else "the run failed"
+        raise DemoRunFailed(f"payouts night {night} (run {result.run_id[:8]}): {reason}")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.payouts.deposit import DEFAULT_DEPOSIT_DAYS, arrivals_due_on
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
 from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
@@ -44,6 +45,8 @@ class World:
     ledger_entries: list[dict[str, Any]] = field(default_factory=list)
     store: SimulatorStore = field(default_factory=SimulatorStore)
     expected: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (property, night, category)
+    # Payout findings, kept apart: the ``payouts`` asset finds them, not the night's reconciliation.
+    expected_payouts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
 
 def build_world(
@@ -291,8 +294,51 @@ class _NightBuilder:
         if plant:
             self.plant_authorization_holds()
         if self.ids.balance_transactions:
-            self.balance_movements()
+            self.balance_movements(plant)
         self.pay_out(charges, refunds)
+        if plant and self.ids.balance_transactions and self.prop.provider_account:
+            self.plant_payout_findings()
+
+    def plant_payout_findings(self) -> None:
+        """For the payouts asset, on this property's own connected account: a payout arriving tonight that
+        failed (the bank account was closed), ``payout_failed``; and when tonight is a deposit deadline, a
+        payout paid ``DEFAULT_DEPOSIT_DAYS`` business days ago that no bank credit pays,
+        ``payout_not_deposited``. Both manual (not itemised by Stripe, so nothing to trace)."""
+        night, account, currency = self.window.night, self.prop.provider_account, self.prop.currency
+        failed = self.next_id("po")
+        self.world.store.payouts.append(
+            payout_object(
+                failed,
+                self.amount(),
+                currency,
+                unix(_midnight(night)),
+                unix(self.window.start),
+                account,
+                status="failed",
+                automatic=False,
+                failure_code="account_closed",
+            )
+        )
+        self.plant_payout(c.PAYOUT_FAILED)
+        due = arrivals_due_on(night, DEFAULT_DEPOSIT_DAYS, frozenset())
+        if due:
+            arrival = _midnight(due[-1])
+            self.world.store.payouts.append(
+                payout_object(
+                    self.next_id("po"),
+                    self.amount(),
+                    currency,
+                    unix(arrival),
+                    unix(arrival - timedelta(days=2)),
+                    account,
+                    automatic=False,
+                    statement_descriptor=f"RECON {self.tag.upper()}",
+                )
+            )
+            self.plant_payout(c.PAYOUT_NOT_DEPOSITED)
+
+    def plant_payout(self, category: str) -> None:
+        self.world.expected_payouts[(self.prop.property_id, self.night, category)] += 1
 
     def pay_out(self, charges: list[dict[str, Any]], refunds: list[dict[str, Any]]) -> None:
         """One automatic payout of the night's ordinary charges and refunds, paid two days after the
@@ -329,7 +375,7 @@ class _NightBuilder:
             )
             for refund in refunds
         ]
-        arrival = datetime.combine(self.window.night + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
+        arrival = _midnight(self.window.night + timedelta(days=2))
         amount = sum(transaction["net"] for transaction in transactions)
         self.world.store.payouts.append(
             payout_object(
@@ -430,11 +476,13 @@ class _NightBuilder:
         self.book_refund(refund, earlier, timedelta(seconds=30))
 
     # ----- balance-transaction movements (``DemoWorld.balance_transactions``) -------------------------
-    def balance_movements(self) -> None:
-        """Disputes and a currency conversion, each booked as the PMS books it (nothing to find): a dispute
-        of an earlier charge lost tonight (withdrawal and dispute fee), one opened four days ago and won
-        tonight (reversal, and the dispute fee Stripe returns), and where the property's currency has a
-        USD rate a foreign card presented in USD, settled in the property's currency and partly refunded."""
+    def balance_movements(self, plant: bool) -> None:
+        """Disputes and a currency conversion, each booked as the PMS books it: a dispute of an earlier
+        charge lost tonight (withdrawal and dispute fee), one opened four days ago and won tonight
+        (reversal, and the dispute fee Stripe returns), and where the property's currency has a USD rate a
+        foreign card presented in USD, settled in the property's currency and partly refunded. ``plant``:
+        the reversal is never booked (``missing_in_ledger`` of a ``dispute_reversal``) and the foreign card's
+        payment is booked at its settlement figure, 75 minor units short (``fx_difference``)."""
         lost_charge = self.payment(self.window.start - timedelta(days=3), self.amount())
         self.book_charge(lost_charge, timedelta(seconds=30))
         lost = dispute(self.next_id("du"), lost_charge, unix(self.inside()))
@@ -446,26 +494,35 @@ class _NightBuilder:
         )
         for disputed, charge in ((lost, lost_charge), (won, won_charge)):
             self.world.store.disputes.append(disputed)
-            self.book_dispute(disputed, charge["metadata"]["booking_id"])
+            unbooked = ("dispute_reversal",) if plant and disputed is won else ()
+            self.book_dispute(disputed, charge["metadata"]["booking_id"], unbooked)
+        if plant:
+            self.plant(c.MISSING_IN_LEDGER)
         if self.prop.currency in USD_RATES:
-            self.foreign_card_booking(USD_RATES[self.prop.currency])
+            self.foreign_card_booking(USD_RATES[self.prop.currency], settled_short=75 if plant else None)
+            if plant:
+                self.plant(c.FX_DIFFERENCE)
 
-    def book_dispute(self, disputed: dict[str, Any], booking_id: str) -> None:
+    def book_dispute(
+        self, disputed: dict[str, Any], booking_id: str, unbooked: tuple[str, ...] = ()
+    ) -> None:
         """The ledger's entries for each of a dispute's movements as it happens: the withdrawal and its fee
         under the dispute's id, the reversal under it too and a returned fee under the reversal's
-        balance transaction (``providers/stripe/disputes.py``)."""
+        balance transaction (``providers/stripe/disputes.py``); the movements of ``unbooked`` kinds are
+        left out (their fees are still booked)."""
         for transaction in disputed["balance_transactions"]:
             posted = datetime.fromtimestamp(transaction["created"], UTC) + timedelta(seconds=90)
-            self.entry(
-                transaction["reporting_category"], disputed["id"], transaction["amount"], posted, booking_id
-            )
+            kind = transaction["reporting_category"]
+            if kind not in unbooked:
+                self.entry(kind, disputed["id"], transaction["amount"], posted, booking_id)
             fee_id = disputed["id"] if transaction["reporting_category"] == "dispute" else transaction["id"]
             if transaction["fee"]:
                 self.entry("fee", fee_id, -transaction["fee"], posted + timedelta(seconds=1), booking_id)
 
-    def foreign_card_booking(self, rate: float) -> None:
+    def foreign_card_booking(self, rate: float, settled_short: int | None = None) -> None:
         """A booking paid in USD and settled in the property's currency at ``rate``: the ledger books the
-        payment and refund at the guest's USD figures and the fee in the settlement currency."""
+        payment and refund at the guest's USD figures and the fee in the settlement currency; with
+        ``settled_short`` it books the payment in the settlement currency, that many minor units short."""
         charge = self.payment(self.inside(margin_s=4 * 3600), self.amount())
         charge["currency"] = "usd"
         for record in (self.world.bookings[-1], self.orders[order_key(charge)]):
@@ -473,7 +530,11 @@ class _NightBuilder:
         if self.ids.payment_intents:
             self.world.store.payment_intents[-1]["currency"] = "usd"
         convert(charge, self.prop.currency.lower(), rate)
-        self.book_charge(charge, timedelta(seconds=40), currency="USD")
+        if settled_short is None:
+            self.book_charge(charge, timedelta(seconds=40), currency="USD")
+        else:
+            settled = charge["balance_transaction"]["amount"] - settled_short
+            self.book_charge(charge, timedelta(seconds=40), amount=settled, currency=self.prop.currency)
         refund = self.refund(
             charge, datetime.fromtimestamp(charge["created"], UTC) + timedelta(hours=2), 2_000
         )
@@ -538,3 +599,8 @@ EXTENDED_AUTHORIZATION = timedelta(days=30)  # Stripe's extended authorization f
 def _card_hold(capture_before: datetime) -> dict[str, Any]:
     """A card charge's ``payment_method_details`` with the deadline of its capture."""
     return {"payment_method_details": {"type": "card", "card": {"capture_before": unix(capture_before)}}}
+
+
+def _midnight(day: date) -> datetime:
+    """Midnight UTC of ``day``: a Stripe payout's ``arrival_date``."""
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)

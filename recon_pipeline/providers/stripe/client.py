@@ -85,7 +85,12 @@ from recon_pipeline.providers.stripe.disputes import (
     source_dispute,
 )
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
-from recon_pipeline.providers.stripe.state import latest_charge_id, state_of_charge, state_of_payment_intent
+from recon_pipeline.providers.stripe.state import (
+    expanded_latest_charge,
+    latest_charge_id,
+    state_of_charge,
+    state_of_payment_intent,
+)
 from recon_pipeline.providers.stripe.webhook import parse_event
 
 logger = logging.getLogger(__name__)
@@ -103,6 +108,8 @@ _RETRIEVE_EXPANSIONS: dict[str, dict[str, str | list[str]]] = {
     "/v1/refunds": {"expand[]": "balance_transaction"},
     "/v1/balance_transactions": {"expand[]": ["source", "source.charge"]},
     "/v1/disputes": {"expand[]": "charge"},
+    # an intent brings its latest charge (the payment's money and a hold's capture_before): no second request
+    "/v1/payment_intents": {"expand[]": ["latest_charge", "latest_charge.balance_transaction"]},
 }
 # A listed dispute movement comes with its dispute and the disputed charge (for its claim): no request per
 # dispute, whichever night its charge was made in.
@@ -348,7 +355,9 @@ class StripeAdapter:
                 if is_dispute_movement(bt)
             ]
             followed = [refund_charge_id(r) for r in found_refunds]
-            charges = self._fetch_many("/v1/charges", list(dict.fromkeys(charge_ids + followed)), headers)
+            inline = {c["id"]: c for intent in intents if (c := expanded_latest_charge(intent)) is not None}
+            wanted = [i for i in dict.fromkeys(charge_ids + followed) if i not in inline]
+            charges = {**self._fetch_many("/v1/charges", wanted, headers), **inline}
             found = [charge for i in dict.fromkeys(charge_ids) if (charge := charges[i]) is not None]
             rows = claimed_payment_rows(SHAPE, account, found)
             rows += self._following_rows(
@@ -367,9 +376,12 @@ class StripeAdapter:
         )
 
     def fetch_payment_intent(self, account: PropertyAccount, payment_intent_id: str) -> StripeObject | None:
-        """The payment intent's current state, or None when Stripe does not know it."""
+        """The payment intent's current state with its latest charge expanded (and that charge's balance
+        transaction), or None when Stripe does not know it."""
         return self._http.get_json(
-            f"/v1/payment_intents/{quote(payment_intent_id, safe='')}", headers=_headers(account)
+            f"/v1/payment_intents/{quote(payment_intent_id, safe='')}",
+            params=_RETRIEVE_EXPANSIONS["/v1/payment_intents"],
+            headers=_headers(account),
         )
 
     def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
@@ -386,7 +398,7 @@ class StripeAdapter:
         charge_id = latest_charge_id(intent)
         if charge_id is None:
             return state_of_payment_intent(intent, None)
-        charge = self.fetch_charge(scope, charge_id)
+        charge = expanded_latest_charge(intent) or self.fetch_charge(scope, charge_id)
         if charge is None:
             raise ProviderDataError(
                 f"payment_intent {payment_id!r}: its latest charge {charge_id!r} is unknown"
@@ -410,6 +422,7 @@ class StripeAdapter:
             intent_ids += [c["payment_intent"] for c in charges.values() if _intent_of(c)]
             fetched = self._fetch_many("/v1/payment_intents", list(dict.fromkeys(intent_ids)), headers)
             intents = [(intent, latest_charge_id(intent)) for intent in fetched.values() if intent]
+            charges.update({c["id"]: c for i, _ in intents if (c := expanded_latest_charge(i)) is not None})
             latest = [i for _, i in intents if i is not None and i not in charges]
             charges.update({i: c for i, c in self._fetch_many("/v1/charges", latest, headers).items() if c})
             holds = [

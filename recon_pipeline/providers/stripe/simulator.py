@@ -66,7 +66,8 @@ def render(
 ) -> StripeObject:
     """A store object as Stripe sends it in API ``version`` (``rendering``), with the ``expand`` paths
     (relative to the object) expanded: a charge's or refund's ``balance_transaction``, a dispute's or
-    refund's ``charge``, a balance transaction's ``source`` (and ``source.charge``). A kind served here
+    refund's ``charge``, a balance transaction's ``source`` (and ``source.charge``), a PaymentIntent's
+    ``latest_charge`` (and ``latest_charge.balance_transaction``). A kind served here
     renders its always-present fields in ``rendering.py``."""
 
     def refunds_of(charge_id: str) -> list[StripeObject]:
@@ -85,7 +86,14 @@ def render(
             out["charge"] = render(store, "charges", charges[0], version, _under(expand, "charge"))
         return out
     if kind == "payment_intents":
-        return rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
+        out = rendering.payment_intent(obj, version, _charge_of(store, obj), refunds_of)
+        latest = out.get("latest_charge")
+        charges = _charge_of(store, obj)(str(latest)) if "latest_charge" in expand and latest else []
+        if charges:
+            out["latest_charge"] = render(
+                store, "charges", charges[0], version, _under(expand, "latest_charge")
+            )
+        return out
     if kind == "events":
         return rendering.event(obj)
     if kind == "payouts":  # stored as Stripe renders them (``payout_object``)

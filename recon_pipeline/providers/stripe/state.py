@@ -53,6 +53,12 @@ def latest_charge_id(payment_intent: StripeObject) -> str | None:
     return latest
 
 
+def expanded_latest_charge(payment_intent: StripeObject) -> StripeObject | None:
+    """The PaymentIntent's latest charge when it came expanded (``expand[]=latest_charge``), else None."""
+    latest = payment_intent.get("latest_charge")
+    return latest if isinstance(latest, dict) else None
+
+
 def state_of_payment_intent(payment_intent: StripeObject, charge: StripeObject | None) -> PaymentState:
     """The state of a PaymentIntent, given its latest charge (None when it has none yet)."""
     what = "payment_intent"
