@@ -464,3 +464,25 @@ def test_a_converted_refund_looked_up_by_id_carries_its_settlement_figure(
         ("ch_fx", "fee", -294, "EUR", None, None),
         ("re_fx", "refund", -2_500, "USD", -2_300, "EUR"),
     }
+
+
+def test_an_authorization_captured_on_a_later_night_is_that_nights_money(
+    simulator: StartSimulator, adapter_for: Any
+) -> None:
+    """A stay authorized at check-in (night 0) and captured at checkout (night 2): the capture's balance
+    transaction dates the money, so night 0's pull has no settled payment for it (the ledger books it on
+    night 2, where the lookup by id finds it: a timing difference, not missing on night 0)."""
+    held = make_charge("ch_stay", T0 + 600, amount=30_000)
+    held["balance_transaction"]["created"] = T0 + 2 * DAY + 600
+    paid_tonight = make_charge("ch_now", T0 + 900, amount=5_000)
+    adapter = adapter_for(simulator(SimulatorStore(charges=[held, paid_tonight])))
+    assert {(r, k) for r, k, *_ in rows(adapter.pull_night(PROP_A, *night(0)))} == {
+        ("ch_now", "payment"),
+        ("ch_now", "fee"),
+    }
+    assert adapter.pull_night(PROP_A, *night(2)).empty  # listed by creation: found by id instead
+    found = adapter.fetch_records_by_id(PROP_A, ["ch_stay"])
+    assert set(zip(found.provider_record_id, found.kind, found.settled, strict=True)) == {
+        ("ch_stay", "payment", True),
+        ("ch_stay", "fee", True),
+    }

@@ -174,6 +174,19 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
     return rows
 
 
+def captured_after(charge: StripeObject, window_end: int) -> bool:
+    """Whether the charge was captured (its balance transaction created) at or after ``window_end``: an
+    authorization of this night captured on a later one, e.g. a hotel stay authorized at check-in and
+    captured at checkout. Its money moved on the capture's night, so it is not this night's movement; the
+    capture's night finds it by id when the ledger books it there (a timing difference)."""
+    transaction = charge.get("balance_transaction")
+    if not isinstance(transaction, dict):
+        return False
+    return field_value(
+        transaction, "created", int, f"balance transaction of charge {charge.get('id')!r}"
+    ) >= (window_end)
+
+
 def booking_id_of(charge: StripeObject) -> str | None:
     """``metadata.booking_id`` of a charge (Stripe's metadata values are strings), None when absent."""
     metadata = metadata_field(charge, "charge")
@@ -309,7 +322,7 @@ class StripeAdapter:
                     )
             movements = [(bt, source_dispute(bt)) for bt in adjustments if is_dispute_movement(bt)]
             refunds, refunded = refunds_and_their_charges(refunds)
-            rows = claimed_payment_rows(SHAPE, account, charges)
+            rows = claimed_payment_rows(SHAPE, account, [c for c in charges if not captured_after(c, lt)])
             rows += self._following_rows(
                 account, refunds, movements, {**refunded, **{charge["id"]: charge for charge in charges}}
             )
