@@ -85,6 +85,7 @@ def make_charge(
             "fee": fee,
             "net": captured_amount - fee,
             "currency": currency,
+            "created": created,  # always present on Stripe's (a capture's; captured with the charge here)
         },
         "account": account,
     }
