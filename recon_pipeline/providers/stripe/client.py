@@ -384,7 +384,7 @@ class StripeAdapter:
         Raises ProviderUnavailable / ProviderRequestRejected as ``ProviderHttp`` does."""
         return self._http.get_json(
             f"/v1/charges/{quote(charge_id, safe='')}",
-            params={"expand[]": "balance_transaction"},
+            params=_RETRIEVE_EXPANSIONS["/v1/charges"],
             headers=_headers(account),
         )
 
