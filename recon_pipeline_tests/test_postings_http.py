@@ -16,7 +16,7 @@ from recon_pipeline.postings.adapter import LookupUnavailableError, Posting, Pos
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import free_port
+from recon_pipeline_tests.dagster_processes import free_port, wait_until
 
 API_KEY = "pms_secret_key_4f1c"
 CHARGES = "/finance/v1/folio-actions/hotel_1-2026-11-30/charges"
@@ -84,7 +84,7 @@ def test_post_lands_once_and_lookup_finds_it(pms: Pms) -> None:
 
 
 def test_timeout_after_accept_is_unknown_and_lookup_resolves_it(pms: Pms) -> None:
-    pms.faults(accept_then_hang=1, hang_s=2)
+    pms.faults(accept_then_hang=1, hang_s=1)
     with pms.adapter(timeout_s=0.3) as adapter:
         sent = adapter.post(_posting())
         resolved = adapter.lookup(_posting().idempotency_key)
@@ -128,6 +128,24 @@ def test_server_error_is_unknown_then_lookup_finds_nothing_and_a_repost_lands(pm
     assert failed.reason is not None and "503" in failed.reason
     assert looked_up is None
     assert reposted.outcome is PostingOutcome.POSTED
+    assert pms.stats()["postings_stored"] == 1
+
+
+def test_a_late_original_and_a_repost_after_lookup_store_one_charge(pms: Pms) -> None:
+    """A slow reply is still in flight when the lookup says "not there": the re-post that follows and the
+    late original carry the same key, so whichever lands second is refused, never stored."""
+    pms.faults(slow_ms=800, path_prefix="/finance/v1/folio-actions")
+    with pms.adapter(timeout_s=0.3) as adapter:
+        timed_out = adapter.post(_posting())
+        looked_up = adapter.lookup(_posting().idempotency_key)
+        pms.faults(slow_ms=0)
+        reposted = adapter.post(_posting())
+    assert timed_out.outcome is PostingOutcome.UNKNOWN
+    assert looked_up is None
+    assert reposted.outcome is PostingOutcome.POSTED
+    wait_until(
+        "the late original", lambda: pms.stats()["duplicates_refused"] or None, timeout_s=5, interval_s=0.05
+    )
     assert pms.stats()["postings_stored"] == 1
 
 

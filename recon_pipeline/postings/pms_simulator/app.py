@@ -134,8 +134,9 @@ def build_pms_app(api_key: str, faults: dict[str, Any] | None = None) -> Starlet
         return decision, None
 
     async def post_charge(request: Request) -> Response:
+        raw = await request.body()  # received whole before any slowness: a slow reply still lands
         decision, refusal = await faulted(request)
-        response = refusal or await _post_charge(request, store, pms)
+        response = refusal or await _post_charge(request, raw, store, pms)
         switches.end(decision, response.status_code)
         return response
 
@@ -185,10 +186,10 @@ def _configure(switches: FaultSwitches, pms: PmsSwitches, settings: dict[str, An
     return {**switches.configure(generic), **pms_state}
 
 
-async def _post_charge(request: Request, store: ChargeStore, pms: PmsSwitches) -> Response:
+async def _post_charge(request: Request, raw: bytes, store: ChargeStore, pms: PmsSwitches) -> Response:
     folio_id = request.path_params["folio_id"]
     try:
-        body = _charge_body(await request.body())
+        body = _charge_body(raw)
     except InvalidCharge as error:
         return _messages(400, str(error))
     key = request.headers.get("idempotency-key")
@@ -201,8 +202,8 @@ async def _post_charge(request: Request, store: ChargeStore, pms: PmsSwitches) -
         return _messages(
             422, f"The currency {body['amount']['currency']} does not match the folio's currency {currency}"
         )
-    charge, _new = store.add(folio_id, key, body)
-    hang_s = pms.take_hang() if _new else None
+    charge, new = store.add(folio_id, key, body)
+    hang_s = pms.take_hang() if new else None
     if hang_s is not None:
         await asyncio.sleep(hang_s)  # stored; the client gave up before this answer
     return JSONResponse(
