@@ -15,8 +15,9 @@ The subset of Apaleo's Finance API (``https://api.apaleo.com``) a posting client
   opens with its first charge, which then fixes its currency (a charge in another currency is ``422``).
 
 Fault switches (``POST /_simulator/faults``, or ``faults=`` at construction): the provider simulator's
-``FaultSwitches`` (``statuses`` injected before anything is stored, e.g. ``[503]``; ``slow_ms``;
-``rate_limit_rps``/``rate_limit_burst`` → 429 with ``Retry-After``), plus the PMS's own:
+``FaultSwitches`` (``statuses`` injected before anything is stored, e.g. ``[503]``; ``slow_ms``, after the
+body is read, so a reply slower than the client's timeout still lands; ``rate_limit_rps`` and
+``rate_limit_burst`` → 429 with ``Retry-After``), plus the PMS's own:
 ``accept_then_hang`` (the next N charge posts are stored, then answered only after ``hang_s`` seconds,
 past the client's timeout: the unknown outcome) and ``conflict_on_repeat`` (any repeated key is ``409``,
 as while the first request is still in flight). ``GET /_simulator/stats``: the request counters plus
