@@ -23,8 +23,8 @@ from recon_pipeline.db.schema import adjustments, ledger_entries
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.postings.adapter import LookupUnavailableError, Posting, PostingOutcome, PostingResult
-from recon_pipeline.postings.drain import claim_due, drain, process_one
-from recon_pipeline.postings.outbox import PostingPolicy
+from recon_pipeline.postings.drain import claim_due, drain, process_one, settle
+from recon_pipeline.postings.outbox import PostingPolicy, Settlement
 from recon_pipeline.postings.sql_adapter import SqlPostingAdapter, entry_id_for
 from recon_pipeline.review.adjustments import APPROVE, REJECT, review_adjustment
 
@@ -275,6 +275,18 @@ def test_a_claim_that_ran_out_before_its_turn_sends_nothing_and_writes_nothing(e
     clock.advance(POLICY.lease)
     assert process_one(engine, pms, claimed, POLICY, clock) is None
     assert sum(pms.posts.values()) == 0 and posting(engine, adjustment)["state"] == "posting"
+
+
+def test_a_drainer_whose_claim_was_taken_over_writes_nothing(engine: Engine) -> None:
+    adjustment = approve(engine, "ch_1")
+    [stale] = claim_due(engine, "slow", 10, NOW + POLICY.lease, NOW)
+    later = NOW + POLICY.lease + timedelta(seconds=1)
+    [current] = claim_due(engine, "fresh", 10, later + POLICY.lease, later)
+    assert current.needs_lookup and current.claim != stale.claim
+    assert not settle(engine, stale, Settlement("failed", 1, 0, later, last_error="late"), "sql", later)
+    assert settle(engine, current, Settlement("approved", 0, 1, later), "sql", later)
+    row = posting(engine, adjustment)
+    assert (row["state"], row["attempts"], row["lookups"], row["last_error"]) == ("approved", 0, 1, None)
 
 
 @pytest.mark.postgres

@@ -61,12 +61,12 @@ def _utc_now() -> datetime:
 
 @dataclass
 class DrainCounts:
-    """What one drain did, by the state each claimed row ended in (``lost``: the claim was taken over or
-    ran out before its turn, nothing written)."""
+    """What one drain did: rows claimed to post and to look up, and the state each ended in (``lost``: the
+    claim was taken over or ran out before its turn, nothing written)."""
 
     claimed: int = 0
-    posts: int = 0
-    lookups: int = 0
+    to_post: int = 0
+    to_look_up: int = 0
     by_state: dict[str, int] = field(default_factory=dict)
     lost: int = 0
 
@@ -178,8 +178,7 @@ def settle(
                 updated_at=now,
             )
         )
-        if result.rowcount != 1:
-            connection.rollback()
+        if result.rowcount != 1:  # the claim is no longer ours: nothing was written
             return False
         if settlement.state == POSTED:
             mark_adjustment_posted(connection, claimed.adjustment_id, now)
@@ -250,8 +249,8 @@ def drain(
             if not batch:
                 break
             counts.claimed += len(batch)
-            counts.lookups += sum(claimed.needs_lookup for claimed in batch)
-            counts.posts += sum(not claimed.needs_lookup for claimed in batch)
+            counts.to_look_up += sum(claimed.needs_lookup for claimed in batch)
+            counts.to_post += sum(not claimed.needs_lookup for claimed in batch)
             for state in pool.map(
                 lambda claimed: process_one(engine, adapter, claimed, policy, clock, rng), batch
             ):
