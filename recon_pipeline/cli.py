@@ -494,6 +494,81 @@ def _add_events_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     requeue.set_defaults(handler=cmd_events_requeue)
 
 
+def cmd_postings_list(args: argparse.Namespace) -> int:
+    from recon_pipeline.postings.render import postings_list_text
+    from recon_pipeline.postings.store import list_postings
+
+    with _recon_database() as engine, engine.connect() as connection:
+        rows = list_postings(connection, args.state, args.limit)
+    print(postings_list_text(rows))
+    return 0
+
+
+def cmd_postings_show(args: argparse.Namespace) -> int:
+    from recon_pipeline.postings.render import posting_show_text
+    from recon_pipeline.postings.store import get_posting
+    from recon_pipeline.review.adjustments import parse_adjustment_id
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    with _recon_database() as engine, engine.connect() as connection:
+        row = get_posting(connection, adjustment_id)
+    print(posting_show_text(row))
+    return 0
+
+
+def cmd_postings_settle(args: argparse.Namespace) -> int:
+    """``retry`` and ``resolve``: one hands-on change of a posting, recording who (and, to resolve, why)."""
+    from recon_pipeline.postings import store
+    from recon_pipeline.review.adjustments import parse_adjustment_id
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note) if args.postings_command == "resolve" else None
+    now = datetime.now(UTC)
+    with _recon_database() as engine, engine.begin() as connection:
+        before = store.get_posting(connection, adjustment_id)["state"]
+        if note is None:
+            after = store.retry(connection, adjustment_id, who, now)
+        else:
+            after = store.resolve(connection, adjustment_id, args.posted, who, note, now)
+    print(f"posting of {adjustment_id}: {before} -> {after} by {who}")
+    return 0
+
+
+def _add_postings_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.postings.outbox import OUTBOX_STATES
+
+    group = commands.add_parser(
+        "postings", help="approved adjustments posted to the PMS: list, show, retry, resolve"
+    ).add_subparsers(dest="postings_command", required=True)
+    listing = group.add_parser("list", help="outbox rows, oldest first")
+    listing.add_argument("--state", choices=OUTBOX_STATES, help="only this state")
+    listing.add_argument(
+        "--limit", type=cli_args.count(10_000), default=50, help="show at most this many (50, at most 10000)"
+    )
+    listing.set_defaults(handler=cmd_postings_list)
+    show = group.add_parser("show", help="every column of one adjustment's posting")
+    show.add_argument("adjustment_id", help="the adjustment's id (adj_…)")
+    show.set_defaults(handler=cmd_postings_show)
+    retry = group.add_parser(
+        "retry", help="a failed posting back to approved (fresh budget); an unknown one looked up now"
+    )
+    retry.add_argument("adjustment_id")
+    retry.add_argument("--by", help="who retries (default: $USER)")
+    retry.set_defaults(handler=cmd_postings_settle)
+    resolve = group.add_parser(
+        "resolve", help="settle an unknown or failed posting by hand, recording who and why"
+    )
+    resolve.add_argument("adjustment_id")
+    outcome = resolve.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--posted", metavar="REF", help="the PMS holds it under this reference")
+    outcome.add_argument("--failed", action="store_true", help="the PMS does not hold it: give up for good")
+    resolve.add_argument("--by", help="who resolves (default: $USER)")
+    resolve.add_argument("--note", help="why (required)")
+    resolve.set_defaults(handler=cmd_postings_settle)
+
+
 def cmd_reconcile_night(args: argparse.Namespace) -> int:
     from recon_pipeline.batches import launch
     from recon_pipeline.batches.plan import plan_batches
@@ -723,6 +798,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_discrepancy_commands(commands)
     _add_adjustment_commands(commands)
     _add_events_commands(commands)
+    _add_postings_commands(commands)
     _add_report_commands(commands)
     _add_bank_commands(commands)
     return parser

@@ -30,6 +30,8 @@ RECON_VARIABLES = (
     "RECON_STEP_RETRY_DELAY_S",
     "RECON_EVENTS_SENSOR_INTERVAL_S",
     "RECON_EVENTS_MAX_RUNS",
+    "RECON_POSTINGS_SENSOR_INTERVAL_S",
+    "RECON_POSTING_ADAPTER",
     "RECON_MORNING_CLOSE",
     "RECON_NIGHTLY_LOOKBACK",
 )
@@ -65,8 +67,9 @@ def test_the_code_location_loads_its_defs_folder() -> None:
     with dg.instance_for_test():
         defs = build_definitions()
         dg.Definitions.validate_loadable(defs)
-    assert set(defs.resources) == {"recon_db", "provider"}
+    assert set(defs.resources) == {"recon_db", "provider", "posting"}
     assert defs.resolve_job_def("reconcile_night").partitions_def is not None
+    assert defs.resolve_sensor_def("due_postings_sensor").job_name == "post_adjustments"
     assert isinstance(defs.resources["provider"], ProviderResource)
 
 

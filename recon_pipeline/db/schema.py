@@ -372,3 +372,32 @@ bank_credits = Table(
     Column("imported_at", UTC_TIMESTAMP, nullable=False),
     Column("matched_payout_id", Text, nullable=True, unique=True),
 )
+
+# ----- posting approved adjustments to the PMS (recon_pipeline/postings; made by migration 0006) -------
+
+# The transactional outbox: one row per approved adjustment, written in the approval's transaction and
+# drained by the poster (postings/drain.py). ``state``: approved → posting → posted | failed | unknown
+# (postings/outbox.py). ``attempts`` counts real posts only (a lookup or a claim counts nothing);
+# ``lookups`` paces the lookups that resolve an unknown outcome. ``claimed_by``/``locked_until``: the
+# drainer holding the row and until when; an expired claim of a ``posting`` row is resolved by lookup.
+# ``resolved_by``/``resolution_note``: who settled the row by hand and why (recon postings resolve).
+posting_outbox = Table(
+    "posting_outbox",
+    metadata,
+    Column("adjustment_id", Text, primary_key=True),
+    Column("idempotency_key", Text, nullable=False, unique=True),
+    Column("state", Text, nullable=False, server_default="approved"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("lookups", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", UTC_TIMESTAMP, nullable=False),
+    Column("claimed_by", Text, nullable=True),
+    Column("locked_until", UTC_TIMESTAMP, nullable=True),
+    Column("adapter", Text, nullable=True),  # the adapter of the last post or lookup (sql | http)
+    Column("pms_reference", Text, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+    Column("updated_at", UTC_TIMESTAMP, nullable=False),
+    Column("resolved_by", Text, nullable=True),
+    Column("resolution_note", Text, nullable=True),
+    Index("ix_posting_outbox_due", "state", "next_attempt_at"),
+)

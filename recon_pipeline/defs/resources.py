@@ -17,6 +17,8 @@ from sqlalchemy import Engine
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.postings.adapter import PostingAdapter
+from recon_pipeline.postings.factory import ADAPTER_VARIABLE, build_adapter
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
 from recon_pipeline.providers.interface import ProviderClient
@@ -116,6 +118,20 @@ class ProviderResource(dg.ConfigurableResource):
         return build_client(settings.flavour, self.http(), settings.client_settings())
 
 
+class PostingResource(dg.ConfigurableResource):
+    """The PMS that approved adjustments are posted to: ``adapter`` ``sql`` (default, the PMS database's
+    ``ledger_entries``) or ``http`` (the posting API at ``base_url``, authenticated with ``api_key``)."""
+
+    adapter: str | None = None  # RECON_POSTING_ADAPTER
+    base_url: str | None = None  # RECON_PMS_POSTING_URL
+    api_key: str | None = None  # RECON_PMS_API_KEY, an EnvVar: never in run config
+    timeout_s: float = 10.0
+
+    def build(self, engine: Engine) -> PostingAdapter:
+        name = self.adapter or config.text_from_env(ADAPTER_VARIABLE, "sql")
+        return build_adapter(name, engine, self.base_url, self.api_key, self.timeout_s)
+
+
 def _from_env(name: str) -> dg.EnvVar | None:
     """An EnvVar (resolved when a run starts, never stored in run config) if the variable is set; unset,
     the field stays None and ``config.py`` applies the contract's default when a run starts."""
@@ -128,4 +144,9 @@ def resources() -> dg.Definitions:
     database_url = _from_env("RECON_DATABASE_URL")
     provider = ProviderResource(database_url=database_url, api_key=_from_env("RECON_PROVIDER_API_KEY"))
     recon_db = ReconDatabase(database_url=database_url)
-    return dg.Definitions(resources={"recon_db": recon_db, "provider": provider})
+    posting = PostingResource(
+        adapter=_from_env(ADAPTER_VARIABLE),
+        base_url=_from_env("RECON_PMS_POSTING_URL"),
+        api_key=_from_env("RECON_PMS_API_KEY"),
+    )
+    return dg.Definitions(resources={"recon_db": recon_db, "provider": provider, "posting": posting})

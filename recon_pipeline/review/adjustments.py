@@ -5,7 +5,8 @@ Only a ``proposed`` row can be approved or rejected, and an approval names the a
 (``--amount-seen``): a row that now carries another amount is refused rather than approved blind. A
 review takes the partition's writer lock (``lock_partition``) before it locks and reads the row, so it
 never races the pipeline superseding or withdrawing that row; status and audit row are written in the
-caller's one transaction.
+caller's one transaction, and an approval writes the adjustment's posting (``postings/store.enqueue``,
+the transactional outbox) in that same transaction.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, sele
 from recon_pipeline.db.results import lock_partition
 from recon_pipeline.db.schema import adjustment_reviews, adjustments
 from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.postings.store import enqueue
 from recon_pipeline.reconcile.lifecycle import (
     ADJUSTMENT_STATUSES,
     APPROVED,
@@ -175,6 +177,8 @@ def review_adjustment(
             reviewed_at=now,
         )
     )
+    if status == APPROVED:
+        enqueue(connection, adjustment_id, row["idempotency_key"], now)
     return outcome
 
 

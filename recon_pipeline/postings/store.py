@@ -1,0 +1,142 @@
+"""The database side of the outbox beside draining: enqueue on approval, what operators list and show,
+and their two hands-on actions (``retry``, ``resolve``), each in the caller's one transaction.
+
+A manual resolution records who and why (``resolved_by``, ``resolution_note``) and, when it says the
+PMS holds the posting, marks the adjustment ``posted`` in the same transaction, as the drainer does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, RowMapping, func, select, update
+
+from recon_pipeline.db.schema import adjustments
+from recon_pipeline.db.schema import posting_outbox as outbox
+from recon_pipeline.db.upsert import insert_new
+from recon_pipeline.postings.outbox import APPROVED, FAILED, OPEN_STATES, OUTBOX_STATES, POSTED, UNKNOWN
+from recon_pipeline.reconcile.lifecycle import POSTED as ADJUSTMENT_POSTED
+from recon_pipeline.review.rules import ReviewError
+
+
+class UnknownPostingError(LookupError):
+    """No outbox row for this adjustment (it was never approved)."""
+
+
+def enqueue(connection: Connection, adjustment_id: str, idempotency_key: str, now: datetime) -> bool:
+    """The outbox row of a just-approved adjustment, due now; in the approval's transaction, so an
+    approval and its posting exist together or not at all. False when the row was already there."""
+    row = {
+        "adjustment_id": adjustment_id,
+        "idempotency_key": idempotency_key,
+        "state": APPROVED,
+        "attempts": 0,
+        "lookups": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+        "updated_at": now,
+    }
+    return insert_new(connection, outbox, [row], ["adjustment_id"]) == 1
+
+
+def mark_adjustment_posted(connection: Connection, adjustment_id: str, now: datetime) -> None:
+    """The adjustment's contract status once the PMS holds it; in the outbox write's transaction."""
+    connection.execute(
+        update(adjustments)
+        .where(adjustments.c.adjustment_id == adjustment_id)
+        .values(status=ADJUSTMENT_POSTED, updated_at=now)
+    )
+
+
+def validate_state(state: str | None) -> str | None:
+    if state is not None and state not in OUTBOX_STATES:
+        raise ValueError(f"unknown posting state {state!r}: use one of {', '.join(OUTBOX_STATES)}")
+    return state
+
+
+def list_postings(connection: Connection, state: str | None, limit: int) -> list[RowMapping]:
+    """Outbox rows (of ``state``, if given), oldest first: the head of the queue is what is late."""
+    query = select(outbox).order_by(outbox.c.created_at, outbox.c.adjustment_id).limit(limit)
+    if validate_state(state) is not None:
+        query = query.where(outbox.c.state == state)
+    return list(connection.execute(query).mappings())
+
+
+def get_posting(connection: Connection, adjustment_id: str, *, lock: bool = False) -> RowMapping:
+    """The adjustment's outbox row, or UnknownPostingError; ``lock`` holds it until the transaction ends."""
+    query = select(outbox).where(outbox.c.adjustment_id == adjustment_id)
+    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
+    if row is None:
+        raise UnknownPostingError(f"adjustment {adjustment_id} has no posting (it was never approved)")
+    return row
+
+
+@dataclass(frozen=True)
+class OutboxDepth:
+    """The outbox as the sensor and operators see it: rows still open, and since when the oldest waits."""
+
+    open: int
+    oldest_created_at: datetime | None
+
+    def oldest_age_s(self, now: datetime) -> float:
+        return (now - self.oldest_created_at).total_seconds() if self.oldest_created_at else 0.0
+
+
+def outbox_depth(connection: Connection) -> OutboxDepth:
+    count, oldest = connection.execute(
+        select(func.count(), func.min(outbox.c.created_at)).where(outbox.c.state.in_(OPEN_STATES))
+    ).one()
+    return OutboxDepth(int(count), oldest)
+
+
+def retry(connection: Connection, adjustment_id: str, who: str, now: datetime) -> str:
+    """Bring a row back to the drainer now, never as a blind re-post: a ``failed`` one goes back to
+    ``approved`` with a fresh budget (its ``last_error`` kept); an ``unknown`` one is looked up at the next
+    drain. Returns the state written; any other state raises ReviewError."""
+    row = get_posting(connection, adjustment_id, lock=True)
+    if row["state"] not in (FAILED, UNKNOWN):
+        raise ReviewError(
+            f"posting of {adjustment_id} is {row['state']}; only a failed or unknown one is retried"
+        )
+    values: dict[str, object] = {"next_attempt_at": now, "updated_at": now, "resolved_by": who}
+    if row["state"] == FAILED:
+        values.update(state=APPROVED, attempts=0, resolution_note="retried by hand")
+    else:
+        values.update(resolution_note="lookup requested by hand")
+    connection.execute(update(outbox).where(outbox.c.adjustment_id == adjustment_id).values(**values))
+    return str(values.get("state", row["state"]))
+
+
+def resolve(
+    connection: Connection,
+    adjustment_id: str,
+    pms_reference: str | None,
+    who: str,
+    note: str,
+    now: datetime,
+) -> str:
+    """Settle an ``unknown`` or ``failed`` posting by hand: ``posted`` under ``pms_reference`` (the
+    adjustment becomes ``posted`` too), or ``failed`` for good when ``pms_reference`` is None; records who
+    and why. Returns the state written."""
+    row = get_posting(connection, adjustment_id, lock=True)
+    if row["state"] not in (UNKNOWN, FAILED):
+        raise ReviewError(
+            f"posting of {adjustment_id} is {row['state']}; only an unknown or failed one is resolved by hand"
+        )
+    state = FAILED if pms_reference is None else POSTED
+    connection.execute(
+        update(outbox)
+        .where(outbox.c.adjustment_id == adjustment_id)
+        .values(
+            state=state,
+            pms_reference=pms_reference if pms_reference is not None else row["pms_reference"],
+            resolved_by=who,
+            resolution_note=note,
+            locked_until=None,
+            updated_at=now,
+        )
+    )
+    if state == POSTED:
+        mark_adjustment_posted(connection, adjustment_id, now)
+    return state
