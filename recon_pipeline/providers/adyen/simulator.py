@@ -214,21 +214,24 @@ def _payout_nets(
     store: SimulatorStore, merchant: str, movements: list[tuple[date, dict[str, str], int, str]], batch: int
 ) -> tuple[dict[str, int], dict[str, int]]:
     """(what batch ``batch`` pays out per currency, what it books back of the previous batch's payouts
-    the bank returned, ``store.failed_payouts``), batch by batch from the first."""
+    the bank returned, ``store.failed_payouts``): each batch's movements plus what came back of the
+    previous batch's payout, batch by batch from the first."""
     first = min(m[0] for m in movements)
+    moved: dict[date, dict[str, int]] = {}
+    for day, _, net, currency in movements:
+        nets_of_day = moved.setdefault(day, {})
+        nets_of_day[currency] = nets_of_day.get(currency, 0) + net
     nets: dict[str, int] = {}
     returned: dict[str, int] = {}
-    for number in range(1, batch + 1):
+    for number in range(1 if store.failed_payouts else batch, batch + 1):
         returned = {
             currency: net
             for currency, net in nets.items()
             if net > 0 and payout_id_of(merchant, number - 1, currency) in store.failed_payouts
         }
-        day = first + timedelta(days=number - 1)
         nets = dict(returned)
-        for d, _, net, currency in movements:
-            if d == day:
-                nets[currency] = nets.get(currency, 0) + net
+        for currency, net in moved.get(first + timedelta(days=number - 1), {}).items():
+            nets[currency] = nets.get(currency, 0) + net
     return nets, returned
 
 
