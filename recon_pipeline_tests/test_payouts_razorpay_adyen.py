@@ -26,6 +26,7 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.payouts import Payout
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
+from recon_pipeline.providers.simulator.money import dispute
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
 from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
@@ -251,3 +252,28 @@ def test_the_razorpay_simulator_serves_settlements_as_razorpay_does(simulator: S
         )
         refused = http.get("/v1/settlements", params={**window, "expand[]": "x"})
         assert refused.status_code == 400 and refused.json()["error"]["field"] == "expand[]"
+
+
+def test_a_razorpay_settlement_carries_a_disputes_withdrawal_under_the_dispute(
+    simulator: StartSimulator, sqlite_url: str
+) -> None:
+    case = CASES["razorpay"]
+    served = payout_world_store(case)
+    served.disputes.append(dispute("disp_1", served.charges[0], at(case, FIRST, 20)))
+    served.reindex()
+    running = simulator(served, flavour="razorpay")
+    engine = make_engine(sqlite_url)
+    migrations.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(insert(properties), [case.prop.row()])
+    with ProviderHttp(running.base_url, retry=FAST_RETRY) as http:
+        world = World(case, engine, flavour_of("razorpay").adapter(http))
+        [paid] = arriving(world, case.payout_day(FIRST))
+        moved = world.client.payout_transactions(paid)
+        assert moved is not None
+        [withdrawn] = [t for t in moved if t.kind == "dispute"]
+        assert (withdrawn.source_id, withdrawn.net_minor) == ("disp_1", -50_000)
+        assert paid.amount_minor == sum(t.net_minor for t in moved) == 63_348 - 50_000
+        result = run_night(world, case.payout_day(FIRST))
+        assert (result.traced, result.sum_check) == (1, "ok")
+    engine.dispose()
