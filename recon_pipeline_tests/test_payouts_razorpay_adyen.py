@@ -16,6 +16,9 @@ from sqlalchemy import Engine, insert, select
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, payout_transactions, payouts, properties
+from recon_pipeline.demo.properties import demo_properties
+from recon_pipeline.demo.seed import seed_world
+from recon_pipeline.demo.world import build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.deposit import BankCredit, add_business_days
@@ -277,3 +280,36 @@ def test_a_razorpay_settlement_carries_a_disputes_withdrawal_under_the_dispute(
         result = run_night(world, case.payout_day(FIRST))
         assert (result.traced, result.sum_check) == (1, "ok")
     engine.dispose()
+
+
+def test_the_razorpay_demo_world_plants_a_refused_and_an_undeposited_settlement(
+    simulator: StartSimulator, database_url: str
+) -> None:
+    """On a Monday demo night the world holds a payment settling that night (refused by the bank) and
+    one settling on the Wednesday before, its deposit deadline being the Monday: the payouts night finds
+    exactly those two, held by the property's night."""
+    night = date(2026, 12, 7)
+    props = demo_properties("razorpay")
+    demo = build_world(
+        {p.property_id: night for p in props}, bookings_per_night=20, properties=props, flavour="razorpay"
+    )
+    assert sorted(demo.expected_payouts) == [
+        (props[0].property_id, night.isoformat(), PAYOUT_FAILED),
+        (props[0].property_id, night.isoformat(), PAYOUT_NOT_DEPOSITED),
+    ]
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    seed_world(engine, demo)
+    demo.store.clock = lambda: datetime(2026, 12, 8, 12, tzinfo=UTC).timestamp()  # the morning after
+    running = simulator(demo.store, flavour="razorpay")
+    with ProviderHttp(running.base_url, retry=FAST_RETRY) as http:
+        client = flavour_of("razorpay").adapter(http)
+        result = reconcile_payouts(engine, client, night, props, DAYS, NO_HOLIDAYS, "demo")
+    assert (result.failed, result.not_deposited, result.sum_check) == (1, 1, "ok")
+    assert result.traced == result.payouts == 2
+    with engine.connect() as connection:
+        found = connection.execute(
+            select(discrepancies.c.property_id, discrepancies.c.night, discrepancies.c.category)
+        ).all()
+    engine.dispose()
+    assert sorted(found) == sorted(demo.expected_payouts)

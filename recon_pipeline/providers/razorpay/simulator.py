@@ -227,13 +227,18 @@ def settled_at(day: date) -> int:
     return int(datetime.combine(day, SETTLEMENT_TIME, SETTLEMENT_TZ).timestamp())
 
 
+def settlement_id_of(day: date) -> str:
+    """The id of the settlement made on ``day``."""
+    return f"setl_sim{day:%Y%m%d}"
+
+
 def _settlement_fields(day: date) -> StripeObject:
     """The fields every recon item of the day's settlement shares."""
     return {
         "on_hold": False,
         "settled": True,
         "settled_at": settled_at(day),
-        "settlement_id": f"setl_sim{day:%Y%m%d}",
+        "settlement_id": settlement_id_of(day),
         "posted_at": None,
         "credit_type": "default",
         "settlement_utr": f"{settled_at(day)}simutr",
