@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
+import razorpay
 from sqlalchemy import Engine, insert, select
 
 from recon_pipeline.db import migrations
@@ -235,26 +235,23 @@ def test_a_payout_no_bank_credit_pays_by_its_deadline_until_the_statement_shows_
     assert outstanding(world) == []  # deposited: the finding is cleared
 
 
-def test_the_razorpay_simulator_serves_settlements_as_razorpay_does(simulator: StartSimulator) -> None:
+def test_the_razorpay_sdk_reads_the_simulators_settlements(simulator: StartSimulator) -> None:
     case = CASES["razorpay"]
-    key = flavour_of("razorpay").api_key
-    running = simulator(payout_world_store(case), api_key=key, flavour="razorpay")
+    key_id, secret = flavour_of("razorpay").api_key.split(":")
+    running = simulator(payout_world_store(case), api_key=f"{key_id}:{secret}", flavour="razorpay")
+    client = razorpay.Client(auth=(key_id, secret), base_url=running.base_url)
     paid_id, failed_id = case.payout_id(FIRST), case.payout_id(SECOND)
     window = {"from": at(case, FIRST, 0), "to": at(case, FIRST + timedelta(days=10), 0)}
-    with httpx.Client(base_url=running.base_url, auth=tuple(key.split(":"))) as http:
-        listed = http.get("/v1/settlements", params={**window, "count": 1}).json()
-        assert (listed["entity"], listed["count"], listed["items"][0]["id"]) == ("collection", 1, failed_id)
-        page_two = http.get("/v1/settlements", params={**window, "count": 1, "skip": 1}).json()
-        settlement = page_two["items"][0]
-        assert set(settlement) == {"id", "entity", "amount", "status", "fees", "tax", "utr", "created_at"}
-        assert (settlement["id"], settlement["status"], settlement["fees"]) == (paid_id, "processed", 1_652)
-        assert http.get(f"/v1/settlements/{paid_id}").json() == settlement
-        unknown = http.get("/v1/settlements/setl_nothing")
-        assert unknown.status_code == 400 and unknown.json()["error"]["description"] == (
-            "The id provided does not exist"
-        )
-        refused = http.get("/v1/settlements", params={**window, "expand[]": "x"})
-        assert refused.status_code == 400 and refused.json()["error"]["field"] == "expand[]"
+    listed = client.settlement.all({**window, "count": 1})
+    assert (listed["entity"], listed["count"], listed["items"][0]["id"]) == ("collection", 1, failed_id)
+    [settlement] = client.settlement.all({**window, "count": 1, "skip": 1})["items"]
+    assert set(settlement) == {"id", "entity", "amount", "status", "fees", "tax", "utr", "created_at"}
+    assert (settlement["id"], settlement["status"], settlement["fees"]) == (paid_id, "processed", 1_652)
+    assert client.settlement.fetch(paid_id) == settlement
+    with pytest.raises(razorpay.errors.BadRequestError, match="The id provided does not exist"):
+        client.settlement.fetch("setl_nothing")
+    with pytest.raises(razorpay.errors.BadRequestError, match="expand.* is/are not required"):
+        client.settlement.all({**window, "expand[]": "x"})
 
 
 def test_a_razorpay_settlement_carries_a_disputes_withdrawal_under_the_dispute(
