@@ -31,7 +31,9 @@ def provider_named(name: str) -> Provider:
         raise ConfigError(f"no provider is called {name[:40]!r}; one of {choices}") from None
 
 
-def build_client(name: str, http: ProviderHttp, settings: ClientSettings | None = None) -> ProviderClient:
+def build_client(
+    name: str, http: ProviderHttp, settings: ClientSettings | None = None
+) -> ProviderClient:
     """The client of the provider called ``name`` over ``http`` (which holds the base URL, key, rate and
     retry bounds); ``settings`` carries provider-specific options (none: each provider's defaults)."""
     return provider_named(name).client(http, settings or ClientSettings("", None, {}))
