@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from recon_pipeline.config import DEFAULT_FLAVOUR
@@ -24,6 +24,7 @@ from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.payouts.deposit import DEFAULT_DEPOSIT_DAYS, arrivals_due_on
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
+from recon_pipeline.providers.razorpay.simulator import SETTLEMENT_TZ, created_days, settlement_id_of
 from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
@@ -298,6 +299,8 @@ class _NightBuilder:
         self.pay_out(charges, refunds)
         if plant and self.ids.balance_transactions and self.prop.provider_account:
             self.plant_payout_findings()
+        if plant and self.ids.settled_payouts:
+            self.plant_settlement_findings()
 
     def plant_payout_findings(self) -> None:
         """For the payouts asset, on this property's own connected account: a payout arriving tonight that
@@ -336,6 +339,30 @@ class _NightBuilder:
                 )
             )
             self.plant_payout(c.PAYOUT_NOT_DEPOSITED)
+
+    def plant_settlement_findings(self) -> None:
+        """For the payouts asset, on a provider that pays out daily settlements of the payments captured
+        some working days before (Razorpay): a payment of an earlier night whose settlement arrives
+        tonight and is refused by the bank, ``payout_failed``; and when tonight is a deposit deadline, one
+        whose settlement arrived ``DEFAULT_DEPOSIT_DAYS`` business days ago that no bank credit pays,
+        ``payout_not_deposited``. Each is booked in the ledger on its own night (not tonight's)."""
+        night = self.window.night
+        if self.settled_payment(night):
+            self.world.store.failed_payouts[settlement_id_of(night)] = "refused by the bank"
+            self.plant_payout(c.PAYOUT_FAILED)
+        due = arrivals_due_on(night, DEFAULT_DEPOSIT_DAYS, frozenset())
+        if any(self.settled_payment(day) for day in reversed(due)):  # the latest that settles anything
+            self.plant_payout(c.PAYOUT_NOT_DEPOSITED)
+
+    def settled_payment(self, settlement_day: date) -> bool:
+        """A payment (and its ledger entries) made at noon on the day whose money settles on
+        ``settlement_day``; False when nothing settles that day (no working day)."""
+        created_on = created_days(self.world.store, settlement_day)
+        if not created_on:
+            return False
+        noon = datetime.combine(created_on[-1], time(12), SETTLEMENT_TZ)
+        self.book_charge(self.payment(noon, self.amount()), timedelta(minutes=5))
+        return True
 
     def plant_payout(self, category: str) -> None:
         self.world.expected_payouts[(self.prop.property_id, self.night, category)] += 1

@@ -74,6 +74,9 @@ class DemoWorld:
     # then also holds disputes and converted charges (``demo/world.py``).
     balance_transactions: bool = False
     authorization_period: timedelta | None = None
+    # Whether its payouts are daily settlements of earlier days' payments (Razorpay): the world then holds
+    # payments settling on the night, one in a settlement the bank refuses (``demo/world.py``).
+    settled_payouts: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ Batches are numbered from 1 per merchant account; a number not published yet ans
   say of the payment (captured, refunded in part or in full); a payment no batch holds yet is None, and
   the event processor retries it later. The notification's own data is never used as state.
 
+- payouts (``payouts_arriving``, ``payout_transactions``; ``payouts.py``): each batch's ``MerchantPayout``
+  lines, itemised by the batch's other lines; a payout is failed once a later batch books it back
+  (``BankInstructionReturned``).
+
 A property's merchant account is its ``provider_account``; a property without one uses the client's
 ``merchant_account`` (configuration), else it cannot be read.
 """
@@ -39,9 +43,16 @@ from urllib.parse import quote
 import pandas as pd
 
 from recon_pipeline.events.payment_state import PaymentState
+from recon_pipeline.providers.adyen.payouts import (
+    batch_of_payout,
+    payout_of,
+    returned_references,
+    transactions_of,
+)
 from recon_pipeline.providers.adyen.report import (
     SettlementBatch,
     parse_settlement_report,
+    payouts_of,
     records_of,
     report_file_name,
 )
@@ -185,13 +196,31 @@ class AdyenClient:
     def payouts_arriving(
         self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
     ) -> list[Payout] | None:
-        """None: Adyen's payouts are the settlement batches of the Settlement details report (its
-        ``MerchantPayout`` rows, ``report.py``); they are not read as payouts yet."""
-        return None
+        """The payouts (``MerchantPayout`` lines, ``payouts.py``) of the merchant account's batches closed
+        in ``[arrival_gte, arrival_lt)``, read back from the newest batch, whose later batches tell which
+        payout the bank returned. A line of no positive amount is no payout: Adyen pays out only a positive
+        payable balance (the batch carries the rest over). Raises IncompletePullError."""
+        merchant = provider_account or self.merchant_account
+        if merchant is None:
+            raise ValueError("no merchant account to read payouts from")
+        first, end = arrival_gte.date(), arrival_lt.date()
+        with incomplete_pull(f"payouts of merchant account {merchant!r} arriving in [{first}, {end})"):
+            batches = []
+            for number in range(self._newest_batch(merchant), 0, -1):
+                batch = self._batch(merchant, number)
+                if batch.closed_at.date() < first:
+                    break
+                batches.append(batch)
+            returned = returned_references(batches)
+            lines = [line for line in payouts_of(batches) if line.amount_minor > 0]  # nothing paid else
+            payouts = [payout_of(line, returned) for line in lines]
+        return [payout for payout in payouts if first <= payout.arrival_date < end]
 
     def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
-        """None: an Adyen batch is broken down by its settlement report, not read here yet."""
-        return None
+        """The lines of the payout's batch in its currency. Raises IncompletePullError."""
+        merchant, number, _currency = batch_of_payout(payout.payout_id)
+        with incomplete_pull(f"settlement batch {number} of merchant account {merchant!r}"):
+            return transactions_of(self._batch(merchant, number), payout)
 
     # --- reports ----------------------------------------------------------------------------------------
 

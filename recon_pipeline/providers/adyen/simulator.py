@@ -13,7 +13,10 @@ fee split as interchange++ pricing reports it (interchange, scheme fees, markup;
 
 Batches are daily per merchant account, numbered from 1 at the first day that settles anything, each
 closing at ``BATCH_CLOSE`` UTC on its day with one ``MerchantPayout`` line per currency (the payout line
-of a batch with no movement is in EUR), and each is published only once ``store.clock()`` has passed its
+of a batch with no movement is in EUR, its reference Adyen's default payout description,
+``payout_reference``); a payout ``store.failed_payouts`` names (by ``payouts.payout_id_of``) is returned
+by the bank: the next batch books it back as a ``BankInstructionReturned`` line and pays it out again.
+Each batch is published only once ``store.clock()`` has passed its
 close: a later number answers 404 as Adyen does. ``Creation Date`` is written in the company account's
 time zone (``Europe/Amsterdam``: CET/CEST), as Adyen writes it. Downloads need HTTP Basic auth of the
 report user when the app holds credentials (``request.app.state.api_key``, ``user:password``); anything
@@ -29,6 +32,7 @@ import base64
 import csv
 import io
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -40,6 +44,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.money import minor_unit_exponent
+from recon_pipeline.providers.adyen.payouts import BANK_INSTRUCTION_RETURNED, payout_id_of
 from recon_pipeline.providers.adyen.report import (
     CHARGEBACK,
     CHARGEBACK_REVERSED,
@@ -199,6 +204,37 @@ def _movements(store: SimulatorStore, merchant: str) -> list[tuple[date, dict[st
     return out
 
 
+def payout_reference(merchant: str, batch: int) -> str:
+    """The payout description Adyen sends the bank by default: a unique ``TX…XT`` reference, the
+    merchant account and the batch number."""
+    return f"TX{zlib.crc32(merchant.encode()):010d}{batch:04d}XT {merchant}, batch {batch}"
+
+
+def _payout_nets(
+    store: SimulatorStore, merchant: str, movements: list[tuple[date, dict[str, str], int, str]], batch: int
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(what batch ``batch`` pays out per currency, what it books back of the previous batch's payouts
+    the bank returned, ``store.failed_payouts``): each batch's movements plus what came back of the
+    previous batch's payout, batch by batch from the first."""
+    first = min(m[0] for m in movements)
+    moved: dict[date, dict[str, int]] = {}
+    for day, _, net, currency in movements:
+        nets_of_day = moved.setdefault(day, {})
+        nets_of_day[currency] = nets_of_day.get(currency, 0) + net
+    nets: dict[str, int] = {}
+    returned: dict[str, int] = {}
+    for number in range(1 if store.failed_payouts else batch, batch + 1):
+        returned = {
+            currency: net
+            for currency, net in nets.items()
+            if net > 0 and payout_id_of(merchant, number - 1, currency) in store.failed_payouts
+        }
+        nets = dict(returned)
+        for currency, net in moved.get(first + timedelta(days=number - 1), {}).items():
+            nets[currency] = nets.get(currency, 0) + net
+    return nets, returned
+
+
 def render_batch(store: SimulatorStore, merchant: str, batch: int) -> str | None:
     """Batch ``batch``'s Settlement details report CSV of ``merchant``; None while it is not published."""
     movements = _movements(store, merchant)
@@ -210,15 +246,19 @@ def render_batch(store: SimulatorStore, merchant: str, batch: int) -> str | None
         return None
     lines = [{**line, "Batch Number": str(batch)} for d, line, _, _ in movements if d == day]
     lines.sort(key=lambda line: (line["Creation Date"], line["Psp Reference"], line["Type"]))
-    nets: dict[str, int] = {}
-    for d, _, net, currency in movements:
-        if d == day:
-            nets[currency] = nets.get(currency, 0) + net
+    nets, returned = _payout_nets(store, merchant, movements, batch)
     created, zone = _local(int(closes.timestamp()))
+    for currency, amount in sorted(returned.items()):
+        returned_reference = payout_reference(merchant, batch - 1)
+        lines.append(_line(merchant, **{
+            "Batch Number": str(batch), "Creation Date": created, "TimeZone": zone,
+            "Type": BANK_INSTRUCTION_RETURNED, "Modification Reference": returned_reference,
+            "Net Currency": currency, "Net Credit (NC)": decimal_text(amount, currency),
+        }))  # fmt: skip
     for currency, net in sorted((nets or {"EUR": 0}).items()):
         lines.append(_line(merchant, **{
             "Batch Number": str(batch), "Creation Date": created, "TimeZone": zone, "Type": MERCHANT_PAYOUT,
-            "Modification Reference": f"Payout batch {batch}", "Net Currency": currency,
+            "Modification Reference": payout_reference(merchant, batch), "Net Currency": currency,
             "Net Debit (NC)": decimal_text(net, currency) if net >= 0 else "",
             "Net Credit (NC)": decimal_text(-net, currency) if net < 0 else "",
         }))  # fmt: skip

@@ -110,6 +110,7 @@ class RazorpayProvider:
             refund_prefix="rfnd",
             payment_intents=False,
             authorization_period=DEFAULT_CAPTURE_TIMEOUT,
+            settled_payouts=True,
         )
 
 

@@ -36,6 +36,10 @@ The same guarantees as the Stripe adapter (every record validated, a pull that c
   reads the recon of the ``MAX_RECON_DAYS`` days from the dispute's creation (a reversal later than that is
   not found by id).
 
+- Payouts (``payouts_arriving``, ``payout_transactions``; ``payouts.py``): the settlements
+  (``GET /v1/settlements``, ``from``/``to`` on ``created_at``, ``count``/``skip`` paged) arriving on a
+  night, each itemised by the recon items of its day that name it (``settlement_id``).
+
 Only the merchant's own account is read: a property with ``provider_account`` is refused (Razorpay has no
 ``Stripe-Account`` equivalent for a plain merchant key).
 """
@@ -90,6 +94,12 @@ from recon_pipeline.providers.pull import (
     window_seconds,
 )
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
+from recon_pipeline.providers.razorpay.payouts import (
+    payout_of,
+    settlement_day,
+    settlement_params,
+    transactions_of,
+)
 from recon_pipeline.providers.razorpay.settlement import (
     DEFAULT_SETTLEMENT_DAYS,
     MAX_SETTLEMENT_DAYS,
@@ -110,6 +120,7 @@ logger = logging.getLogger(__name__)
 
 PAGE_COUNT = 100
 RECON_PATH = "/v1/settlements/recon/combined"
+SETTLEMENTS_PATH = "/v1/settlements"
 FEE_SETTLED, FEE_PROVISIONAL = "settled", "provisional"  # the status of a fee row: where its amount is from
 PAYMENT_ID_PREFIX = "pay_"
 REFUND_ID_PREFIX = "rfnd_"
@@ -429,13 +440,23 @@ class RazorpayAdapter:
     def payouts_arriving(
         self, provider_account: str | None, arrival_gte: datetime, arrival_lt: datetime
     ) -> list[Payout] | None:
-        """None: Razorpay pays out as settlements (``GET /v1/settlements``, ``settlement.py``), one per
-        settlement day with its ``utr`` as the bank reference; they are not read as payouts yet."""
-        return None
+        """The merchant's settlements (``GET /v1/settlements``, ``payouts.py``) arriving in
+        ``[arrival_gte, arrival_lt)`` (their Indian calendar day). Raises IncompletePullError."""
+        if provider_account is not None:
+            raise ValueError(f"Razorpay has no provider accounts: {provider_account!r} cannot be read")
+        first, end = arrival_gte.date(), arrival_lt.date()
+        with incomplete_pull(f"settlements arriving in [{first}, {end})"):
+            listed = self._list_all(
+                SETTLEMENTS_PATH, settlement_params(arrival_gte, arrival_lt), threading.Event()
+            )
+            payouts = [payout_of(settlement) for settlement in listed]
+        return [payout for payout in payouts if first <= payout.arrival_date < end]
 
     def payout_transactions(self, payout: Payout) -> list[PayoutTransaction] | None:
-        """None: a Razorpay settlement is broken down by the settlement recon, not read here yet."""
-        return None
+        """The settlement recon items of the settlement's day that name it. Raises IncompletePullError."""
+        with incomplete_pull(f"settlement recon of {payout.payout_id}"):
+            items = self._recon_day(settlement_day(payout), threading.Event())()
+            return transactions_of(payout, items)
 
     def _payment_rows(
         self, account: PropertyAccount, payments: Sequence[ProviderObject], fees: dict[str, SettledFee]

@@ -27,6 +27,12 @@ item with ``dispute_id``: a withdrawal as a debit, a reinstatement as a credit. 
 Razorpay's do. Items are oldest first (payments, refunds, then dispute adjustments), so ``skip`` pages are
 stable.
 
+Settlements: ``GET /v1/settlements`` (``from``/``to`` on ``created_at``, ``count`` at most 100, ``skip``,
+newest first) lists one settlement per working day whose recon has items, made at its 11:00 IST:
+``id`` the items' ``settlement_id``, ``amount`` their credits less their debits, ``fees`` and ``tax``
+their sums, ``utr`` their ``settlement_utr``, ``status`` ``processed`` unless ``store.failed_payouts``
+names it (``failed``). ``GET /v1/settlements/{id}`` fetches one.
+
 Disputes: ``GET /v1/disputes`` (``from``/``to`` on ``created_at``, ``count``, ``skip``) and
 ``GET /v1/disputes/{id}`` render a store dispute as Razorpay's entity: ``payment_id`` its charge,
 ``status`` open / under_review / won / lost / closed from Stripe's, ``amount_deducted`` what its
@@ -65,6 +71,7 @@ RECON_MAX_COUNT = 1000
 UNKNOWN_ID = "The id provided does not exist"
 ORDER_PREFIX = "order_"
 CALENDAR = SettlementCalendar()  # the simulated Razorpay settles on India's working days
+MAX_SETTLEMENT_SPAN_S = 366 * 86_400  # the simulator's bound on a settlements list's from..to
 LONGEST_SETTLEMENT_SPAN = 21  # calendar days T+N working days can span at most (N ≤ 10)
 _DISPUTE_STATUSES = {
     "warning_needs_response": "open",
@@ -220,13 +227,18 @@ def settled_at(day: date) -> int:
     return int(datetime.combine(day, SETTLEMENT_TIME, SETTLEMENT_TZ).timestamp())
 
 
+def settlement_id_of(day: date) -> str:
+    """The id of the settlement made on ``day``."""
+    return f"setl_sim{day:%Y%m%d}"
+
+
 def _settlement_fields(day: date) -> StripeObject:
     """The fields every recon item of the day's settlement shares."""
     return {
         "on_hold": False,
         "settled": True,
         "settled_at": settled_at(day),
-        "settlement_id": f"setl_sim{day:%Y%m%d}",
+        "settlement_id": settlement_id_of(day),
         "posted_at": None,
         "credit_type": "default",
         "settlement_utr": f"{settled_at(day)}simutr",
@@ -374,6 +386,59 @@ def _recon(store: SimulatorStore, request: Request) -> ApiResult:
     return 200, {"entity": "collection", "count": len(items), "items": items}
 
 
+def render_settlement(store: SimulatorStore, day: date, items: list[StripeObject]) -> StripeObject:
+    """The settlement of ``day`` as Razorpay renders it, from its recon items."""
+    settlement_id = str(items[0]["settlement_id"])
+    numbers = [i for i in items if isinstance(i["credit"], int) and isinstance(i["fee"], int)]
+    return {
+        "id": settlement_id,
+        "entity": "settlement",
+        "amount": sum(i["credit"] - i["debit"] for i in numbers),
+        "status": "failed" if settlement_id in store.failed_payouts else "processed",
+        "fees": sum(i["fee"] for i in numbers),
+        "tax": sum(i["tax"] for i in numbers),
+        "utr": items[0]["settlement_utr"],
+        "created_at": settled_at(day),
+    }
+
+
+def settlements(store: SimulatorStore, gte: int, to: int) -> list[StripeObject]:
+    """The settlements made in ``[gte, to]`` by ``store.clock()``, newest first."""
+    first = datetime.fromtimestamp(gte, SETTLEMENT_TZ).date()
+    end = datetime.fromtimestamp(min(to, store.clock()), SETTLEMENT_TZ).date() + timedelta(days=1)
+    by_day: dict[date, list[StripeObject]] = {}
+    for kind, obj, day in recon_entries(store, first, end):
+        by_day.setdefault(day, []).append(recon_item(store, kind, obj, day))
+    made = [render_settlement(store, day, items) for day, items in by_day.items()]
+    return sorted((s for s in made if gte <= s["created_at"] <= to), key=lambda s: -s["created_at"])
+
+
+def _settlements(store: SimulatorStore, request: Request) -> ApiResult:
+    count = int_param(request, "count")
+    count = 10 if count is None else count
+    if not 1 <= count <= 100:
+        raise InvalidRequest("The count must be between 1 and 100.", param="count")
+    skip = int_param(request, "skip") or 0
+    gte, to = _required_int(request, "from"), _required_int(request, "to")
+    if skip < 0 or to < gte or to - gte > MAX_SETTLEMENT_SPAN_S:
+        raise InvalidRequest("The from, to and skip must span at most a year.", param="to")
+    items = settlements(store, gte, to)[skip : skip + count]
+    return 200, {"entity": "collection", "count": len(items), "items": items}
+
+
+def _settlement(store: SimulatorStore, settlement_id: str) -> ApiResult:
+    if settlement_id.startswith("setl_sim"):
+        try:
+            day = datetime.strptime(settlement_id.removeprefix("setl_sim"), "%Y%m%d").date()
+        except ValueError:
+            day = None
+        if day is not None:
+            found = settlements(store, settled_at(day), settled_at(day))
+            if found:
+                return 200, found[0]
+    return 400, razorpay_error(UNKNOWN_ID)
+
+
 _RENDER: dict[Kind, Callable[[StripeObject], StripeObject]] = {
     "charges": render_payment,
     "refunds": render_refund,
@@ -443,6 +508,10 @@ def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         Route("/v1/payments/{object_id}/refunds", api(payment_refunds, COLLECTION_PARAMS)),
         Route("/v1/refunds", api(lambda r, _a: _collection(store, "refunds", r), COLLECTION_PARAMS)),
         Route("/v1/refunds/{object_id}", api(by_id("refunds"))),
+        Route("/v1/settlements", api(lambda r, _a: _settlements(store, r), COLLECTION_PARAMS)),
+        Route(
+            "/v1/settlements/{object_id}", api(lambda r, _a: _settlement(store, r.path_params["object_id"]))
+        ),
         Route("/v1/settlements/recon/combined", api(lambda r, _a: _recon(store, r), RECON_PARAMS)),
         Route("/v1/disputes", api(lambda r, _a: _collection(store, "disputes", r), COLLECTION_PARAMS)),
         Route("/v1/disputes/{object_id}", api(by_id("disputes"))),

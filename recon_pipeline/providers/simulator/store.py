@@ -105,7 +105,9 @@ class SimulatorStore:
     changes need not).
 
     ``settled_fees`` maps a charge id to the fee (tax included) its settlement booked when that differs
-    from the charge's own fee; ``clock`` gives the current unix time (tests fix it)."""
+    from the charge's own fee; ``failed_payouts`` maps the id of a payout the bank refused, in the flavours
+    whose payouts are derived from the movements (a Razorpay settlement, an Adyen batch's payout), to its
+    failure; ``clock`` gives the current unix time (tests fix it)."""
 
     charges: list[StripeObject] = field(default_factory=list)
     refunds: list[StripeObject] = field(default_factory=list)
@@ -116,6 +118,7 @@ class SimulatorStore:
     balance_transactions: list[StripeObject] = field(default_factory=list)
     settlement_delay_days: int = SETTLEMENT_DELAY_DAYS
     settled_fees: dict[str, int] = field(default_factory=dict)
+    failed_payouts: dict[str, str] = field(default_factory=dict)
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
     _by_id: dict[str, dict[str, StripeObject]] = field(init=False, repr=False, compare=False)
     _views: dict[tuple[str, str | None, str | None], dict[Any, SortedView]] = field(
