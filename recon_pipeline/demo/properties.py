@@ -24,4 +24,6 @@ DEMO_THRESHOLDS_MINOR = {
     "kyoto-gion": 1_000_000,  # ¥1,000,000
     "denver-lodge": 1_000_000,  # $10,000
     "mumbai-marine": 50_000_000,  # ₹5,00,000
+    "amsterdam-canal": 1_000_000,  # €10,000
+    "london-borough": 1_000_000,  # £10,000
 }
