@@ -29,10 +29,12 @@ CAPTURE_TRANSACTION_TYPES = frozenset({"charge", "payment"})
 
 def moved_at(charge: ProviderObject) -> datetime:
     """When the charge's money moved: its BT's ``created`` (the capture), the charge's own ``created``
-    while it has no BT (pending, failed or not captured yet). Needs ``balance_transaction`` expanded."""
+    while it has no BT (pending, failed or not captured yet); the charge's is checked either way. Needs
+    ``balance_transaction`` expanded."""
+    created = created_at_field(charge, "charge")
     transaction = expanded_balance_transaction(charge, "charge")
     if transaction is None:
-        return created_at_field(charge, "charge")
+        return created
     return created_at_field(transaction, f"balance transaction of charge {charge.get('id')!r}")
 
 
