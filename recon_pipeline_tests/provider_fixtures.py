@@ -200,7 +200,9 @@ class Flavour:
     reports_failed_payments: bool = True  # a failed payment's state is readable by id
     intents: bool = False  # payments go through an intent (the order's key)
     aliases: bool = True  # a payment also has an intent or order id a ledger may book it by
-    movement_lists: tuple[str, ...] = ()  # other lists a night's pull reads (Stripe: dispute transactions)
+    # other lists a night's pull reads, each holding every payment's movement too (Stripe: its balance
+    # transactions, of which disputes and captures of earlier charges are kept)
+    movement_lists: tuple[str, ...] = ()
     refunds_embed_payment: bool = False  # a refund list carries each refund's payment (no lookup by id)
 
     def charge_id(self, suffix: str) -> str:

@@ -52,6 +52,7 @@ KEY = "ws@Company.Hotels:report-password"
 H = 3_600
 CH1, CH2, CH3, FAILED, OTHER = (f"88150000000000{n:02d}" for n in (1, 2, 3, 4, 5))
 REFUND = "8815000000000091"
+HELD = "8815000000000092"  # authorized one night, captured the next
 NIGHT = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC))
 ACCOUNT = PropertyAccount("P1", MERCHANT, ("P1",))
 
@@ -143,6 +144,23 @@ def test_a_night_is_pulled_from_every_batch_that_can_hold_it(
         f"/reports/download/MerchantAccount/{MERCHANT}/settlement_detail_report_batch_5.csv"
     ]
     assert downloads == 6  # probing 1, 3, 7, 5, 4, then batch 2 (1, 3 and 4 are cached)
+
+
+def test_a_payment_captured_a_night_after_its_authorization_is_the_captures_nights(
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted]
+) -> None:
+    """Adyen's report has a line per capture (its modification), dated by the capture: a stay authorized
+    on Jan 1 and captured on Jan 2 is Jan 2's money and not Jan 1's."""
+    stay = make_charge(HELD, T0 + 9 * H, amount=30_000, fee=600, account=MERCHANT)
+    stay["balance_transaction"]["created"] = T0 + DAY + 3 * H
+    served[1].charges.append(stay)
+    served[1].reindex()
+    assert HELD not in set(client.pull_claimed(ACCOUNT, *NIGHT).provider_record_id)
+    captured = client.pull_claimed(ACCOUNT, NIGHT[1], datetime(2026, 1, 3, tzinfo=UTC))
+    assert {(HELD, "payment", 30_000, "EUR"), (HELD, "fee", -600, "EUR")} <= rows(captured)
+    assert set(captured.loc[captured.provider_record_id.eq(HELD), "created_at"]) == {
+        datetime.fromtimestamp(T0 + DAY + 3 * H, UTC)
+    }
 
 
 def test_a_night_whose_covering_batch_is_not_published_fails(

@@ -175,6 +175,28 @@ def test_out_of_order_events_end_confirmed_and_captured(harness: Harness) -> Non
     assert h.count(stale_nights) == 0  # the night had not closed
 
 
+def test_a_hold_captured_a_night_later_is_recorded_at_its_capture(harness: Harness) -> None:
+    """A stay authorized at check-in the night before and captured tonight: ``captured_at`` is the capture
+    (the charge's balance transaction), not the authorization (the charge's ``created``), and the event
+    belongs to tonight, the night whose pull and payment orders hold the capture."""
+    h = harness
+    charge, intent = h.add_payment("stay")
+    authorized = int((CREATED - timedelta(days=1)).timestamp())
+    charge["created"] = intent["created"] = authorized
+    intent["capture_method"] = "manual"
+    h.store.reindex()
+    h.add_booking("bk_stay")
+    h.deliver("evt_captured", "payment_intent.succeeded", intent)
+
+    assert h.process().processed == 1
+
+    order = h.one(payment_orders, provider_payment_id=intent["id"])
+    assert (order["status"], order["captured_at"]) == ("captured", CREATED)
+    assert [(e["outcome"], e["night"]) for e in h.rows(payment_event_processing)] == [
+        ("booking_confirmed", NIGHT)
+    ]
+
+
 def test_duplicate_and_repeated_events_confirm_the_booking_once(harness: Harness) -> None:
     h = harness
     charge, intent = h.add_payment("dup")

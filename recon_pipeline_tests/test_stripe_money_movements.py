@@ -18,6 +18,7 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.providers.stripe.captures import earlier_captures
 from recon_pipeline.providers.stripe.client import StripeAdapter, charge_rows, refund_row
 from recon_pipeline.providers.stripe.disputes import dispute_movement_rows
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
@@ -466,23 +467,69 @@ def test_a_converted_refund_looked_up_by_id_carries_its_settlement_figure(
     }
 
 
+def _stay(transaction_type: str = "charge") -> dict[str, Any]:
+    """A stay authorized at check-in on night 0 and captured at checkout on night 1: the charge dates from
+    the authorization, its balance transaction (of ``transaction_type``: ``charge`` for a card, ``payment``
+    for a ``py_`` charge) from the capture."""
+    held = make_charge("ch_stay", T0 + 600, amount=30_000)
+    held["balance_transaction"].update(created=T0 + DAY + 600, type=transaction_type)
+    return held
+
+
+@pytest.mark.parametrize("transaction_type", ["charge", "payment"])
 def test_an_authorization_captured_on_a_later_night_is_that_nights_money(
+    simulator: StartSimulator, adapter_for: Any, transaction_type: str
+) -> None:
+    """The capture's balance transaction dates the money: night 0's pull leaves the stay out, night 1's
+    has it (from its balance transactions, the charge's own created on night 0), dated by the capture, in
+    the same three lists as a night without it; re-running both nights gives the same frames."""
+    paid_tonight = make_charge("ch_now", T0 + 900, amount=5_000)
+    sim = simulator(SimulatorStore(charges=[_stay(transaction_type), paid_tonight]))
+    adapter = adapter_for(sim)
+    first = [adapter.pull_night(PROP_A, *night(n)) for n in (0, 1)]
+    assert rows(first[0]) == {
+        ("ch_now", "payment", 5_000, "EUR", None, None),
+        ("ch_now", "fee", -300, "EUR", None, None),
+    }
+    assert rows(first[1]) == {
+        ("ch_stay", "payment", 30_000, "EUR", None, None),
+        ("ch_stay", "fee", -300, "EUR", None, None),
+    }
+    assert set(first[1].settled) == {True} and set(first[1].booking_id) == {"bk_ch_stay"}
+    assert set(first[1].created_at) == {datetime.fromtimestamp(T0 + DAY + 600, UTC)}  # the capture
+    assert sim.stats()["requests_by_path"] == {
+        "/v1/charges": 2,
+        "/v1/refunds": 2,
+        "/v1/balance_transactions": 2,
+    }  # no lookup by id
+    again = [adapter.pull_night(PROP_A, *night(n)) for n in (0, 1)]
+    for before, after in zip(first, again, strict=True):
+        pd.testing.assert_frame_equal(before, after)
+
+
+def test_a_capture_is_matched_on_its_night_and_missing_there_when_unbooked(
     simulator: StartSimulator, adapter_for: Any
 ) -> None:
-    """A stay authorized at check-in (night 0) and captured at checkout (night 2): the capture's balance
-    transaction dates the money, so night 0's pull has no settled payment for it (the ledger books it on
-    night 2, where the lookup by id finds it: a timing difference, not missing on night 0)."""
-    held = make_charge("ch_stay", T0 + 600, amount=30_000)
-    held["balance_transaction"]["created"] = T0 + 2 * DAY + 600
-    paid_tonight = make_charge("ch_now", T0 + 900, amount=5_000)
-    adapter = adapter_for(simulator(SimulatorStore(charges=[held, paid_tonight])))
-    assert {(r, k) for r, k, *_ in rows(adapter.pull_night(PROP_A, *night(0)))} == {
-        ("ch_now", "payment"),
-        ("ch_now", "fee"),
-    }
-    assert adapter.pull_night(PROP_A, *night(2)).empty  # listed by creation: found by id instead
-    found = adapter.fetch_records_by_id(PROP_A, ["ch_stay"])
-    assert set(zip(found.provider_record_id, found.kind, found.settled, strict=True)) == {
-        ("ch_stay", "payment", True),
-        ("ch_stay", "fee", True),
-    }
+    """Booked on the capture's night it matches with no lookup by id; unbooked it is missing_in_ledger on
+    that night (payment and fee), and nothing of it is found on the authorization's night."""
+    adapter = adapter_for(simulator(SimulatorStore(charges=[_stay()])))
+    checkout, _ = night(1)
+    booked = _ledger(
+        [("ch_stay", "payment", 30_000, "EUR", checkout), ("ch_stay", "fee", -300, "EUR", checkout)]
+    )
+    pulled = adapter.pull_night(PROP_A, *night(1))
+    assert unmatched_ledger_record_ids(pulled, booked) == []
+    matched = diff_night(pulled, booked, None)
+    assert matched.discrepancies.empty and matched.timing_difference_count == 0
+    unbooked = diff_night(pulled, booked.iloc[:0], None).discrepancies
+    assert sorted(zip(unbooked.provider_record_id, unbooked.category, strict=True)) == [
+        ("ch_stay", "missing_in_ledger"),
+        ("ch_stay", "missing_in_ledger"),
+    ]
+    assert diff_night(adapter.pull_night(PROP_A, *night(0)), booked.iloc[:0], None).discrepancies.empty
+
+
+def test_a_capture_whose_source_is_not_an_expanded_charge_fails_the_pull() -> None:
+    transaction = {"id": "txn_1", "type": "charge", "source": "ch_1", "created": T0}
+    with pytest.raises(ProviderDataError, match="txn_1.*not an expanded charge"):
+        earlier_captures([transaction], T0)

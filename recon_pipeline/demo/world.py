@@ -384,7 +384,7 @@ class _NightBuilder:
                 charge["balance_transaction"]["amount"],
                 charge["balance_transaction"]["fee"],
                 currency,
-                charge["created"],
+                charge["balance_transaction"].get("created", charge["created"]),  # a hold: its capture
                 account,
             )
             for charge in moved
@@ -530,9 +530,7 @@ class _NightBuilder:
             if plant:
                 self.plant(c.FX_DIFFERENCE)
 
-    def book_dispute(
-        self, disputed: dict[str, Any], booking_id: str, unbooked: tuple[str, ...] = ()
-    ) -> None:
+    def book_dispute(self, disputed: dict[str, Any], booking_id: str, unbooked: tuple[str, ...] = ()) -> None:
         """The ledger's entries for each of a dispute's movements as it happens: the withdrawal and its fee
         under the dispute's id, the reversal under it too and a returned fee under the reversal's
         balance transaction (``providers/stripe/disputes.py``); the movements of ``unbooked`` kinds are

@@ -8,8 +8,10 @@ merchant reference. A captured charge is a ``Settled`` line, a succeeded refund 
 reference = the charge's, modification reference = the refund's id), a dispute's withdrawal and
 reinstatement balance transactions ``Chargeback`` and ``ChargebackReversed`` lines (modification
 reference = the dispute's id, the chargeback fee as ``Commission``), each in the batch of the UTC day
-``store.settlement_delay_days`` after the day it was created. Fees are the charge's balance-transaction
-fee split as interchange++ pricing reports it (interchange, scheme fees, markup; no commission).
+``store.settlement_delay_days`` after the day it was created; a charge's line is its capture's (its balance
+transaction's ``created``: a hold captured days after its authorization is dated by the capture). Fees
+are the charge's balance-transaction fee split as interchange++ pricing reports it (interchange, scheme
+fees, markup; no commission).
 
 Batches are daily per merchant account, numbered from 1 at the first day that settles anything, each
 closing at ``BATCH_CLOSE`` UTC on its day with one ``MerchantPayout`` line per currency (the payout line
@@ -109,12 +111,20 @@ def _line(merchant: str, **values: str) -> dict[str, str]:
     return {"Company Account": SIMULATOR_COMPANY_ACCOUNT, "Merchant Account": merchant, **values}
 
 
+def captured_at(charge: StripeObject) -> int:
+    """When a charge was captured: its balance transaction's ``created`` where the store gives it one, else
+    the charge's own."""
+    transaction = charge.get("balance_transaction")
+    held = transaction.get("created") if isinstance(transaction, dict) else None
+    return int(charge["created"] if held is None else held)
+
+
 def settled_line(charge: StripeObject, merchant: str) -> dict[str, str]:
     """A captured charge's Settled line (its batch number is the batch's to add)."""
     currency = str(charge["currency"]).upper()
     amount, fee = int(charge["amount_captured"]), _fee(charge)
     interchange, scheme, markup = _fee_parts(fee)
-    created, zone = _local(charge["created"])
+    created, zone = _local(captured_at(charge))
     money = {
         "Gross Currency": currency, "Gross Credit (GC)": decimal_text(amount, currency), "Exchange Rate": "1",
         "Net Currency": currency, "Net Credit (NC)": decimal_text(amount - fee, currency),
@@ -187,7 +197,7 @@ def _movements(store: SimulatorStore, merchant: str) -> list[tuple[date, dict[st
         if charge.get("status") == "succeeded" and charge.get("captured"):
             line = settled_line(charge, merchant)
             net = int(charge["amount_captured"]) - _fee(charge)
-            out.append((settlement_day(charge["created"], store), line, net, line["Net Currency"]))
+            out.append((settlement_day(captured_at(charge), store), line, net, line["Net Currency"]))
     for refund in store.refunds:
         refunded = charges.get(refund.get("charge", ""))
         if refunded is not None and refund.get("status") == "succeeded":

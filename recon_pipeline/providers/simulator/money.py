@@ -151,7 +151,7 @@ def settle_refund(refund: StripeObject, charge: StripeObject) -> StripeObject:
     rate = charge_transaction.get("exchange_rate")
     amount = refund["amount"] if rate is None else round(refund["amount"] * rate)
     refund["balance_transaction"] = balance_transaction(
-        f"txn_{refund['id'].split('_', 1)[1]}",
+        f"txn_{refund['id']}",  # never its charge's (``txn_`` + the charge id's tail): ids are unique
         refund["id"],
         refund["created"],
         -amount,

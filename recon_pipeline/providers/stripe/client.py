@@ -2,9 +2,10 @@
 
 A night is three lists of the account's scope, each by creation time: charges and refunds (their balance
 transactions expanded: fees, and the settlement figures of a currency conversion, ``balance.py``), and the
-balance transactions of ``type`` ``adjustment`` with their source expanded, of which the dispute
-withdrawals and reversals are kept (``disputes.py``): a dispute's movement belongs to the night its balance
-transaction was created in, which no list of disputes by their own ``created`` would give.
+balance transactions of every type with their source expanded, of which the dispute withdrawals and
+reversals (``disputes.py``) and the captures of charges created on earlier nights (``captures.py``) are
+kept: a movement belongs to the night its balance transaction was created in, which no list of disputes or
+charges by their own ``created`` would give.
 
 The reconciliation diffs this frame against the ledger, so a wrong or partial frame turns into false
 discrepancies and possibly wrong adjustments. Hence: every record's shape is validated, any failure of a
@@ -74,10 +75,10 @@ from recon_pipeline.providers.pull import (
 from recon_pipeline.providers.stripe import payouts
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.balance import expanded_balance_transaction, settlement_columns
+from recon_pipeline.providers.stripe.captures import captured_after, earlier_captures, moved_at
 from recon_pipeline.providers.stripe.disputes import (
     BALANCE_TRANSACTION_ID_PREFIX,
     DISPUTE_ID_PREFIXES,
-    DISPUTE_TRANSACTION_TYPE,
     dispute_charge_id,
     dispute_movement_rows,
     is_dispute_movement,
@@ -111,9 +112,11 @@ _RETRIEVE_EXPANSIONS: dict[str, dict[str, str | list[str]]] = {
     # an intent brings its latest charge (the payment's money and a hold's capture_before): no second request
     "/v1/payment_intents": {"expand[]": ["latest_charge", "latest_charge.balance_transaction"]},
 }
-# A listed dispute movement comes with its dispute and the disputed charge (for its claim): no request per
-# dispute, whichever night its charge was made in.
-DISPUTE_EXPANSIONS = ["data.source", "data.source.charge"]
+# The night's balance transactions come with their source: a dispute movement with its dispute and the
+# disputed charge (for its claim), a capture with its charge, so neither costs a request of its own,
+# whichever night the charge was made in. Stripe expands a path only where the source has it (a charge has
+# no ``charge``), as its documented ``data.source.source_transfer`` over a payout's mixed sources.
+TRANSACTION_EXPANSIONS = ["data.source", "data.source.charge"]
 DisputeMovement = tuple[StripeObject, StripeObject]  # a dispute's balance transaction, and the dispute
 LOGGED_ID_CHARS = 80  # an over-long event id is cut in the log line
 
@@ -150,7 +153,7 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
         "payment_intent_id": optional_id_field(charge, "payment_intent", "charge"),
         "status": status,
         "settled": settled,
-        "created_at": created_at_field(charge, "charge"),
+        "created_at": moved_at(charge),
     }
     currency = currency_field(charge, "charge")
     transaction = expanded_balance_transaction(charge, "charge")
@@ -172,19 +175,6 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
             {**base, "kind": "fee", "amount_minor": -fee, "currency": currency_field(transaction, what)}
         )
     return rows
-
-
-def captured_after(charge: StripeObject, window_end: int) -> bool:
-    """Whether the charge was captured (its balance transaction created) at or after ``window_end``: an
-    authorization of this night captured on a later one, e.g. a hotel stay authorized at check-in and
-    captured at checkout. Its money moved on the capture's night, so it is not this night's movement; the
-    capture's night finds it by id when the ledger books it there (a timing difference)."""
-    transaction = charge.get("balance_transaction")
-    if not isinstance(transaction, dict):
-        return False
-    return field_value(
-        transaction, "created", int, f"balance transaction of charge {charge.get('id')!r}"
-    ) >= (window_end)
 
 
 def booking_id_of(charge: StripeObject) -> str | None:
@@ -288,7 +278,8 @@ class StripeAdapter:
     ) -> pd.DataFrame:
         """Every charge, refund and dispute movement (its balance transaction) of the account's scope
         created in ``[window_start, window_end)`` that names no other property, each with the property its
-        charge claims (``property_id``, None when none) for ``attribute``.
+        charge claims (``property_id``, None when none) for ``attribute``; a charge is the night's when it
+        was captured in it (``captures.py``), whenever it was authorized.
 
         Raises IncompletePullError (cause chained) on any failure: a partial frame is never returned.
         """
@@ -300,13 +291,13 @@ class StripeAdapter:
             with_transaction = {**params, "expand[]": "data.balance_transaction"}
             # a refund's charge comes with it: a refund of an earlier night's charge needs no lookup by id
             with_transaction_and_charge = {**params, "expand[]": ["data.balance_transaction", "data.charge"]}
-            charges, refunds, adjustments = gather(
+            listed, refunds, transactions = gather(
                 [
                     lambda: self._list_all("/v1/charges", with_transaction, headers, abort),
                     lambda: self._list_all("/v1/refunds", with_transaction_and_charge, headers, abort),
                     lambda: self._list_all(
                         "/v1/balance_transactions",
-                        {**params, "type": DISPUTE_TRANSACTION_TYPE, "expand[]": DISPUTE_EXPANSIONS},
+                        {**params, "expand[]": TRANSACTION_EXPANSIONS},
                         headers,
                         abort,
                     ),
@@ -314,17 +305,19 @@ class StripeAdapter:
                 max_workers=3,
                 abort=abort,
             )
-            for record in (*charges, *refunds, *adjustments):
+            for record in (*listed, *refunds, *transactions):
                 created = field_value(record, "created", int, "record")
                 if not gte <= created < lt:
                     raise ProviderDataError(
                         f"record {record['id']!r}: created {created} outside [{gte}, {lt})"
                     )
-            movements = [(bt, source_dispute(bt)) for bt in adjustments if is_dispute_movement(bt)]
+            movements = [(bt, source_dispute(bt)) for bt in transactions if is_dispute_movement(bt)]
             refunds, refunded = refunds_and_their_charges(refunds)
-            rows = claimed_payment_rows(SHAPE, account, [c for c in charges if not captured_after(c, lt)])
+            # the night's captures: of tonight's charges those not captured later, and earlier charges'
+            charges = [c for c in listed if not captured_after(c, lt)] + earlier_captures(transactions, gte)
+            rows = claimed_payment_rows(SHAPE, account, charges)
             rows += self._following_rows(
-                account, refunds, movements, {**refunded, **{charge["id"]: charge for charge in charges}}
+                account, refunds, movements, {**refunded, **{c["id"]: c for c in (*listed, *charges)}}
             )
         return records_frame(rows)
 

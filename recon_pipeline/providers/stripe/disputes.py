@@ -38,7 +38,6 @@ from recon_pipeline.providers.stripe.balance import settlement_columns
 
 DISPUTE_ID_PREFIXES = ("du_", "dp_")
 BALANCE_TRANSACTION_ID_PREFIX = "txn_"
-DISPUTE_TRANSACTION_TYPE = "adjustment"  # the BT ``type`` of both dispute movements
 # The BT reporting categories of a dispute's movements, and the ledger kind of each.
 MOVEMENT_KINDS = {"dispute": "dispute", "dispute_reversal": "dispute_reversal"}
 

@@ -7,9 +7,12 @@ PaymentIntent (or, for a payment without one, the charge) by id and reads it her
   attempt was declined); ``requires_capture`` → ``authorized``; ``canceled`` → ``failed``; ``succeeded``
   → ``captured``, ``partially_refunded`` or ``refunded`` by the latest charge's ``amount_refunded``.
 - ``amount_minor``: the money captured once captured (a partial capture takes less), else the amount
-  intended; ``captured_at`` is the capturing charge's ``created``.
-- the moment that dates the payment's night (``occurred_at``): the latest charge's ``created``, else the
-  PaymentIntent's.
+  intended; ``captured_at`` is when the charge's balance transaction was created (``captures.moved_at``:
+  Stripe's charge has no capture time, and a hold captured at checkout was created at check-in), so the
+  charge is read with ``balance_transaction`` expanded.
+- the moment that dates the payment's night (``occurred_at``): when the latest charge's money moved (its
+  capture, or its ``created`` before one), else the PaymentIntent's ``created``: a hold captured tonight
+  is tonight's, as it is in the night's pull.
 - attribution and booking: ``metadata.property_id`` / ``metadata.booking_id`` (the PaymentIntent's, else the
   charge's); what follows for the booking is provider-neutral (``events.payment_state``).
 """
@@ -27,6 +30,7 @@ from recon_pipeline.providers.objects import (
     field_value,
     metadata_field,
 )
+from recon_pipeline.providers.stripe.captures import moved_at
 
 StripeObject = ProviderObject
 
@@ -87,8 +91,8 @@ def state_of_payment_intent(payment_intent: StripeObject, charge: StripeObject |
         amount_minor=amount_field(payment_intent, "amount_received" if captured else "amount", what),
         amount_refunded_minor=amount_field(charge, "amount_refunded", "charge") if charge else 0,
         currency=currency_field(payment_intent, what),
-        captured_at=created_at_field(charge, "charge") if captured and charge else None,
-        occurred_at=created_at_field(charge, "charge") if charge else created_at_field(payment_intent, what),
+        captured_at=moved_at(charge) if captured and charge else None,
+        occurred_at=moved_at(charge) if charge else created_at_field(payment_intent, what),
         property_id=metadata.get("property_id") or None,
         booking_id=metadata.get("booking_id") or None,
     )
@@ -113,8 +117,8 @@ def state_of_charge(charge: StripeObject) -> PaymentState:
         amount_minor=amount_field(charge, "amount_captured" if is_captured else "amount", what),
         amount_refunded_minor=amount_field(charge, "amount_refunded", what),
         currency=currency_field(charge, what),
-        captured_at=created_at_field(charge, what) if is_captured else None,
-        occurred_at=created_at_field(charge, what),
+        captured_at=moved_at(charge) if is_captured else None,
+        occurred_at=moved_at(charge),
         property_id=metadata.get("property_id") or None,
         booking_id=metadata.get("booking_id") or None,
     )
