@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from recon_pipeline.batches.holds import authorization_findings
+from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.db.results import sync_adjustments
@@ -168,14 +168,19 @@ class _PmsInput:
 
     ledger: dict[str, list[dict[str, Any]]]
     captured_orders: dict[str, list[dict[str, Any]]]
+    holds: dict[str, dict[str, str | None]]  # payment id → booking id of the holds to look at
 
 
-def _read_pms_input(engine: Engine, targets: Sequence[_Target]) -> _PmsInput:
+def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _PmsInput:
     """The ledger entries (with the adjacent nights') and captured payment orders of every target's
-    window: one statement per table, not one per property."""
+    window, and the holds to look at: one statement per table, not one per property."""
     windows = {target.row.property_id: target.window for target in targets}
     with engine.connect() as connection:
-        return _PmsInput(read_ledger_rows(connection, windows), read_captured_order_rows(connection, windows))
+        return _PmsInput(
+            read_ledger_rows(connection, windows),
+            read_captured_order_rows(connection, windows),
+            hold_payments(connection, list(windows), night),
+        )
 
 
 def _pull_groups(targets: Sequence[_Target]) -> list[list[_Target]]:
@@ -230,11 +235,17 @@ def reconcile_property_night(
     )
     now = datetime.now(UTC)
     captured = captured_payments(own, captured_orders_frame(pms.captured_orders[property_id]), aliases)
-    with engine.connect() as connection:
-        booking_states = load_bookings(connection, captured["booking_id"].dropna())
-    orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
-    result = with_findings(result, authorization_findings(engine, client, target.row, account, window))
+    booking_of = pms.holds[property_id]
+    holds = open_holds(client, account, booking_of)
+    with engine.connect() as connection:  # the bookings of the captured payments and of the holds at once
+        booking_states = load_bookings(
+            connection, [*captured["booking_id"].dropna(), *hold_booking_ids(holds, booking_of)]
+        )
+    orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
+    result = with_findings(
+        result, authorization_findings(target.row, window, holds, booking_of, booking_states)
+    )
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
@@ -330,7 +341,7 @@ def reconcile_batch(
         batch.outcomes.append(_outcome(request, run_id, property_id, started, started, error))
     pms: _PmsInput | BaseException
     try:
-        pms = _read_pms_input(engine, targets)
+        pms = _read_pms_input(engine, targets, request.night)
     except Exception as error:  # the database failed the batch's read: every property fails with it
         pms = error
 

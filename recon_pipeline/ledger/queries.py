@@ -235,7 +235,7 @@ def _rows_by_property(
     time < end`` term of an OR: the statement stays small, and each term can use the (property, time)
     index."""
     found: dict[str, list[dict[str, Any]]] = {property_id: [] for property_id in windows}
-    for chunk in _chunks(sorted(windows), IN_CLAUSE_CHUNK):
+    for chunk in in_chunks(sorted(windows), IN_CLAUSE_CHUNK):
         sharing: dict[tuple[datetime, datetime], list[str]] = {}
         for property_id in chunk:
             window = windows[property_id]
@@ -255,7 +255,7 @@ def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.Data
     """Status of the given bookings (ids absent from the table are absent from the frame)."""
     wanted = sorted({booking_id for booking_id in booking_ids if isinstance(booking_id, str)})
     records: list[dict[str, object]] = []
-    for chunk in _chunks(wanted, IN_CLAUSE_CHUNK):
+    for chunk in in_chunks(wanted, IN_CLAUSE_CHUNK):
         query = select(bookings.c.booking_id, bookings.c.status, bookings.c.updated_at).where(
             bookings.c.booking_id.in_(chunk)
         )
@@ -265,7 +265,8 @@ def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.Data
     return frame
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+def in_chunks(items: Sequence[str], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[str]]:
+    """``items`` in runs of ``size``: the ids one ``IN`` list carries (its parameters stay bounded)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -275,7 +276,7 @@ def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]
     of payments whose provider record names no property)."""
     wanted = sorted(set(payment_ids))
     owners: dict[str, str] = {}
-    for chunk in _chunks(wanted, IN_CLAUSE_CHUNK):
+    for chunk in in_chunks(wanted, IN_CLAUSE_CHUNK):
         query = select(payment_orders.c.provider_payment_id, payment_orders.c.property_id).where(
             payment_orders.c.provider_payment_id.in_(chunk)
         )
@@ -283,10 +284,17 @@ def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]
     return owners
 
 
-def load_authorized_payment_orders(connection: Connection, property_id: str) -> dict[str, str | None]:
-    """provider_payment_id → booking_id of the property's payment orders in ``authorized``: the holds the
-    PMS knows are open, whatever night they were authorized in (a hold lasts days)."""
-    query = select(payment_orders.c.provider_payment_id, payment_orders.c.booking_id).where(
-        payment_orders.c.property_id == property_id, payment_orders.c.status == "authorized"
-    )
-    return {payment_id: booking_id for payment_id, booking_id in connection.execute(query)}
+def load_authorized_payment_orders(
+    connection: Connection, property_ids: Sequence[str]
+) -> dict[str, dict[str, str | None]]:
+    """Per property, provider_payment_id → booking_id of its payment orders in ``authorized``: the holds
+    the PMS knows are open, whatever night they were authorized in (a hold lasts days). Every property of
+    ``property_ids`` has a mapping, maybe empty; one statement per :data:`IN_CLAUSE_CHUNK` properties."""
+    found: dict[str, dict[str, str | None]] = {property_id: {} for property_id in property_ids}
+    for chunk in in_chunks(sorted(found)):
+        query = select(
+            payment_orders.c.property_id, payment_orders.c.provider_payment_id, payment_orders.c.booking_id
+        ).where(payment_orders.c.property_id.in_(chunk), payment_orders.c.status == "authorized")
+        for property_id, payment_id, booking_id in connection.execute(query):
+            found[property_id][payment_id] = booking_id
+    return found

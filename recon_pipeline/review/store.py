@@ -26,6 +26,7 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, inse
 from recon_pipeline.db.results import WriteCounts, lock_partition
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
+from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.review.limits import default_threshold_minor
 from recon_pipeline.review.rules import (
@@ -391,14 +392,21 @@ def _plain(value: Any) -> Any:
 
 
 def reported_payments(
-    connection: Connection, property_id: str, night: str, category: str
-) -> dict[str, str | None]:
-    """provider_record_id → booking_id of the partition's findings of ``category`` (cleared or not): what a
-    re-run must look at again to keep a finding true once its source no longer lists it."""
-    query = select(discrepancies.c.provider_record_id, discrepancies.c.booking_id).where(
-        discrepancies.c.property_id == property_id,
-        discrepancies.c.night == night,
-        discrepancies.c.category == category,
-        discrepancies.c.provider_record_id.is_not(None),
-    )
-    return {record_id: booking_id for record_id, booking_id in connection.execute(query)}
+    connection: Connection, property_ids: Sequence[str], night: str, category: str
+) -> dict[str, dict[str, str | None]]:
+    """Per property, provider_record_id → booking_id of its findings of ``category`` on ``night`` (cleared
+    or not): what a re-run must look at again to keep a finding true once its source no longer lists it.
+    Every property of ``property_ids`` has a mapping, maybe empty."""
+    found: dict[str, dict[str, str | None]] = {property_id: {} for property_id in property_ids}
+    for chunk in in_chunks(sorted(found)):
+        query = select(
+            discrepancies.c.property_id, discrepancies.c.provider_record_id, discrepancies.c.booking_id
+        ).where(
+            discrepancies.c.property_id.in_(chunk),
+            discrepancies.c.night == night,
+            discrepancies.c.category == category,
+            discrepancies.c.provider_record_id.is_not(None),
+        )
+        for property_id, record_id, booking_id in connection.execute(query):
+            found[property_id][record_id] = booking_id
+    return found
