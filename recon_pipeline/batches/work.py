@@ -183,6 +183,16 @@ def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _
         )
 
 
+def _payment_owners(engine: Engine, claimed: pd.DataFrame) -> dict[str, str]:
+    """Who ``payment_orders`` says owns the pull's payments that name no property (a shared account's):
+    read once for every property the pull serves."""
+    unclaimed = unclaimed_payment_ids(claimed)
+    if not unclaimed:
+        return {}
+    with engine.connect() as connection:
+        return load_payment_order_owners(connection, unclaimed)
+
+
 def _pull_groups(targets: Sequence[_Target]) -> list[list[_Target]]:
     """Targets that one pull serves: same provider account and same window (a shared account's window is
     read once); a property alone on its account is its own group."""
@@ -205,19 +215,15 @@ def reconcile_property_night(
     target: _Target,
     pms: _PmsInput,
     claimed: pd.DataFrame,
+    owners: dict[str, str],
     night: str,
     run_id: str,
     orphan_grace: timedelta,
 ) -> PropertyNightResult:
     """One property-night from the batch's PMS input (``pms``) and the account's pulled window
-    (``claimed``) to committed adjustments and findings."""
+    (``claimed``, its unattributed payments' ``owners``) to committed adjustments and findings."""
     property_id, window, account = target.row.property_id, target.window, target.account
     entries = split_ledger_records(ledger_frame(pms.ledger[property_id], window))
-    unclaimed = unclaimed_payment_ids(claimed)
-    owners: dict[str, str] = {}
-    if unclaimed:  # a shared account's payments that name no property
-        with engine.connect() as connection:
-            owners = load_payment_order_owners(connection, unclaimed)
     split = attribute(claimed, account, owners)
     own = split.own
     nobody = split.unattributed if reports_unattributed(account) else split.unattributed.iloc[0:0]
@@ -351,13 +357,14 @@ def reconcile_batch(
         scope = _pull_scope(group)
         try:
             claimed = client.pull_claimed(scope, group[0].window.start, group[0].window.end)
-        except Exception as error:  # an incomplete pull fails every property it serves
+            owners = _payment_owners(engine, claimed)
+        except Exception as error:  # an incomplete pull, or its owners unread, fails every property it serves
             return [(target, error) for target in group]
         done: list[tuple[_Target, PropertyNightResult | BaseException]] = []
         for target in group:
             try:
                 result = reconcile_property_night(
-                    engine, client, target, pms, claimed, request.night, run_id, request.orphan_grace
+                    engine, client, target, pms, claimed, owners, request.night, run_id, request.orphan_grace
                 )
             except Exception as error:
                 done.append((target, error))
