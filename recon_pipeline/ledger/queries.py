@@ -27,10 +27,6 @@ CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
 _CAPTURED_ORDER_COLUMNS = ("payment_id", "booking_id", "amount_minor", "currency", "captured_at")
 
 
-# A ledger entry's columns as read, before validation: the amount may be null or not an integer at all.
-_RAW_LEDGER_COLUMNS = {**LEDGER_RECORD_COLUMNS, "amount_minor": "object"}
-
-
 class UnknownPropertyError(LookupError):
     """A partition names a property that the ``properties`` table does not hold."""
 
@@ -174,10 +170,13 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
             if name != "in_night"
         }
     )
-    frame["currency"] = frame["currency"].map(upper_currency)
-    frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True)
+    # Column by column, each to its dtype (a whole-frame astype costs as much again as building it).
+    frame["currency"] = frame["currency"].map(upper_currency).astype("object")
+    frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True).astype(
+        LEDGER_RECORD_COLUMNS["posted_at"]
+    )
     frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
-    return frame.astype(_RAW_LEDGER_COLUMNS)
+    return frame
 
 
 def load_captured_payment_orders(
