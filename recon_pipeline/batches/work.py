@@ -2,8 +2,8 @@
 
 Per property-night, in order: the ledger's entries of the window (and the adjacent nights'), the
 provider's records of the window attributed to it, by id what the ledger names that the night lacks, the
-diff (pure), the orphaned captured payments, the adjustments (one transaction, the crash window's
-checkpoints around its commit) and the findings. Every result lands in the reconciliation database; the
+diff (pure), the orphaned captured payments, then the adjustments and the findings in one transaction (the
+crash window's checkpoints around its commit). Every result lands in the reconciliation database; the
 caller gets counts and a report to summarise, nothing another host must read from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
@@ -20,21 +20,24 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from recon_pipeline.batches.holds import authorization_findings
+from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.ledger.queries import (
     PropertyRow,
+    captured_orders_frame,
+    ledger_frame,
     list_properties,
     load_bookings,
-    load_captured_payment_orders,
-    load_ledger_records,
     load_payment_order_owners,
+    read_captured_order_rows,
+    read_ledger_rows,
     split_valid_properties,
 )
 from recon_pipeline.ledger.validation import split_ledger_records
@@ -158,6 +161,38 @@ def _targets(
     return targets, errors, skipped
 
 
+@dataclass(frozen=True)
+class _PmsInput:
+    """The batch's night input from the PMS, each table read once for every property (rows by property;
+    each property's frames are built in its own work, so a row it cannot take fails it alone)."""
+
+    ledger: dict[str, list[dict[str, Any]]]
+    captured_orders: dict[str, list[dict[str, Any]]]
+    holds: dict[str, dict[str, str | None]]  # payment id → booking id of the holds to look at
+
+
+def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _PmsInput:
+    """The ledger entries (with the adjacent nights') and captured payment orders of every target's
+    window, and the holds to look at: one statement per table, not one per property."""
+    windows = {target.row.property_id: target.window for target in targets}
+    with engine.connect() as connection:
+        return _PmsInput(
+            read_ledger_rows(connection, windows),
+            read_captured_order_rows(connection, windows),
+            hold_payments(connection, list(windows), night),
+        )
+
+
+def _payment_owners(engine: Engine, claimed: pd.DataFrame) -> dict[str, str]:
+    """Who ``payment_orders`` says owns the pull's payments that name no property (a shared account's):
+    read once for every property the pull serves."""
+    unclaimed = unclaimed_payment_ids(claimed)
+    if not unclaimed:
+        return {}
+    with engine.connect() as connection:
+        return load_payment_order_owners(connection, unclaimed)
+
+
 def _pull_groups(targets: Sequence[_Target]) -> list[list[_Target]]:
     """Targets that one pull serves: same provider account and same window (a shared account's window is
     read once); a property alone on its account is its own group."""
@@ -178,17 +213,17 @@ def reconcile_property_night(
     engine: Engine,
     client: ProviderClient,
     target: _Target,
+    pms: _PmsInput,
     claimed: pd.DataFrame,
+    owners: dict[str, str],
     night: str,
     run_id: str,
     orphan_grace: timedelta,
 ) -> PropertyNightResult:
-    """One property-night from the account's pulled window (``claimed``) to committed adjustments and
-    findings."""
+    """One property-night from the batch's PMS input (``pms``) and the account's pulled window
+    (``claimed``, its unattributed payments' ``owners``) to committed adjustments and findings."""
     property_id, window, account = target.row.property_id, target.window, target.account
-    with engine.connect() as connection:
-        entries = split_ledger_records(load_ledger_records(connection, property_id, window))
-        owners = load_payment_order_owners(connection, unclaimed_payment_ids(claimed))
+    entries = split_ledger_records(ledger_frame(pms.ledger[property_id], window))
     split = attribute(claimed, account, owners)
     own = split.own
     nobody = split.unattributed if reports_unattributed(account) else split.unattributed.iloc[0:0]
@@ -205,23 +240,27 @@ def reconcile_property_night(
         entries.invalid,
     )
     now = datetime.now(UTC)
-    with engine.connect() as connection:
-        local = load_captured_payment_orders(connection, property_id, window)
-        captured = captured_payments(own, local, aliases)
-        booking_states = load_bookings(connection, captured["booking_id"].dropna())
-    orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
+    captured = captured_payments(own, captured_orders_frame(pms.captured_orders[property_id]), aliases)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
-    result = with_findings(result, authorization_findings(engine, client, target.row, account, window))
+    booking_of = pms.holds[property_id]
+    holds = open_holds(client, account, booking_of)
+    with engine.connect() as connection:  # the bookings of the captured payments and of the holds at once
+        booking_states = load_bookings(
+            connection, [*captured["booking_id"].dropna(), *hold_booking_ids(holds, booking_of)]
+        )
+    orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
+    result = with_findings(
+        result, authorization_findings(target.row, window, holds, booking_of, booking_states)
+    )
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
-    with engine.begin() as connection:
+    found = pd.concat([result.discrepancies, orphans], ignore_index=True)
+    with engine.begin() as connection:  # the property-night's results commit together, or not at all
         plan = sync_adjustments(connection, property_id, night, proposals, now)
+        saved = save_discrepancies(
+            connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
+        )
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
-    found = pd.concat([result.discrepancies, orphans], ignore_index=True)
-    with engine.begin() as connection:
-        saved = save_discrepancies(
-            connection, property_id, night, found, run_id, datetime.now(UTC), RECONCILIATION_CATEGORIES
-        )
     return PropertyNightResult(
         property_row=target.row,
         window=window,
@@ -293,51 +332,60 @@ def reconcile_batch(
 ) -> BatchResult:
     """Reconcile the batch, record each property's outcome (``night_reconciliations``), and return them.
 
-    Never raises for one property's failure: the caller decides what a failed property does to the run."""
+    Never raises for one property's failure: the caller decides what a failed property does to the run.
+
+    The PMS input of the whole batch (ledger, captured payment orders) is read once, before the first
+    pull, rather than as each property's turn comes (up to a few minutes later): every property of the
+    batch is recorded as started at that read, so a late event marked after it, which may be missing from
+    what a property reconciled, still makes the stale-night sensor re-run that night. Findings stay true
+    as of the read, as they did as of each property's own read."""
     with engine.connect() as connection:
         targets, errors, skipped = _targets(connection, request)
     batch = BatchResult(skipped=skipped, unrunnable=list(errors))
     started = datetime.now(UTC)
     for property_id, error in errors.items():
         batch.outcomes.append(_outcome(request, run_id, property_id, started, started, error))
+    pms: _PmsInput | BaseException
+    try:
+        pms = _read_pms_input(engine, targets, request.night)
+    except Exception as error:  # the database failed the batch's read: every property fails with it
+        pms = error
 
-    def work(group: list[_Target]) -> list[tuple[_Target, PropertyNightResult | BaseException, datetime]]:
-        # Every property of the group started when its pull did: a late event marked after this instant
-        # may be missing from what it reconciled (the stale-night sensor compares the two).
-        begun = datetime.now(UTC)
+    def work(group: list[_Target]) -> list[tuple[_Target, PropertyNightResult | BaseException]]:
+        if isinstance(pms, BaseException):
+            return [(target, pms) for target in group]
         scope = _pull_scope(group)
         try:
             claimed = client.pull_claimed(scope, group[0].window.start, group[0].window.end)
-        except Exception as error:  # an incomplete pull fails every property it serves
-            return [(target, error, begun) for target in group]
-        done: list[tuple[_Target, PropertyNightResult | BaseException, datetime]] = []
+            owners = _payment_owners(engine, claimed)
+        except Exception as error:  # an incomplete pull, or its owners unread, fails every property it serves
+            return [(target, error) for target in group]
+        done: list[tuple[_Target, PropertyNightResult | BaseException]] = []
         for target in group:
             try:
-                done.append(
-                    (
-                        target,
-                        reconcile_property_night(
-                            engine, client, target, claimed, request.night, run_id, request.orphan_grace
-                        ),
-                        begun,
-                    )
+                result = reconcile_property_night(
+                    engine, client, target, pms, claimed, owners, request.night, run_id, request.orphan_grace
                 )
             except Exception as error:
-                done.append((target, error, begun))
+                done.append((target, error))
+            else:
+                done.append((target, result))
         return done
 
     groups = _pull_groups(targets)
     finished_properties = 0
     with ThreadPoolExecutor(max_workers=max(1, min(request.workers, len(groups) or 1))) as pool:
         for group_done in pool.map(work, groups):
-            for target, outcome, begun in group_done:
+            for target, outcome in group_done:
                 property_id = target.row.property_id
                 if isinstance(outcome, PropertyNightResult):
                     batch.results.append(outcome)
                     said: PropertyNightResult | str = outcome
                 else:
                     said = f"property {property_id} night {request.night}: {_one_line(outcome)}"
-                batch.outcomes.append(_outcome(request, run_id, property_id, begun, datetime.now(UTC), said))
+                batch.outcomes.append(
+                    _outcome(request, run_id, property_id, started, datetime.now(UTC), said)
+                )
             finished_properties += len(group_done)
             progress(f"{finished_properties}/{len(targets)} properties of {request.night} reconciled")
     with engine.begin() as connection:

@@ -1,13 +1,19 @@
-"""Reads of the PMS tables (properties, ledger entries, payment orders, bookings) for one property-night."""
+"""Reads of the PMS tables (properties, ledger entries, payment orders, bookings) for property-nights.
+
+The night's inputs (ledger entries, captured payment orders) are read for a batch of properties at once,
+one statement per table (``read_*_rows``), and made into each property's frame apart (``*_frame``), so a
+batch costs a few round trips rather than a few per property, and a row one property cannot take fails it
+alone; ``load_*`` is the one-property form of the same two steps."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import Connection, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
 from recon_pipeline.keys import validate_property_id
@@ -18,10 +24,7 @@ from recon_pipeline.nights import NightWindow, parse_cutoff, property_zone
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
 CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
-
-
-# A ledger entry's columns as read, before validation: the amount may be null or not an integer at all.
-_RAW_LEDGER_COLUMNS = {**LEDGER_RECORD_COLUMNS, "amount_minor": "object"}
+_CAPTURED_ORDER_COLUMNS = ("payment_id", "booking_id", "amount_minor", "currency", "captured_at")
 
 
 class UnknownPropertyError(LookupError):
@@ -130,20 +133,36 @@ def load_ledger_records(
     window: NightWindow,
     margin: timedelta = ADJACENT_NIGHT_MARGIN,
 ) -> pd.DataFrame:
-    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``), as read.
+    """Ledger entries posted in the night, and in ``margin`` either side (``in_night=False``), as read
+    (see :func:`ledger_frame`)."""
+    return ledger_frame(read_ledger_rows(connection, {property_id: window}, margin)[property_id], window)
+
+
+def read_ledger_rows(
+    connection: Connection,
+    windows: Mapping[str, NightWindow],
+    margin: timedelta = ADJACENT_NIGHT_MARGIN,
+) -> dict[str, list[dict[str, Any]]]:
+    """Each property's ledger rows posted in its night widened by ``margin``, in posting order: one
+    statement per :data:`IN_CLAUSE_CHUNK` properties (a batch's input read at once, see
+    ``batches/work.py``). Rows only: each property's frame is built apart (:func:`ledger_frame`), so a
+    row that breaks it fails that property alone."""
+    wide = {property_id: window.widened(margin) for property_id, window in windows.items()}
+    columns = [ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"]
+    query = select(*columns).order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
+    return _rows_by_property(
+        connection, query, ledger_entries.c.property_id, ledger_entries.c.posted_at, wide
+    )
+
+
+def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.DataFrame:
+    """The ledger-record frame of one property's rows (:func:`read_ledger_rows`), ``in_night`` per
+    ``window``.
 
     Currencies are upper-cased (the PMS may store ``usd``); amounts, kinds and currencies are otherwise
     unchecked (``amount_minor`` is object): :func:`~recon_pipeline.ledger.validation.split_ledger_records`
     turns the rows the contract forbids into findings.
     """
-    wide = window.widened(margin)
-    query = (
-        select(*(ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"))
-        .where(ledger_entries.c.property_id == property_id)
-        .where(ledger_entries.c.posted_at >= wide.start, ledger_entries.c.posted_at < wide.end)
-        .order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
-    )
-    rows = [row._asdict() for row in connection.execute(query)]
     frame = pd.DataFrame(
         {
             name: pd.Series([row[name] for row in rows], dtype="object")
@@ -151,31 +170,47 @@ def load_ledger_records(
             if name != "in_night"
         }
     )
-    frame["currency"] = frame["currency"].map(upper_currency)
-    frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True)
+    # Column by column, each to its dtype (a whole-frame astype costs as much again as building it).
+    frame["currency"] = frame["currency"].map(upper_currency).astype("object")
+    frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True).astype(
+        LEDGER_RECORD_COLUMNS["posted_at"]
+    )
     frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
-    return frame.astype(_RAW_LEDGER_COLUMNS)
+    return frame
 
 
 def load_captured_payment_orders(
     connection: Connection, property_id: str, window: NightWindow
 ) -> pd.DataFrame:
     """Payment orders the PMS itself saw captured during the night (the local half of orphan detection)."""
-    query = (
-        select(
-            payment_orders.c.provider_payment_id.label("payment_id"),
-            payment_orders.c.booking_id,
-            payment_orders.c.amount_minor,
-            payment_orders.c.currency,
-            payment_orders.c.captured_at,
-        )
-        .where(payment_orders.c.property_id == property_id)
-        .where(payment_orders.c.status.in_(CAPTURED_ORDER_STATUSES))
-        .where(payment_orders.c.captured_at >= window.start, payment_orders.c.captured_at < window.end)
+    return captured_orders_frame(read_captured_order_rows(connection, {property_id: window})[property_id])
+
+
+def read_captured_order_rows(
+    connection: Connection, windows: Mapping[str, NightWindow]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each property's payment orders captured in its night, as :func:`read_ledger_rows` reads entries
+    (rows only; :func:`captured_orders_frame` makes one property's frame)."""
+    columns = (
+        payment_orders.c.property_id,
+        payment_orders.c.provider_payment_id.label("payment_id"),
+        payment_orders.c.booking_id,
+        payment_orders.c.amount_minor,
+        payment_orders.c.currency,
+        payment_orders.c.captured_at,
     )
+    query = select(*columns).where(payment_orders.c.status.in_(CAPTURED_ORDER_STATUSES))
+    return _rows_by_property(
+        connection, query, payment_orders.c.property_id, payment_orders.c.captured_at, windows
+    )
+
+
+def captured_orders_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One property's captured payment orders (:func:`read_captured_order_rows`) as the orphan detection
+    reads them: typed, currencies upper-cased, ``source`` ``payment_orders``."""
     frame = pd.DataFrame.from_records(
-        [row._asdict() for row in connection.execute(query)],
-        columns=["payment_id", "booking_id", "amount_minor", "currency", "captured_at"],
+        [{name: row[name] for name in _CAPTURED_ORDER_COLUMNS} for row in rows],
+        columns=list(_CAPTURED_ORDER_COLUMNS),
     )
     frame["captured_at"] = pd.to_datetime(frame["captured_at"], utc=True)
     frame["amount_minor"] = frame["amount_minor"].astype("int64")
@@ -184,11 +219,42 @@ def load_captured_payment_orders(
     return frame
 
 
+def _rows_by_property(
+    connection: Connection,
+    query: Select[Any],
+    property_column: ColumnElement[str],
+    time_column: ColumnElement[datetime],
+    windows: Mapping[str, NightWindow],
+) -> dict[str, list[dict[str, Any]]]:
+    """``query``'s rows (it selects ``property_id``) whose ``time_column`` is in their property's window,
+    :data:`IN_CLAUSE_CHUNK` properties per statement, split by property (every property of ``windows``
+    has a list, maybe empty, in ``query``'s order).
+
+    The properties sharing a window (one time zone and cutoff) are one ``property_id IN (…) AND start <=
+    time < end`` term of an OR: the statement stays small, and each term can use the (property, time)
+    index."""
+    found: dict[str, list[dict[str, Any]]] = {property_id: [] for property_id in windows}
+    for chunk in in_chunks(sorted(windows), IN_CLAUSE_CHUNK):
+        sharing: dict[tuple[datetime, datetime], list[str]] = {}
+        for property_id in chunk:
+            window = windows[property_id]
+            sharing.setdefault((window.start, window.end), []).append(property_id)
+        condition = or_(
+            *(
+                and_(property_column.in_(ids), time_column >= start, time_column < end)
+                for (start, end), ids in sharing.items()
+            )
+        )
+        for row in connection.execute(query.where(condition)).mappings():
+            found[row["property_id"]].append(dict(row))
+    return found
+
+
 def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.DataFrame:
     """Status of the given bookings (ids absent from the table are absent from the frame)."""
     wanted = sorted({booking_id for booking_id in booking_ids if isinstance(booking_id, str)})
     records: list[dict[str, object]] = []
-    for chunk in _chunks(wanted, IN_CLAUSE_CHUNK):
+    for chunk in in_chunks(wanted, IN_CLAUSE_CHUNK):
         query = select(bookings.c.booking_id, bookings.c.status, bookings.c.updated_at).where(
             bookings.c.booking_id.in_(chunk)
         )
@@ -198,7 +264,8 @@ def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.Data
     return frame
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+def in_chunks(items: Sequence[str], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[str]]:
+    """``items`` in runs of ``size``: the ids one ``IN`` list carries (its parameters stay bounded)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -208,7 +275,7 @@ def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]
     of payments whose provider record names no property)."""
     wanted = sorted(set(payment_ids))
     owners: dict[str, str] = {}
-    for chunk in _chunks(wanted, IN_CLAUSE_CHUNK):
+    for chunk in in_chunks(wanted, IN_CLAUSE_CHUNK):
         query = select(payment_orders.c.provider_payment_id, payment_orders.c.property_id).where(
             payment_orders.c.provider_payment_id.in_(chunk)
         )
@@ -216,10 +283,17 @@ def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]
     return owners
 
 
-def load_authorized_payment_orders(connection: Connection, property_id: str) -> dict[str, str | None]:
-    """provider_payment_id → booking_id of the property's payment orders in ``authorized``: the holds the
-    PMS knows are open, whatever night they were authorized in (a hold lasts days)."""
-    query = select(payment_orders.c.provider_payment_id, payment_orders.c.booking_id).where(
-        payment_orders.c.property_id == property_id, payment_orders.c.status == "authorized"
-    )
-    return {payment_id: booking_id for payment_id, booking_id in connection.execute(query)}
+def load_authorized_payment_orders(
+    connection: Connection, property_ids: Sequence[str]
+) -> dict[str, dict[str, str | None]]:
+    """Per property, provider_payment_id → booking_id of its payment orders in ``authorized``: the holds
+    the PMS knows are open, whatever night they were authorized in (a hold lasts days). Every property of
+    ``property_ids`` has a mapping, maybe empty; one statement per :data:`IN_CLAUSE_CHUNK` properties."""
+    found: dict[str, dict[str, str | None]] = {property_id: {} for property_id in property_ids}
+    for chunk in in_chunks(sorted(found)):
+        query = select(
+            payment_orders.c.property_id, payment_orders.c.provider_payment_id, payment_orders.c.booking_id
+        ).where(payment_orders.c.property_id.in_(chunk), payment_orders.c.status == "authorized")
+        for property_id, payment_id, booking_id in connection.execute(query):
+            found[property_id][payment_id] = booking_id
+    return found

@@ -21,11 +21,12 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, insert, select, update
 
 from recon_pipeline.db.results import WriteCounts, lock_partition
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
+from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.review.limits import default_threshold_minor
 from recon_pipeline.review.rules import (
@@ -44,6 +45,19 @@ from recon_pipeline.review.rules import (
 FINDING_FACTS = (
     *(name for name in DISCREPANCY_COLUMNS if name not in ("category", "record_key")),
     "cleared_at",
+)
+
+
+# What save_discrepancies reads of a partition's rows: the key, whether cleared, and what a re-open
+# decides on and records.
+_PRESENT_COLUMNS = (
+    "discrepancy_id",
+    *FINDING_KEY,
+    "cleared_at",
+    "review_status",
+    "reviewed_difference_minor",
+    "difference_minor",
+    "currency",
 )
 
 
@@ -178,7 +192,7 @@ def _decide(row: RowMapping, action: str) -> ReviewOutcome:
 
 
 def _audit(
-    finding: RowMapping,
+    finding: Mapping[Any, Any],
     action: str,
     previous_status: str,
     reviewer: str,
@@ -226,20 +240,24 @@ def save_discrepancies(
     concurrent identical runs count the findings as new once, and neither clears what the other wrote.
     """
     lock_partition(connection, property_id, night)
-    property_night = (discrepancies.c.property_id == property_id) & (discrepancies.c.night == night)
-    partition = property_night
     if categories is not None:
         foreign = set(findings["category"]) - set(categories)
         if foreign:
             raise ValueError(f"findings of {sorted(foreign)} are not this writer's ({sorted(categories)})")
-        partition = partition & discrepancies.c.category.in_(sorted(categories))
+    # The partition's rows, read once (and locked, in id order, for the re-opens): what was there decides
+    # what is new and what is stale, and with the facts written below, what re-opens.
+    present = list(
+        connection.execute(
+            select(*(discrepancies.c[name] for name in _PRESENT_COLUMNS))
+            .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
+            .order_by(discrepancies.c.discrepancy_id)
+            .with_for_update()
+        ).mappings()
+    )
     before = {
-        (row.category, row.record_key): row.cleared_at
-        for row in connection.execute(
-            select(discrepancies.c.category, discrepancies.c.record_key, discrepancies.c.cleared_at).where(
-                partition
-            )
-        )
+        (row["category"], row["record_key"]): row
+        for row in present
+        if categories is None or row["category"] in categories
     }
     rows = [
         {
@@ -253,44 +271,40 @@ def save_discrepancies(
         for record in findings.loc[:, list(DISCREPANCY_COLUMNS)].to_dict("records")
     ]
     upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
-    reopened = reopen_changed(connection, property_id, night, run_id, now)
-    current = {(row["category"], row["record_key"]) for row in rows}
-    stale = [key for key, cleared_at in before.items() if key not in current and cleared_at is None]
+    written = {(row["category"], row["record_key"]): row for row in rows}
+    reopened = reopen_changed(
+        connection,
+        [{**row, **written.get((row["category"], row["record_key"]), {})} for row in present],
+        run_id,
+        now,
+    )
+    stale = [
+        row["discrepancy_id"]
+        for key, row in before.items()
+        if key not in written and row["cleared_at"] is None
+    ]
     if stale:
         connection.execute(
             update(discrepancies)
-            .where(  # each stale key names its category: no IN list (executemany cannot expand one)
-                property_night,
-                discrepancies.c.category == bindparam("stale_category"),
-                discrepancies.c.record_key == bindparam("stale_record_key"),
-                discrepancies.c.cleared_at.is_(None),
-            )
-            .values(cleared_at=now),
-            [{"stale_category": category, "stale_record_key": key} for category, key in stale],
+            .where(discrepancies.c.discrepancy_id.in_(stale), discrepancies.c.cleared_at.is_(None))
+            .values(cleared_at=now)
         )
-    new = len(current - before.keys())
+    new = len(written.keys() - before.keys())
     return WriteCounts(new=new, already_present=len(rows) - new, cleared=len(stale), reopened=reopened)
 
 
 def reopen_changed(
-    connection: Connection, property_id: str, night: str, run_id: str | None, now: datetime
+    connection: Connection, findings: Sequence[Mapping[str, Any]], run_id: str | None, now: datetime
 ) -> int:
-    """Re-open the partition's reviewed findings whose difference is no longer the one reviewed.
+    """Re-open the reviewed ``findings`` (rows of one partition, as they are now, in id order) whose
+    difference is no longer the one reviewed, with an audit row each; how many were re-opened.
 
-    Call after the findings were upserted in the same transaction: their rows are then locked by it, so
-    a concurrent identical run waits and, once this commits, finds nothing left to re-open.
+    The caller holds the partition's lock and the rows (read ``FOR UPDATE``), so a concurrent identical
+    run waits and, once this commits, finds nothing left to re-open.
     """
-    reviewed = connection.execute(
-        select(discrepancies)
-        .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
-        .where(discrepancies.c.review_status != OPEN)
-        .where(discrepancies.c.reviewed_difference_minor.is_not(None))
-        .order_by(discrepancies.c.discrepancy_id)
-        .with_for_update()
-    ).mappings()
     changed = [
         row
-        for row in reviewed
+        for row in findings
         if reopens(row["review_status"], row["reviewed_difference_minor"], row["difference_minor"])
     ]
     if not changed:
@@ -378,14 +392,21 @@ def _plain(value: Any) -> Any:
 
 
 def reported_payments(
-    connection: Connection, property_id: str, night: str, category: str
-) -> dict[str, str | None]:
-    """provider_record_id → booking_id of the partition's findings of ``category`` (cleared or not): what a
-    re-run must look at again to keep a finding true once its source no longer lists it."""
-    query = select(discrepancies.c.provider_record_id, discrepancies.c.booking_id).where(
-        discrepancies.c.property_id == property_id,
-        discrepancies.c.night == night,
-        discrepancies.c.category == category,
-        discrepancies.c.provider_record_id.is_not(None),
-    )
-    return {record_id: booking_id for record_id, booking_id in connection.execute(query)}
+    connection: Connection, property_ids: Sequence[str], night: str, category: str
+) -> dict[str, dict[str, str | None]]:
+    """Per property, provider_record_id → booking_id of its findings of ``category`` on ``night`` (cleared
+    or not): what a re-run must look at again to keep a finding true once its source no longer lists it.
+    Every property of ``property_ids`` has a mapping, maybe empty."""
+    found: dict[str, dict[str, str | None]] = {property_id: {} for property_id in property_ids}
+    for chunk in in_chunks(sorted(found)):
+        query = select(
+            discrepancies.c.property_id, discrepancies.c.provider_record_id, discrepancies.c.booking_id
+        ).where(
+            discrepancies.c.property_id.in_(chunk),
+            discrepancies.c.night == night,
+            discrepancies.c.category == category,
+            discrepancies.c.provider_record_id.is_not(None),
+        )
+        for property_id, record_id, booking_id in connection.execute(query):
+            found[property_id][record_id] = booking_id
+    return found
