@@ -37,15 +37,15 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
     wins, then the latest created, as an intent's latest charge does. Only those few intents are sorted;
     a million distinct ones cost one Arrow hash pass.
     """
-    columns = ["payment_intent_id", "charge_id", "settled", "created_at"]
-    payments = pd.concat(
-        [f.loc[(f["kind"] == "payment") & f["payment_intent_id"].notna(), columns] for f in provider_frames],
-        ignore_index=True,
-    )
-    intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
+    rows = [_payment_rows(frame) for frame in provider_frames]
+    intent_ids = np.concatenate([frame["payment_intent_id"].to_numpy()[at] for frame, at in rows])
+    intents = pa.array(intent_ids, type=pa.large_string(), from_pandas=True)
+    charges = np.concatenate([frame["charge_id"].to_numpy(dtype=object)[at] for frame, at in rows])
     counts = pc.value_counts(intents)
     repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
     if len(repeated):
+        columns = ["payment_intent_id", "charge_id", "settled", "created_at"]
+        payments = pd.concat([frame.iloc[at][columns] for frame, at in rows], ignore_index=True)
         crowded = pc.is_in(intents, value_set=repeated).to_numpy(zero_copy_only=False)
         latest = (
             payments[crowded]
@@ -54,7 +54,15 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
         )
         payments = pd.concat([payments[~crowded], latest], ignore_index=True)
         intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
-    return PaymentAliases(intents, payments["charge_id"].to_numpy(dtype=object))
+        charges = payments["charge_id"].to_numpy(dtype=object)
+    return PaymentAliases(intents, charges)
+
+
+def _payment_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The frame and the positions of its ``payment`` rows that name an intent (numpy masks: a pandas
+    selection per frame costs more than the few rows it selects)."""
+    kinds = frame["kind"].to_numpy()
+    return frame, np.flatnonzero((kinds == "payment") & frame["payment_intent_id"].notna().to_numpy())
 
 
 def canonical_ids(ids: pd.Series, aliases: PaymentAliases, applies: np.ndarray | None = None) -> pd.Series:
