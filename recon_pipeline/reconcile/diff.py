@@ -534,18 +534,18 @@ def _primaries(
     crowded = np.flatnonzero((np.bincount(groups, minlength=count) > 1)[groups])
     if len(crowded) == 0:
         return primary, crowded
-    rows = ledger_records[["posted_at", "entry_id"]].iloc[keyed[crowded]]
-    members = pd.DataFrame(
-        {
-            "group": groups[crowded],
-            "posted_at": rows["posted_at"].to_numpy(dtype="datetime64[ns]"),
-            "entry_id": rows["entry_id"].to_numpy(),
-            "position": crowded,
-        }
-    ).sort_values(["group", "posted_at", "entry_id"], kind="stable")
-    first = ~members["group"].duplicated().to_numpy()
-    positions = members["position"].to_numpy()
-    primary[members["group"].to_numpy()[first]] = positions[first]
+    rows = keyed[crowded]
+    order = np.lexsort(  # stable, by group, then posted_at (NaT last), then entry_id
+        (
+            ledger_records["entry_id"].to_numpy()[rows],
+            ledger_records["posted_at"].to_numpy(dtype="datetime64[ns]")[rows],
+            groups[crowded],
+        )
+    )
+    group, positions = groups[crowded][order], crowded[order]
+    first = np.ones(len(group), dtype=bool)
+    first[1:] = group[1:] != group[:-1]
+    primary[group[first]] = positions[first]
     extras = np.sort(positions[~first])
     in_night = ledger_records["in_night"].to_numpy(dtype=bool)[keyed[extras]]
     return primary, extras[in_night]
