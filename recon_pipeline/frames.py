@@ -17,17 +17,23 @@ import pandas as pd
 def typed_frame(columns: Mapping[str, Sequence[Any]], dtypes: Mapping[str, str], rows: int) -> pd.DataFrame:
     """A ``rows``-row frame with the columns of ``dtypes`` in its order, each of its dtype; a column that
     ``columns`` does not give is null in every row (None is null)."""
-    data: dict[str, Any] = {}
-    for name, dtype in dtypes.items():
+    objects: dict[str, np.ndarray] = {}
+    typed: list[tuple[int, Any]] = []
+    for position, (name, dtype) in enumerate(dtypes.items()):
         values = columns.get(name)
         if values is None:
             values = [None] * rows
         if dtype == "object":
-            # A bare object array would be inferred as pandas' string dtype: an object Series keeps it.
-            data[name] = pd.Series(_object_array(values), dtype=object, copy=False)
+            objects[name] = _object_array(values)
         else:
-            data[name] = pd.array(values, dtype=dtype)
-    return pd.DataFrame(data, copy=False)
+            objects[name] = np.empty(rows, dtype=object)  # holds the column's place until it is set
+            typed.append((position, pd.array(values, dtype=dtype)))
+    # One object block (the explicit dtype keeps pandas from inferring its string dtype), then the few
+    # typed columns set in place: a Series per column would cost more than all the rows.
+    frame = pd.DataFrame(objects, dtype=object, copy=False)
+    for position, array in typed:
+        frame.isetitem(position, array)
+    return frame
 
 
 def _object_array(values: Sequence[Any]) -> np.ndarray:
@@ -35,3 +41,8 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array
+
+
+def present(value: object) -> bool:
+    """Whether a cell value is there: neither None nor a pandas null (NaN, NaT, NA)."""
+    return value is not None and not pd.isna(value)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recon_pipeline.frames import present
 from recon_pipeline.providers.objects import PropertyAccount
 
 PaymentOwners = Mapping[str, str]  # payment_orders: provider_payment_id (ch_/pi_/pay_/order_) -> property_id
@@ -69,7 +70,7 @@ def attribute(claimed: pd.DataFrame, account: PropertyAccount, owners: PaymentOw
     # A night holds a few dozen records: plain Python over the three columns costs less than the
     # half-dozen Series operations (map, fillna, where) the same rule takes.
     owner = [
-        claim if _present(claim) else _first_owner(owners, charge, intent, fallback)
+        claim if present(claim) else _first_owner(owners, charge, intent, fallback)
         for claim, charge, intent in zip(
             claimed["property_id"].tolist(),
             claimed["charge_id"].tolist(),
@@ -88,13 +89,9 @@ def attribute(claimed: pd.DataFrame, account: PropertyAccount, owners: PaymentOw
 def _first_owner(owners: PaymentOwners, charge: Any, intent: Any, otherwise: str | None) -> str | None:
     """The owner ``payment_orders`` give the charge, else the intent, else ``otherwise``."""
     for payment_id in (charge, intent):
-        if _present(payment_id) and (owner := owners.get(payment_id)) is not None:
+        if present(payment_id) and (owner := owners.get(payment_id)) is not None:
             return owner
     return otherwise
-
-
-def _present(value: object) -> bool:
-    return value is not None and not pd.isna(value)
 
 
 def reported_split(provider_records: pd.DataFrame) -> Attribution:

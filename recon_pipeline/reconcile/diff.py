@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recon_pipeline.frames import typed_frame
+from recon_pipeline.frames import present, typed_frame
 from recon_pipeline.money import BASIS_POINTS, format_minor, minor_unit_exponent
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import (
@@ -869,7 +869,7 @@ def _figure(amount: int, currency: str, settled: Any, settled_currency: Any) -> 
 
 def _settled_as(amount: int, currency: str, settled: Any, settled_currency: Any) -> str:
     """`` (settled as 92.00 EUR at 1 USD = 0.92 EUR)`` for a conversion, nothing otherwise."""
-    if not _present(settled):
+    if not present(settled):
         return ""
     rate = _rate(amount, currency, settled, settled_currency)
     return f" (settled as {format_minor(int(settled), settled_currency)} at {rate})"
@@ -925,7 +925,7 @@ def _rows(
     booking = main["booking_id"]
     if record is not None and entry is not None:
         booking = [
-            ours if _present(ours) else theirs
+            ours if present(ours) else theirs
             for ours, theirs in zip(booking, entry["booking_id"], strict=True)
         ]
     if record_key is None:
@@ -944,10 +944,6 @@ def _rows(
         "ledger_currency": entry["currency"] if entry is not None else nothing,
         "detail": detail,
     }
-
-
-def _present(value: Any) -> bool:
-    return value is not None and not pd.isna(value)
 
 
 def _frame_of(parts: list[_Rows]) -> pd.DataFrame:

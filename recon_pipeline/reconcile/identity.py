@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recon_pipeline.frames import present
+
 # Ledger kinds booked against the charge itself (a refund names its own re_/rfnd_ id).
 CHARGE_KINDS = ("payment", "fee")
 
@@ -97,17 +99,22 @@ def name_booked_ids(findings: pd.DataFrame, ledger_records: pd.DataFrame) -> pd.
     so the analyst sees what the PMS stored while the finding is keyed by the charge."""
     if findings.empty or ledger_records.empty:
         return findings
-    booked = ledger_records.drop_duplicates("entry_id").set_index("entry_id")["provider_record_id"]
-    as_booked = findings["ledger_entry_id"].map(booked)
-    renamed = as_booked.notna() & findings["provider_record_id"].notna()
-    renamed &= as_booked.ne(findings["provider_record_id"])
-    if not renamed.any():
+    # A night's findings and entries are a few dozen rows: a dict and one pass over them cost less than
+    # the de-duplication, index and map the same lookup takes in pandas.
+    booked: dict[object, object] = {}
+    for entry, booked_id in zip(
+        ledger_records["entry_id"].tolist(), ledger_records["provider_record_id"].tolist(), strict=True
+    ):
+        booked.setdefault(entry, booked_id)  # the first row of an entry, as drop_duplicates keeps
+    detail = findings["detail"].tolist()
+    renamed = False
+    for row, (entry, record_id) in enumerate(
+        zip(findings["ledger_entry_id"].tolist(), findings["provider_record_id"].tolist(), strict=True)
+    ):
+        booked_id = booked.get(entry) if present(entry) else None
+        if present(booked_id) and present(record_id) and booked_id != record_id:
+            detail[row] = f"{detail[row]} (ledger entry {entry} names it {booked_id})"
+            renamed = True
+    if not renamed:
         return findings
-    detail = findings["detail"].copy()
-    detail[renamed] = [
-        f"{text} (ledger entry {entry} names it {booked_id})"
-        for text, entry, booked_id in zip(
-            detail[renamed], findings.loc[renamed, "ledger_entry_id"], as_booked[renamed], strict=True
-        )
-    ]
-    return findings.assign(detail=detail)
+    return findings.assign(detail=pd.Series(detail, index=findings.index, dtype=findings["detail"].dtype))
