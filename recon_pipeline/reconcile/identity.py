@@ -39,7 +39,7 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
     wins, then the latest created, as an intent's latest charge does. Only those few intents are sorted;
     a million distinct ones cost one Arrow hash pass.
     """
-    rows = [_payment_rows(frame) for frame in provider_frames]
+    rows = [(frame, _payment_positions(frame)) for frame in provider_frames]
     intent_ids = np.concatenate([frame["payment_intent_id"].to_numpy()[at] for frame, at in rows])
     intents = pa.array(intent_ids, type=pa.large_string(), from_pandas=True)
     charges = np.concatenate([frame["charge_id"].to_numpy(dtype=object)[at] for frame, at in rows])
@@ -60,11 +60,11 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
     return PaymentAliases(intents, charges)
 
 
-def _payment_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    """The frame and the positions of its ``payment`` rows that name an intent (numpy masks: a pandas
-    selection per frame costs more than the few rows it selects)."""
+def _payment_positions(frame: pd.DataFrame) -> np.ndarray:
+    """Positions of the frame's ``payment`` rows that name an intent (a numpy mask: a pandas selection
+    per frame costs more than the few rows it selects)."""
     kinds = frame["kind"].to_numpy()
-    return frame, np.flatnonzero((kinds == "payment") & frame["payment_intent_id"].notna().to_numpy())
+    return np.flatnonzero((kinds == "payment") & frame["payment_intent_id"].notna().to_numpy())
 
 
 def canonical_ids(ids: pd.Series, aliases: PaymentAliases, applies: np.ndarray | None = None) -> pd.Series:
