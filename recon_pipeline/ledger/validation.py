@@ -52,8 +52,10 @@ def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
     good_currency = np.fromiter(map(is_iso_currency, raw["currency"].tolist()), bool, len(raw))
     valid = known_kind & good_amount & good_currency
     in_night = raw["in_night"].to_numpy(dtype=bool)
+    # Only the columns read loosely change dtype (amount_minor): casting the others copies them for nothing.
+    loose = {name: dtype for name, dtype in LEDGER_RECORD_COLUMNS.items() if raw.dtypes[name] != dtype}
     return LedgerSplit(
-        valid=raw[valid].astype(LEDGER_RECORD_COLUMNS).reset_index(drop=True),
+        valid=raw[valid].astype(loose).reset_index(drop=True),
         invalid=_findings(raw[~valid & in_night]),
     )
 
@@ -75,6 +77,7 @@ def _findings(rows: pd.DataFrame) -> pd.DataFrame:
         columns["ledger_amount_minor"].append(amount if _is_int64(amount) else None)
         columns["difference_minor"].append(0)
         columns["currency"].append(currency if is_iso_currency(currency) else "")
+        columns["ledger_currency"].append(None)  # null: the currency may be what is wrong (the detail says)
         columns["detail"].append(
             f"ledger entry {_SHOWN.repr(entry_id)} is invalid: {'; '.join(_problems(kind, amount, currency))}"
         )

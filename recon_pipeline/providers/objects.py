@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from recon_pipeline.frames import typed_frame
 from recon_pipeline.money import MAX_AMOUNT_MINOR, normalize_currency
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.records import (
@@ -148,16 +149,12 @@ def records_frame(rows: Sequence[Row]) -> pd.DataFrame:
     """The contract frame of ``rows`` (exact dtypes), ordered by (created_at, record id, kind)."""
     if not rows:
         return empty_provider_records()
-    frame = pd.DataFrame(
-        {
-            name: pd.Series(
-                [row.get(name) if name in OPTIONAL_PROVIDER_RECORD_COLUMNS else row[name] for row in rows],
-                dtype=dtype,
-            )
-            for name, dtype in PROVIDER_RECORD_COLUMNS.items()
-        }
-    )
-    return frame.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)
+    ordered = sorted(rows, key=lambda row: (row["created_at"], row["provider_record_id"], row["kind"]))
+    columns = {
+        name: [row.get(name) if name in OPTIONAL_PROVIDER_RECORD_COLUMNS else row[name] for row in ordered]
+        for name in PROVIDER_RECORD_COLUMNS
+    }
+    return typed_frame(columns, PROVIDER_RECORD_COLUMNS, len(ordered))
 
 
 def gather(tasks: Sequence[Callable[[], T]], max_workers: int, abort: Event | None = None) -> list[T]:

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from recon_pipeline.frames import present, typed_frame
 from recon_pipeline.money import BASIS_POINTS, format_minor, minor_unit_exponent
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import (
@@ -100,23 +101,13 @@ def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     rows = max((len(values) for values in columns.values()), default=0)
     if rows == 0:  # most of a night's parts are empty: a copy costs ~1% of building twelve typed columns
         return _empty_discrepancy_frame().copy()
-    return _typed_discrepancy_frame(columns, rows)
-
-
-def _typed_discrepancy_frame(columns: Mapping[str, Sequence[Any]], rows: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            name: pd.Series(columns.get(name, [None] * rows), dtype=dtype)
-            for name, dtype in DISCREPANCY_DTYPES.items()
-        },
-        columns=list(DISCREPANCY_COLUMNS),
-    )
+    return typed_frame(columns, DISCREPANCY_DTYPES, rows)
 
 
 @functools.cache
 def _empty_discrepancy_frame() -> pd.DataFrame:
     """The zero-row frame every empty part copies (never handed out itself: callers may modify theirs)."""
-    return _typed_discrepancy_frame({}, 0)
+    return typed_frame({}, DISCREPANCY_DTYPES, 0)
 
 
 def empty_discrepancies() -> pd.DataFrame:
@@ -543,18 +534,18 @@ def _primaries(
     crowded = np.flatnonzero((np.bincount(groups, minlength=count) > 1)[groups])
     if len(crowded) == 0:
         return primary, crowded
-    rows = ledger_records[["posted_at", "entry_id"]].iloc[keyed[crowded]]
-    members = pd.DataFrame(
-        {
-            "group": groups[crowded],
-            "posted_at": rows["posted_at"].to_numpy(dtype="datetime64[ns]"),
-            "entry_id": rows["entry_id"].to_numpy(),
-            "position": crowded,
-        }
-    ).sort_values(["group", "posted_at", "entry_id"], kind="stable")
-    first = ~members["group"].duplicated().to_numpy()
-    positions = members["position"].to_numpy()
-    primary[members["group"].to_numpy()[first]] = positions[first]
+    rows = keyed[crowded]
+    order = np.lexsort(  # stable, by group, then posted_at (NaT last), then entry_id
+        (
+            ledger_records["entry_id"].to_numpy()[rows],
+            ledger_records["posted_at"].to_numpy(dtype="datetime64[ns]")[rows],
+            groups[crowded],
+        )
+    )
+    group, positions = groups[crowded][order], crowded[order]
+    first = np.ones(len(group), dtype=bool)
+    first[1:] = group[1:] != group[:-1]
+    primary[group[first]] = positions[first]
     extras = np.sort(positions[~first])
     in_night = ledger_records["in_night"].to_numpy(dtype=bool)[keyed[extras]]
     return primary, extras[in_night]
@@ -745,13 +736,13 @@ class _Findings:
         ledger_records: pd.DataFrame,
         tolerance_bps: int,
     ) -> None:
-        self._provider = provider_records
-        self._elsewhere = elsewhere
-        self._ledger = ledger_records
+        self._provider = _Columns(provider_records)
+        self._elsewhere = _Columns(elsewhere)
+        self._ledger = _Columns(ledger_records)
         self._tolerance_bps = tolerance_bps
 
     def missing_in_ledger(self, records: np.ndarray) -> _Rows:
-        record = _take(self._provider, records, _PROVIDER_FIELDS)
+        record = self._provider.take(records, _PROVIDER_FIELDS)
         return _rows(
             MISSING_IN_LEDGER,
             record,
@@ -770,8 +761,8 @@ class _Findings:
 
         An FX difference is stated in the settlement currency: its provider amount is the settlement
         amount, and its difference what the entry must change by to equal it."""
-        record = _take(self._elsewhere if elsewhere else self._provider, records, _PROVIDER_FIELDS)
-        entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        record = (self._elsewhere if elsewhere else self._provider).take(records, _PROVIDER_FIELDS)
+        entry = self._ledger.take(entries, _LEDGER_FIELDS)
         across = " (created in another night)" if elsewhere else ""
         sentences = [
             self._sentence(category, kind, f"{rid}{across}", status, figures, booked)
@@ -820,7 +811,7 @@ class _Findings:
         return f"provider status {status} but ledger posted {kind}"
 
     def missing_at_provider(self, entries: np.ndarray) -> _Rows:
-        entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        entry = self._ledger.take(entries, _LEDGER_FIELDS)
         return _rows(
             MISSING_AT_PROVIDER,
             None,
@@ -836,7 +827,7 @@ class _Findings:
         )
 
     def missing_at_provider_unkeyed(self, entries: np.ndarray) -> _Rows:
-        entry = _take(self._ledger, entries, _LEDGER_FIELDS)
+        entry = self._ledger.take(entries, _LEDGER_FIELDS)
         return _rows(
             MISSING_AT_PROVIDER,
             None,
@@ -851,8 +842,8 @@ class _Findings:
         )
 
     def duplicates(self, extras: np.ndarray, primaries: np.ndarray) -> _Rows:
-        entry = _take(self._ledger, extras, _LEDGER_FIELDS)
-        first = _take(self._ledger, primaries, ("entry_id",))["entry_id"]
+        entry = self._ledger.take(extras, _LEDGER_FIELDS)
+        first = self._ledger.take(primaries, ("entry_id",))["entry_id"]
         return _rows(
             DUPLICATE_IN_LEDGER,
             None,
@@ -878,7 +869,7 @@ def _figure(amount: int, currency: str, settled: Any, settled_currency: Any) -> 
 
 def _settled_as(amount: int, currency: str, settled: Any, settled_currency: Any) -> str:
     """`` (settled as 92.00 EUR at 1 USD = 0.92 EUR)`` for a conversion, nothing otherwise."""
-    if not _present(settled):
+    if not present(settled):
         return ""
     rate = _rate(amount, currency, settled, settled_currency)
     return f" (settled as {format_minor(int(settled), settled_currency)} at {rate})"
@@ -894,9 +885,24 @@ def _rate(amount: int, currency: str, settled: Any, settled_currency: str) -> st
     return f"1 {currency} = {rate:.6g} {settled_currency}"
 
 
-def _take(frame: pd.DataFrame, rows: np.ndarray, names: Sequence[str]) -> _Rows:
-    """The named columns at ``rows`` as Python lists (zero-copy column views, then a small gather)."""
-    return {name: frame[name].to_numpy()[rows].tolist() for name in names}
+class _Columns:
+    """A frame's columns as numpy arrays, each read out of the frame once however many findings use it."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def take(self, rows: np.ndarray, names: Sequence[str]) -> _Rows:
+        """The named columns at ``rows`` as Python lists (most kinds of finding have no row at all)."""
+        if len(rows) == 0:
+            return {name: [] for name in names}
+        return {name: self._array(name)[rows].tolist() for name in names}
+
+    def _array(self, name: str) -> np.ndarray:
+        array = self._arrays.get(name)
+        if array is None:
+            array = self._arrays[name] = self._frame[name].to_numpy()
+        return array
 
 
 def _columns(picked: _Rows, *names: str) -> zip[tuple[Any, ...]]:
@@ -919,7 +925,7 @@ def _rows(
     booking = main["booking_id"]
     if record is not None and entry is not None:
         booking = [
-            ours if _present(ours) else theirs
+            ours if present(ours) else theirs
             for ours, theirs in zip(booking, entry["booking_id"], strict=True)
         ]
     if record_key is None:
@@ -940,14 +946,9 @@ def _rows(
     }
 
 
-def _present(value: Any) -> bool:
-    return value is not None and not pd.isna(value)
-
-
 def _frame_of(parts: list[_Rows]) -> pd.DataFrame:
     """All findings in one frame, ordered by (category, record_key)."""
-    frame = discrepancy_frame(
-        {name: [value for part in parts for value in part[name]] for name in DISCREPANCY_COLUMNS}
-    )
-    order = np.lexsort((frame["record_key"].to_numpy(dtype=str), frame["category"].to_numpy(dtype=str)))
-    return frame.take(order).reset_index(drop=True)
+    columns = {name: [value for part in parts for value in part[name]] for name in DISCREPANCY_COLUMNS}
+    keys = list(zip(columns["category"], columns["record_key"], strict=True))
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # stable, as the frame's sort was
+    return discrepancy_frame({name: [values[i] for i in order] for name, values in columns.items()})

@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recon_pipeline.frames import present
+
 # Ledger kinds booked against the charge itself (a refund names its own re_/rfnd_ id).
 CHARGE_KINDS = ("payment", "fee")
 
@@ -37,15 +39,15 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
     wins, then the latest created, as an intent's latest charge does. Only those few intents are sorted;
     a million distinct ones cost one Arrow hash pass.
     """
-    columns = ["payment_intent_id", "charge_id", "settled", "created_at"]
-    payments = pd.concat(
-        [f.loc[(f["kind"] == "payment") & f["payment_intent_id"].notna(), columns] for f in provider_frames],
-        ignore_index=True,
-    )
-    intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
+    rows = [(frame, _payment_positions(frame)) for frame in provider_frames]
+    intent_ids = np.concatenate([frame["payment_intent_id"].to_numpy()[at] for frame, at in rows])
+    intents = pa.array(intent_ids, type=pa.large_string(), from_pandas=True)
+    charges = np.concatenate([frame["charge_id"].to_numpy(dtype=object)[at] for frame, at in rows])
     counts = pc.value_counts(intents)
     repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
     if len(repeated):
+        columns = ["payment_intent_id", "charge_id", "settled", "created_at"]
+        payments = pd.concat([frame.iloc[at][columns] for frame, at in rows], ignore_index=True)
         crowded = pc.is_in(intents, value_set=repeated).to_numpy(zero_copy_only=False)
         latest = (
             payments[crowded]
@@ -54,7 +56,15 @@ def payment_aliases(*provider_frames: pd.DataFrame) -> PaymentAliases:
         )
         payments = pd.concat([payments[~crowded], latest], ignore_index=True)
         intents = pa.array(payments["payment_intent_id"], type=pa.large_string(), from_pandas=True)
-    return PaymentAliases(intents, payments["charge_id"].to_numpy(dtype=object))
+        charges = payments["charge_id"].to_numpy(dtype=object)
+    return PaymentAliases(intents, charges)
+
+
+def _payment_positions(frame: pd.DataFrame) -> np.ndarray:
+    """Positions of the frame's ``payment`` rows that name an intent (a numpy mask: a pandas selection
+    per frame costs more than the few rows it selects)."""
+    kinds = frame["kind"].to_numpy()
+    return np.flatnonzero((kinds == "payment") & frame["payment_intent_id"].notna().to_numpy())
 
 
 def canonical_ids(ids: pd.Series, aliases: PaymentAliases, applies: np.ndarray | None = None) -> pd.Series:
@@ -89,17 +99,22 @@ def name_booked_ids(findings: pd.DataFrame, ledger_records: pd.DataFrame) -> pd.
     so the analyst sees what the PMS stored while the finding is keyed by the charge."""
     if findings.empty or ledger_records.empty:
         return findings
-    booked = ledger_records.drop_duplicates("entry_id").set_index("entry_id")["provider_record_id"]
-    as_booked = findings["ledger_entry_id"].map(booked)
-    renamed = as_booked.notna() & findings["provider_record_id"].notna()
-    renamed &= as_booked.ne(findings["provider_record_id"])
-    if not renamed.any():
+    # A night's findings and entries are a few dozen rows: a dict and one pass over them cost less than
+    # the de-duplication, index and map the same lookup takes in pandas.
+    booked: dict[object, object] = {}
+    for entry, booked_id in zip(
+        ledger_records["entry_id"].tolist(), ledger_records["provider_record_id"].tolist(), strict=True
+    ):
+        booked.setdefault(entry, booked_id)  # the first row of an entry, as drop_duplicates keeps
+    detail = findings["detail"].tolist()
+    renamed = False
+    for row, (entry, record_id) in enumerate(
+        zip(findings["ledger_entry_id"].tolist(), findings["provider_record_id"].tolist(), strict=True)
+    ):
+        booked_id = booked.get(entry) if present(entry) else None
+        if present(booked_id) and present(record_id) and booked_id != record_id:
+            detail[row] = f"{detail[row]} (ledger entry {entry} names it {booked_id})"
+            renamed = True
+    if not renamed:
         return findings
-    detail = findings["detail"].copy()
-    detail[renamed] = [
-        f"{text} (ledger entry {entry} names it {booked_id})"
-        for text, entry, booked_id in zip(
-            detail[renamed], findings.loc[renamed, "ledger_entry_id"], as_booked[renamed], strict=True
-        )
-    ]
-    return findings.assign(detail=detail)
+    return findings.assign(detail=pd.Series(detail, index=findings.index, dtype=findings["detail"].dtype))

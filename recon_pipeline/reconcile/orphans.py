@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from recon_pipeline.frames import present
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.reconcile.diff import discrepancy_frame
@@ -42,7 +43,7 @@ def find_orphaned_captured_payments(
         (payment, state)
         for payment in sorted(_one_per_payment(sightings).values(), key=lambda row: row["payment_id"])
         if payment["captured_at"] <= cutoff
-        and (state := states.get(payment["booking_id"]) if _present(payment["booking_id"]) else None)
+        and (state := states.get(payment["booking_id"]) if present(payment["booking_id"]) else None)
         != CONFIRMED
     ]
     order_ids = _payment_order_ids(sightings)
@@ -87,22 +88,18 @@ def _payment_order_ids(sightings: list[dict[str, Any]]) -> dict[object, object]:
     """payment id → the id its payment_orders row holds (the first), for the payments that have one."""
     found: dict[object, object] = {}
     for row in sightings:
-        if _present(row.get(PAYMENT_ORDER_ID)):
+        if present(row.get(PAYMENT_ORDER_ID)):
             found.setdefault(row["payment_id"], row[PAYMENT_ORDER_ID])
     return found
 
 
 def _booking_state(booking: object, status: object) -> str:
-    if not _present(booking):
+    if not present(booking):
         return "it names no booking"
-    if not _present(status):
+    if not present(status):
         return f"booking {booking} does not exist"
     return f"booking {booking} is {status}"
 
 
-def _present(value: object) -> bool:
-    return value is not None and not pd.isna(value)
-
-
 def _or_none(value: object) -> object:
-    return value if _present(value) else None
+    return value if present(value) else None

@@ -1,0 +1,57 @@
+"""typed_frame: one pass to the contract dtypes, without pandas 3 inferring its string dtype for text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from recon_pipeline.frames import present, typed_frame
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
+
+DTYPES = {"name": "object", "amount": "Int64", "count": "int64", "ok": "bool", "at": "datetime64[ns, UTC]"}
+
+
+def test_each_column_gets_its_dtype_and_a_missing_one_is_null() -> None:
+    at = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    frame = typed_frame(
+        {"name": ["a", None], "amount": [5, None], "count": [1, 2], "at": [at, at]},
+        DTYPES | {"note": "object"},
+        2,
+    )
+    per_series = pd.DataFrame(
+        {
+            "name": pd.Series(["a", None], dtype="object"),
+            "amount": pd.Series([5, None], dtype="Int64"),
+            "count": pd.Series([1, 2], dtype="int64"),
+            "ok": pd.Series([None, None], dtype="bool"),
+            "at": pd.Series([at, at], dtype="datetime64[ns, UTC]"),
+            "note": pd.Series([None, None], dtype="object"),
+        }
+    )
+    pd.testing.assert_frame_equal(frame, per_series, check_exact=True)
+    assert list(frame.columns) == [*DTYPES, "note"]
+    assert frame["name"].dtype == object and frame["note"].tolist() == [None, None]
+
+
+def test_a_zero_row_frame_keeps_the_contract_dtypes() -> None:
+    frame = typed_frame({}, PROVIDER_RECORD_COLUMNS, 0)
+    assert {name: str(dtype) for name, dtype in frame.dtypes.items()} == PROVIDER_RECORD_COLUMNS
+
+
+def test_columns_of_unequal_length_are_refused() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        typed_frame({"name": ["a"], "count": [1, 2]}, {"name": "object", "count": "int64"}, 2)
+
+
+def test_present_tells_values_from_every_pandas_null() -> None:
+    assert [present(v) for v in ("", 0, "x", None, float("nan"), pd.NA, pd.NaT)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
