@@ -11,9 +11,10 @@ previous one, by the database's clock, and the caller sleeps until its slot. It 
 lock beyond the statement, and idle time builds no credit, so any one-second window holds at most
 ``rate + 1`` request starts whatever the number of processes. Cost: one short statement per request
 (see the README's measured figures), or one per batch: a caller about to send ``n`` requests (a page of
-by-id reads) holds ``n`` consecutive slots in one statement (``SharedRateLimiter.hold``), and the process's
-next ``n`` requests start at those slots. A held slot is spent whether used or not: one not taken within
-an interval of its time is dropped, never used late, so holding moves no request off the schedule.
+by-id reads) announces them (``SharedRateLimiter.hold``), its first request reserves ``n`` consecutive
+slots in one statement, and the process's next ``n`` requests start at those slots. A held slot is spent
+whether used or not: one not taken within an interval of its time is dropped, never used late, so holding
+moves no request off the schedule.
 
 On PostgreSQL the row is shared by every process and machine. On SQLite (the embedded single-machine
 default) the same statement runs in the SQLite file, serialised by its write lock, which every process of
@@ -97,7 +98,9 @@ class SharedRateLimiter:
         self._sqlite = engine.dialect.name == "sqlite"
         self._statement = _RESERVE_SQLITE if self._sqlite else _RESERVE_POSTGRES
         self._held: list[float] = []  # a heap of held slots, on ``clock``
+        self._pending = 0  # slots announced by ``hold``, reserved by the next acquire without a held one
         self._held_lock = threading.Lock()
+        self._reserving = threading.Lock()
 
     def reserve(self, count: int = 1) -> float:
         """Reserve the next ``count`` slots, ``1 / rate`` apart; the seconds until the first (≤ 0: now).
@@ -123,21 +126,25 @@ class SharedRateLimiter:
         return float(connection.execute(self._statement, params).scalar_one())
 
     def hold(self, count: int) -> None:
-        """Reserve ``count`` consecutive slots in one statement for this process's next requests (a caller
-        about to send ``count`` requests), instead of one statement each. A token reserved is a token
-        spent: a held slot not taken within one interval of its time is dropped (``acquire``), so an
-        unused hold costs the deployment at most ``count / rate`` seconds of its rate, and never lets a
-        request start off the bucket's schedule. ``count`` < 2 holds nothing (no statement to save)."""
-        if count < 2:
-            return
-        first = self._clock() + self.reserve(count)
+        """This process is about to send ``count`` requests (a page of by-id reads): the next ``acquire``
+        that finds no held slot reserves them all in one statement, starts on the first and holds the
+        rest for the next acquires, instead of one statement each. Reserving at the first request, not
+        here, keeps the held slots from passing while the caller's threads start.
+
+        A token reserved is a token spent: a held slot not taken within one interval of its time is
+        dropped, never used late, so an unused hold costs the deployment at most ``count / rate`` seconds
+        of its rate and never lets a request start off the bucket's schedule."""
         with self._held_lock:
-            for index in range(count):
-                heapq.heappush(self._held, first + index * self._interval_s)
+            self._pending += count
 
     def acquire(self) -> float:
         slot = self._take_held()
-        wait = self.reserve() if slot is None else slot - self._clock()
+        if slot is None:
+            with self._reserving:  # one statement at a time: threads arriving meanwhile take its slots
+                slot = self._take_held()
+                if slot is None:
+                    slot = self._reserve_held()
+        wait = slot - self._clock()
         if wait > 0:
             self._sleep(wait)
         return max(0.0, wait)
@@ -151,6 +158,18 @@ class SharedRateLimiter:
                 if slot > expired:
                     return slot
         return None
+
+    def _reserve_held(self) -> float:
+        """Reserve this request's slot and those ``hold`` announced in one statement; the first slot is
+        this request's, the others are held."""
+        with self._held_lock:
+            count, self._pending = max(1, self._pending), 0
+        wait = self.reserve(count)
+        first = self._clock() + wait  # read after the statement: the wait is slept from now
+        with self._held_lock:
+            for index in range(1, count):
+                heapq.heappush(self._held, first + index * self._interval_s)
+        return first
 
 
 def bucket_name(kind: str, base_url: str, api_key: str | None) -> str:

@@ -100,7 +100,7 @@ def _count_reservations(engine: Engine) -> list[str]:
 
 
 def test_held_slots_are_one_statement_and_keep_the_shared_schedule(database_url: str) -> None:
-    """A process holding 10 slots sends its 10 requests after one statement, and they interleave with
+    """A process announcing 10 requests sends them after one statement, and they interleave with
     another process's single slots on the one schedule: still 1/rate apart across both."""
     rate, per_thread = 20, 5
     engines = [make_engine(database_url) for _ in range(2)]
@@ -142,12 +142,14 @@ def test_a_held_slot_is_spent_even_unused_and_never_used_late(database_url: str)
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     holder, other = SharedRateLimiter(engine, "acct", rate), SharedRateLimiter(engine, "acct", rate)
-    holder.hold(4)
-    assert 3 / rate - 0.05 <= other.reserve() <= 4 / rate + 0.05  # behind the 4 held slots
-    time.sleep(5 / rate + 0.1)  # every held slot is now past by more than an interval
     statements = _count_reservations(engine)
+    holder.hold(4)
+    assert statements == []  # reserved by the first request, not before its threads start
+    assert holder.acquire() <= 0.05  # the first of 4 slots; 3 held
+    assert 3 / rate - 0.05 <= other.reserve() <= 4 / rate + 0.05  # behind the 4 slots
+    time.sleep(5 / rate + 0.1)  # every held slot is now past by more than an interval
     assert holder.acquire() <= 0.05  # a fresh slot, not a stale one
-    assert len(statements) == 1
+    assert len(statements) == 3
     engine.dispose()
 
 
