@@ -152,8 +152,8 @@ class ProviderHttp:
         self._base_url = str(base.copy_with(raw_path=b"")) + base.raw_path.decode("ascii")
 
     def reserve_slots(self, count: int) -> None:
-        """The caller is about to send ``count`` requests (a page of by-id reads): reserve their rate
-        slots at once (``RateLimiter.hold``) rather than one round trip each."""
+        """The caller is about to send ``count`` requests (a page of by-id reads): announce them to the
+        limiter (``RateLimiter.hold``), which may then reserve their slots in one round trip."""
         if self._limiter is not None:
             self._limiter.hold(count)
 
