@@ -10,7 +10,11 @@ one ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` reserves the next free sl
 previous one, by the database's clock, and the caller sleeps until its slot. It never retries, holds no
 lock beyond the statement, and idle time builds no credit, so any one-second window holds at most
 ``rate + 1`` request starts whatever the number of processes. Cost: one short statement per request
-(see the README's measured figures).
+(see the README's measured figures), or one per batch: a caller about to send ``n`` requests (a page of
+by-id reads) announces them (``SharedRateLimiter.hold``), its first request reserves ``n`` consecutive
+slots in one statement, and the process's next ``n`` requests start at those slots. A held slot is spent
+whether used or not: one not taken within an interval of its time is dropped, never used late, so holding
+moves no request off the schedule.
 
 On PostgreSQL the row is shared by every process and machine. On SQLite (the embedded single-machine
 default) the same statement runs in the SQLite file, serialised by its write lock, which every process of
@@ -20,7 +24,9 @@ the machine shares too.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -30,25 +36,26 @@ from sqlalchemy import Connection, Engine, text
 from recon_pipeline.config import SIMULATOR, ProviderSettings
 from recon_pipeline.db.schema import provider_rate_slots
 
-# statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the
-# slot is the later of now and the bucket's next slot, and the bucket moves one interval past it.
+# statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the first
+# slot is the later of now and the bucket's next slot, and the bucket moves ``span_s`` (one interval per
+# slot reserved) past it.
 _RESERVE_POSTGRES = text(
     f"""
     INSERT INTO {provider_rate_slots.name} AS b (bucket, next_slot_s)
-    VALUES (:bucket, EXTRACT(EPOCH FROM statement_timestamp()) + :interval_s)
+    VALUES (:bucket, EXTRACT(EPOCH FROM statement_timestamp()) + :span_s)
     ON CONFLICT (bucket) DO UPDATE
-    SET next_slot_s = GREATEST(EXCLUDED.next_slot_s, b.next_slot_s + :interval_s)
-    RETURNING next_slot_s - :interval_s - EXTRACT(EPOCH FROM statement_timestamp())
+    SET next_slot_s = GREATEST(EXCLUDED.next_slot_s, b.next_slot_s + :span_s)
+    RETURNING next_slot_s - :span_s - EXTRACT(EPOCH FROM statement_timestamp())
     """
 )
 _SQLITE_NOW_S = "((julianday('now') - 2440587.5) * 86400.0)"
 _RESERVE_SQLITE = text(
     f"""
     INSERT INTO {provider_rate_slots.name} AS b (bucket, next_slot_s)
-    VALUES (:bucket, {_SQLITE_NOW_S} + :interval_s)
+    VALUES (:bucket, {_SQLITE_NOW_S} + :span_s)
     ON CONFLICT (bucket) DO UPDATE
-    SET next_slot_s = MAX(excluded.next_slot_s, b.next_slot_s + :interval_s)
-    RETURNING next_slot_s - :interval_s - {_SQLITE_NOW_S}
+    SET next_slot_s = MAX(excluded.next_slot_s, b.next_slot_s + :span_s)
+    RETURNING next_slot_s - :span_s - {_SQLITE_NOW_S}
     """
 )
 
@@ -60,14 +67,24 @@ class RateLimiter(Protocol):
         """Block until a request may start; returns the seconds waited."""
         ...
 
+    def hold(self, count: int) -> None:
+        """Reserve slots for the next ``count`` requests at once, where reserving costs a round trip."""
+        ...
+
 
 class SharedRateLimiter:
     """At most ``rate`` request starts a second across every process using the same ``bucket`` row.
 
-    Thread-safe: each ``acquire`` is one statement on a pooled connection of ``engine``."""
+    Thread-safe: each ``acquire`` takes a slot this process holds (``hold``), else reserves one in one
+    statement on a pooled connection of ``engine``."""
 
     def __init__(
-        self, engine: Engine, bucket: str, rate: float, sleep: Callable[[float], None] = time.sleep
+        self,
+        engine: Engine,
+        bucket: str,
+        rate: float,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not 0 < rate < math.inf:
             raise ValueError("rate must be a positive, finite number of requests per second")
@@ -77,35 +94,82 @@ class SharedRateLimiter:
         self._engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._interval_s = 1.0 / rate
         self._sleep = sleep
+        self._clock = clock
         self._sqlite = engine.dialect.name == "sqlite"
         self._statement = _RESERVE_SQLITE if self._sqlite else _RESERVE_POSTGRES
+        self._held: list[float] = []  # a heap of held slots, on ``clock``
+        self._pending = 0  # slots announced by ``hold``, reserved by the next acquire without a held one
+        self._held_lock = threading.Lock()
+        self._reserving = threading.Lock()
 
-    def reserve(self) -> float:
-        """Reserve the next slot; the seconds until it (≤ 0: now).
+    def reserve(self, count: int = 1) -> float:
+        """Reserve the next ``count`` slots, ``1 / rate`` apart; the seconds until the first (≤ 0: now).
 
         On SQLite this statement's commit skips the WAL's fsync (``synchronous=NORMAL`` for it alone; the
         pooled connection's own setting is restored): a slot need not survive a power cut (PostgreSQL's
         table is UNLOGGED for the same reason), and the fsync, made under the file's write lock, cost
         each slot ~6 ms against 0.4 ms without, while every other process polled for the lock."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
         with self._engine.connect() as connection:
             if not self._sqlite:
-                return self._execute(connection)
+                return self._execute(connection, count)
             synchronous = int(connection.exec_driver_sql("PRAGMA synchronous").scalar_one())
             connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
             try:
-                return self._execute(connection)
+                return self._execute(connection, count)
             finally:
                 connection.exec_driver_sql(f"PRAGMA synchronous={synchronous}")
 
-    def _execute(self, connection: Connection) -> float:
-        params = {"bucket": self.bucket, "interval_s": self._interval_s}
+    def _execute(self, connection: Connection, count: int) -> float:
+        params = {"bucket": self.bucket, "span_s": count * self._interval_s}
         return float(connection.execute(self._statement, params).scalar_one())
 
+    def hold(self, count: int) -> None:
+        """This process is about to send ``count`` requests (a page of by-id reads): the next ``acquire``
+        that finds no held slot reserves them all in one statement, starts on the first and holds the
+        rest for the next acquires, instead of one statement each. Reserving at the first request, not
+        here, keeps the held slots from passing while the caller's threads start.
+
+        A token reserved is a token spent: a held slot not taken within one interval of its time is
+        dropped, never used late, so an unused hold costs the deployment at most ``count / rate`` seconds
+        of its rate and never lets a request start off the bucket's schedule."""
+        with self._held_lock:
+            self._pending += count
+
     def acquire(self) -> float:
-        wait = self.reserve()
+        slot = self._take_held()
+        if slot is None:
+            with self._reserving:  # one statement at a time: threads arriving meanwhile take its slots
+                slot = self._take_held()
+                if slot is None:
+                    slot = self._reserve_held()
+        wait = slot - self._clock()
         if wait > 0:
             self._sleep(wait)
         return max(0.0, wait)
+
+    def _take_held(self) -> float | None:
+        """The earliest held slot still usable (not past by an interval or more), dropping older ones."""
+        with self._held_lock:
+            expired = self._clock() - self._interval_s
+            while self._held:
+                slot = heapq.heappop(self._held)
+                if slot > expired:
+                    return slot
+        return None
+
+    def _reserve_held(self) -> float:
+        """Reserve this request's slot and those ``hold`` announced in one statement; the first slot is
+        this request's, the others are held."""
+        with self._held_lock:
+            count, self._pending = max(1, self._pending), 0
+        wait = self.reserve(count)
+        first = self._clock() + wait  # read after the statement: the wait is slept from now
+        with self._held_lock:
+            for index in range(1, count):
+                heapq.heappush(self._held, first + index * self._interval_s)
+        return first
 
 
 def bucket_name(kind: str, base_url: str, api_key: str | None) -> str:

@@ -121,6 +121,9 @@ class _TimedLimiter:
         self.costs.append((time.perf_counter() - started, waited))
         return waited
 
+    def hold(self, count: int) -> None:
+        self._limiter.hold(count)
+
 
 def _pull(
     base_url: str,

@@ -815,3 +815,32 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
         captured_payments_from_provider(pulled), confirmed, now, timedelta(hours=1)
     )
     assert orphans.empty
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://127.0.0.1:8000", "http://127.0.0.1:8000/api/", "https://h.test/sub"]
+)
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/v1/charges/ch_1", {"expand[]": "balance_transaction"}),
+        (
+            "/v1/charges",
+            {"created[gte]": 1, "limit": 100, "expand[]": ["data.balance_transaction", "data.charge"]},
+        ),
+        ("/v1/charges/ch%2F1", None),
+        ("v1/x", {}),
+        ("/v1/x?a=1", {"b": "c d"}),
+        ("/v1/x?a=%7e", None),
+        ("/v1/é x", {"q": "é&=", "t": True, "n": None}),
+    ],
+)
+def test_request_url_is_the_one_httpx_would_build(
+    base_url: str, path: str, params: dict[str, Any] | None
+) -> None:
+    """``ProviderHttp`` parses each request's URL once itself; it must be byte for byte what httpx's own
+    merge of base URL, path and params gives."""
+    with ProviderHttp(base_url, max_rps=float("inf")) as http:
+        built = http._client.build_request("GET", path, params=params).url
+        assert str(http._url(path, params)) == str(built)
+        assert http._url(path, params).raw_path == built.raw_path

@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import date
+from typing import Any
 
 import dagster as dg
 import httpx
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 from sqlalchemy.exc import OperationalError
 
 from recon_pipeline.db import migrations
@@ -84,6 +85,72 @@ def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None
     assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
     other = SharedRateLimiter(bucket_engine, "another account", rate)
     assert other.acquire() == 0.0
+
+
+def _count_reservations(engine: Engine) -> list[str]:
+    """The bucket statements ``engine`` runs from now on (a real listener on the real engine)."""
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "provider_rate_slots" in statement:
+            statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    return statements
+
+
+def test_held_slots_are_one_statement_and_keep_the_shared_schedule(database_url: str) -> None:
+    """A process announcing 10 requests sends them after one statement, and they interleave with
+    another process's single slots on the one schedule: still 1/rate apart across both."""
+    rate, per_thread = 20, 5
+    engines = [make_engine(database_url) for _ in range(2)]
+    migrations.upgrade(engines[0])
+    holding, single = (SharedRateLimiter(engine, "acct", rate) for engine in engines)
+    statements = _count_reservations(engines[0])
+    starts: list[float] = []
+    lock = threading.Lock()
+
+    def work(limiter: SharedRateLimiter) -> None:
+        for _ in range(per_thread):
+            limiter.acquire()
+            with lock:
+                starts.append(time.monotonic())
+
+    began = time.monotonic()
+    holding.hold(2 * per_thread)
+    threads = [
+        threading.Thread(target=work, args=(limiter,)) for limiter in (holding, single) for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    elapsed = time.monotonic() - began
+    assert len(starts) == 4 * per_thread
+    # the hold, and a fresh slot for any acquire a stalled thread made past its held slot's interval
+    assert 1 <= len(statements) < per_thread
+    assert elapsed >= (len(starts) - 1) / rate * 0.95
+    assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
+    for engine in engines:
+        engine.dispose()
+
+
+def test_a_held_slot_is_spent_even_unused_and_never_used_late(database_url: str) -> None:
+    """Holding moves the bucket at once (another process waits behind the held slots); a held slot not
+    taken within an interval of its time is dropped, and the request reserves a fresh one."""
+    rate = 20
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    holder, other = SharedRateLimiter(engine, "acct", rate), SharedRateLimiter(engine, "acct", rate)
+    statements = _count_reservations(engine)
+    holder.hold(4)
+    assert statements == []  # reserved by the first request, not before its threads start
+    assert holder.acquire() <= 0.05  # the first of 4 slots; 3 held
+    assert 3 / rate - 0.05 <= other.reserve() <= 4 / rate + 0.05  # behind the 4 slots
+    time.sleep(5 / rate + 0.1)  # every held slot is now past by more than an interval
+    assert holder.acquire() <= 0.05  # a fresh slot, not a stale one
+    assert len(statements) == 3
+    engine.dispose()
 
 
 def test_a_sqlite_slot_leaves_its_pooled_connection_as_durable_as_it_was(sqlite_url: str) -> None:

@@ -82,6 +82,9 @@ class CountingLimiter:
         self.granted += 1
         return 0.0
 
+    def hold(self, count: int) -> None:
+        """Grants cost nothing here: nothing to reserve ahead."""
+
 
 @pytest.fixture(name="limiter")
 def limiter_fixture() -> CountingLimiter:

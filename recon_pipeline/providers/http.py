@@ -82,6 +82,9 @@ class RequestRateLimiter:
             self._sleep(wait)
         return wait
 
+    def hold(self, count: int) -> None:
+        """Nothing to do: a slot here costs no round trip, so reserving several at once saves nothing."""
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -145,6 +148,14 @@ class ProviderHttp:
             timeout=httpx.Timeout(self.retry.timeout_s),
             limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
         )
+        base = self._client.base_url  # httpx's: its path ends in "/"
+        self._base_url = str(base.copy_with(raw_path=b"")) + base.raw_path.decode("ascii")
+
+    def reserve_slots(self, count: int) -> None:
+        """The caller is about to send ``count`` requests (a page of by-id reads): announce them to the
+        limiter (``RateLimiter.hold``), which may then reserve their slots in one round trip."""
+        if self._limiter is not None:
+            self._limiter.hold(count)
 
     def get_json(
         self,
@@ -179,13 +190,14 @@ class ProviderHttp:
         """The retried GET of ``get_json`` / ``get_text``; ``read`` turns a 2xx response into the answer
         or raises ValueError (retried: a cut-off or corrupt body is transient)."""
         last_problem = "no attempt made"
+        url = self._url(path, params)
         for attempt in range(self.retry.max_attempts):
             retry_after: float | None = None
             try:
                 with self._slots:
                     if self._limiter is not None:  # paced inside the slot: the request starts on time
                         self._limiter.acquire()
-                    response = self._client.get(path, params=params, headers=headers)
+                    response = self._client.get(url, headers=headers)
             except (httpx.TransportError, httpx.DecodingError) as error:
                 last_problem = f"{type(error).__name__}: {error}"
                 status: int | str = type(error).__name__
@@ -228,6 +240,13 @@ class ProviderHttp:
         raise ProviderUnavailable(
             f"GET {path} failed after {self.retry.max_attempts} attempts; last: {last_problem}"
         )
+
+    def _url(self, path: str, params: Mapping[str, Any] | None) -> httpx.URL:
+        """``path`` on the base URL with ``params`` merged into its query, as httpx would send it, parsed
+        once: given a relative path and params, httpx parses the URL three times a request."""
+        if params:  # replaces a query in ``path``, as httpx's own merge does
+            path = f"{path.partition('?')[0]}?{httpx.QueryParams(params)}"
+        return httpx.URL(self._base_url + path.lstrip("/"))
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:  # within max_retry_after_s: get_json refused a longer one

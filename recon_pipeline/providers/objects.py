@@ -21,6 +21,7 @@ import pandas as pd
 from recon_pipeline.frames import typed_frame
 from recon_pipeline.money import MAX_AMOUNT_MINOR, normalize_currency
 from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.records import (
     OPTIONAL_PROVIDER_RECORD_COLUMNS,
     PROVIDER_RECORD_COLUMNS,
@@ -174,14 +175,16 @@ def gather(tasks: Sequence[Callable[[], T]], max_workers: int, abort: Event | No
 
 
 def fetch_each(
-    object_ids: Sequence[str], fetch_one: Callable[[str], ProviderObject | None], max_concurrency: int
+    object_ids: Sequence[str], fetch_one: Callable[[str], ProviderObject | None], http: ProviderHttp
 ) -> dict[str, ProviderObject | None]:
-    """``fetch_one`` per id, concurrently (bounded by the client's concurrency), None for an unknown id."""
+    """``fetch_one`` (one request of ``http``) per id, concurrently (bounded by the client's concurrency),
+    None for an unknown id; the requests' rate slots are reserved at once."""
     if not object_ids:
         return {}
+    http.reserve_slots(len(object_ids))
     results = gather(
         [functools.partial(fetch_one, object_id) for object_id in object_ids],
-        max_workers=min(len(object_ids), max_concurrency),
+        max_workers=min(len(object_ids), http.max_concurrency),
     )
     return dict(zip(object_ids, results, strict=True))
 

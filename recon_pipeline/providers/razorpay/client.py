@@ -569,7 +569,7 @@ class RazorpayAdapter:
 
     def _fetch_many(self, path: str, object_ids: Sequence[str]) -> Fetched:
         """``GET {path}/{id}`` per id, concurrently, None if unknown."""
-        return fetch_each(object_ids, functools.partial(self._get_by_id, path), self._http.max_concurrency)
+        return fetch_each(object_ids, functools.partial(self._get_by_id, path), self._http)
 
 
 def _shape(fees: dict[str, SettledFee]) -> RecordShape:

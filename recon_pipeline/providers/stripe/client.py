@@ -291,6 +291,7 @@ class StripeAdapter:
             with_transaction = {**params, "expand[]": "data.balance_transaction"}
             # a refund's charge comes with it: a refund of an earlier night's charge needs no lookup by id
             with_transaction_and_charge = {**params, "expand[]": ["data.balance_transaction", "data.charge"]}
+            self._http.reserve_slots(3)  # each list's first page (most nights' lists have one)
             listed, refunds, transactions = gather(
                 [
                     lambda: self._list_all("/v1/charges", with_transaction, headers, abort),
@@ -533,7 +534,7 @@ class StripeAdapter:
                 raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
             return obj
 
-        return fetch_each(object_ids, fetch_one, self._http.max_concurrency)
+        return fetch_each(object_ids, fetch_one, self._http)
 
 
 def _intent_of(charge: StripeObject) -> bool:
