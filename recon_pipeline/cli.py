@@ -94,7 +94,7 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
         store = SimulatorStore.from_json(args.data)
     else:
         properties = demo_properties(flavour)
-        nights = demo_nights(datetime.now(UTC), properties)
+        nights = demo_nights(datetime.now(UTC), flavour)
         store = build_world(nights, args.bookings, args.seed, properties, flavour).store
     print(
         f"simulator on http://{args.host}:{args.port} speaking {flavour} ({len(store.charges)} payments)",
