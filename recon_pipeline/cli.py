@@ -693,7 +693,9 @@ def build_parser() -> argparse.ArgumentParser:
     revision.set_defaults(handler=cmd_db_revision)
 
     demo = commands.add_parser(
-        "demo", help="seed, simulate and reconcile last night of the demo properties of one provider"
+        "demo",
+        help="seed, simulate and reconcile the demo properties of one provider, each its newest night whose "
+        "money the provider has published (last night, but for Adyen)",
     )
     demo.add_argument(
         "--provider",
