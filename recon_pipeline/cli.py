@@ -94,7 +94,7 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
         store = SimulatorStore.from_json(args.data)
     else:
         properties = demo_properties(flavour)
-        nights = demo_nights(datetime.now(UTC), properties)
+        nights = demo_nights(datetime.now(UTC), flavour)
         store = build_world(nights, args.bookings, args.seed, properties, flavour).store
     print(
         f"simulator on http://{args.host}:{args.port} speaking {flavour} ({len(store.charges)} payments)",
@@ -693,7 +693,9 @@ def build_parser() -> argparse.ArgumentParser:
     revision.set_defaults(handler=cmd_db_revision)
 
     demo = commands.add_parser(
-        "demo", help="seed, simulate and reconcile last night of the demo properties of one provider"
+        "demo",
+        help="seed, simulate and reconcile the demo properties of one provider, each its newest night whose "
+        "money the provider has published (last night, but for Adyen)",
     )
     demo.add_argument(
         "--provider",

@@ -25,7 +25,6 @@ from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.reconcile.categories import MISSING_AT_PROVIDER, STATUS_MISMATCH
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.provider_fixtures import flavour_of
 
@@ -79,14 +78,8 @@ class SeededPipeline:
             return counts
 
     def planted(self, property_id: str) -> dict[str, int]:
-        """What the world planted, as the provider can show it: a provider that reports only settled money
-        (``reports_failed_payments`` False) has no record of a failed payment, so the ledger's booking of
-        one is money missing at the provider rather than a status mismatch."""
-        planted = {cat: n for (p, _night, cat), n in self.world.expected.items() if p == property_id}
-        if not flavour_of(self.flavour).reports_failed_payments and STATUS_MISMATCH in planted:
-            moved = planted.pop(STATUS_MISMATCH)
-            planted[MISSING_AT_PROVIDER] = planted.get(MISSING_AT_PROVIDER, 0) + moved
-        return planted
+        """What the world planted for the property, as its provider can show it (``DemoWorld``)."""
+        return {cat: n for (p, _night, cat), n in self.world.expected.items() if p == property_id}
 
     def table(self, table: Any) -> list[tuple[Any, ...]]:
         with self.engine.connect() as connection:

@@ -7,13 +7,15 @@ import re
 import sqlite3
 import subprocess
 import sys
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
+from recon_pipeline.nights import night_window
+from recon_pipeline.providers.adyen.client import DEFAULT_SETTLEMENT_DAYS
 
 
 def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -141,6 +143,32 @@ def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_t
         reason.startswith(f"error: {prop} night ") and "check unexplained_discrepancy_amount failed" in reason
     )
     assert "INR unexplained, over the threshold of 1,000.00 INR" in reason
+
+
+NIGHT_BLOCK = re.compile(r"^== (\S+)  night (\S+)  run", re.MULTILINE)
+
+
+@pytest.mark.slow  # a `recon demo` process
+def test_adyen_demo_reconciles_the_nights_its_settlement_batches_have_published(tmp_path: Path) -> None:
+    """Adyen's money of a night is read from the settlement batches closing up to ``settlement_days``
+    after it, so last night cannot be complete: the demo reconciles nights whose batches are out, finds
+    every planted discrepancy there (its failed payment, of which the reports show nothing, as money missing
+    at the provider) and says which nights and why."""
+    env, properties = fresh_env(tmp_path), demo_properties("adyen")
+    result = run_recon("demo", "--provider", "adyen", "--bookings", "40", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "speaking adyen" in result.stdout and "differs" not in result.stdout
+    nights = dict(NIGHT_BLOCK.findall(result.stdout))
+    assert set(nights) == {p.property_id for p in properties}
+    [nights_line] = [line for line in result.stdout.splitlines() if line.startswith("nights: ")]
+    assert "adyen has published all of a night's money" in nights_line
+    now = datetime.now(UTC)
+    for prop in properties:
+        night = nights[prop.property_id]
+        assert f"{prop.property_id} {night}" in nights_line
+        end = night_window(date.fromisoformat(night), prop.timezone, prop.night_cutoff).end
+        assert end + timedelta(days=DEFAULT_SETTLEMENT_DAYS) <= now  # the batch covering it has closed
+    assert set(lifecycle_lines(result.stdout)) == {p.property_id for p in properties}
 
 
 @pytest.mark.slow  # `recon demo` processes

@@ -1,16 +1,17 @@
 """`recon demo`: the embedded default end to end, on a persistent Dagster instance.
 
-Seed the demo properties of one provider (``--provider``: the ones its package names) and
-the demo analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that
-provider's API, reconcile last night of every property through the real ``reconcile_night`` job (its
-blocking asset check included), then print what was found against what was planted. Then the PMS
+Seed the demo properties of one provider (``--provider``: the ones its package names) and the demo
+analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that provider's
+API, reconcile every property's newest night whose money the provider has published (``demo_nights``:
+last night, unless the provider publishes a night's money later) through the real ``reconcile_night`` job
+(its blocking asset check included), then print what was found against what was planted. Then the PMS
 catches up (``follow_the_ledger``): it books half of the missing payments and one ledger amount changes,
-the same partitions run again, and the demo prints how many findings were cleared and proposals
-withdrawn or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no
-new adjustments and, the ledger being as the first left it, clears nothing. Last, each night's report
-files are rendered on demand from the database (as `recon report night` does; the runs write none) and
-their paths printed. A run that fails stops the
-demo with one line saying which check or step failed and why (``DemoRunFailed``), not a traceback.
+the same partitions run again, and the demo prints how many findings were cleared and proposals withdrawn
+or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no new
+adjustments and, the ledger being as the first left it, clears nothing. Last, each night's report files
+are rendered on demand from the database (as `recon report night` does; the runs write none) and their
+paths printed. A run that fails stops the demo with one line saying which check or step failed and why
+(``DemoRunFailed``), not a traceback.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledg
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.payouts import PAYOUTS_JOB
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR, demo_properties
+from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow, load_property
 from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.reports.paths import HTML
@@ -71,9 +73,25 @@ class NightOutcome:
     top_discrepancies: str
 
 
-def demo_nights(now: datetime, properties: tuple[PropertyRow, ...] = DEMO_PROPERTIES) -> dict[str, date]:
-    """Last closed night of every demo property, each in its own timezone and cutoff."""
-    return {p.property_id: last_closed_night(now, p.timezone, p.night_cutoff) for p in properties}
+def demo_nights(now: datetime, flavour: str = config.DEFAULT_FLAVOUR) -> dict[str, date]:
+    """The newest night of every demo property of ``flavour`` that ended ``DemoWorld.published_after``
+    before ``now`` (the last closed night where the provider publishes at once), each in its own timezone
+    and cutoff: the provider has published all of its money, where a later night's pull may be incomplete."""
+    world = provider_named(flavour).demo_world()
+    published = now - world.published_after
+    return {p.property_id: last_closed_night(published, p.timezone, p.night_cutoff) for p in world.properties}
+
+
+def render_nights(nights: dict[str, date], flavour: str) -> str:
+    """Which nights the demo reconciles, and why those, on one line."""
+    listed = ", ".join(f"{property_id} {night}" for property_id, night in nights.items())
+    published_after = provider_named(flavour).demo_world().published_after
+    if not published_after:
+        return f"nights: {listed} (each property's last closed night)"
+    return (
+        f"nights: {listed} (the newest that ended at least {published_after.days} days ago: {flavour} has "
+        f"published all of a night's money by then, so a later night could not be read in full yet)"
+    )
 
 
 def prepare_dagster_home() -> Path:
@@ -103,12 +121,14 @@ def run_demo(
     engine = make_engine(os.environ["RECON_DATABASE_URL"])
     migrations.upgrade(engine)
     now = datetime.now(UTC)
-    world = build_world(demo_nights(now, properties), bookings_per_night, seed, properties, flavour)
+    nights = demo_nights(now, flavour)
+    world = build_world(nights, bookings_per_night, seed, properties, flavour)
     inserted = seed_world(engine, world)
     thresholds = {p.property_id: DEMO_THRESHOLDS_MINOR[p.property_id] for p in properties}
     inserted[discrepancy_thresholds.name] = seed_thresholds(engine, thresholds, now)
     echo(f"RECON_HOME={home}")
     echo("seeded: " + ", ".join(f"{table} +{n}" for table, n in inserted.items()))
+    echo(render_nights(nights, flavour))
     dagster_home = prepare_dagster_home()
     app = build_app(world.store, flavour=flavour)
     # Dagster's own sensor constructors warn that a parameter they pass is in beta; the demo's reader can

@@ -481,7 +481,7 @@ class _NightBuilder:
             self.plant(c.DUPLICATE_IN_LEDGER)
         failed = self.payment(self.inside(), self.amount(), status="failed")
         self.book_charge(failed, timedelta(seconds=45))
-        self.plant(c.STATUS_MISMATCH)
+        self.plant(c.STATUS_MISMATCH if self.ids.reports_failed_payments else c.MISSING_AT_PROVIDER)
         for _ in range(2):
             # In the night's first half: a capture within the orphan grace (an hour) of the run is still in
             # flight, and the demo may run within an hour of the night's end.

@@ -77,6 +77,13 @@ class DemoWorld:
     # Whether its payouts are daily settlements of earlier days' payments (Razorpay): the world then holds
     # payments settling on the night, one in a settlement the bank refuses (``demo/world.py``).
     settled_payouts: bool = False
+    # How long after a night ends the provider has published all of its money (Adyen: the settlement
+    # batches that may hold it); the demo reconciles each property's newest night published by now, as a
+    # later one fails as an incomplete pull.
+    published_after: timedelta = timedelta(0)
+    # Whether its records show a failed payment (Adyen's settlement reports list only settled money): if
+    # not, the ledger's booking of one is money missing at the provider, not a status mismatch.
+    reports_failed_payments: bool = True
 
 
 @dataclass(frozen=True)

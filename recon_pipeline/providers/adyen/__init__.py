@@ -9,6 +9,7 @@ registry maps ``adyen`` to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
@@ -83,8 +84,17 @@ class AdyenProvider:
         return list(report_routes())
 
     def demo_world(self) -> DemoWorld:
-        """PSP references for payments and modification references for refunds; no payment intents."""
-        return DemoWorld(DEMO_PROPERTIES, charge_prefix="psp", refund_prefix="mod", payment_intents=False)
+        """PSP references for payments and modification references for refunds; no payment intents. A
+        night's money is all published once the batch closing ``settlement_days`` after it is: batches
+        close daily, so one day later at the latest."""
+        return DemoWorld(
+            DEMO_PROPERTIES,
+            charge_prefix="psp",
+            refund_prefix="mod",
+            payment_intents=False,
+            published_after=timedelta(days=DEFAULT_SETTLEMENT_DAYS + 1),
+            reports_failed_payments=False,
+        )
 
 
 PROVIDER: Provider = AdyenProvider()  # typed: mypy checks the protocol is implemented
