@@ -19,7 +19,7 @@ from recon_pipeline.postings.drain import drain, posting_of
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.postings.outbox import APPROVED, Claimed
 from recon_pipeline_tests.test_postings import NOW, POLICY, Clock, approve, posting
-from recon_pipeline_tests.test_postings_http import API_KEY, Pms, pms  # noqa: F401  (pms: the fixture)
+from recon_pipeline_tests.test_postings_http import API_KEY, Pms, serve_pms
 
 pytestmark = pytest.mark.postgres
 
@@ -37,7 +37,13 @@ def engine(postgres_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def adapter(pms: Pms) -> Iterator[HttpPostingAdapter]:  # noqa: F811
+def pms() -> Iterator[Pms]:
+    with serve_pms() as pms:
+        yield pms
+
+
+@pytest.fixture
+def adapter(pms: Pms) -> Iterator[HttpPostingAdapter]:
     with pms.adapter(timeout_s=TIMEOUT_S) as adapter:
         yield adapter
 
@@ -46,13 +52,13 @@ def run_drain(engine: Engine, adapter: HttpPostingAdapter, clock: Clock) -> dict
     return drain(engine, adapter, "w1", policy=POLICY, clock=clock, rng=random.Random(7)).by_state
 
 
-def requests(pms: Pms, path: str) -> int:  # noqa: F811
+def requests(pms: Pms, path: str) -> int:
     return int(pms.stats()["requests_by_path"].get(path, 0))
 
 
 def test_an_approved_adjustment_is_posted_as_one_charge(
     engine: Engine,
-    pms: Pms,  # noqa: F811
+    pms: Pms,
     adapter: HttpPostingAdapter,
 ) -> None:
     adjustment = approve(engine, "ch_1", amount_minor=-1250)
@@ -72,7 +78,7 @@ def test_an_approved_adjustment_is_posted_as_one_charge(
 
 def test_an_accepted_charge_whose_answer_never_came_is_looked_up_and_stored_once(
     engine: Engine,
-    pms: Pms,  # noqa: F811
+    pms: Pms,
     adapter: HttpPostingAdapter,
 ) -> None:
     adjustment = approve(engine, "ch_1")
@@ -96,7 +102,7 @@ def test_an_accepted_charge_whose_answer_never_came_is_looked_up_and_stored_once
 
 def test_a_conflict_on_a_key_the_pms_holds_is_a_lookup_not_a_second_charge(
     engine: Engine,
-    pms: Pms,  # noqa: F811
+    pms: Pms,
     adapter: HttpPostingAdapter,
 ) -> None:
     """The PMS already holds the key (an earlier sender's charge whose answer was lost) and answers a
@@ -118,7 +124,7 @@ def test_a_conflict_on_a_key_the_pms_holds_is_a_lookup_not_a_second_charge(
 
 def test_a_server_error_is_looked_up_found_missing_and_posted_afresh(
     engine: Engine,
-    pms: Pms,  # noqa: F811
+    pms: Pms,
     adapter: HttpPostingAdapter,
 ) -> None:
     adjustment = approve(engine, "ch_1")
@@ -144,7 +150,7 @@ def test_a_server_error_is_looked_up_found_missing_and_posted_afresh(
 
 def test_a_refusal_fails_for_good_with_the_pms_reason(
     engine: Engine,
-    pms: Pms,  # noqa: F811
+    pms: Pms,
     adapter: HttpPostingAdapter,
 ) -> None:
     """The property's folio books EUR; an adjustment in USD is refused (422) and never sent again."""
