@@ -15,9 +15,22 @@ ADJUSTMENTS_BEFORE_COMMIT = "adjustments.before_commit"  # rows written, transac
 ADJUSTMENTS_COMMITTED = "adjustments.committed"  # committed; the materialization not yet reported
 EVENT_BEFORE_COMMIT = "events.before_commit"  # the event's effects and processed mark written, not committed
 EVENT_COMMITTED = "events.committed"  # committed; the batch's next events and the run's report not done
+POSTING_BEFORE_SEND = "postings.before_send"  # a claimed row, nothing sent to the PMS yet
+POSTING_PMS_ACCEPTED = "postings.pms_accepted"  # the sql PMS committed the posting; no answer returned yet
+POSTING_ANSWERED = "postings.answered"  # the PMS's answer is in hand; the outbox row not yet written
+POSTING_COMMITTED = "postings.committed"  # the outbox row committed; the drain's report not done
 
 CHECKPOINTS = frozenset(
-    {ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, EVENT_BEFORE_COMMIT, EVENT_COMMITTED}
+    {
+        ADJUSTMENTS_BEFORE_COMMIT,
+        ADJUSTMENTS_COMMITTED,
+        EVENT_BEFORE_COMMIT,
+        EVENT_COMMITTED,
+        POSTING_BEFORE_SEND,
+        POSTING_PMS_ACCEPTED,
+        POSTING_ANSWERED,
+        POSTING_COMMITTED,
+    }
 )
 
 hook: Callable[[str], None] | None = None  # None in production; a test installs one

@@ -85,7 +85,7 @@ def engine(database_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-def propose(engine: Engine, record: str, amount_minor: int = 1250) -> str:
+def propose(engine: Engine, record: str, amount_minor: int = 1250, currency: str = "EUR") -> str:
     """A proposed adjustment, as the pipeline writes it."""
     key = adjustment_idempotency_key("P1", "2026-12-01", "post_missing_payment", record)
     row = {
@@ -96,7 +96,7 @@ def propose(engine: Engine, record: str, amount_minor: int = 1250) -> str:
         "kind": "post_missing_payment",
         "provider_record_id": record,
         "amount_minor": amount_minor,
-        "currency": "EUR",
+        "currency": currency,
         "reason": "missing_in_ledger: not booked",
         "status": "proposed",
         "created_at": NOW,
@@ -108,8 +108,8 @@ def propose(engine: Engine, record: str, amount_minor: int = 1250) -> str:
     return str(row["adjustment_id"])
 
 
-def approve(engine: Engine, record: str, amount_minor: int = 1250) -> str:
-    adjustment = propose(engine, record, amount_minor)
+def approve(engine: Engine, record: str, amount_minor: int = 1250, currency: str = "EUR") -> str:
+    adjustment = propose(engine, record, amount_minor, currency)
     with engine.begin() as connection:
         review_adjustment(connection, adjustment, APPROVE, "ana", "checked the folio", amount_minor, NOW)
     return adjustment

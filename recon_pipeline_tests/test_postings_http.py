@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +38,17 @@ class Pms:
         return HttpPostingAdapter(self.base_url, API_KEY, **kwargs)
 
 
-@pytest.fixture
-def pms() -> Iterator[Pms]:
+@contextmanager
+def serve_pms() -> Iterator[Pms]:
+    """The PMS simulator on 127.0.0.1 and a client for its control endpoints."""
     with ServerThread(build_pms_app(API_KEY)) as server, httpx.Client(base_url=server.base_url) as control:
         yield Pms(server.base_url, control)
+
+
+@pytest.fixture
+def pms() -> Iterator[Pms]:
+    with serve_pms() as pms:
+        yield pms
 
 
 def _posting(record: str = "ch_1", amount_minor: int = -1250, currency: str = "EUR") -> Posting:

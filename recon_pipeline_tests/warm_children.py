@@ -33,6 +33,7 @@ import dagster as dg
 
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.batches import BATCH_OP, batch_run_config
+from recon_pipeline.defs.postings import post_adjustments, post_approved_adjustments
 from recon_pipeline.events import worker
 from recon_pipeline_tests.crash_points import arm_from
 from recon_pipeline_tests.dagster_processes import JOB_NAME
@@ -42,6 +43,8 @@ CONTEXT.set_forkserver_preload(["recon_pipeline_tests.fork_server_preload"])
 BARRIER_TIMEOUT_S = 60.0
 WARM_UP_TIMEOUT_S = 120.0  # the fork server imports Dagster and the code location, then one throwaway run
 SEED_VARIABLE = "RECON_CRASH_SEED"
+POSTINGS_JOB = post_adjustments.name
+POSTINGS_OP = post_approved_adjustments.name
 
 
 def crash_seed() -> int:
@@ -79,6 +82,15 @@ class WorkerSpec:
     argv: Sequence[str]
 
 
+@dataclass(frozen=True)
+class PosterSpec:
+    """One run of the ``post_adjustments`` job (the posting drain), ``concurrency`` posts in flight."""
+
+    env: Mapping[str, str]
+    log_path: Path
+    concurrency: int = 1
+
+
 def execute_partition(spec: RunSpec) -> None:
     """Child: execute the run in this process against DAGSTER_HOME's instance; exit 0 on success."""
     _enter(spec.env, spec.log_path)
@@ -91,6 +103,21 @@ def execute_partition(spec: RunSpec) -> None:
             run_config=spec.run_config(),
             instance=instance,
             run_id=spec.run_id,
+            raise_on_error=False,
+        )
+    sys.exit(0 if result.success else 1)
+
+
+def run_poster(spec: PosterSpec) -> None:
+    """Child: execute a ``post_adjustments`` run in this process, as a run worker does; exit 0 on success.
+
+    An ephemeral instance: what the crash suite checks is the outbox and the PMS, not Dagster's records."""
+    _enter(spec.env, spec.log_path)
+    job = build_definitions().resolve_job_def(POSTINGS_JOB)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(
+            run_config={"ops": {POSTINGS_OP: {"config": {"concurrency": spec.concurrency}}}},
+            instance=instance,
             raise_on_error=False,
         )
     sys.exit(0 if result.success else 1)
@@ -157,7 +184,7 @@ class Child:
         return int(self.process.exitcode)
 
 
-def start_child(target: Callable[[Any], None], spec: RunSpec | WorkerSpec) -> Child:
+def start_child(target: Callable[[Any], None], spec: RunSpec | WorkerSpec | PosterSpec) -> Child:
     """Fork ``target(spec)`` from the warm fork server."""
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     process = CONTEXT.Process(target=target, args=(spec,), daemon=True)

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine, RowMapping, and_, case, select, update
 
+from recon_pipeline.checkpoints import POSTING_ANSWERED, POSTING_BEFORE_SEND, POSTING_COMMITTED, reached
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.postings.adapter import (
@@ -208,6 +209,7 @@ def process_one(
     lost or ran out before its turn (then nothing was sent)."""
     if clock() >= claimed.locked_until:
         return None
+    reached(POSTING_BEFORE_SEND)
     try:
         answer = _ask(adapter, claimed, lambda: posting_of(engine, claimed))
     except LookupUnavailableError as error:
@@ -224,7 +226,10 @@ def process_one(
             if claimed.needs_lookup
             else after_post(claimed, answer or PostingResult(PostingOutcome.UNKNOWN), now, policy, rng)
         )
-    return settlement.state if settle(engine, claimed, settlement, adapter.name, clock()) else None
+    reached(POSTING_ANSWERED)  # a death here leaves the row claimed: the next drain looks it up
+    settled = settle(engine, claimed, settlement, adapter.name, clock())
+    reached(POSTING_COMMITTED)
+    return settlement.state if settled else None
 
 
 def drain(

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from recon_pipeline.checkpoints import POSTING_PMS_ACCEPTED, reached
 from recon_pipeline.db.schema import ledger_entries
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.postings.adapter import LookupUnavailableError, Posting, PostingOutcome, PostingResult
@@ -54,6 +55,7 @@ class SqlPostingAdapter:
                 insert_new(connection, ledger_entries, [row], ["entry_id"])
         except SQLAlchemyError as error:
             return PostingResult(PostingOutcome.UNKNOWN, reason=_first_line(error))
+        reached(POSTING_PMS_ACCEPTED)  # the PMS holds the posting; the poster has not heard yet
         return PostingResult(PostingOutcome.POSTED, pms_reference=entry_id)
 
     def lookup(self, idempotency_key: str) -> PostingResult | None:
