@@ -51,10 +51,10 @@ class SqlPostingAdapter:
         }
         try:
             with self._engine.begin() as connection:
-                insert_new(connection, ledger_entries, [row], ["entry_id"])
+                inserted = insert_new(connection, ledger_entries, [row], ["entry_id"])
         except SQLAlchemyError as error:
             return PostingResult(PostingOutcome.UNKNOWN, reason=_first_line(error))
-        return PostingResult(PostingOutcome.POSTED, pms_reference=entry_id)
+        return PostingResult(PostingOutcome.POSTED, pms_reference=entry_id, already_posted=inserted == 0)
 
     def lookup(self, idempotency_key: str) -> PostingResult | None:
         entry_id = entry_id_for(idempotency_key)
