@@ -61,7 +61,9 @@ class QueueState:
 
 def read_events_queue(connection: Connection) -> QueueState:
     by_state: dict[str, int] = dict(
-        connection.execute(select(processing.c.status, func.count()).group_by(processing.c.status)).tuples()
+        connection.execute(select(processing.c.status, func.count()).group_by(processing.c.status))
+        .tuples()
+        .all()
     )
     oldest = connection.execute(
         select(func.min(payment_events.c.received_at))
@@ -73,7 +75,7 @@ def read_events_queue(connection: Connection) -> QueueState:
 
 def read_postings_queue(connection: Connection) -> QueueState:
     by_state: dict[str, int] = dict(
-        connection.execute(select(outbox.c.state, func.count()).group_by(outbox.c.state)).tuples()
+        connection.execute(select(outbox.c.state, func.count()).group_by(outbox.c.state)).tuples().all()
     )
     oldest = connection.execute(
         select(func.min(outbox.c.created_at)).where(outbox.c.state.in_(OPEN_STATES))
