@@ -140,6 +140,23 @@ def cmd_webhooks_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metrics_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from recon_pipeline.db.engine import make_engine
+    from recon_pipeline.metrics.exposition import metrics_app
+    from recon_pipeline.webhooks.receiver import bounded_database_url
+
+    # Bounded like the receiver's: a frozen database answers recon_metrics_database_up 0, not a hung scrape.
+    engine = make_engine(bounded_database_url(config.database_url()), pool_size=1)
+    print(f"metrics on http://{args.host}:{args.port}/metrics", flush=True)
+    try:
+        uvicorn.run(metrics_app(engine), host=args.host, port=args.port, log_config=None, access_log=False)
+    finally:
+        engine.dispose()
+    return 0
+
+
 @contextmanager
 def _recon_database() -> Iterator[Engine]:
     """An engine on RECON_DATABASE_URL, disposed after the command (its errors are reported by main)."""
@@ -749,6 +766,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=cli_args.count(MAX_WORKERS), default=1, help="uvicorn worker processes (1)"
     )
     receive.set_defaults(handler=cmd_webhooks_serve)
+
+    metrics = commands.add_parser("metrics", help="operational metrics").add_subparsers(
+        dest="metrics_command", required=True
+    )
+    metrics_serve = metrics.add_parser(
+        "serve",
+        help="serve /metrics (Prometheus): the event queue and posting outbox, read from the database",
+    )
+    metrics_serve.add_argument("--host", default="127.0.0.1")
+    metrics_serve.add_argument("--port", type=cli_args.port, default=12113)
+    metrics_serve.set_defaults(handler=cmd_metrics_serve)
 
     reconcile_help = (
         "submit a night for every (or the named) property to the Dagster instance in DAGSTER_HOME: "

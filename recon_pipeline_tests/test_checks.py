@@ -85,6 +85,7 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
         assert run_checks(sqlite_url, instance, monkeypatch) == {
             "previous_night_reconciled": False,
             "oldest_pending_event_age": False,
+            "oldest_open_posting_age": True,  # the outbox is empty
         }
         for prop in rows:  # a failed reconciliation of the night is not one
             night = last_closed_night(datetime.now(UTC), prop.timezone, prop.night_cutoff)
@@ -98,6 +99,7 @@ def test_checks_fail_until_due_nights_are_reconciled_and_events_processed(
         assert run_checks(sqlite_url, instance, monkeypatch) == {
             "previous_night_reconciled": True,
             "oldest_pending_event_age": True,
+            "oldest_open_posting_age": True,
         }
 
 

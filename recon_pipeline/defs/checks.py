@@ -4,8 +4,10 @@
   requested last) must have a materialized ``discrepancy_report`` by the morning close (local time,
   ``RECON_MORNING_CLOSE``, default 09:00) after it; until then the night before it must. A property
   whose ``properties`` row is invalid fails the check by name; the others are still judged.
-- ``oldest_pending_event_age``: no payment event may wait longer than ``RECON_MAX_PENDING_AGE_S``
-  (default 900 s) to be processed; dead-lettered events are reported too.
+- ``oldest_pending_event_age`` and ``oldest_open_posting_age``: the recovery SLO of the event queue and
+  of the posting outbox (``RECON_QUEUE_SLO_S``, default 900 s): the oldest open job's age is a WARN from
+  half the SLO, an ERROR from the SLO; young retries, however many, pass. Events dead-lettered and
+  postings failed for good fail it as a WARN.
 
 Per partition, in every ``reconcile_night`` run (checks of the job's selected assets run with them):
 
@@ -30,13 +32,14 @@ import dagster as dg
 from sqlalchemy import Connection, RowMapping
 
 from recon_pipeline.batches.outcomes import succeeded_nights
-from recon_pipeline.config import positive_int_from_env, text_from_env
+from recon_pipeline.config import text_from_env
 from recon_pipeline.defs.assets import DISCREPANCY_REPORT
 from recon_pipeline.defs.batches import batch_properties
 from recon_pipeline.defs.partitions import partition_night
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.events.backlog import read_backlog
 from recon_pipeline.ledger.queries import PropertyRow, list_properties, load_property, split_valid_properties
+from recon_pipeline.metrics.queues import QueueState, read_events_queue, read_postings_queue
+from recon_pipeline.metrics.slo import SloLevel, judge_oldest_age, queue_slo_s
 from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import night_window, parse_cutoff
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
@@ -57,6 +60,13 @@ payment_events_backlog = dg.AssetSpec(
     "payment_events_backlog",
     group_name="events",
     description="The queue of received payment events awaiting processing (payment_event_processing).",
+    kinds={"sql"},
+)
+
+posting_outbox = dg.AssetSpec(
+    "posting_outbox",
+    group_name="postings",
+    description="Approved adjustments awaiting their posting to the PMS (posting_outbox).",
     kinds={"sql"},
 )
 
@@ -100,26 +110,47 @@ def _reconciled_in(reconciled: Container[tuple[str, str]], property_id: str) -> 
     return lambda night: (property_id, night.isoformat()) in reconciled
 
 
-@dg.asset_check(
-    asset=payment_events_backlog.key, description="No payment event waits too long to be processed."
-)
-def oldest_pending_event_age(recon_db: ReconDatabase) -> dg.AssetCheckResult:
-    limit_s = positive_int_from_env("RECON_MAX_PENDING_AGE_S", 900)
-    now = datetime.now(UTC)
-    with recon_db.engine().connect() as connection:
-        backlog = read_backlog(connection, now)
-    age_s = backlog.oldest_age_s(now)
-    too_old = age_s > limit_s
-    return dg.AssetCheckResult(
-        passed=not too_old and backlog.dead == 0,
-        severity=dg.AssetCheckSeverity.ERROR if too_old else dg.AssetCheckSeverity.WARN,
-        metadata={
-            "oldest_pending_age_s": round(age_s, 1),
-            "limit_s": limit_s,
-            "waiting": backlog.waiting,
-            "dead_lettered": backlog.dead,
-        },
+def _queue_slo_check(
+    name: str, asset: dg.AssetSpec, read: Callable[[Connection], QueueState], what: str
+) -> dg.AssetChecksDefinition:
+    """The recovery-SLO check of one queue: judged on its oldest open job's age (``metrics.slo``), so a
+    burst of young retries passes; rows given up for good (dead, failed) fail it as a WARN."""
+
+    @dg.asset_check(
+        name=name,
+        asset=asset.key,
+        description=f"No {what} waits long enough to threaten the recovery SLO (RECON_QUEUE_SLO_S: WARN "
+        "at half, ERROR at the SLO); none is given up for good.",
     )
+    def check(recon_db: ReconDatabase) -> dg.AssetCheckResult:
+        slo_s = queue_slo_s()
+        now = datetime.now(UTC)
+        with recon_db.engine().connect() as connection:
+            queue = read(connection)
+        verdict = judge_oldest_age(queue.oldest_age_s(now), slo_s)
+        return dg.AssetCheckResult(
+            passed=verdict.level is SloLevel.OK and queue.given_up == 0,
+            severity=dg.AssetCheckSeverity.ERROR
+            if verdict.level is SloLevel.BREACHED
+            else dg.AssetCheckSeverity.WARN,
+            metadata={
+                "slo_level": verdict.level.value,
+                "slo_s": slo_s,
+                "warn_at_s": verdict.warn_at_s,
+                "given_up": queue.given_up,
+                **queue.metadata(now),
+            },
+        )
+
+    return check
+
+
+oldest_pending_event_age = _queue_slo_check(
+    "oldest_pending_event_age", payment_events_backlog, read_events_queue, "payment event"
+)
+oldest_open_posting_age = _queue_slo_check(
+    "oldest_open_posting_age", posting_outbox, read_postings_queue, "approved adjustment's posting"
+)
 
 
 def _batch_rows(context: dg.AssetCheckExecutionContext, connection: Connection) -> list[PropertyRow]:
@@ -227,10 +258,8 @@ def orphaned_payment_age(
 
 discrepancy_checks = [unexplained_discrepancy_amount, orphaned_payment_age]
 
-slo_checks_job = dg.define_asset_job(
-    "slo_checks", selection=dg.AssetSelection.checks(previous_night_reconciled, oldest_pending_event_age)
-)
+slo_checks = [previous_night_reconciled, oldest_pending_event_age, oldest_open_posting_age]
+slo_checks_job = dg.define_asset_job("slo_checks", selection=dg.AssetSelection.checks(*slo_checks))
 slo_checks_schedule = dg.ScheduleDefinition(
     job=slo_checks_job, cron_schedule="*/15 * * * *", default_status=dg.DefaultScheduleStatus.RUNNING
 )
-slo_checks = [previous_night_reconciled, oldest_pending_event_age]

@@ -2,6 +2,7 @@
 and the sensor that re-opens nights touched by late events. Thin wrappers over ``recon_pipeline.events``."""
 
 import hashlib
+from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
@@ -18,6 +19,7 @@ from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.stale import recent_stale_nights
 from recon_pipeline.ledger.queries import PropertyRow, list_properties, split_valid_properties
+from recon_pipeline.metrics.queues import read_events_queue
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -42,15 +44,20 @@ def process_payment_events(
     recon_db: ReconDatabase,
     provider: ProviderResource,
 ) -> None:
-    """Claim due events, fetch each payment's current state from the provider, apply it, mark processed."""
+    """Claim due events, fetch each payment's current state from the provider, apply it, mark processed;
+    the run's output metadata gives its counts and the queue left behind (depth, oldest age)."""
+    engine = recon_db.engine()
     counts = process_available(
-        recon_db.engine(),
+        engine,
         provider.adapter(),
         context.run_id,
         batch_size=config.batch_size,
         max_batches=config.max_batches,
     )
     context.log.info(f"processed events: {counts}")
+    with engine.connect() as connection:
+        queue = read_events_queue(connection)
+    context.add_output_metadata({**asdict(counts), **queue.metadata(datetime.now(UTC))})
 
 
 @dg.job(tags={PROVIDER_BOUND_TAG: "true"}, description="Drain due payment events (claimed with SKIP LOCKED).")

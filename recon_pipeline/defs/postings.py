@@ -11,6 +11,7 @@ from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.defs.events import IN_FLIGHT
 from recon_pipeline.defs.resources import PostingResource, ReconDatabase
+from recon_pipeline.metrics.queues import read_postings_queue
 from recon_pipeline.postings.drain import drain
 from recon_pipeline.postings.outbox import PostingPolicy, due
 from recon_pipeline.postings.store import outbox_depth
@@ -34,7 +35,8 @@ def post_approved_adjustments(
     recon_db: ReconDatabase,
     posting: PostingResource,
 ) -> None:
-    """Claim due outbox rows, post each (or look an unknown one up) in the PMS, commit what it said."""
+    """Claim due outbox rows, post each (or look an unknown one up) in the PMS, commit what it said; the
+    run's output metadata gives what it did and the outbox left behind (depth, oldest age, unknown)."""
     engine = recon_db.engine()
     counts = drain(
         engine,
@@ -46,6 +48,18 @@ def post_approved_adjustments(
         concurrency=config.concurrency,
     )
     context.log.info(f"postings: {counts}")
+    with engine.connect() as connection:
+        queue = read_postings_queue(connection)
+    context.add_output_metadata(
+        {
+            "claimed": counts.claimed,
+            "to_post": counts.to_post,
+            "to_look_up": counts.to_look_up,
+            "lost": counts.lost,
+            **{f"settled/{state}": n for state, n in sorted(counts.by_state.items())},
+            **queue.metadata(datetime.now(UTC)),
+        }
+    )
 
 
 @dg.job(description="Post approved adjustments to the PMS from the outbox (claimed with SKIP LOCKED).")

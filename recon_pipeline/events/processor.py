@@ -75,6 +75,8 @@ from recon_pipeline.ledger.queries import (
     load_payment_order_owners,
     load_property,
 )
+from recon_pipeline.metrics.instruments import ACKNOWLEDGEMENTS, PROCESSING_SECONDS
+from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import ProviderError
 from recon_pipeline.providers.interface import ProviderClient
@@ -138,8 +140,7 @@ def process_available(
         # One connection per batch (a transaction per event): no pool checkout and ping per event.
         with engine.connect() as connection:
             results = Counter(
-                _process(connection, client, event, worker_id, schedule, clock, attributions)
-                for event in batch
+                _timed(connection, client, event, worker_id, schedule, clock, attributions) for event in batch
             )
         logger.info(
             "worker %s batch %d: claimed %d, processed %d, retried %d, dead %d, released untried %d, "
@@ -166,6 +167,22 @@ def process_available(
         lease_lost=tally[LEASE_LOST],
         retry_budget_s=int(schedule.budget.total_seconds()),
     )
+
+
+def _timed(
+    connection: Connection,
+    client: ProviderClient,
+    event: ClaimedEvent,
+    worker_id: str,
+    policy: RetrySchedule,
+    clock: Clock,
+    attributions: Attributions,
+) -> str:
+    """``_process``, its duration and its outcome counted (``recon_pipeline.metrics``)."""
+    with PROCESSING_SECONDS.labels(EVENTS).time():
+        result = _process(connection, client, event, worker_id, policy, clock, attributions)
+    ACKNOWLEDGEMENTS.labels(EVENTS, result).inc()
+    return result
 
 
 def _process(

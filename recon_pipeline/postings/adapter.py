@@ -42,11 +42,13 @@ class Posting:
 @dataclass(frozen=True)
 class PostingResult:
     """The PMS's answer: ``pms_reference`` names the posting in the PMS when ``POSTED``; ``reason`` says
-    why when ``REJECTED`` or ``UNKNOWN``."""
+    why when ``REJECTED`` or ``UNKNOWN``; ``already_posted`` when a post found the key already booked
+    (a 409, an existing entry), which the metrics count as a duplicate suppressed."""
 
     outcome: PostingOutcome
     pms_reference: str | None = None
     reason: str | None = None
+    already_posted: bool = False
 
 
 class PostingAdapter(Protocol):

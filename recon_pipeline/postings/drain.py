@@ -30,6 +30,14 @@ from sqlalchemy import Engine, RowMapping, and_, case, select, update
 from recon_pipeline.checkpoints import POSTING_ANSWERED, POSTING_BEFORE_SEND, POSTING_COMMITTED, reached
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.db.schema import posting_outbox as outbox
+from recon_pipeline.metrics.instruments import (
+    ACKNOWLEDGEMENTS,
+    DUPLICATES_SUPPRESSED,
+    LOST,
+    PROCESSING_SECONDS,
+    UNKNOWN_TRANSITIONS,
+)
+from recon_pipeline.metrics.queues import POSTINGS
 from recon_pipeline.postings.adapter import (
     LookupUnavailableError,
     Posting,
@@ -41,6 +49,7 @@ from recon_pipeline.postings.outbox import (
     APPROVED,
     POSTED,
     POSTING,
+    UNKNOWN,
     Claimed,
     PostingPolicy,
     Settlement,
@@ -220,6 +229,8 @@ def process_one(
             claimed, f"lookup failed: {type(error).__name__}: {error}", clock(), policy, rng
         )
     else:
+        if answer is not None and answer.already_posted:
+            DUPLICATES_SUPPRESSED.labels(POSTINGS).inc()
         now = clock()
         settlement = (
             after_lookup(claimed, answer, now, policy, rng)
@@ -257,7 +268,24 @@ def drain(
             counts.to_look_up += sum(claimed.needs_lookup for claimed in batch)
             counts.to_post += sum(not claimed.needs_lookup for claimed in batch)
             for state in pool.map(
-                lambda claimed: process_one(engine, adapter, claimed, policy, clock, rng), batch
+                lambda claimed: _counted(engine, adapter, claimed, policy, clock, rng), batch
             ):
                 counts.add(state)
     return counts
+
+
+def _counted(
+    engine: Engine,
+    adapter: PostingAdapter,
+    claimed: Claimed,
+    policy: PostingPolicy,
+    clock: Clock,
+    rng: random.Random,
+) -> str | None:
+    """``process_one``, its duration, its outcome and a move into ``unknown`` counted (metrics)."""
+    with PROCESSING_SECONDS.labels(POSTINGS).time():
+        state = process_one(engine, adapter, claimed, policy, clock, rng)
+    ACKNOWLEDGEMENTS.labels(POSTINGS, state or LOST).inc()
+    if state == UNKNOWN and claimed.state != UNKNOWN:
+        UNKNOWN_TRANSITIONS.labels(POSTINGS).inc()
+    return state

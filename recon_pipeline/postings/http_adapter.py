@@ -18,6 +18,7 @@ The API key is sent as a bearer token and appears in no log, reason or repr.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -126,7 +127,7 @@ class HttpPostingAdapter:
             return _unknown(f"POST of {key} got 409 and {error}")
         if found is None:
             return _unknown(f"POST of {key} got 409 but its folio holds no charge with that key yet")
-        return found
+        return dataclasses.replace(found, already_posted=True)
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One request, sent again only after a 429 (never accepted) while the rate-limit budget lasts."""

@@ -52,11 +52,11 @@ class SqlPostingAdapter:
         }
         try:
             with self._engine.begin() as connection:
-                insert_new(connection, ledger_entries, [row], ["entry_id"])
+                inserted = insert_new(connection, ledger_entries, [row], ["entry_id"])
         except SQLAlchemyError as error:
             return PostingResult(PostingOutcome.UNKNOWN, reason=_first_line(error))
         reached(POSTING_PMS_ACCEPTED)  # the PMS holds the posting; the poster has not heard yet
-        return PostingResult(PostingOutcome.POSTED, pms_reference=entry_id)
+        return PostingResult(PostingOutcome.POSTED, pms_reference=entry_id, already_posted=inserted == 0)
 
     def lookup(self, idempotency_key: str) -> PostingResult | None:
         entry_id = entry_id_for(idempotency_key)

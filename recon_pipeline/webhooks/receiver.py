@@ -51,6 +51,9 @@ from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.parse import EventFormatError, ProviderEvent
 from recon_pipeline.events.store import ReceivedEvent, conflict_count, record_conflicts, store_events
+from recon_pipeline.metrics.exposition import metrics_route
+from recon_pipeline.metrics.instruments import DUPLICATES_SUPPRESSED
+from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.providers import PROVIDERS
 from recon_pipeline.providers.errors import SignatureError
 from recon_pipeline.providers.interface import Provider, StoreOutcome
@@ -216,9 +219,9 @@ def build_receiver(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     providers: dict[str, Provider] = PROVIDERS,
 ) -> Starlette:
-    """The Starlette app: ``POST /webhooks/{provider}`` for each of ``providers`` (the registry) and
-    ``GET /healthz``; disposes ``engine`` on shutdown. Every provider's deliveries are checked against
-    ``secrets``."""
+    """The Starlette app: ``POST /webhooks/{provider}`` for each of ``providers`` (the registry),
+    ``GET /healthz`` and ``GET /metrics`` (``recon_pipeline.metrics``); disposes ``engine`` on shutdown.
+    Every provider's deliveries are checked against ``secrets``."""
     if not secrets:
         raise config.ConfigError("the webhook receiver needs at least one signing secret")
     secret_list = list(secrets)
@@ -254,6 +257,7 @@ def build_receiver(
             return JSONResponse({"error": "database_unavailable"}, status_code=503)
         for item, outcome in zip(received, outcomes, strict=True):
             _log_stored(item.event, outcome)
+        DUPLICATES_SUPPRESSED.labels(EVENTS).inc(sum(outcome != NEW for outcome in outcomes))
         body, media_type = provider.acknowledgement(outcomes)
         return Response(body, media_type=media_type)
 
@@ -280,6 +284,7 @@ def build_receiver(
         routes=[
             Route("/webhooks/{provider}", receive, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
+            metrics_route(engine),
         ],
         lifespan=lifespan,
     )
