@@ -64,6 +64,19 @@ def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None
     are spaced by 1/rate across all of them, and another bucket is not slowed."""
     rate, per_thread = 40, 5
     limiters = [SharedRateLimiter(bucket_engine, "acct", rate) for _ in range(2)]
+    starts, elapsed = _paced_starts(limiters, threads_each=4, per_thread=per_thread)
+    assert len(starts) == 40
+    assert elapsed >= (len(starts) - 1) / rate * 0.95  # paced as one client at `rate`
+    assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
+    other = SharedRateLimiter(bucket_engine, "another account", rate)
+    assert other.acquire() == 0.0
+
+
+def _paced_starts(
+    limiters: list[SharedRateLimiter], threads_each: int, per_thread: int
+) -> tuple[list[float], float]:
+    """``threads_each`` threads per limiter, each acquiring ``per_thread`` slots: every request's start
+    time and the seconds all of them took."""
     starts: list[float] = []
     lock = threading.Lock()
 
@@ -74,17 +87,14 @@ def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None
                 starts.append(time.monotonic())
 
     began = time.monotonic()
-    threads = [threading.Thread(target=work, args=(limiter,)) for limiter in limiters for _ in range(4)]
+    threads = [
+        threading.Thread(target=work, args=(limiter,)) for limiter in limiters for _ in range(threads_each)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
-    elapsed = time.monotonic() - began
-    assert len(starts) == 40
-    assert elapsed >= (len(starts) - 1) / rate * 0.95  # paced as one client at `rate`
-    assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
-    other = SharedRateLimiter(bucket_engine, "another account", rate)
-    assert other.acquire() == 0.0
+    return starts, time.monotonic() - began
 
 
 def _count_reservations(engine: Engine) -> list[str]:
@@ -107,25 +117,8 @@ def test_held_slots_are_one_statement_and_keep_the_shared_schedule(database_url:
     migrations.upgrade(engines[0])
     holding, single = (SharedRateLimiter(engine, "acct", rate) for engine in engines)
     statements = _count_reservations(engines[0])
-    starts: list[float] = []
-    lock = threading.Lock()
-
-    def work(limiter: SharedRateLimiter) -> None:
-        for _ in range(per_thread):
-            limiter.acquire()
-            with lock:
-                starts.append(time.monotonic())
-
-    began = time.monotonic()
     holding.hold(2 * per_thread)
-    threads = [
-        threading.Thread(target=work, args=(limiter,)) for limiter in (holding, single) for _ in range(2)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    elapsed = time.monotonic() - began
+    starts, elapsed = _paced_starts([holding, single], threads_each=2, per_thread=per_thread)
     assert len(starts) == 4 * per_thread
     # the hold, and a fresh slot for any acquire a stalled thread made past its held slot's interval
     assert 1 <= len(statements) < per_thread

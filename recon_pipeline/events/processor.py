@@ -139,9 +139,12 @@ def process_available(
         batches += 1
         # One connection per batch (a transaction per event): no pool checkout and ping per event.
         with engine.connect() as connection:
-            results = Counter(
-                _timed(connection, client, event, worker_id, schedule, clock, attributions) for event in batch
-            )
+            results: Counter[str] = Counter()
+            for event in batch:
+                with PROCESSING_SECONDS.labels(EVENTS).time():  # duration and outcome: metrics
+                    result = _process(connection, client, event, worker_id, schedule, clock, attributions)
+                ACKNOWLEDGEMENTS.labels(EVENTS, result).inc()
+                results[result] += 1
         logger.info(
             "worker %s batch %d: claimed %d, processed %d, retried %d, dead %d, released untried %d, "
             "lease lost %d (retry budget %d s)",
@@ -167,22 +170,6 @@ def process_available(
         lease_lost=tally[LEASE_LOST],
         retry_budget_s=int(schedule.budget.total_seconds()),
     )
-
-
-def _timed(
-    connection: Connection,
-    client: ProviderClient,
-    event: ClaimedEvent,
-    worker_id: str,
-    policy: RetrySchedule,
-    clock: Clock,
-    attributions: Attributions,
-) -> str:
-    """``_process``, its duration and its outcome counted (``recon_pipeline.metrics``)."""
-    with PROCESSING_SECONDS.labels(EVENTS).time():
-        result = _process(connection, client, event, worker_id, policy, clock, attributions)
-    ACKNOWLEDGEMENTS.labels(EVENTS, result).inc()
-    return result
 
 
 def _process(
