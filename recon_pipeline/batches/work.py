@@ -42,6 +42,7 @@ from recon_pipeline.ledger.queries import (
 )
 from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
@@ -53,6 +54,7 @@ from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_id
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.review.store import save_discrepancies
@@ -169,17 +171,20 @@ class _PmsInput:
     ledger: dict[str, list[dict[str, Any]]]
     captured_orders: dict[str, list[dict[str, Any]]]
     holds: dict[str, dict[str, str | None]]  # payment id → booking id of the holds to look at
+    posted: dict[str, list[PostedAdjustment]]  # the night's posted adjustments, credited to their entries
 
 
 def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _PmsInput:
     """The ledger entries (with the adjacent nights') and captured payment orders of every target's
-    window, and the holds to look at: one statement per table, not one per property."""
+    window, the holds to look at, and the night's posted adjustments: one statement per table, not one
+    per property."""
     windows = {target.row.property_id: target.window for target in targets}
     with engine.connect() as connection:
         return _PmsInput(
             read_ledger_rows(connection, windows),
             read_captured_order_rows(connection, windows),
             hold_payments(connection, list(windows), night),
+            read_posted_adjustments(connection, list(windows), night),
         )
 
 
@@ -230,9 +235,15 @@ def reconcile_property_night(
     # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
-    unmatched = unmatched_ledger_record_ids(own, canonical_ledger(entries.valid, aliases))
+    # The night's posted corrections are credited to the entries they correct (keyed by charge, as the
+    # findings they answer were), so a corrected movement is matched and its finding clears.
+    posted = pms.posted[property_id]
+    unmatched = unmatched_ledger_record_ids(
+        own, fold_posted_adjustments(canonical_ledger(entries.valid, aliases), posted)
+    )
     elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
-    ledger = canonical_ledger(entries.valid, payment_aliases(own, elsewhere) if len(elsewhere) else aliases)
+    known = payment_aliases(own, elsewhere) if len(elsewhere) else aliases
+    ledger = fold_posted_adjustments(canonical_ledger(entries.valid, known), posted)
     result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance)
     result = with_findings(
         replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),

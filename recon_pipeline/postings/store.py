@@ -1,5 +1,6 @@
 """The database side of the outbox beside draining: enqueue on approval, what operators list and show,
-and their two hands-on actions (``retry``, ``resolve``), each in the caller's one transaction.
+and their two hands-on actions (``retry``, ``resolve``), each in the caller's one transaction; and what
+the next reconciliation of a night reads back: its posted adjustments with the PMS's entries of them.
 
 A manual resolution records who and why (``resolved_by``, ``resolution_note``) and, when it says the
 PMS holds the posting, marks the adjustment ``posted`` in the same transaction, as the drainer does.
@@ -7,16 +8,22 @@ PMS holds the posting, marks the adjustment ``posted`` in the same transaction, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, RowMapping, func, select, update
 
-from recon_pipeline.db.schema import adjustments
+from recon_pipeline.db.schema import adjustments, ledger_entries
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.db.upsert import insert_new
+from recon_pipeline.ledger.queries import in_chunks
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.postings.outbox import APPROVED, FAILED, OPEN_STATES, OUTBOX_STATES, POSTED, UNKNOWN
+from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.reconcile.lifecycle import POSTED as ADJUSTMENT_POSTED
+from recon_pipeline.reconcile.posted import PostedAdjustment
 from recon_pipeline.review.rules import ReviewError
 
 
@@ -47,6 +54,48 @@ def mark_adjustment_posted(connection: Connection, adjustment_id: str, now: date
         .where(adjustments.c.adjustment_id == adjustment_id)
         .values(status=ADJUSTMENT_POSTED, updated_at=now)
     )
+
+
+def read_posted_adjustments(
+    connection: Connection, property_ids: Sequence[str], night: str
+) -> dict[str, list[PostedAdjustment]]:
+    """Per property (each of ``property_ids``, maybe with none), the ``posted`` adjustments of ``night``
+    whose entry the PMS holds, with that entry (``entry_id_for`` their key), whatever night the PMS posted
+    it in: one statement for the adjustments and one for their entries per :data:`IN_CLAUSE_CHUNK`
+    properties or entries, as a batch reads its ledger (``batches/work.py``); none when nothing is posted."""
+    found: dict[str, list[PostedAdjustment]] = {property_id: [] for property_id in property_ids}
+    rows: list[RowMapping] = []
+    for chunk in in_chunks(sorted(found)):
+        query = (
+            select(adjustments)
+            .where(
+                adjustments.c.property_id.in_(chunk),
+                adjustments.c.night == night,
+                adjustments.c.status == ADJUSTMENT_POSTED,
+            )
+            .order_by(adjustments.c.adjustment_id)
+        )
+        rows.extend(connection.execute(query).mappings())
+    entry_ids = {row["adjustment_id"]: entry_id_for(row["idempotency_key"]) for row in rows}
+    columns = [ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"]
+    entries: dict[str, dict[str, Any]] = {}
+    for chunk in in_chunks(sorted(set(entry_ids.values()))):
+        query = select(*columns).where(ledger_entries.c.entry_id.in_(chunk))
+        entries.update({entry["entry_id"]: dict(entry) for entry in connection.execute(query).mappings()})
+    for row in rows:
+        entry = entries.get(entry_ids[row["adjustment_id"]])
+        if entry is not None:
+            found[row["property_id"]].append(
+                PostedAdjustment(
+                    row["kind"],
+                    row["provider_record_id"],
+                    row["ledger_entry_id"],
+                    row["amount_minor"],
+                    row["currency"],
+                    entry,
+                )
+            )
+    return found
 
 
 def validate_state(state: str | None) -> str | None:
