@@ -12,10 +12,14 @@ from recon_pipeline.providers.adyen.report import (
     SettlementBatch,
     parse_settlement_report,
     payouts_of,
+    records_of,
+    report_file_name,
 )
 from recon_pipeline.providers.adyen.simulator import csv_text
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
+from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline_tests.test_diff import entry, ledger
 
 MERCHANT = "HotelAmsterdamECOM"
 FILE = "settlement_detail_report_batch_7.csv"
@@ -200,7 +204,8 @@ def batch_line(kind: str, reference: str, **money: str) -> dict[str, str]:
     )
 
 
-PAYMENT, DISPUTE, SECOND = "8815000000000001", "8815000000000051", "8815000000000052"
+PAYMENT, DISPUTE = "8815000000000001", "8815000000000051"
+SECOND = f"{DISPUTE}:second_chargeback"  # the second chargeback of the dispute: a movement of its own
 
 
 def test_chargebacks_and_their_reversal_become_dispute_rows_with_the_chargeback_fee() -> None:
@@ -220,7 +225,7 @@ def test_chargebacks_and_their_reversal_become_dispute_rows_with_the_chargeback_
         modification(
             "SecondChargeback",
             PAYMENT,
-            SECOND,
+            DISPUTE,
             **{"Gross Debit (GC)": "100.50", "Net Debit (NC)": "100.60", "Markup (NC)": "0.10"},
         ),
         payout(),
@@ -327,7 +332,49 @@ def test_a_bad_value_of_any_record_type_names_file_line_and_column(
 def test_two_lines_of_one_movement_in_a_report_are_refused() -> None:
     chargeback = modification("Chargeback", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "100.50"})
     with pytest.raises(ProviderDataError) as raised:
-        parse(chargeback, {**chargeback, "Type": "SecondChargeback"}, payout())
+        parse(chargeback, chargeback, payout())
     assert str(raised.value) == (
         f"{FILE} line 3, column 'Modification Reference': a second dispute row of {DISPUTE!r} in one report"
     )
+
+
+def test_a_second_chargeback_in_a_later_batch_is_a_movement_of_its_own() -> None:
+    """Chargeback and reversal in batch 7, the second chargeback of the same dispute (same reference) in
+    batch 9: a lookup spanning both holds three movements, and a ledger booking each matches each."""
+    first = parse(
+        modification("Chargeback", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "100.50"}),
+        modification("ChargebackReversed", PAYMENT, DISPUTE, **{"Gross Credit (GC)": "100.50"}),
+        payout(),
+    )
+    later = parse_settlement_report(
+        csv_text(
+            [
+                {
+                    **modification("SecondChargeback", PAYMENT, DISPUTE, **{"Gross Debit (GC)": "100.50"}),
+                    "Batch Number": "9",
+                    "Creation Date": "2026-01-20 09:30:00",
+                },
+                {**payout("2026-01-21 07:00:00"), "Batch Number": "9"},
+            ]
+        ),
+        report_file_name(9),
+        MERCHANT,
+        9,
+    )
+    assert isinstance(first, SettlementBatch) and isinstance(later, SettlementBatch)
+    records = records_of([first, later])
+    keys = list(zip(records["provider_record_id"], records["kind"], strict=True))
+    assert keys == [(DISPUTE, "dispute"), (DISPUTE, "dispute_reversal"), (SECOND, "dispute")]
+    booked = [
+        entry(f"le_{i}", rid, kind, amount)
+        for i, (rid, kind, amount) in enumerate(
+            zip(*(records[c] for c in ("provider_record_id", "kind", "amount_minor")), strict=True)
+        )
+    ]
+    result = diff_night(records, ledger(*booked))
+    assert result.discrepancies.empty and result.matched_count == 3
+    # Without the second chargeback's entry the finding names it, not the first chargeback.
+    result = diff_night(records, ledger(*booked[:2]))
+    assert result.discrepancies[["category", "record_key"]].values.tolist() == [
+        ["missing_in_ledger", f"{SECOND}:dispute"]
+    ]

@@ -96,6 +96,42 @@ def test_an_fx_difference_proposes_its_correction_in_the_settlement_currency() -
     assert proposal["reason"].startswith("fx_difference: provider payment ch_1 of 100.00 USD")
 
 
+@pytest.mark.parametrize(
+    ("property_currency", "figure"),
+    [
+        ("EUR", (SETTLED, "EUR")),
+        ("USD", (PRESENTED, "USD")),
+        ("GBP", (PRESENTED, "USD")),
+        (None, (PRESENTED, "USD")),
+    ],
+)
+def test_a_missing_conversion_is_posted_at_its_settlement_figure_when_it_settled_in_the_propertys_currency(
+    property_currency: str | None, figure: tuple[int, str]
+) -> None:
+    result = diff_night(providers(usd_charge()), ledger(), property_currency=property_currency)
+    [row] = result.discrepancies.to_dict("records")
+    assert (row["category"], row["provider_amount_minor"], row["currency"]) == ("missing_in_ledger", *figure)
+    assert row["detail"] == (
+        "provider payment ch_1 of 100.00 USD (settled as 92.00 EUR at 1 USD = 0.92 EUR) settled but the "
+        "ledger has no entry for it"
+    )
+    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.discrepancies, "run-1", datetime.now(UTC))
+    assert (proposal["kind"], proposal["amount_minor"], proposal["currency"]) == (
+        "post_missing_payment",
+        *figure,
+    )
+    # Totals count the conversion at what the account received, whichever figure the finding names.
+    assert result.provider_total_by_currency == {"EUR": SETTLED}
+
+
+def test_a_missing_record_in_the_propertys_own_currency_keeps_its_figure() -> None:
+    result = diff_night(
+        providers(record("ch_1", amount=500, currency="EUR")), ledger(), property_currency="EUR"
+    )
+    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.discrepancies, "run-1", datetime.now(UTC))
+    assert (proposal["amount_minor"], proposal["currency"]) == (500, "EUR")
+
+
 def test_reports_show_an_fx_difference_in_the_settlement_currency() -> None:
     result = diff_night(providers(usd_charge()), ledger(entry("le_1", "ch_1", amount=9_150)))
     report = build_night_report(result, pd.DataFrame())

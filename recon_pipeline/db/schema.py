@@ -65,6 +65,8 @@ payment_orders = Table(
     Column("captured_at", UTC_TIMESTAMP, nullable=True),
     Column("updated_at", UTC_TIMESTAMP, nullable=False),
     Index("ix_payment_orders_property_captured", "property_id", "captured_at"),
+    # the open holds (``authorized``) and captured orders of a property are read by status (revision 0007)
+    Index("ix_payment_orders_property_status", "property_id", "status"),
 )
 
 payment_events = Table(

@@ -5,6 +5,9 @@ propose one; currency and status mismatches and orphaned payments need a person 
 difference is certain too: the balance transaction says what the account received in its currency.
 The adjustment kind names the action and the record kind (``post_missing_fee``), so a charge whose
 payment and fee are both missing gets two adjustments with two distinct business keys.
+Each takes the finding's amount and currency: a conversion missing in the ledger that settled in the
+property's currency is stated by the diff at its settlement figure (what the account received, in the
+currency the PMS books), so ``post_missing_<kind>`` posts that; otherwise the presentment figure.
 """
 
 from __future__ import annotations

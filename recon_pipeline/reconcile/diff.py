@@ -135,6 +135,7 @@ def diff_night(
     ledger_records: pd.DataFrame,
     provider_elsewhere: pd.DataFrame | None = None,
     fx_tolerance_bps: int = 0,
+    property_currency: str | None = None,
 ) -> DiffResult:
     """Compare one night's provider records with the ledger entries posted in and around it.
 
@@ -142,6 +143,8 @@ def diff_night(
     ids of :func:`unmatched_ledger_record_ids`); an in-night entry matching one is a timing difference.
     ``fx_tolerance_bps`` is the property's tolerance on an entry booked at a conversion's settlement
     figure, in basis points of the settlement amount (``properties.fx_tolerance_bps``).
+    ``property_currency`` is the currency the property's PMS books in (``properties.currency``): a
+    converted record missing in the ledger that settled in it is stated at its settlement figure.
     """
     if not 0 <= fx_tolerance_bps <= BASIS_POINTS:
         raise ValueError(f"fx_tolerance_bps must be from 0 to {BASIS_POINTS}, not {fx_tolerance_bps}")
@@ -188,7 +191,7 @@ def diff_night(
 
     in_night_counted = ledger.in_night & (ledger.kinds != _ADJUSTMENT)
     unkeyed = np.flatnonzero(in_night_counted & ~ledger.keyed)
-    findings = _Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps)
+    findings = _Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps, property_currency)
     discrepancies = _frame_of(
         [
             findings.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
@@ -735,24 +738,48 @@ class _Findings:
         elsewhere: pd.DataFrame,
         ledger_records: pd.DataFrame,
         tolerance_bps: int,
+        property_currency: str | None,
     ) -> None:
         self._provider = _Columns(provider_records)
         self._elsewhere = _Columns(elsewhere)
         self._ledger = _Columns(ledger_records)
         self._tolerance_bps = tolerance_bps
+        self._property_currency = property_currency
 
     def missing_in_ledger(self, records: np.ndarray) -> _Rows:
+        """A settled record nobody booked, stated in the figure its ``post_missing_<kind>`` posts.
+
+        That is the presentment figure, except for a conversion that settled in the property's currency:
+        the PMS books in the property's currency and the account received the settlement figure, so
+        posting the presentment amount would book a foreign currency the PMS does not keep (a
+        ``currency_mismatch`` against the same record on the next run). The detail names both figures."""
         record = self._provider.take(records, _PROVIDER_FIELDS)
-        return _rows(
-            MISSING_IN_LEDGER,
-            record,
-            None,
-            difference=record["amount_minor"],
-            detail=[
-                f"provider {kind} {rid} of {_figure(*figures)} settled but the ledger has no entry for it"
-                for kind, rid, *figures in _columns(record, "kind", "provider_record_id", *_FIGURE_FIELDS)
-            ],
-        )
+        detail = [
+            f"provider {kind} {rid} of {_figure(*figures)} settled but the ledger has no entry for it"
+            for kind, rid, *figures in _columns(record, "kind", "provider_record_id", *_FIGURE_FIELDS)
+        ]
+        at_settlement = [
+            present(settled) and settled_currency == self._property_currency != currency
+            for currency, settled, settled_currency in _columns(
+                record, "currency", "settlement_amount_minor", "settlement_currency"
+            )
+        ]
+        if any(at_settlement):
+            record = record | {
+                "amount_minor": [
+                    int(settled) if settles else amount
+                    for amount, settled, settles in zip(
+                        record["amount_minor"], record["settlement_amount_minor"], at_settlement, strict=True
+                    )
+                ],
+                "currency": [
+                    settled_currency if settles else currency
+                    for currency, settled_currency, settles in zip(
+                        record["currency"], record["settlement_currency"], at_settlement, strict=True
+                    )
+                ],
+            }
+        return _rows(MISSING_IN_LEDGER, record, None, difference=record["amount_minor"], detail=detail)
 
     def pairs(
         self, category: str, records: np.ndarray, entries: np.ndarray, elsewhere: bool = False

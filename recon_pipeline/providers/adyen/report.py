@@ -16,17 +16,19 @@ What becomes a record (signed as the ledger signs; Adyen's record types, its "jo
   ``dispute_reversal`` row (positive ``Gross Credit (GC)``). Their ``provider_record_id`` is the line's
   ``Modification Reference``, the dispute's PSP reference, which Adyen's dispute notifications carry as
   ``pspReference`` (every event of one dispute shares it): what a PMS booking from notifications holds.
-  ``charge_id`` is the payment's ``Psp Reference``, so a chargeback is attributed like a refund: through
-  its payment;
+  A ``SecondChargeback``'s is that reference with ``:second_chargeback`` (``SECOND_CHARGEBACK_SUFFIX``):
+  it withdraws the money again after the first chargeback was reversed, often in a later batch, so it is
+  a movement of its own, and under the shared reference its ``dispute`` row would be a second one of the
+  first chargeback's key. ``charge_id`` is the payment's ``Psp Reference``, so a chargeback is attributed
+  like a refund: through its payment;
 - the costs Adyen withheld on any of these (``Commission`` + ``Markup`` + ``Scheme Fees`` + ``Interchange``,
   in the ``Net Currency``; on a chargeback line, the chargeback fee): a negative ``fee`` row carrying the id
   of the movement that incurred it.
 
-The frame's key is (``provider_record_id``, ``kind``): a report holding two lines of one key (say a
-``Chargeback`` and a ``SecondChargeback`` of one dispute in one batch) cannot be one movement each, and is
-refused naming the second line. (Across batches this is not checked: a second chargeback booked under the
-first one's reference weeks later makes a lookup spanning both hold two ``dispute`` rows of one key, which
-the diff refuses; the ledger contract has one ``dispute`` per id, as Stripe's disputes have.)
+The frame's key is (``provider_record_id``, ``kind``): a report holding two lines of one key (say two
+``Chargeback`` lines of one dispute) cannot be one movement each, and is refused naming the second line.
+The ledger contract has one ``dispute`` per id, as Stripe's disputes have; the second chargeback's own id
+keeps that true across batches too (a lookup spanning both batches holds two distinct keys).
 
 What is not a property-night's money movement stays with the batch:
 
@@ -106,13 +108,18 @@ class Movement:
     amount_column: str
     sign: int
     status: str
+    id_suffix: str = ""  # appended to the line's reference: a movement sharing another's reference
+
+
+# A second chargeback shares its dispute's reference with the first chargeback (same kind ``dispute``).
+SECOND_CHARGEBACK_SUFFIX = ":second_chargeback"
 
 
 MOVEMENTS: Mapping[str, Movement] = {
     SETTLED: Movement("payment", GROSS_CREDIT, 1, "settled"),
     REFUNDED: Movement("refund", GROSS_DEBIT, -1, "refunded"),
     CHARGEBACK: Movement("dispute", GROSS_DEBIT, -1, "chargeback"),
-    SECOND_CHARGEBACK: Movement("dispute", GROSS_DEBIT, -1, "second_chargeback"),
+    SECOND_CHARGEBACK: Movement("dispute", GROSS_DEBIT, -1, "second_chargeback", SECOND_CHARGEBACK_SUFFIX),
     CHARGEBACK_REVERSED: Movement("dispute_reversal", GROSS_CREDIT, 1, "chargeback_reversed"),
 }
 CREATION_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -278,7 +285,7 @@ def _movement_rows(line: _Line, movement: Movement, keys: set[tuple[str, str]]) 
     holds the file's (id, kind) pairs so far: a second line of one key is refused."""
     psp_reference = line.required("Psp Reference")
     id_column = "Psp Reference" if movement.kind == "payment" else "Modification Reference"
-    record_id = line.required(id_column)
+    record_id = line.required(id_column) + movement.id_suffix
     gross_currency = line.currency("Gross Currency")
     amount = movement.sign * line.minor(movement.amount_column, gross_currency, required=True)
     common = {
