@@ -1,7 +1,8 @@
 """Currency conversion end to end through ``materialize``: guests' cards charged in USD, the Lisbon account
 settling in EUR. The ledger books some charges in USD, some at the EUR figure, one within the property's
 tolerance and one beyond it; only that one is a finding (``fx_difference``) with its correction proposed
-in EUR; the PMS corrects the entry twice and the finding and its adjustment follow.
+in EUR; the PMS corrects the entry twice and the finding and its adjustment follow. An unbooked converted
+charge is proposed at the EUR figure the account received.
 
 The settlement figure is the balance transaction's (``currency`` eur while the charge's is usd). The
 Stripe client reading it off balance transactions is another slice's work; here a client wrapper puts
@@ -25,7 +26,7 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.world import World
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.reconcile.categories import FX_DIFFERENCE
+from recon_pipeline.reconcile.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
 from recon_pipeline.reconcile.lifecycle import PROPOSED, SUPERSEDED, WITHDRAWN
 from recon_pipeline_tests.pipeline_fixtures import SeededPipeline, asset_metadata, seeded
 
@@ -177,3 +178,32 @@ def test_a_usd_charge_settled_in_eur_matches_either_figure_and_an_fx_difference_
             [(FX_DIFFERENCE, key, 60, "EUR", True)],
             [("correct_fx_payment", 75, "EUR", SUPERSEDED), ("correct_fx_payment", 60, "EUR", WITHDRAWN)],
         )
+
+
+class UnbookedPlan:
+    """One charge converts and the PMS never books it."""
+
+    settled: dict[str, int]
+    unbooked: str
+
+    def edit(self, world: World) -> None:
+        self.unbooked = unrefunded_charges(world)[0]
+        self.settled = {self.unbooked: charge_in_usd(world, self.unbooked)}
+        world.ledger_entries.remove(payment_entry(world, self.unbooked))
+
+
+@pytest.mark.slow  # a Dagster run
+def test_an_unbooked_usd_charge_settled_in_eur_is_proposed_at_the_eur_figure_the_account_received(
+    database_url: str,
+) -> None:
+    plan = UnbookedPlan()
+    with seeded(database_url, properties=(LISBON,), plant=False, edit=plan.edit) as pipeline:
+        base: ProviderResource = pipeline.resources["provider"]
+        pipeline.resources["provider"] = ConvertingProvider(**base.model_dump(), settled=plan.settled)
+        assert pipeline.materialize().success
+        settled = plan.settled[plan.unbooked]
+        found, proposed = fx_state(pipeline)
+        assert [row for row in found if row[1] == f"{plan.unbooked}:payment"] == [
+            (MISSING_IN_LEDGER, f"{plan.unbooked}:payment", settled, "EUR", False)
+        ]
+        assert ("post_missing_payment", settled, "EUR", PROPOSED) in proposed

@@ -244,7 +244,7 @@ def reconcile_property_night(
     elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
     known = payment_aliases(own, elsewhere) if len(elsewhere) else aliases
     ledger = fold_posted_adjustments(canonical_ledger(entries.valid, known), posted)
-    result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance)
+    result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance, target.row.currency)
     result = with_findings(
         replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
         unattributed_findings(nobody),
