@@ -11,13 +11,15 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.db.schema import ledger_entries
 from recon_pipeline.postings.drain import drain, posting_of
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.postings.outbox import APPROVED, Claimed
+from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline_tests.test_postings import NOW, POLICY, Clock, approve, posting
 from recon_pipeline_tests.test_postings_http import API_KEY, Pms, serve_pms
 
@@ -167,3 +169,38 @@ def test_a_refusal_fails_for_good_with_the_pms_reason(
     assert run_drain(engine, adapter, clock) == {}
     assert requests(pms, CHARGES) == 2
     assert pms.stats()["postings_stored"] == 1
+
+
+def test_a_charge_posted_over_http_is_credited_to_its_night_once_the_pms_ledger_holds_it(
+    engine: Engine,
+    adapter: HttpPostingAdapter,
+) -> None:
+    """The next reconciliation of the night reads a posted adjustment's entry under the PMS's own
+    reference of the charge (as the PMS's ledger names it), not only under the ``sql`` adapter's id."""
+    adjustment = approve(engine, "ch_1", amount_minor=-1250)
+    assert run_drain(engine, adapter, Clock()) == {"posted": 1}
+    reference = posting(engine, adjustment)["pms_reference"]
+    with engine.connect() as connection:
+        assert read_posted_adjustments(connection, ["P1"], "2026-12-01") == {
+            "P1": []
+        }  # not in the ledger yet
+    with engine.begin() as connection:  # the PMS's ledger books its charge under its own id
+        connection.execute(
+            insert(ledger_entries).values(
+                entry_id=reference,
+                property_id="P1",
+                booking_id=None,
+                provider_record_id="ch_1",
+                kind="adjustment",
+                amount_minor=-1250,
+                currency="EUR",
+                posted_at=NOW + timedelta(days=3),
+            )
+        )
+    with engine.connect() as connection:
+        [posted] = read_posted_adjustments(connection, ["P1"], "2026-12-01")["P1"]
+    assert (posted.entry["entry_id"], posted.entry["amount_minor"], posted.provider_record_id) == (
+        reference,
+        -1250,
+        "ch_1",
+    )

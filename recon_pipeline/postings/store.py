@@ -60,14 +60,20 @@ def read_posted_adjustments(
     connection: Connection, property_ids: Sequence[str], night: str
 ) -> dict[str, list[PostedAdjustment]]:
     """Per property (each of ``property_ids``, maybe with none), the ``posted`` adjustments of ``night``
-    whose entry the PMS holds, with that entry (``entry_id_for`` their key), whatever night the PMS posted
-    it in: one statement for the adjustments and one for their entries per :data:`IN_CLAUSE_CHUNK`
-    properties or entries, as a batch reads its ledger (``batches/work.py``); none when nothing is posted."""
+    whose entry the PMS holds, with that entry, whatever night the PMS posted it in: one statement for the
+    adjustments and one for their entries per :data:`IN_CLAUSE_CHUNK` properties or entries, as a batch
+    reads its ledger (``batches/work.py``); none when nothing is posted.
+
+    The entry is the one under the PMS's own reference of the posting (``posting_outbox.pms_reference``:
+    what an ``http`` PMS such as Apaleo names its charge, and so its ledger row) or, failing that, under
+    ``entry_id_for`` the key (the ``sql`` adapter's row, and a posting resolved by hand without a
+    reference)."""
     found: dict[str, list[PostedAdjustment]] = {property_id: [] for property_id in property_ids}
     rows: list[RowMapping] = []
     for chunk in in_chunks(sorted(found)):
         query = (
-            select(adjustments)
+            select(adjustments, outbox.c.pms_reference)
+            .join(outbox, outbox.c.adjustment_id == adjustments.c.adjustment_id, isouter=True)
             .where(
                 adjustments.c.property_id.in_(chunk),
                 adjustments.c.night == night,
@@ -76,14 +82,17 @@ def read_posted_adjustments(
             .order_by(adjustments.c.adjustment_id)
         )
         rows.extend(connection.execute(query).mappings())
-    entry_ids = {row["adjustment_id"]: entry_id_for(row["idempotency_key"]) for row in rows}
+    candidates = {
+        row["adjustment_id"]: [i for i in (row["pms_reference"], entry_id_for(row["idempotency_key"])) if i]
+        for row in rows
+    }
     columns = [ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"]
     entries: dict[str, dict[str, Any]] = {}
-    for chunk in in_chunks(sorted(set(entry_ids.values()))):
+    for chunk in in_chunks(sorted({i for ids in candidates.values() for i in ids})):
         query = select(*columns).where(ledger_entries.c.entry_id.in_(chunk))
         entries.update({entry["entry_id"]: dict(entry) for entry in connection.execute(query).mappings()})
     for row in rows:
-        entry = entries.get(entry_ids[row["adjustment_id"]])
+        entry = next((entries[i] for i in candidates[row["adjustment_id"]] if i in entries), None)
         if entry is not None:
             found[row["property_id"]].append(
                 PostedAdjustment(
