@@ -19,13 +19,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, update
 
+from recon_pipeline.config import ConfigError
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, retry_later
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
-from recon_pipeline.metrics.slo import SloLevel, judge_oldest_age
+from recon_pipeline.metrics.slo import SloLevel, judge_oldest_age, queue_slo_s
 from recon_pipeline.postings.adapter import Posting
 from recon_pipeline.postings.drain import drain
 from recon_pipeline.providers.interface import ProviderClient
@@ -187,6 +188,15 @@ def test_the_slo_is_judged_on_age_warn_at_half() -> None:
     assert judge_oldest_age(449.9, 900).level is SloLevel.OK
     assert judge_oldest_age(450, 900).level is SloLevel.WARN
     assert judge_oldest_age(900, 900).level is SloLevel.BREACHED
+
+
+def test_the_slo_s_old_name_is_refused_naming_the_new_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECON_MAX_PENDING_AGE_S", "600")
+    with pytest.raises(ConfigError, match="RECON_MAX_PENDING_AGE_S was renamed RECON_QUEUE_SLO_S"):
+        queue_slo_s()
+    monkeypatch.delenv("RECON_MAX_PENDING_AGE_S")
+    monkeypatch.setenv("RECON_QUEUE_SLO_S", "600")
+    assert queue_slo_s() == 600
 
 
 def slo_check(engine: Engine, database_url: str, name: str) -> dg.AssetCheckResult:

@@ -8,11 +8,13 @@ queue's depth. Half the SLO warns (time to look), the SLO itself is an error (re
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 
-from recon_pipeline.config import positive_int_from_env
+from recon_pipeline.config import ConfigError, positive_int_from_env
 
 QUEUE_SLO_ENV = "RECON_QUEUE_SLO_S"
+RENAMED_ENV = "RECON_MAX_PENDING_AGE_S"  # the events queue's own SLO before both queues shared one
 DEFAULT_QUEUE_SLO_S = 900
 
 
@@ -34,7 +36,12 @@ class SloVerdict:
 
 
 def queue_slo_s() -> int:
-    """RECON_QUEUE_SLO_S (900): how long a job may wait before its queue's recovery is late."""
+    """RECON_QUEUE_SLO_S (900): how long a job may wait before its queue's recovery is late. The old name
+    is refused rather than ignored, so a deployment that set it learns it has no effect."""
+    if RENAMED_ENV in os.environ:
+        raise ConfigError(
+            f"{RENAMED_ENV} was renamed {QUEUE_SLO_ENV} (one SLO for both queues): set that instead"
+        )
     return positive_int_from_env(QUEUE_SLO_ENV, DEFAULT_QUEUE_SLO_S)
 
 
