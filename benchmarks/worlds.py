@@ -63,10 +63,16 @@ def build_nights(
     return world
 
 
+def _moved_at(charge: dict[str, Any]) -> int:
+    """When the charge's money moved: its balance transaction's creation (the capture), else its own."""
+    return int((charge["balance_transaction"] or {}).get("created", charge["created"]))
+
+
 def night_record_count(world: World, prop: PropertyRow, night: date) -> int:
     """The rows a pull of the property's night yields: a payment per charge, a fee per charge with a fee,
-    a row per refund, a row per dispute movement and its fee, of the property's objects created (a
-    dispute's movements: their balance transactions) in the night's window."""
+    a row per refund, a row per dispute movement and its fee, of the property's objects created in the
+    night's window (a charge's and a dispute's movements: their balance transactions, so a charge counts
+    on the night it was captured, as ``providers/stripe/captures.py`` places it)."""
     window = night_window(night, prop.timezone, prop.night_cutoff)
     low, high = unix(window.start), unix(window.end)
 
@@ -76,7 +82,7 @@ def night_record_count(world: World, prop: PropertyRow, night: date) -> int:
         return prop.provider_account is not None or charge["metadata"].get("property_id") == prop.property_id
 
     by_id = {charge["id"]: charge for charge in world.store.charges}
-    charges = [c for c in world.store.charges if low <= c["created"] < high and owned(c)]
+    charges = [c for c in world.store.charges if low <= _moved_at(c) < high and owned(c)]
     fees = sum(bool((charge["balance_transaction"] or {}).get("fee")) for charge in charges)
     refunds = sum(low <= r["created"] < high and owned(by_id[r["charge"]]) for r in world.store.refunds)
     disputes = sum(  # a dispute movement's row, and its fee's (Stripe's worlds hold disputes)
