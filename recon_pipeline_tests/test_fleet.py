@@ -32,7 +32,9 @@ def test_fleet_world_has_about_forty_records_per_property_night_and_consistent_o
     fleet = fleet_properties(16)
     world = fleet_world(fleet, NIGHT)
     counts = [night_record_count(world, prop, NIGHT) for prop in fleet]
-    assert all(35 <= count <= 45 for count in counts), counts
+    # ~40, plus on some properties the capture of an earlier night's authorization (a checkout)
+    assert all(35 <= count <= 48 for count in counts), counts
+    assert 38 <= sum(counts) / len(counts) <= 45, counts
     assert {prop for prop, _night, _category in world.expected} == {p.property_id for p in fleet}
     orders = {order["provider_payment_id"]: order for order in world.payment_orders}
     refunded = [charge for charge in world.store.charges if charge["amount_refunded"]]
