@@ -18,6 +18,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, properties, review_audit, review_users
 from recon_pipeline.review_desk.app import SESSION_COOKIE, DeskSettings, review_desk_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline_tests.browser import chromium_page
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 PASSWORD = "correct horse battery"
@@ -205,3 +206,30 @@ def test_secure_cookies_and_a_missing_secret(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("RECON_REVIEW_SECRET", "k" * 32)
     monkeypatch.setenv("RECON_REVIEW_SECURE_COOKIES", "1")
     assert DeskSettings.from_environment() == DeskSettings("k" * 32, True)
+
+
+@pytest.mark.slow  # drives Chromium
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_person_signs_in_and_filters_in_chromium(desk: Desk) -> None:
+    """Debian's Chromium signs in through the form, filters by amount, opens a finding and signs out; the
+    pages load nothing but the desk's own stylesheet and log no error (the CSP would report a violation)."""
+    with chromium_page("review-desk") as watched:
+        page = watched.page
+        page.goto(f"{desk.base_url}/findings")
+        page.get_by_label("Name").fill("ana")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(f"{desk.base_url}/findings")
+        assert page.get_by_role("link", name="r-small").is_visible()
+        page.get_by_label("Amount at least (minor units)").fill("100")
+        page.get_by_role("button", name="Filter").click()
+        page.wait_for_url(re.compile(r".*amount_at_least=100.*"))
+        assert page.get_by_role("link", name="r-small").count() == 0
+        page.get_by_role("link", name="r-script").click()
+        page.wait_for_url(f"{desk.base_url}/findings/{desk.ids['r-script']}")
+        assert page.get_by_text(SCRIPT).is_visible()  # shown as text, not run
+        watched.screenshot("review-desk-finding")
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url(f"{desk.base_url}/signin")
+        assert watched.console_errors == [] and watched.page_errors == []
+        assert {url.split("/")[2] for url in watched.requested_urls} == {desk.base_url.split("/")[2]}
