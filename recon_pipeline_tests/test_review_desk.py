@@ -3,6 +3,7 @@ its rate limit, CSRF, per-property access, escaping, a tampered session cookie a
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,6 +109,20 @@ def test_users_add_stores_an_argon2_hash_and_refuses_bad_input_in_one_line(
         assert len(err.splitlines()) == 1 and named in err, err
     with desk.engine.connect() as connection:
         assert connection.execute(select(review_users.c.name)).scalars().all() == ["ana"]
+
+
+def test_users_add_reads_the_password_from_stdin(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RECON_NEW_USER_PASSWORD")
+    assert cli.main(["users", "add", "bob", "--role", "approver", "--properties", "p2,p1"]) == 2
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long passphrase\n"))
+    assert (
+        cli.main(["users", "add", "bob", "--role", "approver", "--properties", "p2,p1", "--password-stdin"])
+        == 0
+    )
+    with httpx.Client(base_url=desk.base_url) as client:
+        assert sign_in(client, "bob", "another long passphrase").status_code == 303
+        listing = client.get("/findings")
+        assert "r-other" in listing.text and "r-script" in listing.text
 
 
 def test_sign_in_shows_only_the_users_findings_and_filters_them(desk: Desk) -> None:
