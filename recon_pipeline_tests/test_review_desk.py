@@ -214,13 +214,19 @@ def test_every_response_has_the_security_headers_and_a_strict_cookie(desk: Desk)
         assert "<script" not in signin_page.text and " style=" not in signin_page.text
 
 
-def test_secure_cookies_and_a_missing_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secure_cookies_and_a_missing_secret(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RECON_REVIEW_SECRET", raising=False)
     with pytest.raises(ValueError, match="RECON_REVIEW_SECRET"):
         DeskSettings.from_environment()
     monkeypatch.setenv("RECON_REVIEW_SECRET", "k" * 32)
     monkeypatch.setenv("RECON_REVIEW_SECURE_COOKIES", "1")
-    assert DeskSettings.from_environment() == DeskSettings("k" * 32, True)
+    settings = DeskSettings.from_environment()
+    assert settings == DeskSettings("k" * 32, True)
+    engine = make_engine(sqlite_url)
+    with ServerThread(review_desk_app(engine, settings)) as server:
+        cookie = httpx.get(f"{server.base_url}/signin").headers["set-cookie"].lower()
+    engine.dispose()
+    assert "; secure" in cookie and "httponly" in cookie
 
 
 @pytest.mark.slow  # drives Chromium
