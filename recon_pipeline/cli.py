@@ -831,7 +831,78 @@ def build_parser() -> argparse.ArgumentParser:
     _add_postings_commands(commands)
     _add_report_commands(commands)
     _add_bank_commands(commands)
+    _add_review_desk_commands(commands)
     return parser
+
+
+def cmd_users_add(args: argparse.Namespace) -> int:
+    from recon_pipeline.review_desk.users import add_user
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = os.environ.get("RECON_NEW_USER_PASSWORD", "")
+        if not password:
+            raise ValueError("set RECON_NEW_USER_PASSWORD or pass --password-stdin")
+    with _recon_database() as engine, engine.begin() as connection:
+        user = add_user(connection, args.name, args.role, args.properties, password, datetime.now(UTC))
+    print(f"added {user.role} {user.name} for {', '.join(user.properties)}")
+    return 0
+
+
+def cmd_review_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from recon_pipeline.db.engine import make_engine
+    from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
+
+    settings = DeskSettings.from_environment()
+    engine = make_engine(config.database_url())
+    print(f"review desk on http://{args.host}:{args.port}/", flush=True)
+    try:
+        uvicorn.run(review_desk_app(engine, settings), host=args.host, port=args.port, log_config=None)
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _add_review_desk_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.review_desk.users import ROLES, parse_properties, validate_name
+
+    def checked(parse: Callable[[str], object]) -> Callable[[str], object]:
+        def check(text: str) -> object:
+            try:
+                return parse(text)
+            except ValueError as error:
+                raise argparse.ArgumentTypeError(str(error)) from None
+
+        return check
+
+    users = commands.add_parser("users", help="the review desk's users").add_subparsers(
+        dest="users_command", required=True
+    )
+    add = users.add_parser(
+        "add",
+        help="add a review desk user; the password comes from RECON_NEW_USER_PASSWORD or --password-stdin",
+    )
+    add.add_argument("name", type=checked(validate_name))
+    add.add_argument("--role", required=True, choices=ROLES)
+    add.add_argument("--properties", required=True, type=checked(parse_properties), metavar="P1,P2")
+    add.add_argument(
+        "--password-stdin", action="store_true", help="read the password from stdin's first line"
+    )
+    add.set_defaults(handler=cmd_users_add)
+
+    review = commands.add_parser("review", help="the review desk web app").add_subparsers(
+        dest="review_command", required=True
+    )
+    serve = review.add_parser(
+        "serve",
+        help="serve the review desk (needs RECON_REVIEW_SECRET; RECON_REVIEW_SECURE_COOKIES=1 behind TLS)",
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=cli_args.port, default=12114)
+    serve.set_defaults(handler=cmd_review_serve)
 
 
 def _reported(error: Exception) -> tuple[str, int] | None:

@@ -43,7 +43,8 @@ TABLE_0003 = "night_reconciliations"
 # Tables no build made before Alembic: their revisions create them (the others are adopted by 0001).
 TABLES_0005 = {"payouts", "payout_transactions", "bank_credits"}
 TABLES_0006 = {"posting_outbox"}
-ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006}
+TABLES_0008 = {"review_users", "review_audit"}
+ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006, *TABLES_0008}
 
 
 def schema_differences(engine: Engine) -> list[Any]:
@@ -173,7 +174,12 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
     with engine.begin() as connection:
         command.upgrade(migrations.alembic_config(connection), "0003")
     at_0003 = as_of(
-        engine, [table for table in metadata.sorted_tables if table.name not in {*TABLES_0005, *TABLES_0006}]
+        engine,
+        [
+            table
+            for table in metadata.sorted_tables
+            if table.name not in {*TABLES_0005, *TABLES_0006, *TABLES_0008}
+        ],
     )
     [old_properties] = [table for table in at_0003 if table.name == "properties"]
     assert "fx_tolerance_bps" not in old_properties.columns

@@ -403,3 +403,29 @@ posting_outbox = Table(
     Column("resolution_note", Text, nullable=True),
     Index("ix_posting_outbox_due", "state", "next_attempt_at"),
 )
+
+# The review desk's people (revision 0008): ``properties`` is a comma list of the property ids they may
+# see; ``role`` is analyst | approver | admin; ``password_hash`` is argon2id (argon2-cffi's encoded form).
+review_users = Table(
+    "review_users",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("role", Text, nullable=False),
+    Column("properties", Text, nullable=False),
+    Column("password_hash", Text, nullable=False),
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+)
+
+# Every sign-in and action on the review desk: who, when, what, on which target and the amount they saw.
+review_audit = Table(
+    "review_audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UTC_TIMESTAMP, nullable=False),
+    Column("user", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("target", Text, nullable=True),
+    Column("amount_seen", BigInteger, nullable=True),
+    Column("detail", Text, nullable=True),
+    Index("ix_review_audit_user_at", "user", "at"),
+)

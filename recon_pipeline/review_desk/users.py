@@ -1,0 +1,106 @@
+"""The review desk's people: adding them with an argon2 hash, and checking a password at sign-in.
+
+A user sees only the properties listed on their row; the list is checked against the ``properties``
+table when the user is added, so a typo is refused rather than silently granting nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import Connection, insert, select
+
+from recon_pipeline.db.schema import properties, review_users
+from recon_pipeline.keys import validate_property_id
+
+ROLES = ("analyst", "approver", "admin")
+MAX_NAME_LENGTH = 64
+MIN_PASSWORD_LENGTH = 12
+MAX_PASSWORD_LENGTH = 1024  # argon2 hashes any length; a bound keeps a sign-in from costing more
+
+
+@dataclass(frozen=True)
+class ReviewUser:
+    """A signed-in person: their role and the properties whose findings they may see."""
+
+    name: str
+    role: str
+    properties: tuple[str, ...]
+
+
+def validate_name(name: str) -> str:
+    """A user name: printable, no spaces or commas, at most ``MAX_NAME_LENGTH`` characters."""
+    if not name or len(name) > MAX_NAME_LENGTH or not name.isprintable() or any(c in name for c in " ,"):
+        raise ValueError(
+            f"invalid user name {name!r}: 1-{MAX_NAME_LENGTH} printable characters, no space or comma"
+        )
+    return name
+
+
+def validate_role(role: str) -> str:
+    if role not in ROLES:
+        raise ValueError(f"invalid role {role!r}: one of {', '.join(ROLES)}")
+    return role
+
+
+def validate_password(password: str) -> str:
+    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+        raise ValueError(f"password must be {MIN_PASSWORD_LENGTH}-{MAX_PASSWORD_LENGTH} characters")
+    return password
+
+
+def parse_properties(text: str) -> tuple[str, ...]:
+    """``P1,P2`` as a sorted tuple of valid property ids, each once; ValueError naming a bad one."""
+    given = {item.strip() for item in text.split(",") if item.strip()}
+    if not given:
+        raise ValueError("--properties needs at least one property id")
+    return tuple(sorted(validate_property_id(item) for item in given))
+
+
+def add_user(
+    connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str, now: datetime
+) -> ReviewUser:
+    """Insert a user with an argon2id hash; ValueError for an unknown property or a name already taken."""
+    validate_name(name)
+    validate_role(role)
+    validate_password(password)
+    known = set(connection.execute(select(properties.c.property_id)).scalars())
+    unknown = [property_id for property_id in property_ids if property_id not in known]
+    if unknown:
+        raise ValueError(f"unknown property {unknown[0]!r}: not in the properties table")
+    if connection.execute(select(review_users.c.name).where(review_users.c.name == name)).first():
+        raise ValueError(f"user {name!r} already exists")
+    connection.execute(
+        insert(review_users).values(
+            name=name,
+            role=role,
+            properties=",".join(property_ids),
+            password_hash=PasswordHasher().hash(password),
+            created_at=now,
+        )
+    )
+    return ReviewUser(name, role, property_ids)
+
+
+def authenticate(connection: Connection, name: str, password: str) -> ReviewUser | None:
+    """The user if ``password`` is theirs, else None (also for an unknown name, after the same work)."""
+    row = connection.execute(select(review_users).where(review_users.c.name == name)).first()
+    hasher = PasswordHasher()
+    if row is None or len(password) > MAX_PASSWORD_LENGTH:
+        # Hash anyway so that an unknown name takes as long as a wrong password.
+        hasher.hash(password[:MAX_PASSWORD_LENGTH])
+        return None
+    try:
+        hasher.verify(row.password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return None
+    return ReviewUser(row.name, row.role, tuple(row.properties.split(",")))
+
+
+def load_user(connection: Connection, name: str) -> ReviewUser | None:
+    """The stored user of a session (None once deleted: their session no longer signs them in)."""
+    row = connection.execute(select(review_users).where(review_users.c.name == name)).first()
+    return None if row is None else ReviewUser(row.name, row.role, tuple(row.properties.split(",")))
