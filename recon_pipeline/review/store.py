@@ -80,7 +80,7 @@ class ReviewOutcome:
         return self.previous_status != self.status
 
 
-def _matching(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
+def matching_conditions(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
     conditions = [
         discrepancies.c[column] == value
         for column, value in (
@@ -101,7 +101,7 @@ def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: 
     """Matching findings, newest night first, then property, category and record."""
     query = (
         select(discrepancies)
-        .where(*_matching(where))
+        .where(*matching_conditions(where))
         .order_by(
             discrepancies.c.night.desc(),
             discrepancies.c.property_id,
@@ -114,7 +114,7 @@ def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: 
 
 
 def count_discrepancies(connection: Connection, where: DiscrepancyFilter) -> int:
-    query = select(func.count()).select_from(discrepancies).where(*_matching(where))
+    query = select(func.count()).select_from(discrepancies).where(*matching_conditions(where))
     return int(connection.execute(query).scalar_one())
 
 
@@ -341,7 +341,7 @@ def unexplained_amounts(
     where = DiscrepancyFilter(property_id, night, category, OPEN, cleared=False)
     query = (
         select(discrepancies.c.currency, func.sum(func.abs(discrepancies.c.difference_minor)))
-        .where(*_matching(where))
+        .where(*matching_conditions(where))
         .group_by(discrepancies.c.currency)
     )
     return {currency: int(amount) for currency, amount in connection.execute(query).tuples()}

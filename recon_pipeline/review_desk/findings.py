@@ -13,7 +13,7 @@ from sqlalchemy import Connection, RowMapping, select
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.keys import parse_night
 from recon_pipeline.review.rules import DiscrepancyFilter
-from recon_pipeline.review.store import _matching
+from recon_pipeline.review.store import matching_conditions
 
 PAGE_SIZE = 200
 
@@ -38,7 +38,7 @@ class FindingQuery:
 def list_findings(connection: Connection, query: FindingQuery, allowed: tuple[str, ...]) -> list[RowMapping]:
     """The matching findings of ``allowed`` properties, newest night first, at most ``PAGE_SIZE``."""
     column = discrepancies.c
-    conditions = [*_matching(query.where), column.property_id.in_(allowed)]
+    conditions = [*matching_conditions(query.where), column.property_id.in_(allowed)]
     if query.night_from is not None:
         conditions.append(column.night >= query.night_from)
     if query.night_to is not None:
