@@ -7,22 +7,26 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import httpx
 import pytest
 from sqlalchemy import Engine, insert, select
 
 from recon_pipeline import cli
-from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import discrepancies, properties, review_audit, review_users
+from recon_pipeline.db.schema import discrepancies, review_audit, review_users
 from recon_pipeline.review_desk.app import SESSION_COOKIE, DeskSettings, review_desk_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.browser import chromium_page
+from recon_pipeline_tests.desk_fixtures import (
+    PASSWORD,
+    add_user,
+    csrf_of,
+    finding,
+    served_desk,
+    sign_in,
+)
 
-NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
-PASSWORD = "correct horse battery"
 SCRIPT = "<script>alert('x')</script>"
 
 
@@ -33,62 +37,23 @@ class Desk:
     ids: dict[str, int]  # finding id by record key
 
 
-def finding(
-    property_id: str, record_key: str, difference: int, detail: str | None = None
-) -> dict[str, object]:
-    return {
-        "property_id": property_id,
-        "night": "2026-12-02",
-        "category": "amount_mismatch",
-        "record_key": record_key,
-        "difference_minor": difference,
-        "currency": "EUR",
-        "detail": detail,
-        "detected_at": NOW,
-    }
-
-
 @pytest.fixture
 def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
-    with engine.begin() as connection:
-        connection.execute(
-            insert(properties),
-            [
-                {"property_id": p, "name": p, "timezone": "Europe/Paris", "currency": "EUR"}
-                for p in ("p1", "p2")
-            ],
-        )
-        connection.execute(
-            insert(discrepancies),
-            [
-                finding("p1", "r-script", 1500, SCRIPT),
-                finding("p1", "r-small", 20),
-                finding("p2", "r-other", 900),
-            ],
-        )
-        ids = dict(
-            connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all()
-        )
-    monkeypatch.setenv("RECON_DATABASE_URL", database_url)
-    monkeypatch.setenv("RECON_NEW_USER_PASSWORD", PASSWORD)
-    assert cli.main(["users", "add", "ana", "--role", "analyst", "--properties", "p1"]) == 0
-    settings = DeskSettings("s" * 40)
-    with ServerThread(review_desk_app(engine, settings)) as server:
-        yield Desk(engine, server.base_url, ids)
-    engine.dispose()
-
-
-def csrf_of(page: httpx.Response) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
-    assert match, page.text
-    return match.group(1)
-
-
-def sign_in(client: httpx.Client, name: str = "ana", password: str = PASSWORD) -> httpx.Response:
-    token = csrf_of(client.get("/signin"))
-    return client.post("/signin", data={"csrf_token": token, "name": name, "password": password})
+    with served_desk(database_url, monkeypatch) as served:
+        with served.engine.begin() as connection:
+            connection.execute(
+                insert(discrepancies),
+                [
+                    finding("p1", "r-script", 1500, SCRIPT),
+                    finding("p1", "r-small", 20),
+                    finding("p2", "r-other", 900),
+                ],
+            )
+            ids = dict(
+                connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all()
+            )
+        add_user("ana", "analyst", "p1", monkeypatch)
+        yield Desk(served.engine, served.base_url, ids)
 
 
 def test_users_add_stores_an_argon2_hash_and_refuses_bad_input_in_one_line(

@@ -1,0 +1,1 @@
+"""The review desk's page areas: each module's ``routes(desk)`` serves one concern."""

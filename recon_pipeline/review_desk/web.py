@@ -1,0 +1,132 @@
+"""What every page of the review desk shares: the engine, templates, CSRF, the signed-in user, roles.
+
+Each page area (``pages/``) is a ``routes(desk)`` function over a ``Desk``; the app (``app.py``) adds
+them up. Security lives here rather than in each page: every POST goes through ``csrf_protected``, every
+page but sign-in through ``Desk.signed_in`` (which reloads the user, so a deleted user's session no longer
+works), and every action through ``Desk.requires`` (its role's permission, else 403).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from sqlalchemy import Engine
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from recon_pipeline.review_desk.access import may
+from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.users import ReviewUser, load_user
+
+HERE = Path(__file__).parent
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+UserEndpoint = Callable[[Request, ReviewUser], Awaitable[Response]]
+FormEndpoint = Callable[[Request, ReviewUser, FormData], Awaitable[Response]]
+
+
+def csrf_token(request: Request) -> str:
+    """The session's CSRF token, made on first use (the sign-in page makes it before anyone signs in)."""
+    token = request.session.get("csrf")
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        request.session["csrf"] = token
+    return token
+
+
+def csrf_protected(endpoint: Callable[[Request, FormData], Awaitable[Response]]) -> Endpoint:
+    """The endpoint for a POST whose form's ``csrf_token`` matches the session's; 403 otherwise."""
+
+    async def checked(request: Request) -> Response:
+        form = await request.form()
+        expected = request.session.get("csrf")
+        given = form.get("csrf_token")
+        if not isinstance(expected, str) or not isinstance(given, str):
+            return PlainTextResponse("missing CSRF token", status_code=403)
+        if not secrets.compare_digest(expected.encode(), given.encode()):
+            return PlainTextResponse("bad CSRF token", status_code=403)
+        return await endpoint(request, form)
+
+    return checked
+
+
+def desk_templates() -> Jinja2Templates:
+    """The desk's Jinja2 templates: autoescaped, and an undefined name is an error, not an empty cell."""
+    return Jinja2Templates(
+        env=jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Desk:
+    """The review desk's shared parts, handed to each page area's ``routes``."""
+
+    engine: Engine
+    templates: Jinja2Templates
+
+    def page(
+        self, request: Request, name: str, user: ReviewUser | None, status: int = 200, **context: Any
+    ) -> Response:
+        """Template ``name`` with the user and the session's CSRF token (every form needs it)."""
+        context = {"user": user, "csrf_token": csrf_token(request), **context}
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+    def not_found(self, request: Request, user: ReviewUser) -> Response:
+        """The same 404 for what does not exist and what belongs to another property."""
+        return self.page(request, "not_found.html", user, 404)
+
+    def audit(
+        self,
+        user: str,
+        action: str,
+        target: str | None = None,
+        amount_seen: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """An audit row in its own transaction (for reads; an action writes its row in its own)."""
+        with self.engine.begin() as connection:
+            record_audit(connection, user, action, target, amount_seen, detail)
+
+    def current_user(self, request: Request) -> ReviewUser | None:
+        name = request.session.get("user")
+        if not isinstance(name, str):
+            return None
+        with self.engine.connect() as connection:
+            return load_user(connection, name)
+
+    def signed_in(self, endpoint: UserEndpoint) -> Endpoint:
+        """``endpoint`` for a signed-in user; everyone else is sent to the sign-in page."""
+
+        async def checked(request: Request) -> Response:
+            user = self.current_user(request)
+            if user is None:
+                request.session.pop("user", None)
+                return RedirectResponse("/signin", status_code=303)
+            return await endpoint(request, user)
+
+        return checked
+
+    def requires(self, permission: str, endpoint: FormEndpoint) -> Endpoint:
+        """A POST action: CSRF-checked, signed in, and the user's role holds ``permission`` (else 403)."""
+
+        async def checked(request: Request, form: FormData) -> Response:
+            user = self.current_user(request)
+            if user is None:
+                request.session.pop("user", None)
+                return RedirectResponse("/signin", status_code=303)
+            if not may(user.role, permission):
+                return self.page(request, "forbidden.html", user, 403, permission=permission)
+            return await endpoint(request, user, form)
+
+        return csrf_protected(checked)
