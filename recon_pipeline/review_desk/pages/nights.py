@@ -1,0 +1,89 @@
+"""The nights overview (property × night) and a night's page; both narrowed to the user's properties.
+
+The overview's query parameters (property, night_from, night_to) and the night page's path are a contract:
+the Dagster asset metadata links to ``/nights?night_from=N&night_to=N`` and ``/nights/{property_id}/{night}``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from recon_pipeline.keys import parse_night
+from recon_pipeline.review.render import money
+from recon_pipeline.review.rules import DiscrepancyFilter
+from recon_pipeline.review_desk import findings, nights
+from recon_pipeline.review_desk.pages.findings import _optional
+from recon_pipeline.review_desk.users import ReviewUser
+from recon_pipeline.review_desk.web import Desk
+
+FILTERS = ("property", "night_from", "night_to")
+
+
+def routes(desk: Desk) -> list[Route]:
+    async def overview(request: Request, user: ReviewUser) -> Response:
+        params = request.query_params
+        choices: dict[str, Any] = {
+            "params": {name: params.get(name, "") for name in FILTERS},
+            "properties": user.properties,
+        }
+        try:
+            query = parse_night_query(params, user)
+        except ValueError as error:
+            return desk.page(request, "nights.html", user, 400, rows=[], error=str(error), **choices)
+        with desk.engine.connect() as connection:
+            keys = nights.chosen_nights(connection, query, user.properties)
+            rows = nights.summarise(connection, keys, user.properties)
+        return desk.page(request, "nights.html", user, rows=_shown(rows), error=None, **choices)
+
+    async def night_page(request: Request, user: ReviewUser) -> Response:
+        property_id = request.path_params["property_id"]
+        night = request.path_params["night"]
+        if property_id not in user.properties or not _is_night(night):
+            return desk.not_found(request, user)
+        with desk.engine.connect() as connection:
+            (summary,) = nights.summarise(connection, [(property_id, night)], user.properties)
+            query = findings.FindingQuery(DiscrepancyFilter(property_id=property_id), night, night)
+            found = findings.list_findings(connection, query, user.properties)
+            adjusted = nights.night_adjustments(connection, property_id, night, user.properties)
+        return desk.page(
+            request,
+            "night.html",
+            user,
+            row=_shown([summary])[0],
+            findings=found,
+            adjustments=adjusted,
+            empty=summary.is_empty and not found,
+            money=money,
+        )
+
+    return [
+        Route("/nights", desk.signed_in(overview), methods=["GET"]),
+        Route("/nights/{property_id}/{night}", desk.signed_in(night_page), methods=["GET"]),
+    ]
+
+
+def parse_night_query(params: Any, user: ReviewUser) -> nights.NightQuery:
+    """The overview's filters, validated; a property outside the user's is refused like an unknown one."""
+    property_id = _optional(params, "property")
+    if property_id is not None and property_id not in user.properties:
+        raise ValueError(f"unknown property {property_id!r}")
+    return nights.NightQuery(property_id, _optional(params, "night_from"), _optional(params, "night_to"))
+
+
+def _is_night(text: str) -> bool:
+    try:
+        parse_night(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(rows: list[nights.NightSummary]) -> list[dict[str, Any]]:
+    """Each summary with its freshness text, as of now (the page's one reading of the clock)."""
+    now = datetime.now(UTC)
+    return [{"summary": row, "freshness": nights.freshness(row, now)} for row in rows]

@@ -1,0 +1,66 @@
+"""The payouts list with its filters and a payout's page; both narrowed to the user's holder properties."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from recon_pipeline.providers.payouts import PAYOUT_STATUSES
+from recon_pipeline.review.render import money
+from recon_pipeline.review_desk import payouts
+from recon_pipeline.review_desk.pages.findings import _optional
+from recon_pipeline.review_desk.users import ReviewUser
+from recon_pipeline.review_desk.web import Desk
+
+FILTERS = ("property", "arrival_from", "arrival_to", "status")
+MAX_PAYOUT_ID_LENGTH = 255
+
+
+def routes(desk: Desk) -> list[Route]:
+    async def payouts_list(request: Request, user: ReviewUser) -> Response:
+        params = request.query_params
+        choices: dict[str, Any] = {
+            "params": {name: params.get(name, "") for name in FILTERS},
+            "properties": user.properties,
+            "statuses": PAYOUT_STATUSES,
+            "money": money,
+        }
+        try:
+            query = parse_payout_query(params, user)
+        except ValueError as error:
+            return desk.page(request, "payouts.html", user, 400, rows=[], error=str(error), **choices)
+        with desk.engine.connect() as connection:
+            rows = payouts.list_payouts(connection, query, user.properties)
+        return desk.page(request, "payouts.html", user, rows=rows, error=None, **choices)
+
+    async def payout_page(request: Request, user: ReviewUser) -> Response:
+        payout_id = request.path_params["payout_id"]
+        row = None
+        if len(payout_id) <= MAX_PAYOUT_ID_LENGTH:
+            with desk.engine.connect() as connection:
+                row = payouts.get_payout(connection, payout_id, user.properties)
+                moved = [] if row is None else payouts.transactions_of(connection, payout_id, user.properties)
+        if row is None:
+            return desk.not_found(request, user)
+        return desk.page(request, "payout.html", user, row=row, transactions=moved, money=money)
+
+    return [
+        Route("/payouts", desk.signed_in(payouts_list), methods=["GET"]),
+        Route("/payouts/{payout_id}", desk.signed_in(payout_page), methods=["GET"]),
+    ]
+
+
+def parse_payout_query(params: Any, user: ReviewUser) -> payouts.PayoutQuery:
+    """The page's filters, validated; a property outside the user's is refused like an unknown one."""
+    property_id = _optional(params, "property")
+    if property_id is not None and property_id not in user.properties:
+        raise ValueError(f"unknown property {property_id!r}")
+    return payouts.PayoutQuery(
+        property_id,
+        _optional(params, "arrival_from"),
+        _optional(params, "arrival_to"),
+        _optional(params, "status"),
+    )

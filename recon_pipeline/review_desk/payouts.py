@@ -1,0 +1,118 @@
+"""The payouts a review desk user may see: those held by one of their properties (``holder_property_id``),
+each with whether a bank credit paid it and its payout findings.
+
+Every query takes the user's properties and applies them in SQL: another property's payout is never
+listed, and asking for it by id finds nothing (the caller's 404).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, RowMapping, select
+
+from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
+from recon_pipeline.keys import parse_night
+from recon_pipeline.providers.payouts import PAYOUT_STATUSES
+from recon_pipeline.reconcile.categories import PAYOUT_CATEGORIES
+
+PAGE_SIZE = 200
+
+
+@dataclass(frozen=True)
+class PayoutQuery:
+    """The payouts page's filters: holder property, arrival night range, status (each optional)."""
+
+    property_id: str | None = None
+    arrival_from: str | None = None
+    arrival_to: str | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        for night in (self.arrival_from, self.arrival_to):
+            if night is not None:
+                parse_night(night)
+        if self.status is not None and self.status not in PAYOUT_STATUSES:
+            raise ValueError(
+                f"unknown payout status {self.status!r}: use one of {', '.join(PAYOUT_STATUSES)}"
+            )
+
+
+def _with_deposit() -> Any:
+    """Payouts with ``deposited``: whether a bank credit is matched to it (``payouts/deposit.py``)."""
+    deposited = bank_credits.c.matched_payout_id.is_not(None).label("deposited")
+    return select(payouts, deposited, bank_credits.c.booking_date.label("deposited_on")).outerjoin(
+        bank_credits, bank_credits.c.matched_payout_id == payouts.c.payout_id
+    )
+
+
+def list_payouts(
+    connection: Connection, query: PayoutQuery, allowed: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The matching payouts of ``allowed`` holders, latest arrival first, each with its ``findings``."""
+    p = payouts.c
+    conditions: list[ColumnElement[bool]] = [p.holder_property_id.in_(allowed)]
+    if query.property_id is not None:
+        conditions.append(p.holder_property_id == query.property_id)
+    if query.arrival_from is not None:
+        conditions.append(p.arrival_night >= query.arrival_from)
+    if query.arrival_to is not None:
+        conditions.append(p.arrival_night <= query.arrival_to)
+    if query.status is not None:
+        conditions.append(p.status == query.status)
+    statement = (
+        _with_deposit().where(*conditions).order_by(p.arrival_night.desc(), p.payout_id).limit(PAGE_SIZE)
+    )
+    rows = [dict(row) for row in connection.execute(statement).mappings()]
+    found = payout_findings(connection, [row["payout_id"] for row in rows], allowed)
+    return [{**row, "findings": found.get(row["payout_id"], [])} for row in rows]
+
+
+def get_payout(connection: Connection, payout_id: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
+    """The payout if its holder is an ``allowed`` property, with its ``findings``; None otherwise."""
+    statement = _with_deposit().where(
+        payouts.c.payout_id == payout_id, payouts.c.holder_property_id.in_(allowed)
+    )
+    row = connection.execute(statement).mappings().first()
+    if row is None:
+        return None
+    return {**row, "findings": payout_findings(connection, [payout_id], allowed).get(payout_id, [])}
+
+
+def payout_findings(
+    connection: Connection, payout_ids: list[str], allowed: tuple[str, ...]
+) -> Mapping[str, list[RowMapping]]:
+    """The payout findings (``PAYOUT_CATEGORIES``) of each payout: the finding's provider record is the
+    payout (``payouts/findings.py``), held by the payout's holder property on the night that judged it."""
+    if not payout_ids:
+        return {}
+    d = discrepancies.c
+    statement = (
+        select(discrepancies)
+        .where(
+            d.category.in_(PAYOUT_CATEGORIES),
+            d.provider_record_id.in_(sorted(set(payout_ids))),
+            d.property_id.in_(allowed),
+        )
+        .order_by(d.night, d.category)
+    )
+    found: dict[str, list[RowMapping]] = defaultdict(list)
+    for row in connection.execute(statement).mappings():
+        found[row["provider_record_id"]].append(row)
+    return found
+
+
+def transactions_of(connection: Connection, payout_id: str, allowed: tuple[str, ...]) -> list[RowMapping]:
+    """A payout's balance transactions of ``allowed`` properties or untraced (call it only for a payout
+    ``get_payout`` returned): a payout of a shared account also carries other properties' money, which
+    this user may not see."""
+    t = payout_transactions.c
+    statement = (
+        select(payout_transactions)
+        .where(t.payout_id == payout_id, t.property_id.in_(allowed) | t.property_id.is_(None))
+        .order_by(t.created_at, t.transaction_id)
+    )
+    return list(connection.execute(statement).mappings())
