@@ -226,7 +226,7 @@ def test_every_export_writes_an_audit_row(client: httpx.Client, desk: Desk) -> N
         ).all()
     assert [tuple(row) for row in audit] == [
         ("ana", "property=p1&night_from=2026-12-02", "findings csv 2 rows"),
-        ("ana", "state=proposed", "adjustments xlsx 1 rows"),
+        ("ana", "state=proposed", "adjustments xlsx 1 row"),
         ("ana", f"p1/{NIGHT}", "night report html"),
     ]
 

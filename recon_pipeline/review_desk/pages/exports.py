@@ -60,7 +60,8 @@ def routes(desk: Desk) -> list[Route]:
             except ValueError as error:
                 return PlainTextResponse(str(error), status_code=400)
             body, rows, truncated = await run_in_threadpool(_export, desk, statement, name, file_format)
-            detail = f"{name} {file_format} {rows} rows" + (" (cut at the limit)" if truncated else "")
+            counted = f"{rows} row" if rows == 1 else f"{rows} rows"
+            detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
             desk.audit(user.name, "export", request.url.query, detail=detail)
             filename = export_filename(name, labels, file_format, truncated)
             headers = {
