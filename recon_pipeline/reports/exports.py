@@ -1,6 +1,7 @@
 """Report files, written atomically: a reader (or a browser) sees the previous file or the new one, whole.
 
-Each writer fills a temporary file beside the target and ``os.replace``s it into place, so a crash
+The CSV and xlsx writers are built on ``csv_bytes`` and ``xlsx_bytes``, which the review desk's downloads
+use too. Each writer fills a temporary file beside the target and ``os.replace``s it into place, so a crash
 mid-write leaves the old report, and a re-run with the same rows writes the same bytes.
 
 CSV files are opened in spreadsheets, and their text cells come from the PMS and the provider (ids,
@@ -10,6 +11,7 @@ neutralised as OWASP's "CSV Injection" advises; Parquet is data for programs and
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from collections.abc import Callable
@@ -22,8 +24,14 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
-    """Every column of ``frame``; nulls are empty cells, timestamps ISO 8601 with their UTC offset, and
-    text cells that a spreadsheet would run as a formula prefixed with ``'`` (numbers stay numbers).
+    """``csv_bytes(frame)`` written atomically to ``path``."""
+    return _atomically(path, lambda temp: temp.write_bytes(csv_bytes(frame)))
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """Every column of ``frame`` as UTF-8 CSV; nulls are empty cells, timestamps ISO 8601 with their UTC
+    offset, and text cells that a spreadsheet would run as a formula prefixed with ``'`` (numbers stay
+    numbers). Bytes rather than a file, so a file and an HTTP download are the same code.
 
     Lines end in CRLF (RFC 4180): Python's CSV writer quotes a cell holding a line terminator's character,
     so a carriage return inside a PMS field stays inside its cell instead of splitting the row."""
@@ -41,7 +49,7 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
             if pd.api.types.is_string_dtype(text[name].dtype)  # object columns too
         }
     )
-    return _atomically(path, lambda temp: text.to_csv(temp, index=False, lineterminator="\r\n"))
+    return text.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
 
 
 def neutralise_formula(cell: object) -> object:
@@ -52,9 +60,14 @@ def neutralise_formula(cell: object) -> object:
 
 
 def write_xlsx(frame: pd.DataFrame, path: Path, sheet: str) -> Path:
+    """``xlsx_bytes(frame, sheet)`` written atomically to ``path``."""
+    return _atomically(path, lambda temp: temp.write_bytes(xlsx_bytes(frame, sheet)))
+
+
+def xlsx_bytes(frame: pd.DataFrame, sheet: str) -> bytes:
     """Every column of ``frame`` on one sheet with a bold header; nulls are empty cells, timestamps ISO
     8601 text, and text neutralised as in CSV (openpyxl stores a string starting with ``=`` as a
-    formula)."""
+    formula). Bytes rather than a file, so a file and an HTTP download are the same code."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
@@ -65,20 +78,19 @@ def write_xlsx(frame: pd.DataFrame, path: Path, sheet: str) -> Path:
             return value.isoformat()
         return neutralise_formula(value.item() if hasattr(value, "item") else value)
 
-    def write(temp: Path) -> None:
-        book = Workbook()
-        worksheet = book.active
-        assert worksheet is not None  # a new workbook has its first sheet
-        worksheet.title = sheet
-        worksheet.append([str(name) for name in frame.columns])
-        for header in worksheet[1]:
-            header.font = Font(bold=True)
-        for record in frame.itertuples(index=False):
-            worksheet.append([cell(value) for value in record])
-        worksheet.freeze_panes = "A2"
-        book.save(temp)
-
-    return _atomically(path, write)
+    book = Workbook()
+    worksheet = book.active
+    assert worksheet is not None  # a new workbook has its first sheet
+    worksheet.title = sheet
+    worksheet.append([str(name) for name in frame.columns])
+    for header in worksheet[1]:
+        header.font = Font(bold=True)
+    for record in frame.itertuples(index=False):
+        worksheet.append([cell(value) for value in record])
+    worksheet.freeze_panes = "A2"
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:

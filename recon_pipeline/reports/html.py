@@ -17,6 +17,8 @@ read back.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 from collections.abc import Sequence
@@ -92,6 +94,24 @@ def render_report_html(page: ReportPage) -> str:
         data=_json_for_script(report_data(page)),
         script=_SCRIPT,
     )
+
+
+def served_content_security_policy() -> str:
+    """The page's Content-Security-Policy header for a server that serves it (the review desk).
+
+    The page's own ``<meta>`` policy allows inline CSS and JS wholesale, which a file opened from disk
+    needs; a served page names its one ``<style>`` and one ``<script>`` by their SHA-256 instead, so no
+    other inline code could run even if some text escaped its cell, and denies framing (which a ``<meta>``
+    policy cannot). The JSON ``<script type="application/json">`` is data, never run, so it needs none."""
+    return (
+        f"default-src 'none'; style-src {_sha256_source(_CSS)}; script-src {_sha256_source(_SCRIPT)}; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+def _sha256_source(inline: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(inline.encode("utf-8")).digest()).decode("ascii")
+    return f"'sha256-{digest}'"
 
 
 def _bars(column: str, keys: Sequence[str], findings: pd.DataFrame, currency: str) -> list[dict[str, Any]]:

@@ -102,9 +102,7 @@ def render_night(
     """Write ``formats`` of the property-night under ``root`` (default ``RECON_HOME/reports``), read from
     ``discrepancies`` and ``adjustments`` as committed; the page links the exports written with it."""
     folder = night_folder(property_row.property_id, night, root)
-    findings = partition_discrepancies(connection, property_row.property_id, night)
-    states = adjustment_states(connection, property_row.property_id, night, format_minor)
-    findings = with_adjustment_state(findings, states)
+    findings = night_findings(connection, property_row, night)
     outstanding = findings[findings["cleared_at"].isna()].reset_index(drop=True)
     paths: dict[str, Path] = {}
     if CSV in formats:
@@ -112,14 +110,37 @@ def render_night(
     if PARQUET in formats:
         paths[PARQUET] = write_parquet(findings, folder / FILE_NAMES[PARQUET])
     if HTML in formats:
-        recent = findings_between(
-            connection, property_row.property_id, first_night_shown(night), parse_night(night)
-        )
         exports = tuple(path.name for path in paths.values())
-        cleared = len(findings) - len(outstanding)
-        page = ReportPage(property_row, night, outstanding, cleared, recent, exports)
-        paths[HTML] = write_text(render_report_html(page), folder / FILE_NAMES[HTML])
+        page = render_night_html(connection, property_row, night, findings, exports)
+        paths[HTML] = write_text(page, folder / FILE_NAMES[HTML])
     return RenderedNight(property_row.property_id, night, paths, len(findings), len(outstanding))
+
+
+def night_findings(connection: Connection, property_row: PropertyRow, night: str) -> pd.DataFrame:
+    """Every column of the property-night's rows of ``discrepancies``, with each one's adjustment state."""
+    findings = partition_discrepancies(connection, property_row.property_id, night)
+    states = adjustment_states(connection, property_row.property_id, night, format_minor)
+    return with_adjustment_state(findings, states)
+
+
+def render_night_html(
+    connection: Connection,
+    property_row: PropertyRow,
+    night: str,
+    findings: pd.DataFrame | None = None,
+    files: Sequence[str] = (),
+) -> str:
+    """The property-night's HTML page as a string (``reports.html``): written beside its exports by
+    ``render_night``, served as it is by the review desk. ``findings`` are ``night_findings`` if already
+    read; ``files`` name the exports beside the page (none when it is served alone)."""
+    if findings is None:
+        findings = night_findings(connection, property_row, night)
+    outstanding = findings[findings["cleared_at"].isna()].reset_index(drop=True)
+    recent = findings_between(
+        connection, property_row.property_id, first_night_shown(night), parse_night(night)
+    )
+    cleared = len(findings) - len(outstanding)
+    return render_report_html(ReportPage(property_row, night, outstanding, cleared, recent, files))
 
 
 def with_adjustment_state(findings: pd.DataFrame, states: dict[tuple[str, str], str]) -> pd.DataFrame:

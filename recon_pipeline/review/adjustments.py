@@ -15,8 +15,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, func, insert, select, update
 
 from recon_pipeline.db.results import lock_partition
 from recon_pipeline.db.schema import adjustment_reviews, adjustments
@@ -43,23 +44,29 @@ class UnknownAdjustmentError(LookupError):
 
 @dataclass(frozen=True)
 class AdjustmentFilter:
-    """Which adjustments `recon adjustments list` shows; None matches everything. Validated on creation."""
+    """Which adjustments `recon adjustments list` and the review desk show; None matches everything.
+    Validated on creation. ``allowed`` narrows to those properties (a desk user's), whatever else says."""
 
     property_id: str | None = None
     night: str | None = None
     status: str | None = None
+    night_from: str | None = None
+    night_to: str | None = None
+    allowed: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.property_id is not None:
             validate_property_id(self.property_id)
-        if self.night is not None:
-            parse_night(self.night)
+        for night in (self.night, self.night_from, self.night_to):
+            if night is not None:
+                parse_night(night)
         if self.status is not None and self.status not in ADJUSTMENT_STATUSES:
             raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(ADJUSTMENT_STATUSES)}")
 
     def matching(self) -> list[ColumnElement[bool]]:
-        return [
-            adjustments.c[column] == value
+        c = adjustments.c
+        conditions = [
+            c[column] == value
             for column, value in (
                 ("property_id", self.property_id),
                 ("night", self.night),
@@ -67,6 +74,13 @@ class AdjustmentFilter:
             )
             if value is not None
         ]
+        if self.night_from is not None:
+            conditions.append(c.night >= self.night_from)
+        if self.night_to is not None:
+            conditions.append(c.night <= self.night_to)
+        if self.allowed is not None:
+            conditions.append(c.property_id.in_(self.allowed))
+        return conditions
 
 
 def parse_adjustment_id(text: str) -> str:
@@ -78,14 +92,18 @@ def parse_adjustment_id(text: str) -> str:
 
 def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
     """Matching adjustments, newest night first, then property, kind, record and revision."""
+    return list(connection.execute(adjustments_statement(where, limit)).mappings())
+
+
+def adjustments_statement(where: AdjustmentFilter, limit: int) -> Select[Any]:
+    """Every column of the adjustments ``list_adjustments`` returns, in its order (lists and exports)."""
     c = adjustments.c
-    query = (
+    return (
         select(adjustments)
         .where(*where.matching())
         .order_by(c.night.desc(), c.property_id, c.kind, c.idempotency_key, c.revision)
         .limit(limit)
     )
-    return list(connection.execute(query).mappings())
 
 
 def count_adjustments(connection: Connection, where: AdjustmentFilter) -> int:

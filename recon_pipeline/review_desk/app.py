@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from recon_pipeline.review_desk.pages import findings, nights, payouts, signin
+from recon_pipeline.review_desk.pages import exports, findings, nights, payouts, signin
 from recon_pipeline.review_desk.signin import AttemptLimiter
 from recon_pipeline.review_desk.web import HERE, Desk, desk_templates
 
@@ -51,7 +51,9 @@ class DeskSettings:
 
 
 class SecurityHeaders:
-    """Adds ``SECURITY_HEADERS`` to every HTTP response, errors and static files included."""
+    """Adds ``SECURITY_HEADERS`` to every HTTP response, errors and static files included; a response
+    that sets its own Content-Security-Policy (the night's report: its inline blocks by hash) keeps it,
+    since a second policy would be enforced as well and block what the first allows."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -63,7 +65,12 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                headers = list(message.get("headers", []))
+                own = {name.lower() for name, _value in headers}
+                message["headers"] = [
+                    *headers,
+                    *((name, value) for name, value in SECURITY_HEADERS if name not in own),
+                ]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -76,6 +83,7 @@ def review_desk_app(
     desk = Desk(engine, desk_templates())
     routes: list[BaseRoute] = [
         *signin.routes(desk, limiter or AttemptLimiter()),
+        *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{discrepancy_id}
         *findings.routes(desk),
         *nights.routes(desk),
         *payouts.routes(desk),

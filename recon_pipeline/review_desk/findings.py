@@ -7,8 +7,9 @@ another property whatever its URL or filter says.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, RowMapping, select
+from sqlalchemy import Connection, RowMapping, Select, select
 
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.keys import parse_night
@@ -35,8 +36,16 @@ class FindingQuery:
             raise ValueError("amount at least must not be negative")
 
 
-def list_findings(connection: Connection, query: FindingQuery, allowed: tuple[str, ...]) -> list[RowMapping]:
-    """The matching findings of ``allowed`` properties, newest night first, at most ``PAGE_SIZE``."""
+def list_findings(
+    connection: Connection, query: FindingQuery, allowed: tuple[str, ...], limit: int = PAGE_SIZE
+) -> list[RowMapping]:
+    """The matching findings of ``allowed`` properties, newest night first, at most ``limit``."""
+    return list(connection.execute(findings_statement(query, allowed, limit)).mappings())
+
+
+def findings_statement(query: FindingQuery, allowed: tuple[str, ...], limit: int) -> Select[Any]:
+    """Every column of the findings ``list_findings`` returns, in its order: the page and its exports
+    run this same statement, so an export holds exactly the rows the list shows (up to its own limit)."""
     column = discrepancies.c
     conditions = [*matching_conditions(query.where), column.property_id.in_(allowed)]
     if query.night_from is not None:
@@ -46,13 +55,12 @@ def list_findings(connection: Connection, query: FindingQuery, allowed: tuple[st
     if query.amount_at_least is not None:
         amount = query.amount_at_least
         conditions.append((column.difference_minor >= amount) | (column.difference_minor <= -amount))
-    statement = (
+    return (
         select(discrepancies)
         .where(*conditions)
         .order_by(column.night.desc(), column.property_id, column.category, column.record_key)
-        .limit(PAGE_SIZE)
+        .limit(limit)
     )
-    return list(connection.execute(statement).mappings())
 
 
 def get_finding(connection: Connection, discrepancy_id: int, allowed: tuple[str, ...]) -> RowMapping | None:

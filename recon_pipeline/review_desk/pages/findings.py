@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -54,38 +55,41 @@ def parse_id(raw: str) -> int | None:
     return None
 
 
-def _optional(params: Any, name: str) -> str | None:
+def optional_param(params: Any, name: str) -> str | None:
+    """A query parameter's value without surrounding blanks; None when absent or blank."""
     value = params.get(name, "").strip()
     return value or None
 
 
 def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
     """The page's filters, validated; a property outside the user's is refused like an unknown one."""
-    property_id = _optional(params, "property")
+    property_id = optional_param(params, "property")
     if property_id is not None and property_id not in user.properties:
         raise ValueError(f"unknown property {property_id!r}")
-    cleared_text = _optional(params, "cleared")
+    cleared_text = optional_param(params, "cleared")
     if cleared_text not in (None, "yes", "no"):
         raise ValueError("cleared is yes or no")
-    amount_text = _optional(params, "amount_at_least")
+    amount_text = optional_param(params, "amount_at_least")
     if amount_text is not None and parse_id(amount_text) is None:
         raise ValueError("amount at least is a whole number of minor units")
     return findings.FindingQuery(
         DiscrepancyFilter(
             property_id=property_id,
-            category=_optional(params, "category"),
-            status=_optional(params, "status"),
+            category=optional_param(params, "category"),
+            status=optional_param(params, "status"),
             cleared=None if cleared_text is None else cleared_text == "yes",
         ),
-        night_from=_optional(params, "night_from"),
-        night_to=_optional(params, "night_to"),
+        night_from=optional_param(params, "night_from"),
+        night_to=optional_param(params, "night_to"),
         amount_at_least=None if amount_text is None else int(amount_text),
     )
 
 
 def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
+    given = {name: params.get(name, "") for name in FILTERS}
     return {
-        "params": {name: params.get(name, "") for name in FILTERS},
+        "params": given,
+        "export_query": urlencode({name: value for name, value in given.items() if value}),
         "properties": user.properties,
         "categories": ALL_CATEGORIES,
         "statuses": REVIEW_STATUSES,

@@ -17,7 +17,7 @@ from recon_pipeline.keys import parse_night
 from recon_pipeline.review.render import money
 from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review_desk import findings, nights
-from recon_pipeline.review_desk.pages.findings import _optional
+from recon_pipeline.review_desk.pages.findings import optional_param
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -69,10 +69,12 @@ def routes(desk: Desk) -> list[Route]:
 
 def parse_night_query(params: Any, user: ReviewUser) -> nights.NightQuery:
     """The overview's filters, validated; a property outside the user's is refused like an unknown one."""
-    property_id = _optional(params, "property")
+    property_id = optional_param(params, "property")
     if property_id is not None and property_id not in user.properties:
         raise ValueError(f"unknown property {property_id!r}")
-    return nights.NightQuery(property_id, _optional(params, "night_from"), _optional(params, "night_to"))
+    return nights.NightQuery(
+        property_id, optional_param(params, "night_from"), optional_param(params, "night_to")
+    )
 
 
 def _is_night(text: str) -> bool:

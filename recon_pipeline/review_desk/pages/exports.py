@@ -1,0 +1,190 @@
+"""Downloads from the desk: the findings and adjustments lists as CSV (formula-safe) or xlsx, and a
+night's HTML report; each narrowed to the user's properties like the page it comes from.
+
+A list's export runs the list's own statement (``findings_statement``, ``adjustments_statement``) over
+the same parsed filters, so it holds exactly the rows the page shows, up to ``EXPORT_LIMIT`` rather than
+the page's 200; a cut export says so in its file name and the ``X-Export-Truncated`` header. The bytes
+come from ``reports.exports`` (the same code as ``recon report``'s files) and the night's page from
+``reports.render`` (the same page as ``recon report night``). Every download writes an ``export`` audit
+row: who took which rows out of the desk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Select
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from recon_pipeline.keys import parse_night
+from recon_pipeline.ledger.queries import InvalidPropertyError, UnknownPropertyError, load_property
+from recon_pipeline.reports.exports import csv_bytes, xlsx_bytes
+from recon_pipeline.reports.html import served_content_security_policy
+from recon_pipeline.reports.queries import read_frame
+from recon_pipeline.reports.render import render_night_html
+from recon_pipeline.review.adjustments import AdjustmentFilter, adjustments_statement
+from recon_pipeline.review_desk import findings
+from recon_pipeline.review_desk.pages.findings import optional_param, parse_finding_query
+from recon_pipeline.review_desk.users import ReviewUser
+from recon_pipeline.review_desk.web import Desk, UserEndpoint
+
+EXPORT_LIMIT = 100_000  # rows; bounds the memory and time of one download
+CSV = "csv"
+XLSX = "xlsx"
+MEDIA_TYPES = {
+    CSV: "text/csv",  # Starlette adds "; charset=utf-8"
+    XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+TRUNCATED_HEADER = "x-export-truncated"
+_UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+# A list's filters (query parameters) → its statement and the labels naming them in the file name.
+ExportQuery = Callable[[Any, ReviewUser], tuple[Select[Any], list[str]]]
+
+
+def routes(desk: Desk) -> list[Route]:
+    """``/findings/export.{csv,xlsx}``, ``/adjustments/export.{csv,xlsx}`` and the night's report.
+
+    The app lists these before the findings and adjustments areas, whose ``/{id}`` routes would
+    otherwise take ``export.csv`` for an id."""
+
+    def list_export(name: str, file_format: str, export_query: ExportQuery) -> UserEndpoint:
+        async def endpoint(request: Request, user: ReviewUser) -> Response:
+            try:
+                statement, labels = export_query(request.query_params, user)
+            except ValueError as error:
+                return PlainTextResponse(str(error), status_code=400)
+            body, rows, truncated = await run_in_threadpool(_export, desk, statement, name, file_format)
+            counted = f"{rows} row" if rows == 1 else f"{rows} rows"
+            detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
+            desk.audit(user.name, "export", request.url.query, detail=detail)
+            filename = export_filename(name, labels, file_format, truncated)
+            headers = {
+                "content-disposition": f'attachment; filename="{filename}"',
+                "cache-control": "no-store",
+            }
+            if truncated:
+                headers[TRUNCATED_HEADER] = f"first {EXPORT_LIMIT} rows"
+            return Response(body, media_type=MEDIA_TYPES[file_format], headers=headers)
+
+        return endpoint
+
+    async def night_report(request: Request, user: ReviewUser) -> Response:
+        property_id = request.path_params["property_id"]
+        night = request.path_params["night"]
+        try:
+            parse_night(night)
+        except ValueError:
+            return desk.not_found(request, user)
+        if property_id not in user.properties:
+            return desk.not_found(request, user)
+        page = await run_in_threadpool(_night_page, desk, property_id, night)
+        if page is None:
+            return desk.not_found(request, user)
+        desk.audit(user.name, "export", f"{property_id}/{night}", detail="night report html")
+        headers = {
+            "content-security-policy": served_content_security_policy(),
+            "cache-control": "no-store",
+        }
+        return HTMLResponse(page, headers=headers)
+
+    return [
+        *(
+            Route(
+                f"/{name}/export.{file_format}",
+                desk.signed_in(list_export(name, file_format, export_query)),
+                methods=["GET"],
+            )
+            for name, export_query in (("findings", findings_export), ("adjustments", adjustments_export))
+            for file_format in (CSV, XLSX)
+        ),
+        Route("/nights/{property_id}/{night}/report.html", desk.signed_in(night_report), methods=["GET"]),
+    ]
+
+
+def findings_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[str]]:
+    """The findings list's statement for these filters (ValueError for a bad one) and the file's labels."""
+    query = parse_finding_query(params, user)
+    where = query.where
+    labels = [
+        *_given(where.property_id),
+        *_night_range(query.night_from, query.night_to),
+        *_given(where.category, where.status),
+        *([] if where.cleared is None else ["cleared" if where.cleared else "not-cleared"]),
+        *([] if query.amount_at_least is None else [f"at-least-{query.amount_at_least}"]),
+    ]
+    return findings.findings_statement(query, user.properties, EXPORT_LIMIT + 1), labels
+
+
+def parse_adjustment_query(params: Any, user: ReviewUser) -> AdjustmentFilter:
+    """The adjustments queue's filters (state, property, night_from, night_to), narrowed to the user's
+    properties; a property outside them is refused like an unknown one."""
+    property_id = optional_param(params, "property")
+    if property_id is not None and property_id not in user.properties:
+        raise ValueError(f"unknown property {property_id!r}")
+    return AdjustmentFilter(
+        property_id=property_id,
+        status=optional_param(params, "state"),
+        night_from=optional_param(params, "night_from"),
+        night_to=optional_param(params, "night_to"),
+        allowed=user.properties,
+    )
+
+
+def adjustments_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[str]]:
+    """The adjustments list's statement for these filters and the file's labels."""
+    where = parse_adjustment_query(params, user)
+    labels = [
+        *_given(where.property_id),
+        *_night_range(where.night_from, where.night_to),
+        *_given(where.status),
+    ]
+    return adjustments_statement(where, EXPORT_LIMIT + 1), labels
+
+
+def export_filename(name: str, labels: Sequence[str], file_format: str, truncated: bool) -> str:
+    """``findings-p1-2026-12-01_2026-12-02.csv``: the list and its filters, in characters any file system
+    and a Content-Disposition header take as they are; ``-first-100000`` when the export was cut."""
+    parts = [name, *labels, *([f"first-{EXPORT_LIMIT}"] if truncated else [])]
+    stem = "-".join(_UNSAFE_IN_FILENAME.sub("_", part) for part in parts)
+    return f"{stem}.{file_format}"
+
+
+def _given(*values: str | None) -> list[str]:
+    return [value for value in values if value is not None]
+
+
+def _night_range(night_from: str | None, night_to: str | None) -> list[str]:
+    if night_from is None and night_to is None:
+        return []
+    if night_to is None:
+        return [f"from-{night_from}"]
+    if night_from is None:
+        return [f"to-{night_to}"]
+    return [f"{night_from}_{night_to}"]
+
+
+def _export(desk: Desk, statement: Select[Any], name: str, file_format: str) -> tuple[bytes, int, bool]:
+    """The file of the statement's first ``EXPORT_LIMIT`` rows, their count, and whether it was cut
+    (the statement asks for one row more than the limit to know)."""
+    with desk.engine.connect() as connection:
+        frame = read_frame(connection, statement)
+    truncated = len(frame) > EXPORT_LIMIT
+    frame = frame.iloc[:EXPORT_LIMIT]
+    body = csv_bytes(frame) if file_format == CSV else xlsx_bytes(frame, name)
+    return body, len(frame), truncated
+
+
+def _night_page(desk: Desk, property_id: str, night: str) -> str | None:
+    """The night's report page, or None for a property the table does not hold (or holds invalid)."""
+    with desk.engine.connect() as connection:
+        try:
+            property_row = load_property(connection, property_id)
+        except (UnknownPropertyError, InvalidPropertyError):
+            return None
+        return render_night_html(connection, property_row, night)
