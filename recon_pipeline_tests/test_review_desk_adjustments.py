@@ -104,6 +104,8 @@ def test_an_analyst_may_look_but_not_decide(desk: Desk) -> None:
     with desk.client("ana") as client:
         queue = client.get("/adjustments")
         assert queue.status_code == 200 and desk.ids["r-small"] in queue.text
+        assert "Approve selected" not in queue.text and 'type="checkbox"' not in queue.text
+        assert "Approve" not in client.get(f"/adjustments/{desk.ids['r-small']}").text
         assert confirm(client, "approve", [desk.ids["r-small"]]).status_code == 403
         data = {
             "action": "approve",
@@ -129,6 +131,9 @@ def test_a_decision_without_the_csrf_token_is_refused(desk: Desk) -> None:
 def test_bulk_approval_goes_through_a_confirmation_with_the_amounts_and_is_audited(desk: Desk) -> None:
     small, small_2 = desk.ids["r-small"], desk.ids["r-small-2"]
     with desk.client("alice") as client:
+        queue = client.get("/adjustments").text
+        assert "Approve selected" in queue and "Reject selected" in queue
+        assert f'name="adjustment_id" value="{small}"' in queue
         page = confirm(client, "approve", [small, small_2])
         assert "500 EUR" in page.text and "-700 EUR" in page.text
         assert hidden_fields(page)[f"amount_seen_{small_2}"] == ["-700"]

@@ -154,7 +154,12 @@ class AdjustmentOutcome:
 
 def approvals_needed(connection: Connection, property_id: str, amount_minor: int) -> int:
     """2 when |amount_minor| is above the property's threshold (four eyes), else 1."""
-    return 2 if abs(amount_minor) > threshold_for(connection, property_id).minor else 1
+    return approvals_needed_under(threshold_for(connection, property_id).minor, amount_minor)
+
+
+def approvals_needed_under(threshold_minor: int, amount_minor: int) -> int:
+    """The four-eyes rule (pure): 2 approvers above ``threshold_minor``, else 1."""
+    return 2 if abs(amount_minor) > threshold_minor else 1
 
 
 def approvers(connection: Connection, adjustment_id: str) -> list[str]:

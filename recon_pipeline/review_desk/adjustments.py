@@ -26,7 +26,8 @@ from recon_pipeline.reconcile.lifecycle import (
     SUPERSEDED,
     WITHDRAWN,
 )
-from recon_pipeline.review.adjustments import APPROVE, approvals_needed
+from recon_pipeline.review.adjustments import APPROVE, approvals_needed_under
+from recon_pipeline.review.store import threshold_for
 from recon_pipeline.review_desk.findings import PAGE_SIZE
 
 QUEUE_STATES: Final = (PROPOSED, APPROVED, POSTING, UNKNOWN, POSTED, FAILED, REJECTED, WITHDRAWN, SUPERSEDED)
@@ -87,11 +88,15 @@ def _with_posting() -> Any:
 
 
 def _with_needed(connection: Connection, rows: Sequence[RowMapping]) -> list[dict[str, Any]]:
-    """Each row with ``approvals_needed`` (four eyes above its property's threshold)."""
+    """Each row with ``approvals_needed`` (four eyes above its property's threshold): one threshold look-up
+    per property, not per row."""
+    thresholds = {p: threshold_for(connection, p).minor for p in {row["property_id"] for row in rows}}
     return [
         {
             **row,
-            "approvals_needed": approvals_needed(connection, row["property_id"], int(row["amount_minor"])),
+            "approvals_needed": approvals_needed_under(
+                thresholds[row["property_id"]], int(row["amount_minor"])
+            ),
         }
         for row in rows
     ]

@@ -22,7 +22,7 @@ from recon_pipeline.review.adjustments import APPROVE, REJECT, parse_adjustment_
 from recon_pipeline.review.adjustments import review_history as adjustment_history
 from recon_pipeline.review.rules import ReviewError, validate_note
 from recon_pipeline.review_desk import adjustments
-from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS
+from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS, may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.pages.findings import parse_id
 from recon_pipeline.review_desk.users import ReviewUser
@@ -53,7 +53,15 @@ def routes(desk: Desk) -> list[Route]:
             row = found[0]
             history = adjustment_history(connection, row["adjustment_id"])
             finding_id = adjustments.corrected_finding_id(connection, row)
-        return desk.page(request, "adjustment.html", user, row=row, history=history, finding_id=finding_id)
+        return desk.page(
+            request,
+            "adjustment.html",
+            user,
+            row=row,
+            history=history,
+            finding_id=finding_id,
+            may_decide=may(user.role, DECIDE_ADJUSTMENTS),
+        )
 
     async def confirm(request: Request, user: ReviewUser, form: FormData) -> Response:
         action = form.get("action")
@@ -155,4 +163,5 @@ def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
         "params": {name: params.get(name, "") for name in FILTERS},
         "properties": user.properties,
         "states": adjustments.QUEUE_STATES,
+        "may_decide": may(user.role, DECIDE_ADJUSTMENTS),
     }
