@@ -269,11 +269,12 @@ def cmd_adjustments_review(args: argparse.Namespace) -> int:
             connection, adjustment_id, args.action, reviewer, note, amount_seen, datetime.now(UTC)
         )
     amount = render.money(outcome.amount_minor, outcome.currency)
-    if outcome.changed:
-        change = f"{outcome.previous_status} -> {outcome.status}"
-        print(f"adjustment {adjustment_id}: {change} by {reviewer} at {amount}")
+    if outcome.waiting:
+        print(f"adjustment {adjustment_id}: {outcome.summary} (by {reviewer} at {amount})")
+    elif outcome.changed:
+        print(f"adjustment {adjustment_id}: {outcome.summary} by {reviewer} at {amount}")
     else:
-        print(f"adjustment {adjustment_id}: already {outcome.status}, unchanged")
+        print(f"adjustment {adjustment_id}: {outcome.summary}")
     return 0
 
 

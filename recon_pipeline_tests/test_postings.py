@@ -86,14 +86,21 @@ def engine(database_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-def propose(engine: Engine, record: str, amount_minor: int = 1250, currency: str = "EUR") -> str:
+def propose(
+    engine: Engine,
+    record: str,
+    amount_minor: int = 1250,
+    currency: str = "EUR",
+    property_id: str = "P1",
+    night: str = "2026-12-01",
+) -> str:
     """A proposed adjustment, as the pipeline writes it."""
-    key = adjustment_idempotency_key("P1", "2026-12-01", "post_missing_payment", record)
+    key = adjustment_idempotency_key(property_id, night, "post_missing_payment", record)
     row = {
         "adjustment_id": adjustment_id(key),
         "idempotency_key": key,
-        "property_id": "P1",
-        "night": "2026-12-01",
+        "property_id": property_id,
+        "night": night,
         "kind": "post_missing_payment",
         "provider_record_id": record,
         "amount_minor": amount_minor,

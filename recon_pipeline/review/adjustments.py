@@ -7,6 +7,12 @@ review takes the partition's writer lock (``lock_partition``) before it locks an
 never races the pipeline superseding or withdrawing that row; status and audit row are written in the
 caller's one transaction, and an approval writes the adjustment's posting (``postings/store.enqueue``,
 the transactional outbox) in that same transaction.
+
+Four eyes: an adjustment whose |amount| is above its property's threshold (``review.store.threshold_for``)
+needs approvals by two different people. The first approval is recorded in ``adjustment_reviews`` and
+leaves the row ``proposed`` (nothing is posted); the second, by someone else, approves it and enqueues its
+posting. Approvals count for one ``adjustment_id`` only: a superseding revision needs fresh ones. The
+partition lock and the row lock serialise approvers, so two at once cannot both be the first.
 """
 
 from __future__ import annotations
@@ -15,9 +21,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Select, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, select, update
 
 from recon_pipeline.db.results import lock_partition
 from recon_pipeline.db.schema import adjustment_reviews, adjustments
@@ -31,6 +36,7 @@ from recon_pipeline.reconcile.lifecycle import (
     adjustment_state,
 )
 from recon_pipeline.review.rules import ReviewError
+from recon_pipeline.review.store import threshold_for
 
 APPROVE = "approve"
 REJECT = "reject"
@@ -44,29 +50,23 @@ class UnknownAdjustmentError(LookupError):
 
 @dataclass(frozen=True)
 class AdjustmentFilter:
-    """Which adjustments `recon adjustments list` and the review desk show; None matches everything.
-    Validated on creation. ``allowed`` narrows to those properties (a desk user's), whatever else says."""
+    """Which adjustments `recon adjustments list` shows; None matches everything. Validated on creation."""
 
     property_id: str | None = None
     night: str | None = None
     status: str | None = None
-    night_from: str | None = None
-    night_to: str | None = None
-    allowed: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.property_id is not None:
             validate_property_id(self.property_id)
-        for night in (self.night, self.night_from, self.night_to):
-            if night is not None:
-                parse_night(night)
+        if self.night is not None:
+            parse_night(self.night)
         if self.status is not None and self.status not in ADJUSTMENT_STATUSES:
             raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(ADJUSTMENT_STATUSES)}")
 
     def matching(self) -> list[ColumnElement[bool]]:
-        c = adjustments.c
-        conditions = [
-            c[column] == value
+        return [
+            adjustments.c[column] == value
             for column, value in (
                 ("property_id", self.property_id),
                 ("night", self.night),
@@ -74,13 +74,6 @@ class AdjustmentFilter:
             )
             if value is not None
         ]
-        if self.night_from is not None:
-            conditions.append(c.night >= self.night_from)
-        if self.night_to is not None:
-            conditions.append(c.night <= self.night_to)
-        if self.allowed is not None:
-            conditions.append(c.property_id.in_(self.allowed))
-        return conditions
 
 
 def parse_adjustment_id(text: str) -> str:
@@ -92,18 +85,14 @@ def parse_adjustment_id(text: str) -> str:
 
 def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
     """Matching adjustments, newest night first, then property, kind, record and revision."""
-    return list(connection.execute(adjustments_statement(where, limit)).mappings())
-
-
-def adjustments_statement(where: AdjustmentFilter, limit: int) -> Select[Any]:
-    """Every column of the adjustments ``list_adjustments`` returns, in its order (lists and exports)."""
     c = adjustments.c
-    return (
+    query = (
         select(adjustments)
         .where(*where.matching())
         .order_by(c.night.desc(), c.property_id, c.kind, c.idempotency_key, c.revision)
         .limit(limit)
     )
+    return list(connection.execute(query).mappings())
 
 
 def count_adjustments(connection: Connection, where: AdjustmentFilter) -> int:
@@ -132,17 +121,51 @@ def review_history(connection: Connection, adjustment_id: str) -> list[RowMappin
 
 @dataclass(frozen=True)
 class AdjustmentOutcome:
-    """What one approve/reject did; ``changed`` is False when the row already had that status."""
+    """What one approve/reject did; ``changed`` is False when the row kept its status: already decided
+    so, or an approval recorded that still waits for a second approver (``waiting``)."""
 
     adjustment_id: str
     previous_status: str
     status: str
     amount_minor: int
     currency: str
+    approvals: int = 0  # distinct approvers recorded for this adjustment_id, this review included
+    approvals_needed: int = 1
 
     @property
     def changed(self) -> bool:
         return self.previous_status != self.status
+
+    @property
+    def waiting(self) -> bool:
+        """An approval was recorded and the adjustment still needs another approver's."""
+        return self.status == PROPOSED and 0 < self.approvals < self.approvals_needed
+
+    @property
+    def summary(self) -> str:
+        """One line for a person: "proposed -> approved", "approved 1 of 2: waiting for a second
+        approver" or "already approved, unchanged"."""
+        if self.waiting:
+            return f"approved {self.approvals} of {self.approvals_needed}: waiting for a second approver"
+        if self.changed:
+            return f"{self.previous_status} -> {self.status}"
+        return f"already {self.status}, unchanged"
+
+
+def approvals_needed(connection: Connection, property_id: str, amount_minor: int) -> int:
+    """2 when |amount_minor| is above the property's threshold (four eyes), else 1."""
+    return approvals_needed_under(threshold_for(connection, property_id).minor, amount_minor)
+
+
+def approvals_needed_under(threshold_minor: int, amount_minor: int) -> int:
+    """The four-eyes rule (pure): 2 approvers above ``threshold_minor``, else 1."""
+    return 2 if abs(amount_minor) > threshold_minor else 1
+
+
+def approvers(connection: Connection, adjustment_id: str) -> list[str]:
+    """Who approved this adjustment_id so far, in order (each name once)."""
+    history = review_history(connection, adjustment_id)
+    return list(dict.fromkeys(event["reviewed_by"] for event in history if event["action"] == APPROVE))
 
 
 def review_adjustment(
@@ -158,30 +181,44 @@ def review_adjustment(
 
     Repeating the action on a row already in its status changes nothing; any other status (withdrawn,
     superseded, posted, or the other decision) raises ReviewError, as does an ``amount_seen`` other than
-    the row's amount: the ledger moved since the reviewer looked."""
+    the row's amount (the ledger moved since the reviewer looked) and a second approval by the same
+    person of an adjustment that needs two approvers. A rejection by anyone ends it."""
     unlocked = get_adjustment(connection, adjustment_id)
     lock_partition(connection, unlocked["property_id"], unlocked["night"])
     row = get_adjustment(connection, adjustment_id, lock=True)
+    amount, currency = int(row["amount_minor"]), row["currency"]
+    needed = approvals_needed(connection, row["property_id"], amount)
+    approved_by = approvers(connection, adjustment_id)
     status = ACTION_STATUS[action]
-    outcome = AdjustmentOutcome(
-        adjustment_id, row["status"], status, int(row["amount_minor"]), row["currency"]
-    )
     if row["status"] == status:
-        return AdjustmentOutcome(adjustment_id, status, status, outcome.amount_minor, outcome.currency)
+        return AdjustmentOutcome(adjustment_id, status, status, amount, currency, len(approved_by), needed)
     if row["status"] != PROPOSED:
         raise ReviewError(
             f"adjustment {adjustment_id} is {row['status']}; only a proposed one can be {status}"
         )
-    if amount_seen is not None and amount_seen != outcome.amount_minor:
+    if amount_seen is not None and amount_seen != amount:
         raise ReviewError(
-            f"adjustment {adjustment_id} proposes {outcome.amount_minor} minor units, not {amount_seen}: "
+            f"adjustment {adjustment_id} proposes {amount} minor units, not {amount_seen}: "
             "look at it again (recon adjustments show)"
         )
-    connection.execute(
-        update(adjustments)
-        .where(adjustments.c.adjustment_id == adjustment_id)
-        .values(status=status, updated_at=now)
+    if action == APPROVE:
+        if reviewer in approved_by:
+            raise ReviewError(
+                f"adjustment {adjustment_id} is already approved by {reviewer}; "
+                "a second approver must be someone else"
+            )
+        approved_by.append(reviewer)
+        if len(approved_by) < needed:
+            status = PROPOSED  # recorded; the row waits for another approver
+    outcome = AdjustmentOutcome(
+        adjustment_id, row["status"], status, amount, currency, len(approved_by), needed
     )
+    if outcome.changed:
+        connection.execute(
+            update(adjustments)
+            .where(adjustments.c.adjustment_id == adjustment_id)
+            .values(status=status, updated_at=now)
+        )
     connection.execute(
         insert(adjustment_reviews).values(
             adjustment_id=adjustment_id,
@@ -190,8 +227,8 @@ def review_adjustment(
             status=status,
             reviewed_by=reviewer,
             note=note,
-            amount_minor=outcome.amount_minor,
-            currency=outcome.currency,
+            amount_minor=amount,
+            currency=currency,
             reviewed_at=now,
         )
     )

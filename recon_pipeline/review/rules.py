@@ -62,13 +62,14 @@ def validate_reviewer(reviewer: str | None) -> str:
     return cleaned
 
 
-def validate_note(note: str | None) -> str:
-    """Why the reviewer acts: required, at most 2000 characters."""
+def validate_note(note: str | None, field: str = "--note") -> str:
+    """Why the reviewer acts: required, at most 2000 characters; errors name ``field`` (the CLI's option,
+    or the desk's form field)."""
     cleaned = (note or "").strip()
     if not cleaned:
-        raise ReviewError("say why with --note")
+        raise ReviewError(f"say why with {field}")
     if len(cleaned) > MAX_NOTE_LENGTH:
-        raise ReviewError(f"--note must be at most {MAX_NOTE_LENGTH} characters")
+        raise ReviewError(f"{field} must be at most {MAX_NOTE_LENGTH} characters")
     return cleaned
 
 

@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from recon_pipeline.review_desk.pages import exports, findings, nights, payouts, signin
+from recon_pipeline.review_desk.pages import adjustments, exports, findings, nights, payouts, signin
 from recon_pipeline.review_desk.signin import AttemptLimiter
 from recon_pipeline.review_desk.web import HERE, Desk, desk_templates
 
@@ -87,6 +87,7 @@ def review_desk_app(
         *findings.routes(desk),
         *nights.routes(desk),
         *payouts.routes(desk),
+        *adjustments.routes(desk),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     middleware = [

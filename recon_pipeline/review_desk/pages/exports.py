@@ -1,7 +1,7 @@
 """Downloads from the desk: the findings and adjustments lists as CSV (formula-safe) or xlsx, and a
 night's HTML report; each narrowed to the user's properties like the page it comes from.
 
-A list's export runs the list's own statement (``findings_statement``, ``adjustments_statement``) over
+A list's export runs the list's own statement (``findings_statement``, ``queue_statement``) over
 the same parsed filters, so it holds exactly the rows the page shows, up to ``EXPORT_LIMIT`` rather than
 the page's 200; a cut export says so in its file name and the ``X-Export-Truncated`` header. The bytes
 come from ``reports.exports`` (the same code as ``recon report``'s files) and the night's page from
@@ -27,9 +27,9 @@ from recon_pipeline.reports.exports import csv_bytes, xlsx_bytes
 from recon_pipeline.reports.html import served_content_security_policy
 from recon_pipeline.reports.queries import read_frame
 from recon_pipeline.reports.render import render_night_html
-from recon_pipeline.review.adjustments import AdjustmentFilter, adjustments_statement
-from recon_pipeline.review_desk import findings
-from recon_pipeline.review_desk.pages.findings import optional_param, parse_finding_query
+from recon_pipeline.review_desk import adjustments, findings
+from recon_pipeline.review_desk.pages.adjustments import parse_adjustment_query
+from recon_pipeline.review_desk.pages.findings import parse_finding_query
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, UserEndpoint
 
@@ -121,30 +121,15 @@ def findings_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[st
     return findings.findings_statement(query, user.properties, EXPORT_LIMIT + 1), labels
 
 
-def parse_adjustment_query(params: Any, user: ReviewUser) -> AdjustmentFilter:
-    """The adjustments queue's filters (state, property, night_from, night_to), narrowed to the user's
-    properties; a property outside them is refused like an unknown one."""
-    property_id = optional_param(params, "property")
-    if property_id is not None and property_id not in user.properties:
-        raise ValueError(f"unknown property {property_id!r}")
-    return AdjustmentFilter(
-        property_id=property_id,
-        status=optional_param(params, "state"),
-        night_from=optional_param(params, "night_from"),
-        night_to=optional_param(params, "night_to"),
-        allowed=user.properties,
-    )
-
-
 def adjustments_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[str]]:
-    """The adjustments list's statement for these filters and the file's labels."""
-    where = parse_adjustment_query(params, user)
+    """The adjustments queue's statement for these filters and the file's labels."""
+    query = parse_adjustment_query(params, user)
     labels = [
-        *_given(where.property_id),
-        *_night_range(where.night_from, where.night_to),
-        *_given(where.status),
+        *_given(query.property_id),
+        *_night_range(query.night_from, query.night_to),
+        *_given(query.state),
     ]
-    return adjustments_statement(where, EXPORT_LIMIT + 1), labels
+    return adjustments.queue_statement(query, user.properties, EXPORT_LIMIT + 1), labels
 
 
 def export_filename(name: str, labels: Sequence[str], file_format: str, truncated: bool) -> str:
