@@ -317,12 +317,12 @@ def _add_adjustment_commands(commands: argparse._SubParsersAction[argparse.Argum
 
 def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds
-    from recon_pipeline.review.rules import ACKNOWLEDGE, RESOLVE
+    from recon_pipeline.review.rules import ACKNOWLEDGE, REOPEN, RESOLVE
 
     discrepancy_id = cli_args.database_id(discrepancies.c.discrepancy_id)
 
     group = commands.add_parser(
-        "discrepancies", help="review findings: list, show, acknowledge, resolve; set thresholds"
+        "discrepancies", help="review findings: list, show, acknowledge, resolve, reopen; set thresholds"
     ).add_subparsers(dest="discrepancies_command", required=True)
     listing = group.add_parser("list", help="findings, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
@@ -338,7 +338,11 @@ def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.Argu
     show.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
     show.set_defaults(handler=cmd_discrepancies_show)
 
-    for name, action, verb in (("ack", ACKNOWLEDGE, "acknowledge"), ("resolve", RESOLVE, "resolve")):
+    for name, action, verb in (
+        ("ack", ACKNOWLEDGE, "acknowledge"),
+        ("resolve", RESOLVE, "resolve"),
+        ("reopen", REOPEN, "reopen"),
+    ):
         review = group.add_parser(name, help=f"{verb} findings, recording who, why and the amount seen")
         review.add_argument("discrepancy_ids", nargs="+", type=discrepancy_id, metavar="discrepancy_id")
         review.add_argument("--by", help="who reviews (default: $USER)")

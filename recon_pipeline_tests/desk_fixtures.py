@@ -59,8 +59,11 @@ def add_user(name: str, role: str, property_ids: str, monkeypatch: pytest.Monkey
 
 
 @contextmanager
-def served_desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedDesk]:
-    """A migrated database with ``PROPERTIES`` and the desk serving it; RECON_DATABASE_URL names it."""
+def served_desk(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, dagster_ui_url: str | None = None
+) -> Iterator[ServedDesk]:
+    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``);
+    RECON_DATABASE_URL names it."""
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
@@ -73,7 +76,9 @@ def served_desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         )
     monkeypatch.setenv("RECON_DATABASE_URL", database_url)
     try:
-        with ServerThread(review_desk_app(engine, DeskSettings("s" * 40))) as server:
+        with ServerThread(
+            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url))
+        ) as server:
             yield ServedDesk(engine, server.base_url)
     finally:
         engine.dispose()

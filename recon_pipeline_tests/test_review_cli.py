@@ -1,4 +1,4 @@
-"""`recon discrepancies list|show|ack|resolve|threshold` on the demo seed, seeded through Dagster."""
+"""`recon discrepancies list|show|ack|resolve|reopen|threshold` on the demo seed, seeded through Dagster."""
 
 from __future__ import annotations
 
@@ -167,6 +167,52 @@ def test_ack_and_resolve_record_who_why_and_the_amount_seen(
     assert "acknowledge" in history[0] and "open -> acknowledged" in history[0] and "by ana" in history[0]
     assert history[0].endswith(f"at {eur(first['difference_minor'])}  PMS export late")
     assert "acknowledged -> resolved" in history[1] and history[1].endswith("booked by hand")
+
+
+def test_reopen_puts_a_reviewed_finding_back_to_open_with_who_and_why(
+    seeded: SeededPipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert seeded.materialize(LISBON).success
+    first, second = rows(seeded, discrepancies.c.property_id == LISBON)[:2]
+    ids = [str(first["discrepancy_id"]), str(second["discrepancy_id"])]
+    assert recon(capsys, "discrepancies", "ack", ids[0], "--by", "ana", "--note", "looking")[0] == 0
+    assert recon(capsys, "discrepancies", "resolve", ids[1], "--by", "ana", "--note", "booked")[0] == 0
+
+    code, out, err = recon(capsys, "discrepancies", "reopen", *ids, "--by", "rui", "--note", "not booked")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"discrepancy {ids[0]}: acknowledged -> open by rui at {eur(first['difference_minor'])}",
+        f"discrepancy {ids[1]}: resolved -> open by rui at {eur(second['difference_minor'])}",
+    ]
+    # An open finding stays open; a reopened one can be acknowledged again.
+    code, out, _ = recon(capsys, "discrepancies", "reopen", ids[1], "--by", "rui", "--note", "again")
+    assert (code, out) == (0, f"discrepancy {ids[1]}: already open, unchanged\n")
+    code, out, err = recon(capsys, "discrepancies", "reopen", ids[1], "--by", "rui")
+    assert (code, out, err) == (2, "", "error: say why with --note\n")
+
+    reopened = rows(seeded, discrepancies.c.discrepancy_id == first["discrepancy_id"])[0]
+    assert reopened["review_status"] == "open" and reopened["reviewed_by"] == "rui"
+    assert reopened["review_note"] == "not booked"
+    with seeded.engine.connect() as connection:
+        audit = connection.execute(
+            select(
+                discrepancy_reviews.c.record_key,
+                discrepancy_reviews.c.action,
+                discrepancy_reviews.c.previous_status,
+                discrepancy_reviews.c.reviewed_by,
+                discrepancy_reviews.c.note,
+                discrepancy_reviews.c.difference_minor,
+            )
+            .where(discrepancy_reviews.c.action == "reopen")
+            .order_by(discrepancy_reviews.c.review_id)
+        ).all()
+    assert [tuple(row) for row in audit] == [
+        (first["record_key"], "reopen", "acknowledged", "rui", "not booked", first["difference_minor"]),
+        (second["record_key"], "reopen", "resolved", "rui", "not booked", second["difference_minor"]),
+    ]
+    history = recon(capsys, "discrepancies", "show", ids[1])[1].split("review history\n", 1)[1]
+    assert "resolved -> open  by rui" in history.splitlines()[1]
+    assert recon(capsys, "discrepancies", "ack", ids[1], "--by", "ana", "--note", "on it")[0] == 0
 
 
 def test_thresholds_are_shown_and_set_per_property(

@@ -9,6 +9,7 @@ from recon_pipeline.review import render
 from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
 from recon_pipeline.review.rules import (
     ACKNOWLEDGE,
+    REOPEN,
     RESOLVE,
     DiscrepancyFilter,
     ReviewError,
@@ -27,6 +28,9 @@ from recon_pipeline.review.rules import (
         (RESOLVE, "open", "resolved"),
         (RESOLVE, "acknowledged", "resolved"),
         (RESOLVE, "resolved", None),
+        (REOPEN, "acknowledged", "open"),
+        (REOPEN, "resolved", "open"),
+        (REOPEN, "open", None),
     ],
 )
 def test_transitions(action: str, current: str, expected: str | None) -> None:
@@ -36,6 +40,13 @@ def test_transitions(action: str, current: str, expected: str | None) -> None:
 def test_a_resolved_finding_cannot_be_acknowledged() -> None:
     with pytest.raises(ReviewError, match="already resolved"):
         next_status(ACKNOWLEDGE, "resolved")
+
+
+def test_a_note_error_names_the_field_it_came_from() -> None:
+    with pytest.raises(ReviewError, match="^say why with the comment$"):
+        validate_note(" ", "the comment")
+    with pytest.raises(ReviewError, match="^the comment must be at most 2000 characters$"):
+        validate_note("x" * 2001, "the comment")
 
 
 @pytest.mark.parametrize(

@@ -163,8 +163,8 @@ discrepancies = Table(
     Column("detected_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
     Column("review_status", Text, nullable=False, server_default="open"),
-    # The last human review (recon discrepancies ack|resolve); an automatic re-open leaves them as they
-    # were, so they keep saying who looked at which amount. reviewed_difference_minor is the amount the
+    # The last human review (recon discrepancies ack|resolve|reopen); an automatic re-open leaves them as
+    # they were, so they keep saying who looked at which amount. reviewed_difference_minor is the amount the
     # reviewer saw: a re-detection with another difference re-opens the finding (db/results.py).
     Column("reviewed_by", Text, nullable=True),
     Column("reviewed_at", UTC_TIMESTAMP, nullable=True),
@@ -177,9 +177,9 @@ discrepancies = Table(
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
 )
 
-# Append-only history of every review action on a finding, human (acknowledge, resolve) or automatic
-# (reopen: re-detected with another amount). Keyed by the finding's business key, not its row id, so the
-# history outlives a cleared open finding and follows it if it is detected again.
+# Append-only history of every review action on a finding, human (acknowledge, resolve, reopen) or
+# automatic (reopen by "recon": re-detected with another amount). Keyed by the finding's business key, not
+# its row id, so the history outlives a cleared open finding and follows it if it is detected again.
 discrepancy_reviews = Table(
     "discrepancy_reviews",
     metadata,

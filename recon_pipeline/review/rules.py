@@ -1,10 +1,12 @@
 """Review statuses and what a reviewer may do to a finding (pure).
 
 ``open`` → ``acknowledged`` (someone knows and is on it) → ``resolved`` (dealt with); ``open`` →
-``resolved`` directly too. Acting again on a finding already in the target status changes nothing, so a
-repeated command is harmless; a resolved finding cannot be acknowledged. Either reviewed status goes back
-to ``open`` when the pipeline re-detects the finding with a difference other than the one the reviewer
-saw (``reviewed_difference_minor``): the review was about that amount.
+``resolved`` directly too. A person may ``reopen`` an acknowledged or resolved finding (back to ``open``:
+the review was wrong or is no longer true). Acting again on a finding already in the target status
+changes nothing, so a repeated command is harmless; a resolved finding cannot be acknowledged (reopen it
+first, saying why). Either reviewed status also goes back to ``open`` when the pipeline re-detects the
+finding with a difference other than the one the reviewer saw (``reviewed_difference_minor``): the review
+was about that amount; that automatic re-open is recorded as ``PIPELINE_REVIEWER``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ REVIEW_STATUSES: Final = (OPEN, ACKNOWLEDGED, RESOLVED)
 ACKNOWLEDGE: Final = "acknowledge"
 RESOLVE: Final = "resolve"
 REOPEN: Final = "reopen"
-# Human actions and the status each leads to; the pipeline's own action, REOPEN, leads to OPEN.
-ACTION_STATUS: Final = {ACKNOWLEDGE: ACKNOWLEDGED, RESOLVE: RESOLVED}
-RESULTING_STATUS: Final = {**ACTION_STATUS, REOPEN: OPEN}
+# The review actions and the status each leads to: a person's (all three) and the pipeline's (REOPEN).
+ACTION_STATUS: Final = {ACKNOWLEDGE: ACKNOWLEDGED, RESOLVE: RESOLVED, REOPEN: OPEN}
+RESULTING_STATUS: Final = ACTION_STATUS
 # Who an automatic re-open is recorded as.
 PIPELINE_REVIEWER: Final = "recon"
 
@@ -42,7 +44,7 @@ def next_status(action: str, current: str) -> str | None:
     target = ACTION_STATUS[action]
     if current == target:
         return None
-    if current == RESOLVED:
+    if current == RESOLVED and target == ACKNOWLEDGED:
         raise ReviewError(f"it is already resolved; a resolved finding cannot be {target}")
     return target
 

@@ -1,6 +1,6 @@
 """The one owner of the findings' table (``discrepancies``): the pipeline's upsert of a night's findings,
-listing and showing them, acknowledging and resolving them, re-opens, and what the checks judge (open
-amounts, thresholds).
+listing and showing them, acknowledging, resolving and reopening them, automatic re-opens, and what the
+checks judge (open amounts, thresholds).
 
 A finding no longer seen is cleared (``cleared_at``), not deleted: the row stays for audit, and its
 ``cleared_at`` goes back to NULL if a later run sees it again. Review status survives re-detection: a
@@ -67,7 +67,7 @@ class UnknownDiscrepancyError(LookupError):
 
 @dataclass(frozen=True)
 class ReviewOutcome:
-    """What one acknowledge/resolve did to one finding; ``changed`` is False when it was already so."""
+    """What one acknowledge/resolve/reopen did to one finding; ``changed`` is False when it was already so."""
 
     discrepancy_id: int
     previous_status: str
@@ -145,7 +145,7 @@ def review(
     note: str,
     now: datetime,
 ) -> list[ReviewOutcome]:
-    """Acknowledge or resolve the findings (each once, in the order given), recording who, why and the
+    """Acknowledge, resolve or reopen the findings (each once, in the order given), recording who, why and the
     difference they saw.
 
     All or nothing: an unknown id or a transition the status forbids raises before anything is written

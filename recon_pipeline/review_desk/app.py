@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from recon_pipeline.review_desk.dagster_links import parse_dagster_ui_url
 from recon_pipeline.review_desk.pages import adjustments, exports, findings, nights, payouts, signin
 from recon_pipeline.review_desk.signin import AttemptLimiter
 from recon_pipeline.review_desk.web import HERE, Desk, desk_templates
@@ -36,18 +37,25 @@ SECURITY_HEADERS = (
 
 @dataclass(frozen=True)
 class DeskSettings:
-    """The session secret and whether cookies are marked Secure (behind TLS)."""
+    """The session secret, whether cookies are marked Secure (behind TLS), and the Dagster UI's root URL
+    that a finding's page links its run and partition to (None: no links)."""
 
     secret: str
     secure_cookies: bool = False
+    dagster_ui_url: str | None = None
 
     @classmethod
     def from_environment(cls) -> DeskSettings:
-        """RECON_REVIEW_SECRET (required, at least 32 characters) and RECON_REVIEW_SECURE_COOKIES=1."""
+        """RECON_REVIEW_SECRET (required, at least 32 characters), RECON_REVIEW_SECURE_COOKIES=1 and
+        RECON_DAGSTER_UI_URL (optional, an http(s) URL)."""
         secret = os.environ.get("RECON_REVIEW_SECRET", "")
         if len(secret) < MIN_SECRET_LENGTH:
             raise ValueError(f"RECON_REVIEW_SECRET must be set to at least {MIN_SECRET_LENGTH} characters")
-        return cls(secret, os.environ.get("RECON_REVIEW_SECURE_COOKIES") == "1")
+        return cls(
+            secret,
+            os.environ.get("RECON_REVIEW_SECURE_COOKIES") == "1",
+            parse_dagster_ui_url(os.environ.get("RECON_DAGSTER_UI_URL", "")),
+        )
 
 
 class SecurityHeaders:
@@ -80,7 +88,7 @@ def review_desk_app(
     engine: Engine, settings: DeskSettings, limiter: AttemptLimiter | None = None
 ) -> Starlette:
     """The review desk on ``engine`` (migrated to 0008 or later)."""
-    desk = Desk(engine, desk_templates())
+    desk = Desk(engine, desk_templates(), settings.dagster_ui_url)
     routes: list[BaseRoute] = [
         *signin.routes(desk, limiter or AttemptLimiter()),
         *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{discrepancy_id}

@@ -70,10 +70,12 @@ def desk_templates() -> Jinja2Templates:
 
 @dataclass(frozen=True)
 class Desk:
-    """The review desk's shared parts, handed to each page area's ``routes``."""
+    """The review desk's shared parts, handed to each page area's ``routes``; ``dagster_ui_url``: the
+    Dagster UI's root that pages link runs and partitions to (None: no such links)."""
 
     engine: Engine
     templates: Jinja2Templates
+    dagster_ui_url: str | None = None
 
     def page(
         self, request: Request, name: str, user: ReviewUser | None, status: int = 200, **context: Any

@@ -1,17 +1,41 @@
-"""The findings list with its filters, and a finding's detail; both narrowed to the user's properties."""
+"""The findings list with its filters, a finding's detail, and its review (acknowledge, resolve, reopen
+with a comment); all narrowed to the user's properties.
+
+A review is one transaction: the finding is read narrowed to the user's properties (another property's
+is the same 404 as an unknown id), ``review.store.review`` changes its status and writes
+``discrepancy_reviews``, and the desk's audit row is written with it. The form may say which difference
+its reader saw (``difference_seen``); a finding whose difference has changed since is refused (409), so
+no one acknowledges an amount they never saw.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from sqlalchemy import RowMapping
+from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline.review.rules import REVIEW_STATUSES, DiscrepancyFilter
+from recon_pipeline.review import store
+from recon_pipeline.review.render import money
+from recon_pipeline.review.rules import (
+    ACTION_STATUS,
+    MAX_NOTE_LENGTH,
+    REVIEW_STATUSES,
+    DiscrepancyFilter,
+    ReviewError,
+    validate_note,
+)
 from recon_pipeline.review_desk import findings
+from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
+from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.dagster_links import finding_links
+from recon_pipeline.review_desk.finding_records import finding_records
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -40,12 +64,112 @@ def routes(desk: Desk) -> list[Route]:
         if row is None:
             return desk.not_found(request, user)
         desk.audit(user.name, "view_finding", str(row["discrepancy_id"]), int(row["difference_minor"]))
-        return desk.page(request, "finding.html", user, row=row)
+        return finding_page(desk, request, user, row)
+
+    async def finding_review(request: Request, user: ReviewUser, form: FormData) -> Response:
+        discrepancy_id = parse_id(request.path_params["discrepancy_id"])
+        action = str(form.get("action", ""))
+        comment = str(form.get("comment", ""))
+        refusal: tuple[int, str] | None = None
+        with desk.engine.begin() as connection:
+            row = None
+            if discrepancy_id is not None:
+                row = findings.get_finding(connection, discrepancy_id, user.properties)
+            if row is None or discrepancy_id is None:
+                return desk.not_found(request, user)
+            try:
+                note, seen = _review_input(action, comment, str(form.get("difference_seen", "")))
+            except ReviewError as error:
+                refusal = (400, str(error))
+            else:
+                try:
+                    _check_difference(store.get_discrepancy(connection, discrepancy_id, lock=True), seen)
+                    (outcome,) = store.review(connection, [discrepancy_id], action, user.name, note, _now())
+                except ReviewError as error:  # raised before anything was written
+                    refusal = (409, str(error))
+                else:
+                    change = (
+                        f"{outcome.previous_status} -> {outcome.status}"
+                        if outcome.changed
+                        else f"already {outcome.status}, unchanged"
+                    )
+                    record_audit(
+                        connection, user.name, action, str(discrepancy_id), outcome.difference_minor, change
+                    )
+        if refusal is not None:
+            return finding_page(desk, request, user, row, *refusal, comment)
+        return RedirectResponse(f"/findings/{discrepancy_id}", status_code=303)
 
     return [
         Route("/findings", desk.signed_in(findings_list), methods=["GET"]),
         Route("/findings/{discrepancy_id}", desk.signed_in(finding_detail), methods=["GET"]),
+        Route(
+            "/findings/{discrepancy_id}/review",
+            desk.requires(REVIEW_FINDINGS, finding_review),
+            methods=["POST"],
+        ),
     ]
+
+
+def finding_page(
+    desk: Desk,
+    request: Request,
+    user: ReviewUser,
+    row: RowMapping,
+    status: int = 200,
+    error: str | None = None,
+    comment: str = "",
+) -> Response:
+    """A finding's page: both sides' records, history, adjustments, links; ``error`` above the form."""
+    with desk.engine.connect() as connection:
+        history = store.review_history(connection, row)
+        records = finding_records(connection, row)
+    return desk.page(
+        request,
+        "finding.html",
+        user,
+        status,
+        row=row,
+        history=history,
+        records=records,
+        dagster=finding_links(desk.dagster_ui_url, row),
+        may_review=may(user.role, REVIEW_FINDINGS),
+        max_comment=MAX_NOTE_LENGTH,
+        error=error,
+        comment=comment,
+        money=money,
+    )
+
+
+def _review_input(action: str, comment: str, difference_seen: str) -> tuple[str, int | None]:
+    """The form's note and the difference its reader saw (None: not said), or ReviewError."""
+    if action not in ACTION_STATUS:
+        raise ReviewError(f"unknown action {action!r}: acknowledge, resolve or reopen")
+    seen = _signed_int(difference_seen) if difference_seen else None
+    if difference_seen and seen is None:
+        raise ReviewError(f"difference seen {difference_seen!r} is not a whole number of minor units")
+    return validate_note(comment, "the comment"), seen
+
+
+def _check_difference(locked: RowMapping, seen: int | None) -> None:
+    """ReviewError when the form's reader saw another difference than the finding has now."""
+    current = int(locked["difference_minor"])
+    if seen is not None and seen != current:
+        raise ReviewError(
+            f"the difference is now {money(current, locked['currency'])}, not the "
+            f"{money(seen, locked['currency'])} you saw: look again before reviewing"
+        )
+
+
+def _signed_int(text: str) -> int | None:
+    digits = text[1:] if text.startswith("-") else text
+    if parse_id(digits) is None:
+        return None
+    return int(text)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def parse_id(raw: str) -> int | None:
