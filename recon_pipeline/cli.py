@@ -93,7 +93,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             added = desk.add_desk_demo(engine, properties, datetime.now(UTC))
         print("")
         print("\n".join(desk.render_desk_demo(added)))
-        print("start the desk with RECON_REVIEW_SECRET (32+ characters) set: recon review serve")
+        print(
+            "start the desk with RECON_REVIEW_SECRET (32+ random characters) set: recon review serve; "
+            "sign in as demo-analyst"
+        )
     return 0
 
 

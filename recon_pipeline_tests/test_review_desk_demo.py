@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from recon_pipeline import cli
 from recon_pipeline.demo.desk import DEMO_USERS
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.dagster_processes import free_port, wait_until
@@ -116,3 +117,14 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_a_too_short_demo_password_stops_the_demo_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("RECON_DATABASE_URL", raising=False)
+    monkeypatch.setenv("RECON_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RECON_NEW_USER_PASSWORD", "short")
+    assert cli.main(["demo", "--desk-users"]) == 2
+    assert capsys.readouterr().err == "error: RECON_NEW_USER_PASSWORD: password must be 12-1024 characters\n"
+    assert not (tmp_path / "home").exists()
