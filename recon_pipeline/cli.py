@@ -63,10 +63,21 @@ def cmd_db_revision(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from recon_pipeline.demo import desk
+    from recon_pipeline.demo.properties import demo_properties
     from recon_pipeline.demo.run import DemoRunFailed, run_demo
 
+    properties = demo_properties(args.provider)
+    if args.desk_users:
+        desk.demo_password()  # a bad RECON_NEW_USER_PASSWORD stops the demo before it starts
+    restore = desk.demo_thresholds_before_runs(properties) if args.desk_users else None
     try:
-        outcomes = run_demo(bookings_per_night=args.bookings, seed=args.seed, flavour=args.provider)
+        outcomes = run_demo(
+            bookings_per_night=args.bookings,
+            seed=args.seed,
+            flavour=args.provider,
+            restore_thresholds=restore,
+        )
     except DemoRunFailed as failure:
         print(f"error: {failure}", file=sys.stderr)
         return 1
@@ -77,6 +88,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.desk_users:
+        with _recon_database() as engine:
+            added = desk.add_desk_demo(engine, properties, datetime.now(UTC))
+        print("")
+        print("\n".join(desk.render_desk_demo(added)))
+        print(
+            "start the desk with RECON_REVIEW_SECRET (32+ random characters) set: recon review serve; "
+            "sign in as demo-analyst"
+        )
     return 0
 
 
@@ -733,6 +753,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="ordinary bookings per property (1000)",
     )
     demo.add_argument("--seed", type=int, default=7, help="seed of the demo world (7)")
+    demo.add_argument(
+        "--desk-users",
+        action="store_true",
+        help="then add (or reset) the review desk's demo users demo-analyst, demo-approver and "
+        "demo-approver2 over the demo's properties, with RECON_NEW_USER_PASSWORD or a generated password "
+        "printed once, and lower one property's threshold so that its larger proposals need four-eyes",
+    )
     demo.set_defaults(handler=cmd_demo)
 
     simulator = commands.add_parser("simulator", help="the provider simulator").add_subparsers(

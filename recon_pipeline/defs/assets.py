@@ -10,6 +10,9 @@ One step materializes the night's three assets for the batch's properties:
 - ``discrepancy_report``: the batch's summary in the UI (counts and amounts per category, per-property
   results); report files are rendered on demand from the tables, never in the nightly path.
 
+With RECON_REVIEW_BASE_URL set, each materialization links to the night in the review desk
+(``review_desk``), and the per-property results link each property's night there.
+
 Each property's outcome (succeeded with its counts, or failed with a one-line error) is kept in
 ``night_reconciliations``. A property that failed fails the run after every other property of the batch
 was reconciled and committed, naming it; its re-execution is idempotent.
@@ -28,11 +31,13 @@ from recon_pipeline.batches.work import (
     BatchResult,
     reconcile_batch,
 )
+from recon_pipeline.config import ConfigError
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, BatchConfig
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.reconcile.report import combined_report, markdown_table
+from recon_pipeline.review_desk.links import night_link, nights_link, review_base_url
 
 GROUP = "reconciliation"
 PROPERTIES_LISTED = 250  # per-property rows shown in the report's metadata (a batch is ≤ 100 by default)
@@ -68,18 +73,20 @@ def _night_specs() -> list[dg.AssetSpec]:
     ]
 
 
-def _per_property_markdown(batch: BatchResult) -> str:
+def _per_property_markdown(batch: BatchResult, night: str, desk_url: str | None) -> str:
+    """Each property's result; with a review desk (RECON_REVIEW_BASE_URL), its id links to its night there."""
     by_id = {result.property_row.property_id: result for result in batch.results}
     rows = []
     for outcome in sorted(batch.outcomes, key=lambda o: (o.succeeded, o.property_id))[:PROPERTIES_LISTED]:
         result = by_id.get(outcome.property_id)
+        name = outcome.property_id
+        if desk_url is not None:
+            name = f"[{name}]({night_link(desk_url, outcome.property_id, night)})"
         if result is None:
-            rows.append([outcome.property_id, "failed", "", "", "", outcome.error or ""])
+            rows.append([name, "failed", "", "", "", outcome.error or ""])
         else:
             window = f"{result.window.start:%m-%d %H:%M}–{result.window.end:%m-%d %H:%M} UTC"
-            rows.append(
-                [outcome.property_id, "ok", window, str(result.pulled), str(len(result.report.findings)), ""]
-            )
+            rows.append([name, "ok", window, str(result.pulled), str(len(result.report.findings)), ""])
     more = len(batch.outcomes) - PROPERTIES_LISTED
     table = markdown_table(["property", "result", "window", "pulled", "findings", "error"], rows)
     return table + (f"\n\n_and {more} more in `night_reconciliations`._" if more > 0 else "")
@@ -100,6 +107,10 @@ def reconcile_batch_assets(
 ) -> Iterator[dg.MaterializeResult]:
     """Reconcile the run's batch of properties for its night and report each asset's part of it."""
     night = partition_night(context.partition_key)
+    try:
+        desk_url = review_base_url()
+    except ConfigError as error:  # before any work, and no step retry: the next attempt reads the same
+        raise dg.Failure(description=str(error), allow_retries=False) from None
     request = BatchRequest(
         night=night,
         property_ids=tuple(config.properties),
@@ -115,7 +126,7 @@ def reconcile_batch_assets(
         raise dg.Failure(
             description=f"{len(failed)} of {len(batch.outcomes)} properties failed for night {night}; "
             f"first: {failed[0].error}",
-            metadata={"failed": dg.MetadataValue.md(_per_property_markdown(batch))},
+            metadata={"failed": dg.MetadataValue.md(_per_property_markdown(batch, night, desk_url))},
             # A bad properties row fails every attempt: no retry re-reconciles the batch for nothing.
             allow_retries=batch.retryable,
         )
@@ -127,6 +138,8 @@ def reconcile_batch_assets(
         "properties": len(batch.results),
         "batch": request.batch_key or "all",
     }
+    if desk_url is not None:
+        batch_metadata["review_desk"] = dg.MetadataValue.url(nights_link(desk_url, night))
     yield dg.MaterializeResult(
         asset_key=ADJUSTMENTS,
         metadata={
@@ -158,7 +171,7 @@ def reconcile_batch_assets(
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
             "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
-            "per_property": dg.MetadataValue.md(_per_property_markdown(batch)),
+            "per_property": dg.MetadataValue.md(_per_property_markdown(batch, night, desk_url)),
         },
     )
 

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 
 from recon_pipeline.db.schema import properties, review_users
 from recon_pipeline.keys import validate_property_id
@@ -64,14 +64,8 @@ def add_user(
     connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str, now: datetime
 ) -> ReviewUser:
     """Insert a user with an argon2id hash; ValueError for an unknown property or a name already taken."""
-    validate_name(name)
-    validate_role(role)
-    validate_password(password)
-    known = set(connection.execute(select(properties.c.property_id)).scalars())
-    unknown = [property_id for property_id in property_ids if property_id not in known]
-    if unknown:
-        raise ValueError(f"unknown property {unknown[0]!r}: not in the properties table")
-    if connection.execute(select(review_users.c.name).where(review_users.c.name == name)).first():
+    _validate(connection, name, role, property_ids, password)
+    if _exists(connection, name):
         raise ValueError(f"user {name!r} already exists")
     connection.execute(
         insert(review_users).values(
@@ -83,6 +77,42 @@ def add_user(
         )
     )
     return ReviewUser(name, role, property_ids)
+
+
+def reset_user(
+    connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str, now: datetime
+) -> bool:
+    """Add the user, or give an existing one this role, these properties and this password (the demo's
+    users: a re-run prints a password that works); True if added. Their sessions signed earlier stay valid
+    until they expire, as a session holds only the name."""
+    if not _exists(connection, name):
+        add_user(connection, name, role, property_ids, password, now)
+        return True
+    _validate(connection, name, role, property_ids, password)
+    connection.execute(
+        update(review_users)
+        .where(review_users.c.name == name)
+        .values(role=role, properties=",".join(property_ids), password_hash=PasswordHasher().hash(password))
+    )
+    return False
+
+
+def _validate(
+    connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str
+) -> None:
+    validate_name(name)
+    validate_role(role)
+    validate_password(password)
+    known = set(connection.execute(select(properties.c.property_id)).scalars())
+    unknown = [property_id for property_id in property_ids if property_id not in known]
+    if unknown:
+        raise ValueError(f"unknown property {unknown[0]!r}: not in the properties table")
+
+
+def _exists(connection: Connection, name: str) -> bool:
+    return (
+        connection.execute(select(review_users.c.name).where(review_users.c.name == name)).first() is not None
+    )
 
 
 def authenticate(connection: Connection, name: str, password: str) -> ReviewUser | None:
