@@ -26,7 +26,7 @@ from recon_pipeline.db.schema import (
     review_audit,
 )
 from recon_pipeline.review_desk.app import DeskSettings
-from recon_pipeline.review_desk.dagster_links import FINDINGS_ASSET, PAYOUTS_ASSET, parse_dagster_ui_url
+from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
 from recon_pipeline_tests.desk_fixtures import NIGHT, NOW, add_user, finding, post_form, served_desk, sign_in
 
 DAGSTER = "http://dagster.example:3000"
@@ -364,5 +364,5 @@ def test_the_dagster_ui_url_comes_from_the_environment_and_names_the_real_assets
     monkeypatch.setenv("RECON_DAGSTER_UI_URL", "https://dagster.example/ ")
     assert DeskSettings.from_environment().dagster_ui_url == "https://dagster.example"
     for bad in ("dagster.example", "javascript:alert(1)", "http://x/?a=1"):
-        with pytest.raises(ValueError, match="^RECON_DAGSTER_UI_URL must be the Dagster UI's http"):
-            parse_dagster_ui_url(bad)
+        with pytest.raises(ValueError, match="^RECON_DAGSTER_UI_URL "):
+            parse_web_root(bad, DAGSTER_UI_URL_ENV)

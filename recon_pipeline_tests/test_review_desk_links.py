@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import night_reconciliations
 from recon_pipeline.defs.assets import ADJUSTMENTS, DISCREPANCY_REPORT, FINDINGS
-from recon_pipeline.review_desk.links import night_link, nights_link, parse_base_url
+from recon_pipeline.review_desk.links import BASE_URL_ENV, night_link, nights_link, parse_web_root
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 
 BASE = "https://desk.example.test/recon"
@@ -75,10 +75,10 @@ def test_a_bad_desk_address_fails_the_run_before_any_work_with_one_line(
 
 
 def test_links_are_built_from_the_base_with_quoted_path_segments() -> None:
-    base = parse_base_url("http://127.0.0.1:12114/")
+    base = parse_web_root("http://127.0.0.1:12114/", BASE_URL_ENV)
     assert base == "http://127.0.0.1:12114"
     assert nights_link(base, "2026-11-30") == f"{base}/nights?night_from=2026-11-30&night_to=2026-11-30"
     assert night_link(base, "a b/c", "2026-11-30") == f"{base}/nights/a%20b%2Fc/2026-11-30"
     for bad in ("", "https://", "https://desk.test/#top", "javascript:alert(1)"):
         with pytest.raises(ConfigError, match="^RECON_REVIEW_BASE_URL "):
-            parse_base_url(bad)
+            parse_web_root(bad, BASE_URL_ENV)

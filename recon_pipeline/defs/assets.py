@@ -37,7 +37,7 @@ from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_p
 from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.reconcile.report import combined_report, markdown_table
-from recon_pipeline.review_desk.links import night_link, nights_link, review_base_url
+from recon_pipeline.review_desk.links import BASE_URL_ENV, night_link, nights_link, web_root_from_env
 
 GROUP = "reconciliation"
 PROPERTIES_LISTED = 250  # per-property rows shown in the report's metadata (a batch is ≤ 100 by default)
@@ -108,7 +108,7 @@ def reconcile_batch_assets(
     """Reconcile the run's batch of properties for its night and report each asset's part of it."""
     night = partition_night(context.partition_key)
     try:
-        desk_url = review_base_url()
+        desk_url = web_root_from_env(BASE_URL_ENV)
     except ConfigError as error:  # before any work, and no step retry: the next attempt reads the same
         raise dg.Failure(description=str(error), allow_retries=False) from None
     request = BatchRequest(

@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from recon_pipeline.review_desk.dagster_links import parse_dagster_ui_url
+from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, web_root_from_env
 from recon_pipeline.review_desk.pages import adjustments, exports, findings, nights, payouts, signin
 from recon_pipeline.review_desk.signin import AttemptLimiter
 from recon_pipeline.review_desk.web import HERE, Desk, desk_templates
@@ -54,7 +54,7 @@ class DeskSettings:
         return cls(
             secret,
             os.environ.get("RECON_REVIEW_SECURE_COOKIES") == "1",
-            parse_dagster_ui_url(os.environ.get("RECON_DAGSTER_UI_URL", "")),
+            web_root_from_env(DAGSTER_UI_URL_ENV),
         )
 
 

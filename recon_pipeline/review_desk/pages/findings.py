@@ -34,8 +34,8 @@ from recon_pipeline.review.rules import (
 from recon_pipeline.review_desk import findings
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
-from recon_pipeline.review_desk.dagster_links import finding_links
 from recon_pipeline.review_desk.finding_records import finding_records
+from recon_pipeline.review_desk.links import finding_links
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
