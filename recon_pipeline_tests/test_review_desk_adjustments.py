@@ -135,7 +135,7 @@ def test_bulk_approval_goes_through_a_confirmation_with_the_amounts_and_is_audit
         assert "Approve selected" in queue and "Reject selected" in queue
         assert f'name="adjustment_id" value="{small}"' in queue
         page = confirm(client, "approve", [small, small_2])
-        assert "500 EUR" in page.text and "-700 EUR" in page.text
+        assert "5.00 EUR" in page.text and "-7.00 EUR" in page.text
         assert hidden_fields(page)[f"amount_seen_{small_2}"] == ["-700"]
         assert desk.reviews() == []  # confirming decides nothing yet
         result = decide(client, "approve", [small, small_2])

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from recon_pipeline.review.render import money
 from recon_pipeline.review_desk.access import may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.users import ReviewUser, load_user
@@ -58,14 +59,15 @@ def csrf_protected(endpoint: Callable[[Request, FormData], Awaitable[Response]])
 
 
 def desk_templates() -> Jinja2Templates:
-    """The desk's Jinja2 templates: autoescaped, and an undefined name is an error, not an empty cell."""
-    return Jinja2Templates(
-        env=jinja2.Environment(
-            loader=jinja2.FileSystemLoader(HERE / "templates"),
-            autoescape=True,
-            undefined=jinja2.StrictUndefined,
-        )
+    """The desk's Jinja2 templates: autoescaped, an undefined name is an error (not an empty cell), and
+    ``money(minor, currency)`` formats an amount."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
     )
+    env.globals["money"] = money  # every amount as the CLI shows it: "12.50 EUR", "¥1,000"
+    return Jinja2Templates(env=env)
 
 
 @dataclass(frozen=True)

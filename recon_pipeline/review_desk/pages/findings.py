@@ -137,7 +137,6 @@ def finding_page(
         max_comment=MAX_NOTE_LENGTH,
         error=error,
         comment=comment,
-        money=money,
     )
 
 

@@ -14,7 +14,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from recon_pipeline.keys import parse_night
-from recon_pipeline.review.render import money
 from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review_desk import findings, nights
 from recon_pipeline.review_desk.pages.findings import optional_param
@@ -58,7 +57,6 @@ def routes(desk: Desk) -> list[Route]:
             findings=found,
             adjustments=adjusted,
             empty=summary.is_empty and not found,
-            money=money,
         )
 
     return [

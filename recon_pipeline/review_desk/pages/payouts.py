@@ -9,7 +9,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
-from recon_pipeline.review.render import money
 from recon_pipeline.review_desk import payouts
 from recon_pipeline.review_desk.pages.findings import optional_param
 from recon_pipeline.review_desk.users import ReviewUser
@@ -26,7 +25,6 @@ def routes(desk: Desk) -> list[Route]:
             "params": {name: params.get(name, "") for name in FILTERS},
             "properties": user.properties,
             "statuses": PAYOUT_STATUSES,
-            "money": money,
         }
         try:
             query = parse_payout_query(params, user)
@@ -45,7 +43,7 @@ def routes(desk: Desk) -> list[Route]:
                 moved = [] if row is None else payouts.transactions_of(connection, payout_id, user.properties)
         if row is None:
             return desk.not_found(request, user)
-        return desk.page(request, "payout.html", user, row=row, transactions=moved, money=money)
+        return desk.page(request, "payout.html", user, row=row, transactions=moved)
 
     return [
         Route("/payouts", desk.signed_in(payouts_list), methods=["GET"]),
