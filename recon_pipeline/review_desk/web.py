@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,20 @@ def desk_templates() -> Jinja2Templates:
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=shown,
     )
     env.globals["money"] = money  # every amount as the CLI shows it: "12.50 EUR", "¥1,000"
     return Jinja2Templates(env=env)
+
+
+def shown(value: Any) -> Any:
+    """How a template shows a value: a moment to the second in UTC, nothing for a missing one."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        moment = value.astimezone(UTC) if value.tzinfo else value
+        return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+    return value
 
 
 @dataclass(frozen=True)
