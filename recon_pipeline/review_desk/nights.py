@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
 from sqlalchemy import ColumnElement, Connection, RowMapping, Select, case, func, select, union
 
 from recon_pipeline.db.schema import (
@@ -202,6 +203,51 @@ def _add_findings(
             CategoryLine(category, outstanding, tuple(amounts), cleared_count)
             for category, (outstanding, amounts, cleared_count) in categories.items()
         ]
+
+
+def overview_frame(summaries: Iterable[NightSummary], now: datetime) -> pd.DataFrame:
+    """The overview as a table for a spreadsheet: one row per property-night and category (one row with
+    no category for a night without findings), the night's states and freshness repeated on each."""
+    rows: list[dict[str, Any]] = []
+    for summary in summaries:
+        night = {
+            "review_states": _counts(summary.review_states),
+            "adjustment_states": _counts(summary.adjustment_states),
+            "posting_states": _counts(summary.posting_states),
+            "freshness": freshness(summary, now),
+        }
+        for line in summary.categories or [CategoryLine("", 0, (), 0)]:
+            rows.append(
+                {
+                    "property_id": summary.property_id,
+                    "night": summary.night,
+                    "category": line.category,
+                    "outstanding": line.outstanding,
+                    "outstanding_amounts": ", ".join(line.amounts),
+                    "cleared": line.cleared,
+                    **night,
+                }
+            )
+    return pd.DataFrame(rows, columns=OVERVIEW_COLUMNS)
+
+
+OVERVIEW_COLUMNS = (
+    "property_id",
+    "night",
+    "category",
+    "outstanding",
+    "outstanding_amounts",
+    "cleared",
+    "review_states",
+    "adjustment_states",
+    "posting_states",
+    "freshness",
+)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``acknowledged 1, open 2``: by state name, the same whatever order the database returned."""
+    return ", ".join(f"{state} {count}" for state, count in sorted(counts.items()))
 
 
 def freshness(summary: NightSummary, now: datetime) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, select
 
 from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
 from recon_pipeline.keys import parse_night
@@ -41,7 +41,7 @@ class PayoutQuery:
             )
 
 
-def _with_deposit() -> Any:
+def _with_deposit() -> Select[Any]:
     """Payouts with ``deposited``: whether a bank credit is matched to it (``payouts/deposit.py``)."""
     deposited = bank_credits.c.matched_payout_id.is_not(None).label("deposited")
     return select(payouts, deposited, bank_credits.c.booking_date.label("deposited_on")).outerjoin(
@@ -49,10 +49,9 @@ def _with_deposit() -> Any:
     )
 
 
-def list_payouts(
-    connection: Connection, query: PayoutQuery, allowed: tuple[str, ...]
-) -> list[dict[str, Any]]:
-    """The matching payouts of ``allowed`` holders, latest arrival first, each with its ``findings``."""
+def payouts_statement(query: PayoutQuery, allowed: tuple[str, ...], limit: int) -> Select[Any]:
+    """The matching payouts of ``allowed`` holders with their deposit, latest arrival first: the page and
+    its exports run this one statement."""
     p = payouts.c
     conditions: list[ColumnElement[bool]] = [p.holder_property_id.in_(allowed)]
     if query.property_id is not None:
@@ -63,9 +62,14 @@ def list_payouts(
         conditions.append(p.arrival_night <= query.arrival_to)
     if query.status is not None:
         conditions.append(p.status == query.status)
-    statement = (
-        _with_deposit().where(*conditions).order_by(p.arrival_night.desc(), p.payout_id).limit(PAGE_SIZE)
-    )
+    return _with_deposit().where(*conditions).order_by(p.arrival_night.desc(), p.payout_id).limit(limit)
+
+
+def list_payouts(
+    connection: Connection, query: PayoutQuery, allowed: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The matching payouts of ``allowed`` holders, latest arrival first, each with its ``findings``."""
+    statement = payouts_statement(query, allowed, PAGE_SIZE)
     rows = [dict(row) for row in connection.execute(statement).mappings()]
     found = payout_findings(connection, [row["payout_id"] for row in rows], allowed)
     return [{**row, "findings": found.get(row["payout_id"], [])} for row in rows]

@@ -1,9 +1,10 @@
-"""Downloads from the desk: the findings and adjustments lists as CSV (formula-safe) or xlsx, and a
-night's HTML report; each narrowed to the user's properties like the page it comes from.
+"""Downloads from the desk: every list (findings, adjustments, nights, payouts) as CSV (formula-safe) or
+xlsx, and a night's HTML report; each narrowed to the user's properties like the page it comes from.
 
-A list's export runs the list's own statement (``findings_statement``, ``queue_statement``) over
-the same parsed filters, so it holds exactly the rows the page shows, up to ``EXPORT_LIMIT`` rather than
-the page's 200; a cut export says so in its file name and the ``X-Export-Truncated`` header. The bytes
+A list's export runs the list's own statement (``findings_statement``, ``queue_statement``,
+``payouts_statement``) or summary (``nights.summarise``) over the same parsed filters, so it holds exactly
+the rows the page shows, up to ``EXPORT_LIMIT`` rather than the page's 200; a cut export says so in its
+file name and the ``X-Export-Truncated`` header. The bytes
 come from ``reports.exports`` (the same code as ``recon report``'s files) and the night's page from
 ``reports.render`` (the same page as ``recon report night``). Every download writes an ``export`` audit
 row: who took which rows out of the desk.
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select
+import pandas as pd
+from sqlalchemy import Connection, Select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
@@ -27,9 +30,11 @@ from recon_pipeline.reports.exports import csv_bytes, xlsx_bytes
 from recon_pipeline.reports.html import served_content_security_policy
 from recon_pipeline.reports.queries import read_frame
 from recon_pipeline.reports.render import render_night_html
-from recon_pipeline.review_desk import adjustments, findings
+from recon_pipeline.review_desk import adjustments, findings, nights, payouts
 from recon_pipeline.review_desk.pages.adjustments import parse_adjustment_query
 from recon_pipeline.review_desk.pages.findings import parse_finding_query
+from recon_pipeline.review_desk.pages.nights import parse_night_query
+from recon_pipeline.review_desk.pages.payouts import parse_payout_query
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, UserEndpoint
 
@@ -43,23 +48,27 @@ MEDIA_TYPES = {
 TRUNCATED_HEADER = "x-export-truncated"
 _UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
-# A list's filters (query parameters) → its statement and the labels naming them in the file name.
-ExportQuery = Callable[[Any, ReviewUser], tuple[Select[Any], list[str]]]
+# Reads a list's rows (at most EXPORT_LIMIT + 1, to know whether it was cut) as a table.
+RowsReader = Callable[[Connection], pd.DataFrame]
+# A list's filters (query parameters) → the reader of its rows and the labels naming them in the file name.
+ExportQuery = Callable[[Any, ReviewUser], tuple[RowsReader, list[str]]]
+
+LISTS: tuple[str, ...] = ("findings", "adjustments", "nights", "payouts")
 
 
 def routes(desk: Desk) -> list[Route]:
-    """``/findings/export.{csv,xlsx}``, ``/adjustments/export.{csv,xlsx}`` and the night's report.
+    """``/{list}/export.{csv,xlsx}`` for each of ``LISTS``, and the night's report.
 
-    The app lists these before the findings and adjustments areas, whose ``/{id}`` routes would
-    otherwise take ``export.csv`` for an id."""
+    The app lists these before the other page areas, whose ``/{id}`` routes would otherwise take
+    ``export.csv`` for an id."""
 
     def list_export(name: str, file_format: str, export_query: ExportQuery) -> UserEndpoint:
         async def endpoint(request: Request, user: ReviewUser) -> Response:
             try:
-                statement, labels = export_query(request.query_params, user)
+                read_rows, labels = export_query(request.query_params, user)
             except ValueError as error:
                 return PlainTextResponse(str(error), status_code=400)
-            body, rows, truncated = await run_in_threadpool(_export, desk, statement, name, file_format)
+            body, rows, truncated = await run_in_threadpool(_export, desk, read_rows, name, file_format)
             counted = f"{rows} row" if rows == 1 else f"{rows} rows"
             detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
             desk.audit(user.name, "export", request.url.query, detail=detail)
@@ -100,14 +109,21 @@ def routes(desk: Desk) -> list[Route]:
                 desk.signed_in(list_export(name, file_format, export_query)),
                 methods=["GET"],
             )
-            for name, export_query in (("findings", findings_export), ("adjustments", adjustments_export))
+            for name, export_query in zip(
+                LISTS, (findings_export, adjustments_export, nights_export, payouts_export), strict=True
+            )
             for file_format in (CSV, XLSX)
         ),
         Route("/nights/{property_id}/{night}/report.html", desk.signed_in(night_report), methods=["GET"]),
     ]
 
 
-def findings_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[str]]:
+def statement_rows(statement: Select[Any]) -> RowsReader:
+    """The reader of a list whose rows are one statement's."""
+    return lambda connection: read_frame(connection, statement)
+
+
+def findings_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
     """The findings list's statement for these filters (ValueError for a bad one) and the file's labels."""
     query = parse_finding_query(params, user)
     where = query.where
@@ -118,10 +134,10 @@ def findings_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[st
         *([] if where.cleared is None else ["cleared" if where.cleared else "not-cleared"]),
         *([] if query.amount_at_least is None else [f"at-least-{query.amount_at_least}"]),
     ]
-    return findings.findings_statement(query, user.properties, EXPORT_LIMIT + 1), labels
+    return statement_rows(findings.findings_statement(query, user.properties, EXPORT_LIMIT + 1)), labels
 
 
-def adjustments_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list[str]]:
+def adjustments_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
     """The adjustments queue's statement for these filters and the file's labels."""
     query = parse_adjustment_query(params, user)
     labels = [
@@ -129,7 +145,29 @@ def adjustments_export(params: Any, user: ReviewUser) -> tuple[Select[Any], list
         *_night_range(query.night_from, query.night_to),
         *_given(query.state),
     ]
-    return adjustments.queue_statement(query, user.properties, EXPORT_LIMIT + 1), labels
+    return statement_rows(adjustments.queue_statement(query, user.properties, EXPORT_LIMIT + 1)), labels
+
+
+def payouts_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
+    """The payouts list's statement for these filters and the file's labels."""
+    query = parse_payout_query(params, user)
+    labels = [
+        *_given(query.property_id),
+        *_night_range(query.arrival_from, query.arrival_to),
+        *_given(query.status),
+    ]
+    return statement_rows(payouts.payouts_statement(query, user.properties, EXPORT_LIMIT + 1)), labels
+
+
+def nights_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
+    """The nights overview for these filters (one row per property-night and category) and the labels."""
+    query = parse_night_query(params, user)
+
+    def read_rows(connection: Connection) -> pd.DataFrame:
+        keys = nights.chosen_nights(connection, query, user.properties)
+        return nights.overview_frame(nights.summarise(connection, keys, user.properties), datetime.now(UTC))
+
+    return read_rows, [*_given(query.property_id), *_night_range(query.night_from, query.night_to)]
 
 
 def export_filename(name: str, labels: Sequence[str], file_format: str, truncated: bool) -> str:
@@ -154,11 +192,11 @@ def _night_range(night_from: str | None, night_to: str | None) -> list[str]:
     return [f"{night_from}_{night_to}"]
 
 
-def _export(desk: Desk, statement: Select[Any], name: str, file_format: str) -> tuple[bytes, int, bool]:
-    """The file of the statement's first ``EXPORT_LIMIT`` rows, their count, and whether it was cut
-    (the statement asks for one row more than the limit to know)."""
+def _export(desk: Desk, read_rows: RowsReader, name: str, file_format: str) -> tuple[bytes, int, bool]:
+    """The file of the list's first ``EXPORT_LIMIT`` rows, their count, and whether it was cut (the
+    reader returns one row more than the limit to know)."""
     with desk.engine.connect() as connection:
-        frame = read_frame(connection, statement)
+        frame = read_rows(connection)
     truncated = len(frame) > EXPORT_LIMIT
     frame = frame.iloc[:EXPORT_LIMIT]
     body = csv_bytes(frame) if file_format == CSV else xlsx_bytes(frame, name)
