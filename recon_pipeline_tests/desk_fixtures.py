@@ -59,11 +59,9 @@ def add_user(name: str, role: str, property_ids: str, monkeypatch: pytest.Monkey
 
 
 @contextmanager
-def served_desk(
-    database_url: str, monkeypatch: pytest.MonkeyPatch, dagster_ui_url: str | None = None
-) -> Iterator[ServedDesk]:
-    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``);
-    RECON_DATABASE_URL names it."""
+def desk_database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """A migrated database with ``PROPERTIES``, for a desk in this process or a `recon review serve`
+    child; RECON_DATABASE_URL names it."""
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
@@ -76,12 +74,24 @@ def served_desk(
         )
     monkeypatch.setenv("RECON_DATABASE_URL", database_url)
     try:
-        with ServerThread(
-            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url))
-        ) as server:
-            yield ServedDesk(engine, server.base_url)
+        yield engine
     finally:
         engine.dispose()
+
+
+@contextmanager
+def served_desk(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, dagster_ui_url: str | None = None
+) -> Iterator[ServedDesk]:
+    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``);
+    RECON_DATABASE_URL names it."""
+    with (
+        desk_database(database_url, monkeypatch) as engine,
+        ServerThread(
+            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url))
+        ) as server,
+    ):
+        yield ServedDesk(engine, server.base_url)
 
 
 def csrf_of(page: httpx.Response) -> str:
