@@ -8,17 +8,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import Engine, insert
+from sqlalchemy import Connection, Engine, insert, select
 
 from recon_pipeline import cli
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import properties
+from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline_tests.dagster_processes import wait_until
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 NIGHT = "2026-12-02"
@@ -50,6 +52,23 @@ def finding(
         "detected_at": NOW,
         **facts,
     }
+
+
+def finding_ids(connection: Connection) -> dict[str, int]:
+    """Each finding's id by its record key (a desk test's findings have one record key each)."""
+    return dict(connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all())
+
+
+def wait_for_desk(base_url: str, log_path: Path) -> None:
+    """Until a `recon review serve` child answers its sign-in page (at most 60 s); its log on failure."""
+
+    def signin_page() -> int | None:
+        try:
+            return httpx.get(f"{base_url}/signin", timeout=5).status_code
+        except httpx.TransportError:
+            return None
+
+    assert wait_until("recon review serve", signin_page, timeout_s=60) == 200, log_path.read_text()
 
 
 def add_user(name: str, role: str, property_ids: str, monkeypatch: pytest.MonkeyPatch) -> None:

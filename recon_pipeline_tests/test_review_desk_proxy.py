@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recon_pipeline_tests.dagster_processes import free_port, wait_until
-from recon_pipeline_tests.desk_fixtures import PASSWORD, add_user, desk_database, sign_in
+from recon_pipeline_tests.dagster_processes import free_port
+from recon_pipeline_tests.desk_fixtures import PASSWORD, add_user, desk_database, sign_in, wait_for_desk
 
 PROXY = "127.0.0.2"  # the deployment's reverse proxy (Linux answers on all of 127.0.0.0/8)
 DIRECT = "127.0.0.1"  # a client that reaches the desk without the proxy
@@ -42,14 +42,8 @@ def desk_behind_proxy(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_pa
         )
         base_url = f"http://127.0.0.1:{port}"
 
-        def signin_page() -> int | None:
-            try:
-                return httpx.get(f"{base_url}/signin", timeout=5).status_code
-            except httpx.TransportError:
-                return None
-
         try:
-            assert wait_until("recon review serve", signin_page, timeout_s=60) == 200, log_path.read_text()
+            wait_for_desk(base_url, log_path)
             yield base_url
         finally:
             os.killpg(server.pid, signal.SIGTERM)
