@@ -892,7 +892,14 @@ def cmd_review_serve(args: argparse.Namespace) -> int:
     engine = make_engine(config.database_url())
     print(f"review desk on http://{args.host}:{args.port}/", flush=True)
     try:
-        uvicorn.run(review_desk_app(engine, settings), host=args.host, port=args.port, log_config=None)
+        uvicorn.run(
+            review_desk_app(engine, settings),
+            host=args.host,
+            port=args.port,
+            log_config=None,
+            proxy_headers=True,  # the client address (the sign-in limit's key) from X-Forwarded-For ...
+            forwarded_allow_ips=args.forwarded_allow_ips,  # ... when the request came from these only
+        )
     finally:
         engine.dispose()
     return 0
@@ -934,6 +941,14 @@ def _add_review_desk_commands(commands: argparse._SubParsersAction[argparse.Argu
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=cli_args.port, default=12114)
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        default="127.0.0.1",
+        type=cli_args.trusted_proxies,
+        metavar="IPS",
+        help="comma-separated addresses or networks of the reverse proxy (or '*'): only a request from one "
+        "of them has its X-Forwarded-For client address counted by the sign-in limit (default 127.0.0.1)",
+    )
     serve.set_defaults(handler=cmd_review_serve)
 
 

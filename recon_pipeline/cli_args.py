@@ -10,6 +10,7 @@ reaches uvicorn, the driver or Dagster.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -86,6 +87,23 @@ def choices_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
         return tuple(choice for choice in choices if choice in given)
 
     return parse
+
+
+def trusted_proxies(text: str) -> str:
+    """``*`` or a comma-separated list of IP addresses and networks (``10.0.0.5,10.1.0.0/16``), as uvicorn's
+    ``forwarded_allow_ips`` takes it: uvicorn would keep a misspelt address as a literal that matches no
+    client, so the proxy's X-Forwarded-For would be ignored without a word."""
+    entries = [entry.strip() for entry in text.split(",")]
+    if entries == ["*"]:
+        return "*"
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry) if "/" in entry else ipaddress.ip_address(entry)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"'*' or comma-separated IP addresses or networks, not {entry!r}"
+            ) from None
+    return ",".join(entries)
 
 
 def _integer(text: str, minimum: int, maximum: int, what: str) -> int:

@@ -10,7 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline_tests.postgres import postgres_database
 
 # Step retries of provider-bound assets wait seconds in production; tests keep them short.
@@ -78,3 +81,13 @@ def database_url(request: pytest.FixtureRequest) -> str:
     """Run the test once on a SQLite file and once on PostgreSQL."""
     fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
     return str(request.getfixturevalue(fixture))
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on ``database_url`` migrated to head, disposed afterwards. A module that runs on one
+    backend only narrows ``database_url`` (``def database_url(postgres_url)``) rather than copy this."""
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    yield engine
+    engine.dispose()

@@ -8,17 +8,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import Engine, insert
+from sqlalchemy import Connection, Engine, insert, select
 
 from recon_pipeline import cli
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import properties
+from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline_tests.dagster_processes import wait_until
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 NIGHT = "2026-12-02"
@@ -52,6 +54,23 @@ def finding(
     }
 
 
+def finding_ids(connection: Connection) -> dict[str, int]:
+    """Each finding's id by its record key (a desk test's findings have one record key each)."""
+    return dict(connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all())
+
+
+def wait_for_desk(base_url: str, log_path: Path) -> None:
+    """Until a `recon review serve` child answers its sign-in page (at most 60 s); its log on failure."""
+
+    def signin_page() -> int | None:
+        try:
+            return httpx.get(f"{base_url}/signin", timeout=5).status_code
+        except httpx.TransportError:
+            return None
+
+    assert wait_until("recon review serve", signin_page, timeout_s=60) == 200, log_path.read_text()
+
+
 def add_user(name: str, role: str, property_ids: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``recon users add`` with ``PASSWORD`` (RECON_DATABASE_URL must name the desk's database)."""
     monkeypatch.setenv("RECON_NEW_USER_PASSWORD", PASSWORD)
@@ -59,11 +78,9 @@ def add_user(name: str, role: str, property_ids: str, monkeypatch: pytest.Monkey
 
 
 @contextmanager
-def served_desk(
-    database_url: str, monkeypatch: pytest.MonkeyPatch, dagster_ui_url: str | None = None
-) -> Iterator[ServedDesk]:
-    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``);
-    RECON_DATABASE_URL names it."""
+def desk_database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """A migrated database with ``PROPERTIES``, for a desk in this process or a `recon review serve`
+    child; RECON_DATABASE_URL names it."""
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
@@ -76,12 +93,24 @@ def served_desk(
         )
     monkeypatch.setenv("RECON_DATABASE_URL", database_url)
     try:
-        with ServerThread(
-            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url))
-        ) as server:
-            yield ServedDesk(engine, server.base_url)
+        yield engine
     finally:
         engine.dispose()
+
+
+@contextmanager
+def served_desk(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, dagster_ui_url: str | None = None
+) -> Iterator[ServedDesk]:
+    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``);
+    RECON_DATABASE_URL names it."""
+    with (
+        desk_database(database_url, monkeypatch) as engine,
+        ServerThread(
+            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url))
+        ) as server,
+    ):
+        yield ServedDesk(engine, server.base_url)
 
 
 def csrf_of(page: httpx.Response) -> str:

@@ -40,6 +40,8 @@ CASES: list[tuple[list[str], dict[str, str], str, int]] = [
     (["webhooks", "serve", "--port", "0"], {}, "--port", 2),
     (["webhooks", "serve", "--workers", "0"], {}, "--workers", 2),
     (["webhooks", "serve", "--max-body-bytes", "99999999999999999999"], {}, "--max-body-bytes", 2),
+    (["review", "serve", "--forwarded-allow-ips", "10.0.0.5,proxy.local"], {}, "--forwarded-allow-ips", 2),
+    (["review", "serve", "--forwarded-allow-ips", "10.0.0.0/33"], {}, "--forwarded-allow-ips", 2),
     (["simulator", "serve", "--port", "-1"], {}, "--port", 2),
     (["simulator", "serve", "--port", "65536"], {}, "--port", 2),
     (["simulator", "serve", "--bookings", "0"], {}, "--bookings", 2),

@@ -11,10 +11,11 @@ it on the pulled records, as that client will, so this test depends on nothing b
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 import pytest
@@ -24,6 +25,7 @@ from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries
 from recon_pipeline.defs.resources import ProviderResource
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.world import World
+from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
@@ -115,6 +117,24 @@ class Plan:
         self.beyond = beyond
 
 
+class ConversionPlan(Protocol):
+    """A test's edit of the world whose charges in ``settled`` the provider reports as converted."""
+
+    settled: dict[str, int]  # charge id -> the balance transaction's EUR amount
+
+    def edit(self, world: World) -> None: ...
+
+
+@contextmanager
+def converting(database_url: str, prop: PropertyRow, plan: ConversionPlan) -> Iterator[SeededPipeline]:
+    """``prop``'s clean night as ``plan`` edits it, its provider reporting ``plan.settled``'s charges as
+    settled in EUR (read once the edit has run: the world sets the amounts)."""
+    with seeded(database_url, properties=(prop,), plant=False, edit=plan.edit) as pipeline:
+        base: ProviderResource = pipeline.resources["provider"]
+        pipeline.resources["provider"] = ConvertingProvider(**base.model_dump(), settled=plan.settled)
+        yield pipeline
+
+
 def fx_state(pipeline: SeededPipeline) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(category, record key, difference, currency, cleared?) of every finding, and (kind, amount, currency,
     status) of every adjustment, of Lisbon's night."""
@@ -149,9 +169,7 @@ def test_a_usd_charge_settled_in_eur_matches_either_figure_and_an_fx_difference_
     database_url: str,
 ) -> None:
     plan = Plan()
-    with seeded(database_url, properties=(TOLERANT_LISBON,), plant=False, edit=plan.edit) as pipeline:
-        base: ProviderResource = pipeline.resources["provider"]
-        pipeline.resources["provider"] = ConvertingProvider(**base.model_dump(), settled=plan.settled)
+    with converting(database_url, TOLERANT_LISBON, plan) as pipeline:
         settled = plan.settled[plan.beyond]
         key = f"{plan.beyond}:payment"
 
@@ -197,9 +215,7 @@ def test_an_unbooked_usd_charge_settled_in_eur_is_proposed_at_the_eur_figure_the
     database_url: str,
 ) -> None:
     plan = UnbookedPlan()
-    with seeded(database_url, properties=(LISBON,), plant=False, edit=plan.edit) as pipeline:
-        base: ProviderResource = pipeline.resources["provider"]
-        pipeline.resources["provider"] = ConvertingProvider(**base.model_dump(), settled=plan.settled)
+    with converting(database_url, LISBON, plan) as pipeline:
         assert pipeline.materialize().success
         settled = plan.settled[plan.unbooked]
         found, proposed = fx_state(pipeline)

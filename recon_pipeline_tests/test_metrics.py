@@ -9,7 +9,6 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -78,14 +77,6 @@ class NeverAsked:
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the provider was asked {name} for an event without a payment")
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def test_a_scrape_of_the_receiver_shows_each_metric_as_predicted(engine: Engine) -> None:

@@ -25,12 +25,8 @@ def posted_for(provider: pd.DataFrame, entries: pd.DataFrame, category: str) -> 
     assert len(findings) == 1, findings
     planned = plan_adjustments("prop_1", "2025-03-15", findings, None, datetime(2025, 3, 20, tzinfo=UTC))
     return [
-        PostedAdjustment(
-            row["kind"],
-            row["provider_record_id"],
-            row["ledger_entry_id"],
-            row["amount_minor"],
-            row["currency"],
+        PostedAdjustment.of(
+            row,
             {
                 "entry_id": entry_id_for(row["idempotency_key"]),
                 "property_id": "prop_1",

@@ -10,7 +10,6 @@ import dataclasses
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -76,14 +75,6 @@ class FaultyPms:
         if self.lookup_down:
             raise LookupUnavailableError("connection refused")
         return self.real.lookup(idempotency_key)
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def propose(

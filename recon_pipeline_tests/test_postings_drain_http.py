@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, insert
 
-from recon_pipeline.db import migrations
-from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import ledger_entries
 from recon_pipeline.postings.drain import drain, posting_of
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
@@ -31,11 +31,9 @@ TIMEOUT_S = 0.5  # the adapter's; the simulator's hang outlasts it
 
 
 @pytest.fixture
-def engine(postgres_url: str) -> Iterator[Engine]:
-    engine = make_engine(postgres_url)
-    migrations.upgrade(engine)
-    yield engine
-    engine.dispose()
+def database_url(postgres_url: str) -> str:
+    """These tests run on PostgreSQL only: the shared ``engine`` fixture migrates it."""
+    return postgres_url
 
 
 @pytest.fixture
@@ -50,22 +48,48 @@ def adapter(pms: Pms) -> Iterator[HttpPostingAdapter]:
         yield adapter
 
 
-def run_drain(engine: Engine, adapter: HttpPostingAdapter, clock: Clock) -> dict[str, int]:
-    return drain(engine, adapter, "w1", policy=POLICY, clock=clock, rng=random.Random(7)).by_state
+@dataclass
+class HttpDrain:
+    """The drain of one database into the PMS simulator over the ``http`` adapter, on a clock the test
+    moves: the steps every test here repeats (drain now, drain once due, count what the PMS was sent)."""
+
+    engine: Engine
+    pms: Pms
+    adapter: HttpPostingAdapter
+    clock: Clock = field(default_factory=Clock)
+
+    def run(self) -> dict[str, int]:
+        """One drain at the clock's now: how many postings it left in each state."""
+        result = drain(self.engine, self.adapter, "w1", policy=POLICY, clock=self.clock, rng=random.Random(7))
+        return result.by_state
+
+    def run_when_due(self, adjustment: str) -> dict[str, int]:
+        """The clock moved to the adjustment's next attempt (its backoff spent), then one drain."""
+        self.clock.now = posting(self.engine, adjustment)["next_attempt_at"]
+        return self.run()
+
+    def run_into_unknown(self, adjustment: str) -> dict[str, Any]:
+        """One drain whose post of the adjustment (its first) ends with no answer, under the fault the
+        test set: the posting's row after it."""
+        assert self.run() == {"unknown": 1}
+        row = posting(self.engine, adjustment)
+        assert (row["state"], row["attempts"]) == ("unknown", 1)
+        return row
+
+    def requests(self, path: str) -> int:
+        """How many requests the PMS got on ``path``."""
+        return int(self.pms.stats()["requests_by_path"].get(path, 0))
 
 
-def requests(pms: Pms, path: str) -> int:
-    return int(pms.stats()["requests_by_path"].get(path, 0))
+@pytest.fixture
+def http_drain(engine: Engine, pms: Pms, adapter: HttpPostingAdapter) -> HttpDrain:
+    return HttpDrain(engine, pms, adapter)
 
 
-def test_an_approved_adjustment_is_posted_as_one_charge(
-    engine: Engine,
-    pms: Pms,
-    adapter: HttpPostingAdapter,
-) -> None:
+def test_an_approved_adjustment_is_posted_as_one_charge(http_drain: HttpDrain) -> None:
+    engine, pms = http_drain.engine, http_drain.pms
     adjustment = approve(engine, "ch_1", amount_minor=-1250)
-    clock = Clock()
-    assert run_drain(engine, adapter, clock) == {"posted": 1}
+    assert http_drain.run() == {"posted": 1}
     row = posting(engine, adjustment)
     assert (row["state"], row["attempts"], row["lookups"], row["adapter"]) == ("posted", 1, 0, "http")
     assert (row["pms_reference"], row["adjustment_status"]) == ("P1-2026-12-01-1", "posted")
@@ -73,50 +97,43 @@ def test_an_approved_adjustment_is_posted_as_one_charge(
     assert [(c["id"], c["amount"], c["receipt"]["number"]) for c in folio["charges"]] == [
         ("P1-2026-12-01-1", {"amount": -12.5, "currency": "EUR"}, row["idempotency_key"])
     ]
-    clock.advance(timedelta(days=1))
-    assert run_drain(engine, adapter, clock) == {}  # nothing left due, nothing sent again
-    assert requests(pms, CHARGES) == 1
+    http_drain.clock.advance(timedelta(days=1))
+    assert http_drain.run() == {}  # nothing left due, nothing sent again
+    assert http_drain.requests(CHARGES) == 1
 
 
 def test_an_accepted_charge_whose_answer_never_came_is_looked_up_and_stored_once(
-    engine: Engine,
-    pms: Pms,
-    adapter: HttpPostingAdapter,
+    http_drain: HttpDrain,
 ) -> None:
+    engine, pms = http_drain.engine, http_drain.pms
     adjustment = approve(engine, "ch_1")
-    clock = Clock()
     pms.faults(accept_then_hang=1, hang_s=2)
-    assert run_drain(engine, adapter, clock) == {"unknown": 1}
-    row = posting(engine, adjustment)
-    assert (row["state"], row["attempts"], row["adjustment_status"]) == ("unknown", 1, "approved")
+    row = http_drain.run_into_unknown(adjustment)
+    assert row["adjustment_status"] == "approved"
     assert "ReadTimeout" in row["last_error"]
     assert pms.stats()["postings_stored"] == 1  # the PMS holds it; the drain does not know
-    assert run_drain(engine, adapter, clock) == {}  # not due before its backoff
-    clock.now = row["next_attempt_at"]
-    assert run_drain(engine, adapter, clock) == {"posted": 1}
+    assert http_drain.run() == {}  # not due before its backoff
+    assert http_drain.run_when_due(adjustment) == {"posted": 1}
     row = posting(engine, adjustment)
     assert (row["state"], row["attempts"], row["lookups"]) == ("posted", 1, 1)
     assert (row["pms_reference"], row["adjustment_status"]) == ("P1-2026-12-01-1", "posted")
-    assert requests(pms, CHARGES) == 1  # looked up, never posted again
-    assert requests(pms, FOLIO) == 1
+    assert http_drain.requests(CHARGES) == 1  # looked up, never posted again
+    assert http_drain.requests(FOLIO) == 1
     assert pms.stats()["postings_stored"] == 1
 
 
-def test_a_conflict_on_a_key_the_pms_holds_is_a_lookup_not_a_second_charge(
-    engine: Engine,
-    pms: Pms,
-    adapter: HttpPostingAdapter,
-) -> None:
+def test_a_conflict_on_a_key_the_pms_holds_is_a_lookup_not_a_second_charge(http_drain: HttpDrain) -> None:
     """The PMS already holds the key (an earlier sender's charge whose answer was lost) and answers a
     repeat with 409, as while the first request is in flight: the drain reads the folio and books the
     PMS's own charge id."""
+    engine, pms = http_drain.engine, http_drain.pms
     adjustment = approve(engine, "ch_1")
     row = posting(engine, adjustment)
-    earlier = adapter.post(
+    earlier = http_drain.adapter.post(
         posting_of(engine, Claimed(adjustment, row["idempotency_key"], APPROVED, 0, 0, "earlier", NOW))
     )
     pms.faults(conflict_on_repeat=True)
-    assert run_drain(engine, adapter, Clock()) == {"posted": 1}
+    assert http_drain.run() == {"posted": 1}
     row = posting(engine, adjustment)
     assert (row["state"], row["attempts"], row["pms_reference"]) == ("posted", 1, earlier.pms_reference)
     stats = pms.stats()
@@ -124,61 +141,49 @@ def test_a_conflict_on_a_key_the_pms_holds_is_a_lookup_not_a_second_charge(
     assert (stats["postings_stored"], stats["duplicates_refused"]) == (1, 1)
 
 
-def test_a_server_error_is_looked_up_found_missing_and_posted_afresh(
-    engine: Engine,
-    pms: Pms,
-    adapter: HttpPostingAdapter,
-) -> None:
+def test_a_server_error_is_looked_up_found_missing_and_posted_afresh(http_drain: HttpDrain) -> None:
+    engine, pms = http_drain.engine, http_drain.pms
     adjustment = approve(engine, "ch_1")
-    clock = Clock()
     pms.faults(statuses=[503])
-    assert run_drain(engine, adapter, clock) == {"unknown": 1}
-    row = posting(engine, adjustment)
-    assert (row["state"], row["attempts"]) == ("unknown", 1)
+    row = http_drain.run_into_unknown(adjustment)
     assert "503" in row["last_error"]
-    clock.now = row["next_attempt_at"]
-    assert run_drain(engine, adapter, clock) == {"approved": 1}  # the folio holds nothing: post again
+    assert http_drain.run_when_due(adjustment) == {"approved": 1}  # the folio holds nothing: post again
     row = posting(engine, adjustment)
     assert (row["state"], row["attempts"], row["lookups"], row["last_error"]) == ("approved", 1, 1, None)
-    assert row["next_attempt_at"] > clock.now  # after the backoff of one spent post
-    clock.now = row["next_attempt_at"]
-    assert run_drain(engine, adapter, clock) == {"posted": 1}
+    assert row["next_attempt_at"] > http_drain.clock.now  # after the backoff of one spent post
+    assert http_drain.run_when_due(adjustment) == {"posted": 1}
     row = posting(engine, adjustment)
     assert (row["state"], row["attempts"], row["lookups"]) == ("posted", 2, 1)
     assert row["adjustment_status"] == "posted"
-    assert requests(pms, CHARGES) == 2 and requests(pms, FOLIO) == 1
+    assert http_drain.requests(CHARGES) == 2 and http_drain.requests(FOLIO) == 1
     assert pms.stats()["postings_stored"] == 1
 
 
-def test_a_refusal_fails_for_good_with_the_pms_reason(
-    engine: Engine,
-    pms: Pms,
-    adapter: HttpPostingAdapter,
-) -> None:
+def test_a_refusal_fails_for_good_with_the_pms_reason(http_drain: HttpDrain) -> None:
     """The property's folio books EUR; an adjustment in USD is refused (422) and never sent again."""
+    engine = http_drain.engine
     first = approve(engine, "ch_1")
-    clock = Clock()
-    assert run_drain(engine, adapter, clock) == {"posted": 1}  # the folio opens in EUR
+    assert http_drain.run() == {"posted": 1}  # the folio opens in EUR
     refused = approve(engine, "ch_2", currency="USD")
-    assert run_drain(engine, adapter, clock) == {"failed": 1}
+    assert http_drain.run() == {"failed": 1}
     assert posting(engine, first)["state"] == "posted"
     row = posting(engine, refused)
     assert (row["state"], row["attempts"], row["adjustment_status"]) == ("failed", 1, "approved")
     assert row["last_error"].startswith("PMS 422: ") and "currency" in row["last_error"].lower()
-    clock.advance(timedelta(days=1))
-    assert run_drain(engine, adapter, clock) == {}
-    assert requests(pms, CHARGES) == 2
-    assert pms.stats()["postings_stored"] == 1
+    http_drain.clock.advance(timedelta(days=1))
+    assert http_drain.run() == {}
+    assert http_drain.requests(CHARGES) == 2
+    assert http_drain.pms.stats()["postings_stored"] == 1
 
 
 def test_a_charge_posted_over_http_is_credited_to_its_night_once_the_pms_ledger_holds_it(
-    engine: Engine,
-    adapter: HttpPostingAdapter,
+    http_drain: HttpDrain,
 ) -> None:
     """The next reconciliation of the night reads a posted adjustment's entry under the PMS's own
     reference of the charge (as the PMS's ledger names it), not only under the ``sql`` adapter's id."""
+    engine = http_drain.engine
     adjustment = approve(engine, "ch_1", amount_minor=-1250)
-    assert run_drain(engine, adapter, Clock()) == {"posted": 1}
+    assert http_drain.run() == {"posted": 1}
     reference = posting(engine, adjustment)["pms_reference"]
     with engine.connect() as connection:
         assert read_posted_adjustments(connection, ["P1"], "2026-12-01") == {

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
@@ -50,25 +49,16 @@ def test_busiest_second() -> None:
 # --- the bucket alone -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def bucket_engine(database_url: str) -> Iterator[Engine]:
-    """The bucket's table at head on SQLite and on PostgreSQL (``database_url`` runs the test on both)."""
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
-    yield engine
-    engine.dispose()
-
-
-def test_limiters_sharing_a_bucket_share_its_rate(bucket_engine: Engine) -> None:
+def test_limiters_sharing_a_bucket_share_its_rate(engine: Engine) -> None:
     """Two limiters (as two processes would hold) on one bucket, four threads each: the request starts
     are spaced by 1/rate across all of them, and another bucket is not slowed."""
     rate, per_thread = 40, 5
-    limiters = [SharedRateLimiter(bucket_engine, "acct", rate) for _ in range(2)]
+    limiters = [SharedRateLimiter(engine, "acct", rate) for _ in range(2)]
     starts, elapsed = _paced_starts(limiters, threads_each=4, per_thread=per_thread)
     assert len(starts) == 40
     assert elapsed >= (len(starts) - 1) / rate * 0.95  # paced as one client at `rate`
     assert busiest_second([t * rate / MAX_RPS for t in starts]) <= MAX_RPS + JITTER_ALLOWANCE
-    other = SharedRateLimiter(bucket_engine, "another account", rate)
+    other = SharedRateLimiter(engine, "another account", rate)
     assert other.acquire() == 0.0
 
 
@@ -128,12 +118,10 @@ def test_held_slots_are_one_statement_and_keep_the_shared_schedule(database_url:
         engine.dispose()
 
 
-def test_a_held_slot_is_spent_even_unused_and_never_used_late(database_url: str) -> None:
+def test_a_held_slot_is_spent_even_unused_and_never_used_late(engine: Engine) -> None:
     """Holding moves the bucket at once (another process waits behind the held slots); a held slot not
     taken within an interval of its time is dropped, and the request reserves a fresh one."""
     rate = 20
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
     holder, other = SharedRateLimiter(engine, "acct", rate), SharedRateLimiter(engine, "acct", rate)
     statements = _count_reservations(engine)
     holder.hold(4)
@@ -143,7 +131,6 @@ def test_a_held_slot_is_spent_even_unused_and_never_used_late(database_url: str)
     time.sleep(5 / rate + 0.1)  # every held slot is now past by more than an interval
     assert holder.acquire() <= 0.05  # a fresh slot, not a stale one
     assert len(statements) == 3
-    engine.dispose()
 
 
 def test_a_sqlite_slot_leaves_its_pooled_connection_as_durable_as_it_was(sqlite_url: str) -> None:

@@ -23,6 +23,7 @@ from recon_pipeline_tests.desk_fixtures import (
     add_user,
     csrf_of,
     finding,
+    finding_ids,
     served_desk,
     sign_in,
 )
@@ -49,9 +50,7 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
                     finding("p2", "r-other", 900),
                 ],
             )
-            ids = dict(
-                connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all()
-            )
+            ids = finding_ids(connection)
         add_user("ana", "analyst", "p1", monkeypatch)
         yield Desk(served.engine, served.base_url, ids)
 

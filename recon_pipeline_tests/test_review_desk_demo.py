@@ -18,8 +18,8 @@ import pytest
 from recon_pipeline import cli
 from recon_pipeline.demo.desk import DEMO_USERS
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline_tests.dagster_processes import free_port, wait_until
-from recon_pipeline_tests.desk_fixtures import sign_in
+from recon_pipeline_tests.dagster_processes import free_port
+from recon_pipeline_tests.desk_fixtures import sign_in, wait_for_desk
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PASSWORD_LINE = re.compile(r"^demo password \(shown once; [^)]*\): (\S+)$", re.MULTILINE)
@@ -95,14 +95,7 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
         )
     try:
         base_url = f"http://127.0.0.1:{port}"
-
-        def signin_page() -> int | None:
-            try:
-                return httpx.get(f"{base_url}/signin", timeout=5).status_code
-            except httpx.TransportError:
-                return None
-
-        assert wait_until("recon review serve", signin_page, timeout_s=60) == 200, log_path.read_text()
+        wait_for_desk(base_url, log_path)
         with httpx.Client(base_url=base_url, timeout=10) as client:
             assert sign_in(client, "demo-analyst", generated).status_code == 401  # reset by the re-run
             assert sign_in(client, "demo-analyst", CHOSEN_PASSWORD).status_code == 303

@@ -27,7 +27,16 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.review_desk.app import DeskSettings
 from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
-from recon_pipeline_tests.desk_fixtures import NIGHT, NOW, add_user, finding, post_form, served_desk, sign_in
+from recon_pipeline_tests.desk_fixtures import (
+    NIGHT,
+    NOW,
+    add_user,
+    finding,
+    finding_ids,
+    post_form,
+    served_desk,
+    sign_in,
+)
 
 DAGSTER = "http://dagster.example:3000"
 LEDGER_SCRIPT = "<script>alert('ledger')</script>"
@@ -216,9 +225,7 @@ def seed(engine: Engine) -> dict[str, int]:
     with engine.begin() as connection:
         for table, row in rows:
             connection.execute(insert(table).values(**row))
-        return dict(
-            connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all()
-        )
+        return finding_ids(connection)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Connection, Engine, Table, insert, select
+from sqlalchemy import Connection, Engine, Table, insert
 
 from recon_pipeline.db.schema import (
     adjustments,
@@ -25,7 +25,15 @@ from recon_pipeline.db.schema import (
     posting_outbox,
     stale_nights,
 )
-from recon_pipeline_tests.desk_fixtures import NIGHT, NOW, add_user, finding, served_desk, sign_in
+from recon_pipeline_tests.desk_fixtures import (
+    NIGHT,
+    NOW,
+    add_user,
+    finding,
+    finding_ids,
+    served_desk,
+    sign_in,
+)
 
 EARLIER = "2026-12-01"
 EMPTY_NIGHT = "2026-11-01"
@@ -222,9 +230,7 @@ def test_without_a_range_the_overview_shows_the_latest_fourteen_nights(desk: Des
 
 def test_a_nights_page_shows_its_findings_adjustments_and_run(desk: Desk) -> None:
     with desk.engine.connect() as connection:
-        ids = dict(
-            connection.execute(select(discrepancies.c.record_key, discrepancies.c.discrepancy_id)).all()
-        )
+        ids = finding_ids(connection)
     with desk.client() as client:
         page = client.get(f"/nights/p1/{NIGHT}")
     assert page.status_code == 200

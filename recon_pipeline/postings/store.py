@@ -94,16 +94,7 @@ def read_posted_adjustments(
     for row in rows:
         entry = next((entries[i] for i in candidates[row["adjustment_id"]] if i in entries), None)
         if entry is not None:
-            found[row["property_id"]].append(
-                PostedAdjustment(
-                    row["kind"],
-                    row["provider_record_id"],
-                    row["ledger_entry_id"],
-                    row["amount_minor"],
-                    row["currency"],
-                    entry,
-                )
-            )
+            found[row["property_id"]].append(PostedAdjustment.of(row, entry))
     return found
 
 

@@ -45,6 +45,19 @@ class PostedAdjustment:
     currency: str
     entry: Mapping[str, Any]
 
+    @classmethod
+    def of(cls, adjustment: Mapping[Any, Any], entry: Mapping[str, Any]) -> PostedAdjustment:
+        """``adjustment`` (an ``adjustments`` row, or a proposal as planned: the same columns) as posted,
+        with ``entry``, the PMS's ledger row of it: the one place the row's columns are picked."""
+        return cls(
+            adjustment["kind"],
+            adjustment["provider_record_id"],
+            adjustment["ledger_entry_id"],
+            adjustment["amount_minor"],
+            adjustment["currency"],
+            entry,
+        )
+
     @property
     def action(self) -> tuple[str, str]:
         """(action, record kind) of :attr:`kind`; ValueError naming a kind no policy makes."""
