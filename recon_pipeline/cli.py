@@ -379,7 +379,11 @@ def _add_adjustment_commands(commands: argparse._SubParsersAction[argparse.Argum
         metavar="MINOR",
         help="an adjustment whose |amount| is above this many minor units needs two approvers",
     )
-    change.add_argument("--clear", action="store_true", help="fall back to the default")
+    change.add_argument(
+        "--clear",
+        action="store_true",
+        help="fall back to RECON_FOUR_EYES_THRESHOLD_MINOR, else the unexplained-amount threshold",
+    )
     four_eyes.set_defaults(handler=cmd_adjustments_four_eyes)
 
 
