@@ -11,7 +11,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,10 +22,11 @@ from recon_pipeline.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
 
     from recon_pipeline.batches.plan import NightBatch
     from recon_pipeline.batches.submit import BatchRun
+    from recon_pipeline.review.store import Threshold
 
 Handler = Callable[[argparse.Namespace], int]
 BAD_INPUT_EXIT = 2
@@ -70,14 +71,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     properties = demo_properties(args.provider)
     if args.desk_users:
         desk.demo_password()  # a bad RECON_NEW_USER_PASSWORD stops the demo before it starts
-    restore = desk.demo_thresholds_before_runs(properties) if args.desk_users else None
     try:
-        outcomes = run_demo(
-            bookings_per_night=args.bookings,
-            seed=args.seed,
-            flavour=args.provider,
-            restore_thresholds=restore,
-        )
+        outcomes = run_demo(bookings_per_night=args.bookings, seed=args.seed, flavour=args.provider)
     except DemoRunFailed as failure:
         print(f"error: {failure}", file=sys.stderr)
         return 1
@@ -233,20 +228,58 @@ def cmd_discrepancies_review(args: argparse.Namespace) -> int:
 
 
 def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
-    from recon_pipeline.ledger.queries import load_property
-    from recon_pipeline.review import render, store
+    from recon_pipeline.review import store
     from recon_pipeline.review.limits import THRESHOLD_ENV
 
-    property_id, new = args.property, args.set
+    sources = {"property": "this property's own", "default": f"the default, {THRESHOLD_ENV}"}
+    return _property_threshold(
+        args, args.set, "unexplained amount threshold", store.threshold_for, store.set_threshold, sources
+    )
+
+
+def cmd_adjustments_four_eyes(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import four_eyes
+    from recon_pipeline.review.limits import FOUR_EYES_ENV
+
+    sources = {
+        "property": "this property's own",
+        "default": f"the default, {FOUR_EYES_ENV}",
+        four_eyes.UNEXPLAINED: "its unexplained amount threshold, as neither this property's own nor "
+        f"{FOUR_EYES_ENV} is set",
+    }
+    return _property_threshold(
+        args,
+        args.above,
+        "four-eyes threshold",
+        four_eyes.four_eyes_threshold,
+        four_eyes.set_four_eyes_threshold,
+        sources,
+    )
+
+
+def _property_threshold(
+    args: argparse.Namespace,
+    new: int | None,
+    what: str,
+    lookup: Callable[[Connection, str], Threshold],
+    change: Callable[[Connection, str, int | None, datetime], None],
+    sources: Mapping[str, str],
+) -> int:
+    """Show a property's threshold in force and where it comes from, after setting it to ``new`` or
+    clearing it (``--clear``) if asked: `recon discrepancies threshold` and `recon adjustments four-eyes`.
+    An unknown property is one line naming it (exit 2)."""
+    from recon_pipeline.ledger.queries import load_property
+    from recon_pipeline.review import render
+
+    property_id = args.property
     with _recon_database() as engine, engine.begin() as connection:
         currency = load_property(connection, property_id).currency
         if new is not None or args.clear:
-            store.set_threshold(connection, property_id, new, datetime.now(UTC))
-        threshold = store.threshold_for(connection, property_id)
-    source = "this property's own" if threshold.source == "property" else f"the default, {THRESHOLD_ENV}"
+            change(connection, property_id, new, datetime.now(UTC))
+        threshold = lookup(connection, property_id)
     print(
-        f"{property_id}: unexplained amount threshold {render.money(threshold.minor, currency)} "
-        f"({threshold.minor} minor units per currency; {source})"
+        f"{property_id}: {what} {render.money(threshold.minor, currency)} "
+        f"({threshold.minor} minor units per currency; {sources[threshold.source]})"
     )
     return 0
 
@@ -299,10 +332,11 @@ def cmd_adjustments_review(args: argparse.Namespace) -> int:
 
 
 def _add_adjustment_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from recon_pipeline.db.schema import approval_thresholds
     from recon_pipeline.review.adjustments import APPROVE, REJECT
 
     group = commands.add_parser(
-        "adjustments", help="review proposed ledger corrections: list, show, approve, reject"
+        "adjustments", help="review proposed ledger corrections: list, show, approve, reject; four-eyes"
     ).add_subparsers(dest="adjustments_command", required=True)
     listing = group.add_parser("list", help="adjustments, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
@@ -333,6 +367,24 @@ def _add_adjustment_commands(commands: argparse._SubParsersAction[argparse.Argum
             help="the amount (minor units, signed) you reviewed: refused if the row now proposes another",
         )
         review.set_defaults(handler=cmd_adjustments_review, action=action)
+
+    four_eyes = group.add_parser(
+        "four-eyes", help="show or set a property's four-eyes threshold: above it, two different approvers"
+    )
+    four_eyes.add_argument("property", type=cli_args.property_id, help="property id")
+    change = four_eyes.add_mutually_exclusive_group()
+    change.add_argument(
+        "--above",
+        type=cli_args.amount(approval_thresholds.c.four_eyes_above_minor),
+        metavar="MINOR",
+        help="an adjustment whose |amount| is above this many minor units needs two approvers",
+    )
+    change.add_argument(
+        "--clear",
+        action="store_true",
+        help="fall back to RECON_FOUR_EYES_THRESHOLD_MINOR, else the unexplained-amount threshold",
+    )
+    four_eyes.set_defaults(handler=cmd_adjustments_four_eyes)
 
 
 def _add_discrepancy_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -758,7 +810,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="then add (or reset) the review desk's demo users demo-analyst, demo-approver and "
         "demo-approver2 over the demo's properties, with RECON_NEW_USER_PASSWORD or a generated password "
-        "printed once, and lower one property's threshold so that its larger proposals need four-eyes",
+        "printed once, and lower one property's four-eyes threshold so that its larger proposals need two "
+        "approvers",
     )
     demo.set_defaults(handler=cmd_demo)
 

@@ -1,7 +1,9 @@
 """Four eyes on adjustments (``review.adjustments.review_adjustment``), on SQLite and PostgreSQL: above the
-property's threshold an adjustment needs approvals by two different people before it is approved and its
-posting enqueued; below it one suffices; the same person twice is refused; a rejection ends it; the CLI
-says how many approvals it has; and two approvers at once on PostgreSQL approve it exactly once."""
+property's four-eyes threshold an adjustment needs approvals by two different people before it is approved
+and its posting enqueued; below it one suffices; the same person twice is refused; a rejection ends it; the
+CLI says how many approvals it has; and two approvers at once on PostgreSQL approve it exactly once. The
+threshold in force is the property's own, else RECON_FOUR_EYES_THRESHOLD_MINOR, else the property's
+unexplained-amount threshold; `recon adjustments four-eyes` shows and sets it."""
 
 from __future__ import annotations
 
@@ -10,19 +12,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 
 from recon_pipeline import cli
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import adjustment_reviews, adjustments
+from recon_pipeline.db.schema import adjustment_reviews, adjustments, approval_thresholds, properties
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.review.adjustments import APPROVE, REJECT, review_adjustment
+from recon_pipeline.review.four_eyes import UNEXPLAINED, four_eyes_threshold, set_four_eyes_threshold
 from recon_pipeline.review.rules import ReviewError
-from recon_pipeline.review.store import set_threshold
+from recon_pipeline.review.store import Threshold, set_threshold, threshold_for
 from recon_pipeline_tests.test_postings import NOW, propose
 
-THRESHOLD = 1000  # P1's own: 1250 needs two approvers, 1000 one
+THRESHOLD = 1000  # P1's own four-eyes threshold: 1250 needs two approvers, 1000 one
 
 
 @pytest.fixture
@@ -30,7 +33,7 @@ def engine(database_url: str) -> Iterator[Engine]:
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
-        set_threshold(connection, "P1", THRESHOLD, NOW)
+        set_four_eyes_threshold(connection, "P1", THRESHOLD, NOW)
     yield engine
     engine.dispose()
 
@@ -99,14 +102,62 @@ def test_above_the_threshold_two_different_approvers_are_needed(engine: Engine) 
     assert state(engine, adjustment)[:2] == ("approved", 1) and len(state(engine, adjustment)[2]) == 2
 
 
-def test_the_default_threshold_applies_to_a_property_without_its_own(
+def test_the_propertys_own_threshold_wins_over_the_default_and_the_unexplained_one(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """P1's own 1000 applies whatever RECON_FOUR_EYES_THRESHOLD_MINOR and its unexplained threshold say."""
+    monkeypatch.setenv("RECON_FOUR_EYES_THRESHOLD_MINOR", "5000")
+    with engine.begin() as connection:
+        set_threshold(connection, "P1", 0, NOW)  # the blocking check's: no say in four eyes
+        assert four_eyes_threshold(connection, "P1") == Threshold(THRESHOLD, "property")
+    assert decide(engine, propose(engine, "ch_big"), APPROVE, "ana").waiting
+    assert decide(engine, propose(engine, "ch_small", THRESHOLD), APPROVE, "ana").status == "approved"
+
+
+def test_recon_four_eyes_threshold_minor_applies_to_a_property_without_its_own(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECON_FOUR_EYES_THRESHOLD_MINOR", " 500 ")
+    monkeypatch.setenv("RECON_UNEXPLAINED_THRESHOLD_MINOR", "100000")
+    with engine.begin() as connection:
+        set_threshold(connection, "P2", 0, NOW)
+        assert four_eyes_threshold(connection, "P2") == Threshold(500, "default")
+    big = propose(engine, "ch_p2", 501, property_id="P2")
+    assert decide(engine, big, APPROVE, "ana").waiting
+    small = propose(engine, "ch_p2_small", -500, property_id="P2")
+    assert decide(engine, small, APPROVE, "ana").status == "approved"
+
+
+def test_without_either_the_propertys_unexplained_threshold_applies(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither P2's own nor RECON_FOUR_EYES_THRESHOLD_MINOR (empty counts as unset): P2's unexplained
+    threshold, its own row or else RECON_UNEXPLAINED_THRESHOLD_MINOR, as before four eyes had its own."""
+    monkeypatch.setenv("RECON_FOUR_EYES_THRESHOLD_MINOR", "")
     monkeypatch.setenv("RECON_UNEXPLAINED_THRESHOLD_MINOR", "500")
+    with engine.connect() as connection:
+        assert four_eyes_threshold(connection, "P2") == Threshold(500, UNEXPLAINED)
     big = propose(engine, "ch_p2", 501, property_id="P2")
     assert decide(engine, big, APPROVE, "ana").waiting
     small = propose(engine, "ch_p2_small", 500, property_id="P2")
     assert decide(engine, small, APPROVE, "ana").status == "approved"
+    with engine.begin() as connection:
+        set_threshold(connection, "P2", 2000, NOW)
+    assert decide(engine, propose(engine, "ch_p2_mid", 1500, property_id="P2"), APPROVE, "ana").changed
+
+
+def test_a_bad_recon_four_eyes_threshold_minor_is_one_line_naming_it(
+    engine: Engine, database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RECON_DATABASE_URL", database_url)
+    monkeypatch.setenv("RECON_FOUR_EYES_THRESHOLD_MINOR", "-1")
+    adjustment = propose(engine, "ch_p2", 501, property_id="P2")
+    approve = ["adjustments", "approve", adjustment, "--note", "checked", "--by", "ana"]
+    assert cli.main(approve) == 2
+    assert capsys.readouterr().err == (
+        "error: RECON_FOUR_EYES_THRESHOLD_MINOR must be a non-negative integer of minor units, not '-1'\n"
+    )
+    assert state(engine, adjustment) == ("proposed", 0, [])
 
 
 def test_a_rejection_after_the_first_approval_ends_it(engine: Engine) -> None:
@@ -179,3 +230,52 @@ def test_two_approvers_at_once_on_postgresql_approve_it_once(engine: Engine) -> 
         assert (status, postings) == ("approved", 1)
         assert sorted(r[3] for r in reviews) == ["approved", "proposed"] and len({r[0] for r in reviews}) == 2
     assert sorted(o.waiting for o in outcomes) == [False] * 5 + [True] * 5
+
+
+def test_recon_adjustments_four_eyes_shows_sets_and_clears_the_threshold(
+    engine: Engine, database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each call prints the threshold in force and its source; setting it leaves the blocking check's
+    threshold alone, and an unknown property is one line (exit 2) that changes nothing."""
+    monkeypatch.setenv("RECON_DATABASE_URL", database_url)
+    monkeypatch.delenv("RECON_FOUR_EYES_THRESHOLD_MINOR", raising=False)
+    monkeypatch.setenv("RECON_UNEXPLAINED_THRESHOLD_MINOR", "300000")
+    with engine.begin() as connection:
+        connection.execute(
+            insert(properties),
+            {"property_id": "P2", "name": "P2", "timezone": "Europe/Paris", "currency": "EUR"},
+        )
+
+    def four_eyes(*options: str) -> str:
+        assert cli.main(["adjustments", "four-eyes", "P2", *options]) == 0
+        return capsys.readouterr().out
+
+    assert four_eyes() == (
+        "P2: four-eyes threshold 3,000.00 EUR (300000 minor units per currency; its unexplained amount "
+        "threshold, as neither this property's own nor RECON_FOUR_EYES_THRESHOLD_MINOR is set)\n"
+    )
+    assert four_eyes("--above", "700") == (
+        "P2: four-eyes threshold 7.00 EUR (700 minor units per currency; this property's own)\n"
+    )
+    assert decide(engine, propose(engine, "ch_p2", 701, property_id="P2"), APPROVE, "ana").waiting
+    assert four_eyes("--above", "800") == (
+        "P2: four-eyes threshold 8.00 EUR (800 minor units per currency; this property's own)\n"
+    )
+    with engine.connect() as connection:
+        assert threshold_for(connection, "P2") == Threshold(300000, "default")  # the check's: unmoved
+    monkeypatch.setenv("RECON_FOUR_EYES_THRESHOLD_MINOR", "2500")
+    assert four_eyes("--clear") == (
+        "P2: four-eyes threshold 25.00 EUR (2500 minor units per currency; the default, "
+        "RECON_FOUR_EYES_THRESHOLD_MINOR)\n"
+    )
+    with engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(approval_thresholds)).scalar_one() == 1
+
+    assert cli.main(["adjustments", "four-eyes", "nowhere", "--above", "5"]) == 2
+    assert capsys.readouterr().err == "error: property 'nowhere' is not in the properties table\n"
+    with engine.connect() as connection:
+        assert connection.execute(
+            select(approval_thresholds.c.property_id, approval_thresholds.c.four_eyes_above_minor)
+        ).all() == [("P1", THRESHOLD)]
+    assert cli.main(["adjustments", "four-eyes", "P2", "--above", "-1"]) == 2
+    assert "--above" in capsys.readouterr().err

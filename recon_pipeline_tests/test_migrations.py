@@ -44,7 +44,8 @@ TABLE_0003 = "night_reconciliations"
 TABLES_0005 = {"payouts", "payout_transactions", "bank_credits"}
 TABLES_0006 = {"posting_outbox"}
 TABLES_0008 = {"review_users", "review_audit"}
-ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006, *TABLES_0008}
+TABLES_0009 = {"approval_thresholds"}
+ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009}
 
 
 def schema_differences(engine: Engine) -> list[Any]:
@@ -178,7 +179,7 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
         [
             table
             for table in metadata.sorted_tables
-            if table.name not in {*TABLES_0005, *TABLES_0006, *TABLES_0008}
+            if table.name not in {*TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009}
         ],
     )
     [old_properties] = [table for table in at_0003 if table.name == "properties"]
@@ -203,6 +204,61 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
         "property_id-4": None,
     }
     assert [rows["property_id-1"].fx_tolerance, rows["property_id-3"].fx_tolerance] == [0, 25]
+    engine.dispose()
+
+
+def audit_at_0008() -> Table:
+    """``review_audit`` as revision 0008 made it: the who column named ``user``."""
+    return Table(
+        "review_audit",
+        MetaData(),
+        *(
+            Column(
+                "user" if column.name == "user_name" else column.name,
+                column.type,
+                primary_key=column.primary_key,
+            )
+            for column in metadata.tables["review_audit"].columns
+        ),
+    )
+
+
+def test_revision_0009_renames_the_audit_user_keeping_every_row_and_downgrades(database_url: str) -> None:
+    """A database at 0008 with audit rows upgrades to head: each row's who is in ``user_name`` (a plain
+    ``SELECT user_name``, where ``SELECT user`` on PostgreSQL is the session user), its index follows, and
+    ``approval_thresholds`` exists; the downgrade to 0008 puts ``user`` back with the same rows and drops the
+    table; upgrading again is head once more."""
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        command.upgrade(migrations.alembic_config(connection), "0008")
+    old_audit = audit_at_0008()
+    rows = [sample_row(old_audit, 1), sample_row(old_audit, 2)]
+    with engine.begin() as connection:
+        connection.execute(old_audit.insert(), rows)
+    before = every_row(engine, [old_audit])["review_audit"]
+    assert [row["user"] for row in before] == ["user-1", "user-2"]
+    renamed = [{("user_name" if k == "user" else k): v for k, v in row.items()} for row in before]
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0008", migrations.head())
+    assert every_row(engine, [metadata.tables["review_audit"]])["review_audit"] == renamed
+    assert schema_differences(engine) == []
+    with engine.connect() as connection:
+        names = connection.execute(text("SELECT user_name FROM review_audit ORDER BY id")).scalars().all()
+    assert names == ["user-1", "user-2"]
+    indexes = {index["name"]: index["column_names"] for index in inspect(engine).get_indexes("review_audit")}
+    assert indexes == {"ix_review_audit_user_name_at": ["user_name", "at"]}
+
+    with engine.begin() as connection:
+        command.downgrade(migrations.alembic_config(connection), "0008")
+    assert recorded_revision(engine) == ["0008"]
+    assert "approval_thresholds" not in inspect(engine).get_table_names()
+    assert every_row(engine, [old_audit])["review_audit"] == before
+    indexes = {index["name"]: index["column_names"] for index in inspect(engine).get_indexes("review_audit")}
+    assert indexes == {"ix_review_audit_user_at": ["user", "at"]}
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0008", migrations.head())
+    assert every_row(engine, [metadata.tables["review_audit"]])["review_audit"] == renamed
+    assert schema_differences(engine) == []
     engine.dispose()
 
 

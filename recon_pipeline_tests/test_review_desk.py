@@ -100,7 +100,7 @@ def test_sign_in_shows_only_the_users_findings_and_filters_them(desk: Desk) -> N
         assert "r-script" in filtered.text and "r-small" not in filtered.text
         assert client.get("/findings", params={"property": "p2"}).status_code == 400
     with desk.engine.connect() as connection:
-        assert connection.execute(select(review_audit.c.user, review_audit.c.action)).all() == [
+        assert connection.execute(select(review_audit.c.user_name, review_audit.c.action)).all() == [
             ("ana", "sign_in")
         ]
 

@@ -16,11 +16,11 @@ from sqlalchemy import Engine, insert, select, update
 
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, discrepancies, review_audit
 from recon_pipeline.db.schema import posting_outbox as outbox
-from recon_pipeline.review.store import set_threshold
+from recon_pipeline.review.four_eyes import set_four_eyes_threshold
 from recon_pipeline_tests.desk_fixtures import NIGHT, NOW, add_user, finding, post_form, served_desk, sign_in
 from recon_pipeline_tests.test_postings import propose
 
-THRESHOLD = 1000  # p1's own: above it, two approvers
+THRESHOLD = 1000  # p1's own four-eyes threshold: above it, two approvers
 
 
 @dataclass
@@ -67,7 +67,7 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
             for record, amount in amounts.items()
         }
         with served.engine.begin() as connection:
-            set_threshold(connection, "p1", THRESHOLD, NOW)
+            set_four_eyes_threshold(connection, "p1", THRESHOLD, NOW)
             connection.execute(
                 insert(discrepancies), [finding("p1", "r-big", 5000, category="missing_in_ledger")]
             )
@@ -146,7 +146,10 @@ def test_bulk_approval_goes_through_a_confirmation_with_the_amounts_and_is_audit
     with desk.engine.connect() as connection:
         audit = connection.execute(
             select(
-                review_audit.c.user, review_audit.c.action, review_audit.c.target, review_audit.c.amount_seen
+                review_audit.c.user_name,
+                review_audit.c.action,
+                review_audit.c.target,
+                review_audit.c.amount_seen,
             )
             .where(review_audit.c.action != "sign_in")
             .order_by(review_audit.c.id)

@@ -1,6 +1,7 @@
 """The README's two commands of the review desk's demo, as a person runs them: `recon demo --desk-users`
-(twice: the re-run resets the demo users' password and still passes its checks), then `recon review serve`
-on a free loopback port, signed in over HTTP as the demo analyst and an approver."""
+(twice: the re-run resets the demo users' password and still passes its checks; then a plain `recon demo`
+passes them too, the lowered threshold being four-eyes' own), then `recon review serve` on a free loopback
+port, signed in over HTTP as the demo analyst and an approver."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ import pytest
 
 from recon_pipeline import cli
 from recon_pipeline.demo.desk import DEMO_USERS
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
 from recon_pipeline_tests.dagster_processes import free_port
 from recon_pipeline_tests.desk_fixtures import sign_in, wait_for_desk
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PASSWORD_LINE = re.compile(r"^demo password \(shown once; [^)]*\): (\S+)$", re.MULTILINE)
-FOUR_EYES_LINE = re.compile(r"^four-eyes: (\S+)'s threshold is now .*?: (adj_[0-9a-f]{24}) ", re.MULTILINE)
+FOUR_EYES_LINE = re.compile(
+    r"^four-eyes: (\S+)'s four-eyes threshold is now .*?: (adj_[0-9a-f]{24}) ", re.MULTILINE
+)
 CHOSEN_PASSWORD = "a demo passphrase of our own"
 
 
@@ -48,7 +51,7 @@ def run_shell(command: str, env: dict[str, str], cwd: Path) -> subprocess.Comple
     )
 
 
-@pytest.mark.slow  # two demos and a server process
+@pytest.mark.slow  # three demos and a server process
 def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Path) -> None:
     demo, serve = readme_commands()
     assert demo.startswith("recon demo --desk-users") and "recon review serve" in serve
@@ -60,18 +63,25 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
     [generated] = PASSWORD_LINE.findall(first.stdout)
     [(four_eyes_property, big_adjustment)] = FOUR_EYES_LINE.findall(first.stdout)
 
-    # The re-run: the demo's own threshold is back for its runs (its check passes), the users are reset.
+    # The re-run passes its checks (four eyes has its own threshold), and the users are reset.
     second = run_shell(demo, {**env, "RECON_NEW_USER_PASSWORD": CHOSEN_PASSWORD}, tmp_path)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "review desk users reset (role, properties, password): demo-analyst" in second.stdout
     assert "demo password: the one in RECON_NEW_USER_PASSWORD" in second.stdout
     assert CHOSEN_PASSWORD not in second.stdout
     assert FOUR_EYES_LINE.findall(second.stdout) == [(four_eyes_property, big_adjustment)]
+    plain = run_shell(demo.replace(" --desk-users", ""), env, tmp_path)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "review desk users" not in plain.stdout and "four-eyes" not in plain.stdout
 
     database = tmp_path / "home" / "recon.sqlite"
     with sqlite3.connect(database) as connection:
         users = connection.execute("SELECT name, role, properties FROM review_users ORDER BY name").fetchall()
         [(threshold,)] = connection.execute(
+            "SELECT four_eyes_above_minor FROM approval_thresholds WHERE property_id = ?",
+            (four_eyes_property,),
+        ).fetchall()
+        [(unexplained,)] = connection.execute(
             "SELECT unexplained_threshold_minor FROM discrepancy_thresholds WHERE property_id = ?",
             (four_eyes_property,),
         ).fetchall()
@@ -81,6 +91,7 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
     demo_ids = ",".join(sorted(p.property_id for p in DEMO_PROPERTIES))
     assert users == sorted((name, role, demo_ids) for name, role in DEMO_USERS)
     assert status == "proposed" and abs(amount) > threshold
+    assert unexplained == DEMO_THRESHOLDS_MINOR[four_eyes_property]  # the blocking check's: untouched
 
     port = free_port()
     log_path = tmp_path / "serve.log"

@@ -268,7 +268,7 @@ def test_every_export_writes_an_audit_row(client: httpx.Client, desk: Desk) -> N
     client.get(f"/nights/p1/{NIGHT}/report.html")
     with desk.engine.connect() as connection:
         audit = connection.execute(
-            select(review_audit.c.user, review_audit.c.target, review_audit.c.detail)
+            select(review_audit.c.user_name, review_audit.c.target, review_audit.c.detail)
             .where(review_audit.c.action == "export")
             .order_by(review_audit.c.id)
         ).all()

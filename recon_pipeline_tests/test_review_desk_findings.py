@@ -73,7 +73,7 @@ class Desk:
         with self.engine.connect() as connection:
             query = (
                 select(
-                    review_audit.c.user,
+                    review_audit.c.user_name,
                     review_audit.c.action,
                     review_audit.c.target,
                     review_audit.c.amount_seen,

@@ -174,7 +174,7 @@ def assert_recorded(engine: Engine, adjustment_id: str) -> None:
         assert connection.execute(select(adjustments.c.status)).scalar_one() == "approved"
         assert connection.execute(select(posting_outbox.c.adjustment_id)).scalars().all() == [adjustment_id]
         audit = connection.execute(
-            select(review_audit.c.user, review_audit.c.action, review_audit.c.amount_seen)
+            select(review_audit.c.user_name, review_audit.c.action, review_audit.c.amount_seen)
             .where(review_audit.c.action.in_(("acknowledge", "approve")))
             .order_by(review_audit.c.id)
         ).all()

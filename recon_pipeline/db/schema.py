@@ -211,6 +211,18 @@ discrepancy_thresholds = Table(
     Column("updated_at", UTC_TIMESTAMP, nullable=False),
 )
 
+# Per-property four-eyes threshold: an adjustment whose |amount_minor| is above it needs two different
+# approvers. Its own number, not the unexplained threshold above, so lowering one never moves the blocking
+# check; a property without a row uses RECON_FOUR_EYES_THRESHOLD_MINOR, else its unexplained threshold
+# (``review.four_eyes``).
+approval_thresholds = Table(
+    "approval_thresholds",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("four_eyes_above_minor", BigInteger, nullable=False),
+    Column("updated_at", UTC_TIMESTAMP, nullable=False),
+)
+
 # ----- event processing (beside payment_events, never inside the raw payload) ------------------------
 
 payment_event_processing = Table(
@@ -422,10 +434,10 @@ review_audit = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("at", UTC_TIMESTAMP, nullable=False),
-    Column("user", Text, nullable=False),
+    Column("user_name", Text, nullable=False),  # not "user": a reserved word in PostgreSQL
     Column("action", Text, nullable=False),
     Column("target", Text, nullable=True),
     Column("amount_seen", BigInteger, nullable=True),
     Column("detail", Text, nullable=True),
-    Index("ix_review_audit_user_at", "user", "at"),
+    Index("ix_review_audit_user_name_at", "user_name", "at"),
 )

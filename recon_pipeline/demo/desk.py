@@ -1,15 +1,14 @@
 """`recon demo --desk-users`: the review desk's demo users over the demo's properties, and one property's
-threshold lowered so that the desk shows four-eyes approval on the demo's own proposed adjustments.
+four-eyes threshold lowered so that the desk shows four-eyes approval on the demo's own proposed
+adjustments.
 
 The users are ``demo-analyst`` (analyst), ``demo-approver`` and ``demo-approver2`` (approvers), all with one
 password: RECON_NEW_USER_PASSWORD if set, else a generated one that only the terminal sees. A re-run
 resets the three to that password, their role and the demo's properties (a generated password is printed
 once, so a re-run must make the new one work); no other user is touched.
 
-The four-eyes threshold is the property's unexplained-amount threshold (``review.store.threshold_for``),
-which the night's blocking check also judges: lowered, that property's night would fail its check on the
-next run. So a ``--desk-users`` demo puts the demo's threshold back before its runs
-(``demo_thresholds_before_runs``) and lowers it again after them.
+The four-eyes threshold is the property's own (``review.four_eyes``), not the unexplained-amount threshold
+that the night's blocking check judges, so a later `recon demo` still passes its checks.
 """
 
 from __future__ import annotations
@@ -23,11 +22,10 @@ from sqlalchemy import Engine, func, select
 
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments
-from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.reconcile.lifecycle import PROPOSED
+from recon_pipeline.review.four_eyes import set_four_eyes_threshold
 from recon_pipeline.review.render import money
-from recon_pipeline.review.store import set_threshold
 from recon_pipeline.review_desk.users import reset_user, validate_password
 
 DEMO_USERS = (("demo-analyst", "analyst"), ("demo-approver", "approver"), ("demo-approver2", "approver"))
@@ -37,7 +35,7 @@ LISTED = 5  # adjustments named in the four-eyes line; the desk's queue shows th
 
 @dataclass(frozen=True)
 class FourEyes:
-    """The property whose threshold was lowered, and the proposed adjustments now above it."""
+    """The property whose four-eyes threshold was lowered, and the proposed adjustments now above it."""
 
     property_id: str
     threshold_minor: int
@@ -69,18 +67,13 @@ def demo_password() -> tuple[str, bool]:
 
 
 def four_eyes_property(properties: tuple[PropertyRow, ...]) -> str:
-    """The demo property whose threshold the desk step lowers: the first, so a re-run knows it before."""
+    """The demo property whose four-eyes threshold the desk step lowers: the first."""
     return properties[0].property_id
 
 
-def demo_thresholds_before_runs(properties: tuple[PropertyRow, ...]) -> dict[str, int]:
-    """The threshold the four-eyes property goes back to before a ``--desk-users`` demo runs its nights."""
-    property_id = four_eyes_property(properties)
-    return {property_id: DEMO_THRESHOLDS_MINOR[property_id]}
-
-
 def add_desk_demo(engine: Engine, properties: tuple[PropertyRow, ...], now: datetime) -> DeskDemo:
-    """Add or reset the demo users and lower the four-eyes property's threshold, in one transaction."""
+    """Add or reset the demo users and lower the four-eyes property's four-eyes threshold, in one
+    transaction."""
     password, generated = demo_password()
     property_ids = tuple(sorted(p.property_id for p in properties))
     added: list[str] = []
@@ -98,7 +91,7 @@ def add_desk_demo(engine: Engine, properties: tuple[PropertyRow, ...], now: date
         four_eyes = None
         if proposed:
             threshold = abs(proposed[0].amount_minor) // 2  # the larger ones need two approvers, not all
-            set_threshold(connection, property_id, threshold, now)
+            set_four_eyes_threshold(connection, property_id, threshold, now)
             above = tuple(
                 (row.adjustment_id, row.amount_minor) for row in proposed if abs(row.amount_minor) > threshold
             )
@@ -127,7 +120,7 @@ def render_desk_demo(desk: DeskDemo) -> list[str]:
         )
         more = len(four_eyes.above) - LISTED
         lines.append(
-            f"four-eyes: {four_eyes.property_id}'s threshold is now "
+            f"four-eyes: {four_eyes.property_id}'s four-eyes threshold is now "
             f"{money(four_eyes.threshold_minor, four_eyes.currency)}; these proposed adjustments need two "
             f"different approvers: {listed}" + (f" and {more} more" if more > 0 else "")
         )

@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -45,7 +45,6 @@ from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.reports.paths import HTML
 from recon_pipeline.reports.render import RenderedNight, render_night
-from recon_pipeline.review.store import set_threshold
 from recon_pipeline.serving import ServerThread
 
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
@@ -110,11 +109,8 @@ def run_demo(
     seed: int = 7,
     echo: Callable[[str], None] = print,
     flavour: str = config.DEFAULT_FLAVOUR,
-    restore_thresholds: Mapping[str, int] | None = None,
 ) -> list[NightOutcome]:
     """Seed, serve, reconcile and report ``flavour``'s demo properties; one outcome per property.
-    ``restore_thresholds``: properties whose threshold is set back to these before the runs (where the
-    demo itself lowered it: ``demo.desk``), where the demo otherwise keeps a threshold set since.
 
     Raises DemoRunFailed when a property's run fails."""
     started = time.monotonic()
@@ -130,9 +126,6 @@ def run_demo(
     inserted = seed_world(engine, world)
     thresholds = {p.property_id: DEMO_THRESHOLDS_MINOR[p.property_id] for p in properties}
     inserted[discrepancy_thresholds.name] = seed_thresholds(engine, thresholds, now)
-    with engine.begin() as connection:
-        for property_id, minor in (restore_thresholds or {}).items():
-            set_threshold(connection, property_id, minor, now)
     echo(f"RECON_HOME={home}")
     echo("seeded: " + ", ".join(f"{table} +{n}" for table, n in inserted.items()))
     echo(render_nights(nights, flavour))

@@ -8,11 +8,12 @@ never races the pipeline superseding or withdrawing that row; status and audit r
 caller's one transaction, and an approval writes the adjustment's posting (``postings/store.enqueue``,
 the transactional outbox) in that same transaction.
 
-Four eyes: an adjustment whose |amount| is above its property's threshold (``review.store.threshold_for``)
-needs approvals by two different people. The first approval is recorded in ``adjustment_reviews`` and
-leaves the row ``proposed`` (nothing is posted); the second, by someone else, approves it and enqueues its
-posting. Approvals count for one ``adjustment_id`` only: a superseding revision needs fresh ones. The
-partition lock and the row lock serialise approvers, so two at once cannot both be the first.
+Four eyes: an adjustment whose |amount| is above its property's four-eyes threshold
+(``review.four_eyes.four_eyes_threshold``) needs approvals by two different people. The first approval is
+recorded in ``adjustment_reviews`` and leaves the row ``proposed`` (nothing is posted); the second, by
+someone else, approves it and enqueues its posting. Approvals count for one ``adjustment_id`` only: a
+superseding revision needs fresh ones. The partition lock and the row lock serialise approvers, so two at
+once cannot both be the first.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from recon_pipeline.reconcile.lifecycle import (
     REJECTED,
     adjustment_state,
 )
+from recon_pipeline.review.four_eyes import four_eyes_threshold
 from recon_pipeline.review.rules import ReviewError
-from recon_pipeline.review.store import threshold_for
 
 APPROVE = "approve"
 REJECT = "reject"
@@ -153,8 +154,8 @@ class AdjustmentOutcome:
 
 
 def approvals_needed(connection: Connection, property_id: str, amount_minor: int) -> int:
-    """2 when |amount_minor| is above the property's threshold (four eyes), else 1."""
-    return approvals_needed_under(threshold_for(connection, property_id).minor, amount_minor)
+    """2 when |amount_minor| is above the property's four-eyes threshold, else 1."""
+    return approvals_needed_under(four_eyes_threshold(connection, property_id).minor, amount_minor)
 
 
 def approvals_needed_under(threshold_minor: int, amount_minor: int) -> int:

@@ -20,6 +20,7 @@ from recon_pipeline.config import ConfigError, positive_int_from_env
 THRESHOLD_ENV: Final = "RECON_UNEXPLAINED_THRESHOLD_MINOR"
 # 1,000,000 minor units: 10,000.00 EUR/USD or ¥1,000,000 in one night before the run fails.
 DEFAULT_THRESHOLD_MINOR: Final = 1_000_000
+FOUR_EYES_ENV: Final = "RECON_FOUR_EYES_THRESHOLD_MINOR"
 ORPHAN_ERROR_ENV: Final = "RECON_ORPHAN_ERROR_HOURS"
 DEFAULT_ORPHAN_ERROR_HOURS: Final = 24
 
@@ -28,6 +29,13 @@ def default_threshold_minor() -> int:
     """RECON_UNEXPLAINED_THRESHOLD_MINOR (minor units, ≥ 0), 1,000,000 when unset."""
     raw = os.environ.get(THRESHOLD_ENV, str(DEFAULT_THRESHOLD_MINOR)).strip()
     return threshold_minor(raw, THRESHOLD_ENV)
+
+
+def four_eyes_default_minor() -> int | None:
+    """RECON_FOUR_EYES_THRESHOLD_MINOR (minor units, ≥ 0), None when unset or empty: then a property
+    without its own four-eyes threshold uses its unexplained-amount threshold (``review.four_eyes``)."""
+    raw = os.environ.get(FOUR_EYES_ENV, "").strip()
+    return threshold_minor(raw, FOUR_EYES_ENV) if raw else None
 
 
 def threshold_minor(raw: str, name: str) -> int:

@@ -27,7 +27,7 @@ from recon_pipeline.reconcile.lifecycle import (
     WITHDRAWN,
 )
 from recon_pipeline.review.adjustments import APPROVE, approvals_needed_under
-from recon_pipeline.review.store import threshold_for
+from recon_pipeline.review.four_eyes import four_eyes_threshold
 from recon_pipeline.review_desk.findings import PAGE_SIZE
 
 QUEUE_STATES: Final = (PROPOSED, APPROVED, POSTING, UNKNOWN, POSTED, FAILED, REJECTED, WITHDRAWN, SUPERSEDED)
@@ -88,9 +88,9 @@ def _with_posting() -> Select[Any]:
 
 
 def _with_needed(connection: Connection, rows: Sequence[RowMapping]) -> list[dict[str, Any]]:
-    """Each row with ``approvals_needed`` (four eyes above its property's threshold): one threshold look-up
+    """Each row with ``approvals_needed`` (four eyes above its property's four-eyes threshold): one look-up
     per property, not per row."""
-    thresholds = {p: threshold_for(connection, p).minor for p in {row["property_id"] for row in rows}}
+    thresholds = {p: four_eyes_threshold(connection, p).minor for p in {row["property_id"] for row in rows}}
     return [
         {
             **row,

@@ -25,7 +25,7 @@ def record_audit(
     connection.execute(
         insert(review_audit).values(
             at=datetime.now(UTC),
-            user=user,
+            user_name=user,
             action=action,
             target=target,
             amount_seen=amount_seen,
