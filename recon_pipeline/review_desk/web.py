@@ -9,11 +9,12 @@ works), and every action through ``Desk.requires`` (its role's permission, else 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
 from sqlalchemy import Engine
@@ -69,7 +70,13 @@ def desk_templates() -> Jinja2Templates:
         finalize=shown,
     )
     env.globals["money"] = money  # every amount as the CLI shows it: "12.50 EUR", "¥1,000"
+    env.filters["query"] = filled_query
     return Jinja2Templates(env=env)
+
+
+def filled_query(params: Mapping[str, str]) -> str:
+    """A list's filters as a query string for its export links, the blank ones left out."""
+    return urlencode({name: value for name, value in params.items() if value})
 
 
 def shown(value: Any) -> Any:
@@ -102,17 +109,11 @@ class Desk:
         """The same 404 for what does not exist and what belongs to another property."""
         return self.page(request, "not_found.html", user, 404)
 
-    def audit(
-        self,
-        user: str,
-        action: str,
-        target: str | None = None,
-        amount_seen: int | None = None,
-        detail: str | None = None,
-    ) -> None:
-        """An audit row in its own transaction (for reads; an action writes its row in its own)."""
+    def audit(self, user: str, action: str, **fields: Any) -> None:
+        """An audit row in its own transaction, for what changes nothing (a sign-in, a view, an export);
+        ``fields`` are ``record_audit``'s. An action writes its row in the action's transaction."""
         with self.engine.begin() as connection:
-            record_audit(connection, user, action, target, amount_seen, detail)
+            record_audit(connection, user, action, **fields)
 
     def current_user(self, request: Request) -> ReviewUser | None:
         name = request.session.get("user")

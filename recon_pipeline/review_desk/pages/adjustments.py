@@ -24,6 +24,7 @@ from recon_pipeline.review.rules import ReviewError, validate_note
 from recon_pipeline.review_desk import adjustments
 from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.pages.findings import parse_id
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
@@ -147,14 +148,11 @@ def _bad_request(desk: Desk, request: Request, user: ReviewUser, message: str) -
 
 def parse_adjustment_query(params: Any, user: ReviewUser) -> adjustments.AdjustmentQuery:
     """The queue's filters, validated; a property outside the user's is refused like an unknown one."""
-    given = {name: (params.get(name, "").strip() or None) for name in FILTERS}
-    if given["property"] is not None and given["property"] not in user.properties:
-        raise ValueError(f"unknown property {given['property']!r}")
     return adjustments.AdjustmentQuery(
-        state=given["state"],
-        property_id=given["property"],
-        night_from=given["night_from"],
-        night_to=given["night_to"],
+        state=optional_param(params, "state"),
+        property_id=users_property(params, user),
+        night_from=optional_param(params, "night_from"),
+        night_to=optional_param(params, "night_to"),
     )
 
 

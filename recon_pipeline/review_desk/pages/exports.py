@@ -71,7 +71,7 @@ def routes(desk: Desk) -> list[Route]:
             body, rows, truncated = await run_in_threadpool(_export, desk, read_rows, name, file_format)
             counted = f"{rows} row" if rows == 1 else f"{rows} rows"
             detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
-            desk.audit(user.name, "export", request.url.query, detail=detail)
+            desk.audit(user.name, "export", target=request.url.query, detail=detail)
             filename = export_filename(name, labels, file_format, truncated)
             headers = {
                 "content-disposition": f'attachment; filename="{filename}"',
@@ -95,7 +95,7 @@ def routes(desk: Desk) -> list[Route]:
         page = await run_in_threadpool(_night_page, desk, property_id, night)
         if page is None:
             return desk.not_found(request, user)
-        desk.audit(user.name, "export", f"{property_id}/{night}", detail="night report html")
+        desk.audit(user.name, "export", target=f"{property_id}/{night}", detail="night report html")
         headers = {
             "content-security-policy": served_content_security_policy(),
             "cache-control": "no-store",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
 
 from sqlalchemy import RowMapping
 from starlette.datastructures import FormData
@@ -36,6 +35,7 @@ from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.finding_records import finding_records
 from recon_pipeline.review_desk.links import finding_links
+from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -63,7 +63,12 @@ def routes(desk: Desk) -> list[Route]:
                 row = findings.get_finding(connection, discrepancy_id, user.properties)
         if row is None:
             return desk.not_found(request, user)
-        desk.audit(user.name, "view_finding", str(row["discrepancy_id"]), int(row["difference_minor"]))
+        desk.audit(
+            user.name,
+            "view_finding",
+            target=str(row["discrepancy_id"]),
+            amount_seen=int(row["difference_minor"]),
+        )
         return finding_page(desk, request, user, row)
 
     async def finding_review(request: Request, user: ReviewUser, form: FormData) -> Response:
@@ -178,17 +183,9 @@ def parse_id(raw: str) -> int | None:
     return None
 
 
-def optional_param(params: Any, name: str) -> str | None:
-    """A query parameter's value without surrounding blanks; None when absent or blank."""
-    value = params.get(name, "").strip()
-    return value or None
-
-
 def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
     """The page's filters, validated; a property outside the user's is refused like an unknown one."""
-    property_id = optional_param(params, "property")
-    if property_id is not None and property_id not in user.properties:
-        raise ValueError(f"unknown property {property_id!r}")
+    property_id = users_property(params, user)
     cleared_text = optional_param(params, "cleared")
     if cleared_text not in (None, "yes", "no"):
         raise ValueError("cleared is yes or no")
@@ -209,10 +206,8 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
 
 
 def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
-    given = {name: params.get(name, "") for name in FILTERS}
     return {
-        "params": given,
-        "export_query": urlencode({name: value for name, value in given.items() if value}),
+        "params": {name: params.get(name, "") for name in FILTERS},
         "properties": user.properties,
         "categories": ALL_CATEGORIES,
         "statuses": REVIEW_STATUSES,

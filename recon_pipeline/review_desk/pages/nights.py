@@ -16,7 +16,7 @@ from starlette.routing import Route
 from recon_pipeline.keys import parse_night
 from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review_desk import findings, nights
-from recon_pipeline.review_desk.pages.findings import optional_param
+from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -67,9 +67,7 @@ def routes(desk: Desk) -> list[Route]:
 
 def parse_night_query(params: Any, user: ReviewUser) -> nights.NightQuery:
     """The overview's filters, validated; a property outside the user's is refused like an unknown one."""
-    property_id = optional_param(params, "property")
-    if property_id is not None and property_id not in user.properties:
-        raise ValueError(f"unknown property {property_id!r}")
+    property_id = users_property(params, user)
     return nights.NightQuery(
         property_id, optional_param(params, "night_from"), optional_param(params, "night_to")
     )

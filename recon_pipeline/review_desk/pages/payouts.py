@@ -10,7 +10,7 @@ from starlette.routing import Route
 
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
 from recon_pipeline.review_desk import payouts
-from recon_pipeline.review_desk.pages.findings import optional_param
+from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -53,9 +53,7 @@ def routes(desk: Desk) -> list[Route]:
 
 def parse_payout_query(params: Any, user: ReviewUser) -> payouts.PayoutQuery:
     """The page's filters, validated; a property outside the user's is refused like an unknown one."""
-    property_id = optional_param(params, "property")
-    if property_id is not None and property_id not in user.properties:
-        raise ValueError(f"unknown property {property_id!r}")
+    property_id = users_property(params, user)
     return payouts.PayoutQuery(
         property_id,
         optional_param(params, "arrival_from"),
