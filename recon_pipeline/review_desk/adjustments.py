@@ -102,25 +102,35 @@ def _with_needed(connection: Connection, rows: Sequence[RowMapping]) -> list[dic
     ]
 
 
-def queue_statement(query: AdjustmentQuery, allowed: tuple[str, ...], limit: int) -> Select[Any]:
+def queue_statement(
+    query: AdjustmentQuery, allowed: tuple[str, ...], limit: int, offset: int = 0
+) -> Select[Any]:
     """The queue's rows (adjustments with state, approvals and posting) of ``allowed`` properties, newest
-    night first: the page and its exports run this one statement."""
+    night first: the page, its count and its exports run this one statement. The id ends the order, so
+    pages never overlap."""
     column = adjustments.c
     return (
         _with_posting()
         .where(*query.matching(), column.property_id.in_(allowed))
         .order_by(
-            column.night.desc(), column.property_id, column.kind, column.idempotency_key, column.revision
+            column.night.desc(),
+            column.property_id,
+            column.kind,
+            column.idempotency_key,
+            column.revision,
+            column.adjustment_id,
         )
         .limit(limit)
+        .offset(offset)
     )
 
 
 def list_queue(
-    connection: Connection, query: AdjustmentQuery, allowed: tuple[str, ...]
+    connection: Connection, query: AdjustmentQuery, allowed: tuple[str, ...], offset: int = 0
 ) -> list[dict[str, Any]]:
-    """The matching adjustments of ``allowed`` properties, newest night first, at most ``PAGE_SIZE``."""
-    statement = queue_statement(query, allowed, PAGE_SIZE)
+    """The matching adjustments of ``allowed`` properties, newest night first: ``PAGE_SIZE`` of them
+    after skipping ``offset``."""
+    statement = queue_statement(query, allowed, PAGE_SIZE, offset)
     return _with_needed(connection, list(connection.execute(statement).mappings()))
 
 

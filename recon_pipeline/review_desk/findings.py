@@ -37,15 +37,23 @@ class FindingQuery:
 
 
 def list_findings(
-    connection: Connection, query: FindingQuery, allowed: tuple[str, ...], limit: int = PAGE_SIZE
+    connection: Connection,
+    query: FindingQuery,
+    allowed: tuple[str, ...],
+    limit: int = PAGE_SIZE,
+    offset: int = 0,
 ) -> list[RowMapping]:
-    """The matching findings of ``allowed`` properties, newest night first, at most ``limit``."""
-    return list(connection.execute(findings_statement(query, allowed, limit)).mappings())
+    """The matching findings of ``allowed`` properties, newest night first, at most ``limit`` after
+    skipping ``offset``."""
+    return list(connection.execute(findings_statement(query, allowed, limit, offset)).mappings())
 
 
-def findings_statement(query: FindingQuery, allowed: tuple[str, ...], limit: int) -> Select[Any]:
-    """Every column of the findings ``list_findings`` returns, in its order: the page and its exports
-    run this same statement, so an export holds exactly the rows the list shows (up to its own limit)."""
+def findings_statement(
+    query: FindingQuery, allowed: tuple[str, ...], limit: int, offset: int = 0
+) -> Select[Any]:
+    """Every column of the findings ``list_findings`` returns, in its order: the page, its count and its
+    exports run this same statement, so an export holds exactly the rows the list shows (up to its own
+    limit). The id ends the order, so pages never overlap."""
     column = discrepancies.c
     conditions = [*matching_conditions(query.where), column.property_id.in_(allowed)]
     if query.night_from is not None:
@@ -58,8 +66,11 @@ def findings_statement(query: FindingQuery, allowed: tuple[str, ...], limit: int
     return (
         select(discrepancies)
         .where(*conditions)
-        .order_by(column.night.desc(), column.property_id, column.category, column.record_key)
+        .order_by(
+            column.night.desc(), column.property_id, column.category, column.record_key, column.discrepancy_id
+        )
         .limit(limit)
+        .offset(offset)
     )
 
 

@@ -26,8 +26,9 @@ from recon_pipeline.db.schema import (
 from recon_pipeline.keys import parse_night
 from recon_pipeline.money import format_minor
 
+PAGE_SIZE = 100  # property-nights a page of the overview: each is a row of several summed-up cells
 DEFAULT_NIGHTS = 14  # the overview without a range: the latest nights that have anything
-MAX_NIGHTS = 400  # a range's nights at most (more than a year): the page stays one page
+MAX_NIGHTS = 400  # a range's nights at most (more than a year)
 SUCCEEDED = "succeeded"
 
 PropertyNight = tuple[str, str]
@@ -90,9 +91,13 @@ def _narrowed(table: Any, query: NightQuery, allowed: tuple[str, ...]) -> list[C
     return conditions
 
 
-def chosen_nights(connection: Connection, query: NightQuery, allowed: tuple[str, ...]) -> list[PropertyNight]:
-    """The property-nights that have a finding, an adjustment, a run or a stale mark, newest night first:
-    those of the range, or without one those of the latest ``DEFAULT_NIGHTS`` nights that have anything."""
+def chosen_statement(
+    connection: Connection, query: NightQuery, allowed: tuple[str, ...]
+) -> Select[Any] | None:
+    """The property-nights that have a finding, an adjustment, a run or a stale mark, newest night first
+    then by property (a total order: pages never overlap): those of the range, or without one those of the
+    latest ``DEFAULT_NIGHTS`` nights that have anything. None when no night has anything. The overview's
+    page, its count and its export run this one statement."""
     keyed: list[Select[Any]] = [
         select(table.c.property_id, table.c.night).where(*_narrowed(table, query, allowed))
         for table in (discrepancies, adjustments, night_reconciliations, stale_nights)
@@ -102,12 +107,22 @@ def chosen_nights(connection: Connection, query: NightQuery, allowed: tuple[str,
     nights = nights.limit(MAX_NIGHTS if query.has_range else DEFAULT_NIGHTS)
     wanted = list(connection.execute(nights).scalars())
     if not wanted:
-        return []
-    statement = (
+        return None
+    return (
         select(keys.c.property_id, keys.c.night)
         .where(keys.c.night.in_(wanted))
         .order_by(keys.c.night.desc(), keys.c.property_id)
     )
+
+
+def chosen_nights(connection: Connection, query: NightQuery, allowed: tuple[str, ...]) -> list[PropertyNight]:
+    """All of ``chosen_statement``'s property-nights (the export; the overview pages over them)."""
+    statement = chosen_statement(connection, query, allowed)
+    return [] if statement is None else keys_of(connection, statement)
+
+
+def keys_of(connection: Connection, statement: Select[Any]) -> list[PropertyNight]:
+    """The property-nights ``statement`` (``chosen_statement``, perhaps one page of it) selects."""
     return [(row.property_id, row.night) for row in connection.execute(statement)]
 
 

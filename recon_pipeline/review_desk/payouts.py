@@ -49,9 +49,12 @@ def _with_deposit() -> Select[Any]:
     )
 
 
-def payouts_statement(query: PayoutQuery, allowed: tuple[str, ...], limit: int) -> Select[Any]:
-    """The matching payouts of ``allowed`` holders with their deposit, latest arrival first: the page and
-    its exports run this one statement."""
+def payouts_statement(
+    query: PayoutQuery, allowed: tuple[str, ...], limit: int, offset: int = 0
+) -> Select[Any]:
+    """The matching payouts of ``allowed`` holders with their deposit, latest arrival first: the page, its
+    count and its exports run this one statement. The order ends with the payout's and its bank credit's
+    keys, so pages never overlap."""
     p = payouts.c
     conditions: list[ColumnElement[bool]] = [p.holder_property_id.in_(allowed)]
     if query.property_id is not None:
@@ -62,14 +65,22 @@ def payouts_statement(query: PayoutQuery, allowed: tuple[str, ...], limit: int) 
         conditions.append(p.arrival_night <= query.arrival_to)
     if query.status is not None:
         conditions.append(p.status == query.status)
-    return _with_deposit().where(*conditions).order_by(p.arrival_night.desc(), p.payout_id).limit(limit)
+    b = bank_credits.c
+    return (
+        _with_deposit()
+        .where(*conditions)
+        .order_by(p.arrival_night.desc(), p.payout_id, b.statement_id, b.entry_reference, b.detail_index)
+        .limit(limit)
+        .offset(offset)
+    )
 
 
 def list_payouts(
-    connection: Connection, query: PayoutQuery, allowed: tuple[str, ...]
+    connection: Connection, query: PayoutQuery, allowed: tuple[str, ...], offset: int = 0
 ) -> list[dict[str, Any]]:
-    """The matching payouts of ``allowed`` holders, latest arrival first, each with its ``findings``."""
-    statement = payouts_statement(query, allowed, PAGE_SIZE)
+    """The matching payouts of ``allowed`` holders, latest arrival first, each with its ``findings``:
+    ``PAGE_SIZE`` of them after skipping ``offset``."""
+    statement = payouts_statement(query, allowed, PAGE_SIZE, offset)
     rows = [dict(row) for row in connection.execute(statement).mappings()]
     found = payout_findings(connection, [row["payout_id"] for row in rows], allowed)
     return [{**row, "findings": found.get(row["payout_id"], [])} for row in rows]

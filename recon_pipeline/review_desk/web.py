@@ -74,9 +74,13 @@ def desk_templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
-def filled_query(params: Mapping[str, str]) -> str:
-    """A list's filters as a query string for its export links, the blank ones left out."""
-    return urlencode({name: value for name, value in params.items() if value})
+def filled_query(params: Mapping[str, str], page: int | None = None) -> str:
+    """A list's filters as a query string for its export and pager links, the blank ones left out;
+    ``page`` added for a pager's link."""
+    filled: dict[str, str | int] = {name: value for name, value in params.items() if value}
+    if page is not None:
+        filled["page"] = page
+    return urlencode(filled)
 
 
 def shown(value: Any) -> Any:

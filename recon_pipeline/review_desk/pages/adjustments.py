@@ -24,8 +24,10 @@ from recon_pipeline.review.rules import ReviewError, validate_note
 from recon_pipeline.review_desk import adjustments
 from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.findings import PAGE_SIZE
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.pages.findings import parse_id
+from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -40,11 +42,16 @@ def routes(desk: Desk) -> list[Route]:
         choices = _choices(params, user)
         try:
             query = parse_adjustment_query(params, user)
+            number = parse_page(params)
         except ValueError as error:
-            return desk.page(request, "adjustments.html", user, 400, rows=[], error=str(error), **choices)
+            return desk.page(
+                request, "adjustments.html", user, 400, rows=[], page=None, error=str(error), **choices
+            )
         with desk.engine.connect() as connection:
-            rows = adjustments.list_queue(connection, query, user.properties)
-        return desk.page(request, "adjustments.html", user, rows=rows, error=None, **choices)
+            statement = adjustments.queue_statement(query, user.properties, PAGE_SIZE)
+            page = Page(number, PAGE_SIZE, count_rows(connection, statement))
+            rows = adjustments.list_queue(connection, query, user.properties, page.offset)
+        return desk.page(request, "adjustments.html", user, rows=rows, page=page, error=None, **choices)
 
     async def detail(request: Request, user: ReviewUser) -> Response:
         with desk.engine.connect() as connection:

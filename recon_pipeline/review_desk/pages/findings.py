@@ -34,8 +34,10 @@ from recon_pipeline.review_desk import findings
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.finding_records import finding_records
+from recon_pipeline.review_desk.findings import PAGE_SIZE
 from recon_pipeline.review_desk.links import finding_links
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
+from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -47,13 +49,25 @@ def routes(desk: Desk) -> list[Route]:
         params = request.query_params
         try:
             query = parse_finding_query(params, user)
+            number = parse_page(params)
         except ValueError as error:
             return desk.page(
-                request, "findings.html", user, 400, rows=[], error=str(error), **_choices(params, user)
+                request,
+                "findings.html",
+                user,
+                400,
+                rows=[],
+                page=None,
+                error=str(error),
+                **_choices(params, user),
             )
         with desk.engine.connect() as connection:
-            rows = findings.list_findings(connection, query, user.properties)
-        return desk.page(request, "findings.html", user, rows=rows, error=None, **_choices(params, user))
+            statement = findings.findings_statement(query, user.properties, PAGE_SIZE)
+            page = Page(number, PAGE_SIZE, count_rows(connection, statement))
+            rows = findings.list_findings(connection, query, user.properties, offset=page.offset)
+        return desk.page(
+            request, "findings.html", user, rows=rows, page=page, error=None, **_choices(params, user)
+        )
 
     async def finding_detail(request: Request, user: ReviewUser) -> Response:
         discrepancy_id = parse_id(request.path_params["discrepancy_id"])

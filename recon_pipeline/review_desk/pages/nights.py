@@ -17,6 +17,7 @@ from recon_pipeline.keys import parse_night
 from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review_desk import findings, nights
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
+from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -32,12 +33,20 @@ def routes(desk: Desk) -> list[Route]:
         }
         try:
             query = parse_night_query(params, user)
+            number = parse_page(params)
         except ValueError as error:
-            return desk.page(request, "nights.html", user, 400, rows=[], error=str(error), **choices)
+            return desk.page(
+                request, "nights.html", user, 400, rows=[], page=None, error=str(error), **choices
+            )
         with desk.engine.connect() as connection:
-            keys = nights.chosen_nights(connection, query, user.properties)
+            chosen = nights.chosen_statement(connection, query, user.properties)
+            keys: list[nights.PropertyNight] = []
+            page = Page(number, nights.PAGE_SIZE, 0)
+            if chosen is not None:
+                page = Page(number, nights.PAGE_SIZE, count_rows(connection, chosen))
+                keys = nights.keys_of(connection, chosen.limit(page.size).offset(page.offset))
             rows = nights.summarise(connection, keys, user.properties)
-        return desk.page(request, "nights.html", user, rows=_shown(rows), error=None, **choices)
+        return desk.page(request, "nights.html", user, rows=_shown(rows), page=page, error=None, **choices)
 
     async def night_page(request: Request, user: ReviewUser) -> Response:
         property_id = request.path_params["property_id"]

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
 from recon_pipeline.review_desk import payouts
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
+from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
@@ -28,11 +29,16 @@ def routes(desk: Desk) -> list[Route]:
         }
         try:
             query = parse_payout_query(params, user)
+            number = parse_page(params)
         except ValueError as error:
-            return desk.page(request, "payouts.html", user, 400, rows=[], error=str(error), **choices)
+            return desk.page(
+                request, "payouts.html", user, 400, rows=[], page=None, error=str(error), **choices
+            )
         with desk.engine.connect() as connection:
-            rows = payouts.list_payouts(connection, query, user.properties)
-        return desk.page(request, "payouts.html", user, rows=rows, error=None, **choices)
+            statement = payouts.payouts_statement(query, user.properties, payouts.PAGE_SIZE)
+            page = Page(number, payouts.PAGE_SIZE, count_rows(connection, statement))
+            rows = payouts.list_payouts(connection, query, user.properties, page.offset)
+        return desk.page(request, "payouts.html", user, rows=rows, page=page, error=None, **choices)
 
     async def payout_page(request: Request, user: ReviewUser) -> Response:
         payout_id = request.path_params["payout_id"]
