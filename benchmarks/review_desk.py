@@ -64,6 +64,17 @@ ADMIN = "bench_admin"
 ANALYST = "bench_analyst"
 REVIEW_STATES = ("open", "open", "open", "acknowledged", "resolved")
 EXPORTS = ("/findings/export.csv", "/findings/export.xlsx")
+PAGE_ORDER = (
+    "nights",
+    "findings",
+    "findings filtered",
+    "finding",
+    "adjustments proposed",
+    "payouts",
+    "night",
+    "findings.csv",
+    "findings.xlsx",
+)
 
 
 @dataclass(frozen=True)
@@ -255,17 +266,17 @@ def pages(engine: Engine, property_id: str, night: str) -> dict[str, str]:
                 discrepancies.c.property_id == property_id, discrepancies.c.night == night
             )
         ).scalar_one()
-    return {
-        "nights": "/nights",
-        "findings": "/findings",
-        "findings filtered": f"/findings?property_id={property_id}&night_from={night}&night_to={night}",
-        "finding": f"/findings/{finding_id}",
-        "adjustments proposed": "/adjustments?state=proposed",
-        "payouts": "/payouts",
-        "night": f"/nights/{property_id}/{night}",
-        "findings.csv": EXPORTS[0],
-        "findings.xlsx": EXPORTS[1],
-    }
+    paths = (
+        "/nights",
+        "/findings",
+        f"/findings?property_id={property_id}&night_from={night}&night_to={night}",
+        f"/findings/{finding_id}",
+        "/adjustments?state=proposed",
+        "/payouts",
+        f"/nights/{property_id}/{night}",
+        *EXPORTS,
+    )
+    return dict(zip(PAGE_ORDER, paths, strict=True))
 
 
 def time_page(client: httpx.Client, path: str, requests: int) -> dict[str, Any]:
@@ -377,7 +388,8 @@ def markdown(figures: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for user, timed in figures["users"].items():
-        for name, page in timed.items():
+        # in the order the pages were timed (a JSON round trip with sorted keys loses it)
+        for name, page in sorted(timed.items(), key=lambda item: PAGE_ORDER.index(item[0])):
             lines.append(
                 f"| {name} | {user} | {page['requests']} | {page['p50_s']} | {page['p95_s']} | "
                 f"{page['max_s']} | {page['bytes']:,} | {_thousands(page.get('rows'))} | "
