@@ -67,27 +67,32 @@ def write_xlsx(frame: pd.DataFrame, path: Path, sheet: str) -> Path:
 def xlsx_bytes(frame: pd.DataFrame, sheet: str) -> bytes:
     """Every column of ``frame`` on one sheet with a bold header; nulls are empty cells, timestamps ISO
     8601 text, and text neutralised as in CSV (openpyxl stores a string starting with ``=`` as a
-    formula). Bytes rather than a file, so a file and an HTTP download are the same code."""
+    formula). Bytes rather than a file, so a file and an HTTP download are the same code.
+
+    The workbook is write-only (rows streamed, not kept as cell objects) and nulls are found once for the
+    whole frame: a 100,000-row export is a download, not a wait at a proxy's timeout."""
     from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
     from openpyxl.styles import Font
 
     def cell(value: object) -> object:
-        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):  # type: ignore[arg-type]
-            return None
         if isinstance(value, pd.Timestamp):
             return value.isoformat()
         return neutralise_formula(value.item() if hasattr(value, "item") else value)
 
-    book = Workbook()
-    worksheet = book.active
-    assert worksheet is not None  # a new workbook has its first sheet
-    worksheet.title = sheet
-    worksheet.append([str(name) for name in frame.columns])
-    for header in worksheet[1]:
-        header.font = Font(bold=True)
-    for record in frame.itertuples(index=False):
-        worksheet.append([cell(value) for value in record])
+    book = Workbook(write_only=True)
+    worksheet = book.create_sheet(sheet)
     worksheet.freeze_panes = "A2"
+    bold = Font(bold=True)
+    header = []
+    for name in frame.columns:
+        title = WriteOnlyCell(worksheet, value=str(name))
+        title.font = bold
+        header.append(title)
+    worksheet.append(header)
+    values = frame.astype(object).where(frame.notna(), None)
+    for record in values.itertuples(index=False):
+        worksheet.append([None if value is None else cell(value) for value in record])
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
