@@ -923,16 +923,56 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_users_add(args: argparse.Namespace) -> int:
     from recon_pipeline.review_desk.users import add_user
 
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = os.environ.get("RECON_NEW_USER_PASSWORD", "")
-        if not password:
-            raise ValueError("set RECON_NEW_USER_PASSWORD or pass --password-stdin")
+    password = _new_password(args)
     with _recon_database() as engine, engine.begin() as connection:
         user = add_user(connection, args.name, args.role, args.properties, password, datetime.now(UTC))
     print(f"added {user.role} {user.name} for {', '.join(user.properties)}")
     return 0
+
+
+def cmd_users_list(args: argparse.Namespace) -> int:
+    from recon_pipeline.review_desk.users import list_users
+
+    with _recon_database() as engine, engine.connect() as connection:
+        rows = list_users(connection)
+    for row in rows:
+        print(
+            f"{row['name']}\t{row['role']}\t{row['properties']}\tadded {row['created_at']:%Y-%m-%d %H:%M} UTC"
+        )
+    print(f"{len(rows)} user{'' if len(rows) == 1 else 's'}")
+    return 0
+
+
+def cmd_users_change(args: argparse.Namespace) -> int:
+    from recon_pipeline.review_desk.users import change_user
+
+    if args.role is None and args.properties is None and not args.new_password:
+        raise ValueError("say what to change: --role, --properties or --new-password")
+    password = _new_password(args) if args.new_password else None
+    with _recon_database() as engine, engine.begin() as connection:
+        user = change_user(connection, args.name, args.role, args.properties, password)
+    changed_password = "; password changed" if password is not None else ""
+    print(f"{user.name} is {user.role} for {', '.join(user.properties)}{changed_password}")
+    return 0
+
+
+def cmd_users_remove(args: argparse.Namespace) -> int:
+    from recon_pipeline.review_desk.users import remove_user
+
+    with _recon_database() as engine, engine.begin() as connection:
+        remove_user(connection, args.name)
+    print(f"removed {args.name}: their sessions end at their next request")
+    return 0
+
+
+def _new_password(args: argparse.Namespace) -> str:
+    """The new password: stdin's first line with --password-stdin, else RECON_NEW_USER_PASSWORD."""
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    password = os.environ.get("RECON_NEW_USER_PASSWORD", "")
+    if not password:
+        raise ValueError("set RECON_NEW_USER_PASSWORD or pass --password-stdin")
+    return password
 
 
 def cmd_review_serve(args: argparse.Namespace) -> int:
@@ -977,13 +1017,29 @@ def _add_review_desk_commands(commands: argparse._SubParsersAction[argparse.Argu
         "add",
         help="add a review desk user; the password comes from RECON_NEW_USER_PASSWORD or --password-stdin",
     )
-    add.add_argument("name", type=checked(validate_name))
-    add.add_argument("--role", required=True, choices=ROLES)
-    add.add_argument("--properties", required=True, type=checked(parse_properties), metavar="P1,P2")
-    add.add_argument(
-        "--password-stdin", action="store_true", help="read the password from stdin's first line"
+    change = users.add_parser(
+        "change",
+        help="change a user's role, properties or password (--new-password: from RECON_NEW_USER_PASSWORD "
+        "or --password-stdin)",
     )
+    for parser, required in ((add, True), (change, False)):
+        parser.add_argument("name", type=checked(validate_name))
+        parser.add_argument("--role", required=required, choices=ROLES)
+        parser.add_argument(
+            "--properties", required=required, type=checked(parse_properties), metavar="P1,P2"
+        )
+        parser.add_argument(
+            "--password-stdin", action="store_true", help="read the password from stdin's first line"
+        )
+    change.add_argument("--new-password", action="store_true", help="set a new password")
     add.set_defaults(handler=cmd_users_add)
+    change.set_defaults(handler=cmd_users_change)
+    users.add_parser("list", help="every user: name, role, properties (never a password)").set_defaults(
+        handler=cmd_users_list
+    )
+    remove = users.add_parser("remove", help="remove a user; their sessions end at their next request")
+    remove.add_argument("name", type=checked(validate_name))
+    remove.set_defaults(handler=cmd_users_remove)
 
     review = commands.add_parser("review", help="the review desk web app").add_subparsers(
         dest="review_command", required=True

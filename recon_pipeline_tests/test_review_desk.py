@@ -89,6 +89,54 @@ def test_users_add_reads_the_password_from_stdin(desk: Desk, monkeypatch: pytest
         assert "r-other" in listing.text and "r-script" in listing.text
 
 
+def test_users_are_listed_changed_and_removed_and_a_session_follows_at_its_next_request(
+    desk: Desk, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_user("bob", "approver", "p2", monkeypatch)
+    capsys.readouterr()
+    assert cli.main(["users", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert [line.split("\t")[:3] for line in listed.splitlines()[:2]] == [
+        ["ana", "analyst", "p1"],
+        ["bob", "approver", "p2"],
+    ]
+    assert all("\tadded 20" in line for line in listed.splitlines()[:2])
+    assert listed.splitlines()[2] == "2 users" and "argon2" not in listed
+    with httpx.Client(base_url=desk.base_url) as client:
+        assert sign_in(client).status_code == 303
+        assert client.get(f"/findings/{desk.ids['r-script']}").status_code == 200
+        assert "Approve selected" not in client.get("/adjustments").text
+        # Another role and other properties count from the session's next request.
+        assert cli.main(["users", "change", "ana", "--role", "approver", "--properties", "p2"]) == 0
+        assert capsys.readouterr().out == "ana is approver for p2\n"
+        assert client.get(f"/findings/{desk.ids['r-script']}").status_code == 404
+        assert client.get(f"/findings/{desk.ids['r-other']}").status_code == 200
+        assert "Approve selected" in client.get("/adjustments").text
+        # A removed user's session ends at its next request; the audit log keeps their name.
+        assert cli.main(["users", "remove", "ana"]) == 0
+        assert capsys.readouterr().out == "removed ana: their sessions end at their next request\n"
+        assert client.get("/findings").headers["location"] == "/signin"
+    with desk.engine.connect() as connection:
+        assert ("ana", "sign_in") in connection.execute(
+            select(review_audit.c.user_name, review_audit.c.action)
+        ).all()
+    monkeypatch.setenv("RECON_NEW_USER_PASSWORD", "a brand new passphrase")
+    assert cli.main(["users", "change", "bob", "--new-password"]) == 0
+    assert capsys.readouterr().out == "bob is approver for p2; password changed\n"
+    with httpx.Client(base_url=desk.base_url) as client:
+        assert sign_in(client, "bob").status_code == 401
+        assert sign_in(client, "bob", "a brand new passphrase").status_code == 303
+    for argv, named in (
+        (["users", "remove", "ana"], "ana"),
+        (["users", "change", "ana", "--role", "admin"], "ana"),
+        (["users", "change", "bob"], "--role"),
+        (["users", "change", "bob", "--properties", "p9"], "p9"),
+    ):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and named in err, err
+
+
 def test_sign_in_shows_only_the_users_findings_and_filters_them(desk: Desk) -> None:
     with httpx.Client(base_url=desk.base_url) as client:
         assert client.get("/findings").headers["location"] == "/signin"

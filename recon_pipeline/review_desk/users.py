@@ -11,7 +11,7 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, RowMapping, delete, insert, select, update
 
 from recon_pipeline.db.schema import properties, review_users
 from recon_pipeline.keys import validate_property_id
@@ -83,26 +83,57 @@ def reset_user(
     connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str, now: datetime
 ) -> bool:
     """Add the user, or give an existing one this role, these properties and this password (the demo's
-    users: a re-run prints a password that works); True if added. Their sessions signed earlier stay valid
-    until they expire, as a session holds only the name."""
+    users: a re-run prints a password that works); True if added."""
     if not _exists(connection, name):
         add_user(connection, name, role, property_ids, password, now)
         return True
-    _validate(connection, name, role, property_ids, password)
-    connection.execute(
-        update(review_users)
-        .where(review_users.c.name == name)
-        .values(role=role, properties=",".join(property_ids), password_hash=PasswordHasher().hash(password))
-    )
+    change_user(connection, name, role, property_ids, password)
     return False
 
 
+def change_user(
+    connection: Connection,
+    name: str,
+    role: str | None = None,
+    property_ids: tuple[str, ...] | None = None,
+    password: str | None = None,
+) -> ReviewUser:
+    """Give an existing user another role, other properties or a new password (None keeps each); the
+    next request of their sessions already sees the role and properties (``load_user``). ValueError for
+    an unknown user or property, a bad role or password."""
+    current = load_user(connection, name)
+    if current is None:
+        raise ValueError(f"no user {name!r}")
+    changed = ReviewUser(name, role or current.role, property_ids or current.properties)
+    _validate(connection, name, changed.role, changed.properties, password)
+    values: dict[str, str] = {"role": changed.role, "properties": ",".join(changed.properties)}
+    if password is not None:
+        values["password_hash"] = PasswordHasher().hash(password)
+    connection.execute(update(review_users).where(review_users.c.name == name).values(**values))
+    return changed
+
+
+def remove_user(connection: Connection, name: str) -> None:
+    """Delete the user: their sessions stop at their next request; the audit log keeps their name."""
+    if connection.execute(delete(review_users).where(review_users.c.name == name)).rowcount != 1:
+        raise ValueError(f"no user {name!r}")
+
+
+def list_users(connection: Connection) -> list[RowMapping]:
+    """Every user's name, role, properties and creation time, by name (never the hash)."""
+    c = review_users.c
+    return list(
+        connection.execute(select(c.name, c.role, c.properties, c.created_at).order_by(c.name)).mappings()
+    )
+
+
 def _validate(
-    connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str
+    connection: Connection, name: str, role: str, property_ids: tuple[str, ...], password: str | None
 ) -> None:
     validate_name(name)
     validate_role(role)
-    validate_password(password)
+    if password is not None:
+        validate_password(password)
     known = set(connection.execute(select(properties.c.property_id)).scalars())
     unknown = [property_id for property_id in property_ids if property_id not in known]
     if unknown:
