@@ -72,12 +72,10 @@ def routes(desk: Desk) -> list[Route]:
         )
 
     async def confirm(request: Request, user: ReviewUser, form: FormData) -> Response:
-        action = form.get("action")
-        if action not in ACTIONS:
-            return _bad_request(desk, request, user, "choose Approve or Reject")
-        ids = [str(value) for value in form.getlist("adjustment_id")]
-        if not ids:
-            return _bad_request(desk, request, user, "select at least one adjustment")
+        try:
+            action, ids = _selection(form)
+        except ValueError as error:
+            return _bad_request(desk, request, user, str(error))
         with desk.engine.connect() as connection:
             rows = _allowed(connection, ids, user)
         if rows is None:
@@ -85,13 +83,8 @@ def routes(desk: Desk) -> list[Route]:
         return desk.page(request, "adjustments_confirm.html", user, action=action, rows=rows)
 
     async def decide(request: Request, user: ReviewUser, form: FormData) -> Response:
-        action = form.get("action")
-        if action not in ACTIONS:
-            return _bad_request(desk, request, user, "choose Approve or Reject")
-        ids = list(dict.fromkeys(str(value) for value in form.getlist("adjustment_id")))
-        if not ids:
-            return _bad_request(desk, request, user, "select at least one adjustment")
         try:
+            action, ids = _selection(form)
             comment = validate_note(str(form.get("comment") or ""), COMMENT_FIELD)
             seen = {adjustment_id: _amount_seen(form, adjustment_id) for adjustment_id in ids}
         except ValueError as error:
@@ -100,7 +93,7 @@ def routes(desk: Desk) -> list[Route]:
             if _allowed(connection, ids, user) is None:
                 return desk.not_found(request, user)
         results = [
-            _decide_one(desk, user, str(action), adjustment_id, comment, seen[adjustment_id])
+            _decide_one(desk, user, action, adjustment_id, comment, seen[adjustment_id])
             for adjustment_id in ids
         ]
         return desk.page(request, "adjustments_decided.html", user, action=action, results=results)
@@ -138,6 +131,18 @@ def _allowed(connection: Connection, raw_ids: list[str], user: ReviewUser) -> li
         return None
     rows = adjustments.get_adjustments(connection, ids, user.properties)
     return rows if len(rows) == len(set(ids)) else None
+
+
+def _selection(form: FormData) -> tuple[str, list[str]]:
+    """The action and the adjustment ids (each once) that the confirm and decide forms carry; ValueError
+    with what is missing."""
+    action = form.get("action")
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise ValueError("choose Approve or Reject")
+    ids = list(dict.fromkeys(str(value) for value in form.getlist("adjustment_id")))
+    if not ids:
+        raise ValueError("select at least one adjustment")
+    return action, ids
 
 
 def _amount_seen(form: FormData, adjustment_id: str) -> int:
