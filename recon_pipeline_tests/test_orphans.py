@@ -127,6 +127,37 @@ def test_a_payment_seen_by_both_sources_counts_once_as_the_provider_saw_it() -> 
     assert orphans["provider_amount_minor"].tolist() == [10_000, 5_000]
 
 
+def test_a_bare_charge_takes_its_booking_from_the_payment_order_that_attributes_it() -> None:
+    """The provider's sighting names no booking (no metadata); the payment_orders row names a confirmed
+    one: no orphan. The same payment whose payment order names an unconfirmed booking is one, under it."""
+    sightings = [
+        captured("ch_bare", None, timedelta(hours=2), source="provider"),
+        captured("ch_bare", "bk_confirmed", timedelta(hours=2), source="payment_orders"),
+        captured("ch_pending", None, timedelta(hours=2), source="provider"),
+        captured("ch_pending", "bk_pending", timedelta(hours=2), source="payment_orders"),
+        captured("ch_nobody", None, timedelta(hours=2), source="provider"),
+    ]
+    orphans = find_orphaned_captured_payments(
+        payments(*sightings), bookings(bk_confirmed="confirmed", bk_pending="pending"), NOW, GRACE
+    )
+    assert orphans["record_key"].tolist() == ["payment:ch_nobody", "payment:ch_pending"]
+    assert orphans["booking_id"].tolist() == [None, "bk_pending"]
+    assert orphans["detail"].str.endswith(("it names no booking", "booking bk_pending is pending")).all()
+
+
+def test_the_providers_booking_wins_over_the_payment_orders() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("ch_1", "bk_pending", timedelta(hours=2), source="provider"),
+            captured("ch_1", "bk_confirmed", timedelta(hours=2), source="payment_orders"),
+        ),
+        bookings(bk_confirmed="confirmed", bk_pending="pending"),
+        NOW,
+        GRACE,
+    )
+    assert orphans["booking_id"].tolist() == ["bk_pending"]
+
+
 def test_no_captures_no_orphans() -> None:
     orphans = find_orphaned_captured_payments(payments(), bookings(), NOW, GRACE)
     assert orphans.empty

@@ -8,6 +8,7 @@ that names them by charge id.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -261,6 +262,54 @@ def test_two_properties_on_one_account_never_reconcile_each_others_payments(data
         assert not any(record_id in ("ch_nobody", "re_nobody") for _p, _k, record_id, _a in rows)
         orphans = {p: pipeline.found(p).get(ORPHANED_CAPTURED_PAYMENT) for p in owner.values()}
         assert orphans == {"eastporto": 2, "westporto": 2}
+
+
+def strip_one_booked_charge_bare(world: World) -> str:
+    """One of eastporto's charges of the night, confirmed and booked in the ledger by its charge id,
+    becomes a bare charge (no metadata, no PaymentIntent): only its ``payment_orders`` row, keyed by the
+    charge id, names its property and booking. Returns its id."""
+    share_one_account(world)
+    window = night_window(NIGHT, "Europe/Lisbon", "00:00")
+    east = [b for b in world.bookings if b["property_id"] == "eastporto"]
+    confirmed = {b["booking_id"] for b in east if b["status"] == "confirmed"}
+    booked = Counter(e["provider_record_id"] for e in world.ledger_entries if e["kind"] == "payment")
+    orders = {o["booking_id"]: o for o in world.payment_orders}
+    charge = next(
+        c
+        for c in world.store.charges
+        if c["metadata"].get("booking_id") in confirmed
+        and booked[c["id"]] == 1
+        and c["status"] == "succeeded"
+        and c["captured"]
+        and not c["amount_refunded"]
+        and window.start.timestamp() <= c["created"] < window.end.timestamp()
+        and c["metadata"]["booking_id"] in orders
+    )
+    order = orders[charge["metadata"]["booking_id"]]
+    assert order["status"] == "captured"
+    order["provider_payment_id"] = charge["id"]
+    charge["metadata"] = {}
+    charge["payment_intent"] = None
+    return str(charge["id"])
+
+
+@pytest.mark.slow  # Dagster runs
+def test_a_bare_charge_attributed_through_payment_orders_to_a_confirmed_booking_is_no_orphan(
+    database_url: str,
+) -> None:
+    bare: list[str] = []
+    with seeded(
+        database_url, properties=SHARED, edit=lambda world: bare.append(strip_one_booked_charge_bare(world))
+    ) as pipeline:
+        assert pipeline.materialize("eastporto").success
+        with pipeline.engine.connect() as connection:
+            about_it = connection.execute(
+                select(discrepancies.c.category, discrepancies.c.detail).where(
+                    discrepancies.c.provider_record_id == bare[0]
+                )
+            ).all()
+        assert about_it == []
+        assert pipeline.found("eastporto") == {**pipeline.planted("eastporto"), UNATTRIBUTED_PAYMENT: 2}
 
 
 def _count(pairs: list[tuple[str, str]]) -> dict[str, int]:

@@ -1,7 +1,11 @@
 """Captured money whose booking never got confirmed: the guest paid, the property holds no stay for it.
 
 A payment is seen by the provider and, usually, by the PMS's own ``payment_orders``; both sightings
-arrive here and count once, the provider's winning because it is the authority on money that moved.
+arrive here and count once, the provider's winning because it is the authority on money that moved. Its
+booking is the one the evidence names: the provider's metadata, else the ``payment_orders`` row that
+attributes it (a bare charge on a shared account names no booking of its own, yet its property's PMS
+recorded which booking it paid). Only a payment with no booking from either, or whose booking is not
+confirmed after the grace, is an orphan.
 A capture younger than ``grace`` is still in flight (the confirmation webhook may not have arrived),
 so it is not reported yet. The detail names the capture time, not an age, so that re-detecting the
 same orphan later leaves its row unchanged.
@@ -71,13 +75,21 @@ def find_orphaned_captured_payments(
 
 def _one_per_payment(sightings: list[dict[str, Any]]) -> dict[object, dict[str, Any]]:
     """Each payment once, as the provider saw it when it did, else as payment_orders recorded it (the
-    first such sighting)."""
+    first such sighting), with the booking the most preferred sighting that names one names."""
     chosen: dict[object, dict[str, Any]] = {}
+    booked: dict[object, dict[str, Any]] = {}
     for row in sightings:
-        held = chosen.get(row["payment_id"])
+        payment_id = row["payment_id"]
+        held = chosen.get(payment_id)
         if held is None or _preference(row) < _preference(held):
-            chosen[row["payment_id"]] = row
-    return chosen
+            chosen[payment_id] = row
+        naming = booked.get(payment_id)
+        if present(row["booking_id"]) and (naming is None or _preference(row) < _preference(naming)):
+            booked[payment_id] = row
+    return {
+        payment_id: {**row, "booking_id": booked[payment_id]["booking_id"]} if payment_id in booked else row
+        for payment_id, row in chosen.items()
+    }
 
 
 def _preference(row: dict[str, Any]) -> int:
