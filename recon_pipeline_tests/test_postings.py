@@ -289,6 +289,21 @@ def test_a_drainer_whose_claim_was_taken_over_writes_nothing(engine: Engine) -> 
     assert (row["state"], row["attempts"], row["lookups"], row["last_error"]) == ("approved", 0, 1, None)
 
 
+def test_a_post_is_counted_before_it_is_sent_and_never_sent_under_a_lost_claim(engine: Engine) -> None:
+    adjustment = approve(engine, "ch_1")
+    pms = FaultyPms(engine)
+    [stale] = claim_due(engine, "slow", 10, NOW + POLICY.lease, NOW)
+    later = NOW + POLICY.lease + timedelta(seconds=1)
+    [current] = claim_due(engine, "fresh", 10, later + POLICY.lease, later)
+    assert settle(engine, current, Settlement("approved", 0, 1, later), "sql", later)  # nothing found
+    [fresh] = claim_due(engine, "fresh", 10, later + POLICY.lease, later)
+    assert process_one(engine, pms, stale, POLICY, lambda: NOW) is None  # its claim was taken over
+    assert sum(pms.posts.values()) == 0 and posting(engine, adjustment)["attempts"] == 0
+    pms.mode = "accept_then_silence"  # stored by the PMS, the answer lost: the post still counts
+    assert process_one(engine, pms, fresh, POLICY, lambda: later) == "unknown"
+    assert sum(pms.posts.values()) == 1 and posting(engine, adjustment)["attempts"] == 1
+
+
 @pytest.mark.postgres
 def test_two_drainers_on_postgresql_never_post_one_adjustment_twice(postgres_url: str) -> None:
     engine = make_engine(postgres_url, pool_size=8)

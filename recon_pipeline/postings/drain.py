@@ -9,7 +9,9 @@ Claiming is one short transaction that marks due rows held (``claimed_by`` = thi
 - SQLite has no row locks: the same statements run under ``BEGIN IMMEDIATE``, which takes the database's
   single write lock before the read, so two drainers are serialised instead of reading the same rows.
 
-Each answer is committed on its own (the durable result first): the outbox row's new state and, when
+Before a post is sent, its attempt is committed under the claim (``count_attempt``), so ``attempts`` counts
+every post the PMS may have received even when the drainer dies before recording the answer. Each answer
+is committed on its own (the durable result first): the outbox row's new state and, when
 ``posted``, the adjustment's status, in one transaction, and only while the claim is still ours (a
 drainer whose lease expired and was taken over writes nothing). A claim whose lease ran out before its
 turn is not sent: the row is then an expired ``posting`` claim, which the next drain looks up.
@@ -195,6 +197,24 @@ def settle(
     return True
 
 
+def count_attempt(engine: Engine, claimed: Claimed, now: datetime) -> bool:
+    """Commit one more post to the row while the claim is still ours, before the request leaves: a
+    drainer that dies after sending (the PMS may hold the charge) has spent the attempt, so ``attempts`` is
+    the posts the PMS may have received whatever dies when, and a drainer that keeps dying after sending
+    still runs out of its budget. False (nothing written, nothing to send) when the claim is not ours."""
+    with engine.begin() as connection:
+        result = connection.execute(
+            update(outbox)
+            .where(
+                outbox.c.adjustment_id == claimed.adjustment_id,
+                outbox.c.claimed_by == claimed.claim,
+                outbox.c.state == POSTING,
+            )
+            .values(attempts=outbox.c.attempts + 1, updated_at=now)
+        )
+    return result.rowcount == 1
+
+
 def _ask(adapter: PostingAdapter, claimed: Claimed, posting: Callable[[], Posting]) -> PostingResult | None:
     """Post or look up; an adapter that raises instead of answering leaves the outcome unknown."""
     if claimed.needs_lookup:
@@ -219,6 +239,8 @@ def process_one(
     if clock() >= claimed.locked_until:
         return None
     reached(POSTING_BEFORE_SEND)
+    if not claimed.needs_lookup and not count_attempt(engine, claimed, clock()):
+        return None  # the claim was taken over: someone else owns the row now, nothing is sent
     try:
         answer = _ask(adapter, claimed, lambda: posting_of(engine, claimed))
     except LookupUnavailableError as error:

@@ -7,9 +7,10 @@ lookup's answer makes of a claimed row.
                                                                a fresh post) | unknown (PMS unreachable)
 
 Nothing is ever re-posted blind: a row that may have been sent goes back to ``approved`` only after the
-PMS said, from its own records, that it holds no posting under the key. ``attempts`` counts real posts
-(a claim or a lookup counts nothing), so a poster that died before sending spends none of the budget;
-once ``max_attempts`` posts were made and the PMS still holds nothing, the row is ``failed``.
+PMS said, from its own records, that it holds no posting under the key. ``attempts`` counts real posts,
+each committed just before it is sent (a claim or a lookup counts nothing), so a poster that died before
+sending spends none of the budget and one that died after sending has spent it; once ``max_attempts``
+posts were made and the PMS still holds nothing, the row is ``failed``.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class Settlement:
 def after_post(
     row: Claimed, result: PostingResult, now: datetime, policy: PostingPolicy, rng: random.Random
 ) -> Settlement:
-    """A real post was made: it counts, whatever the answer."""
+    """A real post was made: it counts, whatever the answer (the drainer committed it before sending,
+    ``drain.count_attempt``; this writes the same number with the answer)."""
     attempts = row.attempts + 1
     if result.outcome is PostingOutcome.POSTED:
         return Settlement(POSTED, attempts, row.lookups, now, result.pms_reference)
