@@ -185,6 +185,41 @@ def test_oversized_headers_are_a_431_and_64_mib_are_refused_early_with_bounded_m
     engine.dispose()
 
 
+def _whole_request(port: int, body: bytes, extra_headers: bytes) -> bytes:
+    """A signed delivery, head and body, as one buffer: sent in one write, it is parsed in one read."""
+    head = b"".join(f"{name}: {value}\r\n".encode() for name, value in signed(body).items())
+    return (
+        _request_head(port)
+        + head
+        + f"Content-Length: {len(body)}\r\nConnection: close\r\n".encode()
+        + extra_headers
+        + b"\r\n"
+        + body
+    )
+
+
+@pytest.mark.slow  # a receiver process
+def test_a_delivery_with_100_kib_of_headers_in_one_write_is_a_431_and_nothing_is_stored(
+    limited_receiver: ReceiverProcess, sqlite_url: str
+) -> None:
+    filler = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+    oversized = event_body("evt_oversized_in_one_write")
+    request = _whole_request(limited_receiver.port, oversized, filler * 103)
+    assert len(request) - len(oversized) > 100 * 1024
+    with socket.create_connection(("127.0.0.1", limited_receiver.port), timeout=10) as sock:
+        sock.sendall(request)
+        assert sock.makefile("rb").readline().split()[1] == b"431"
+
+    within = event_body("evt_within_the_cap_in_one_write")  # the same shape under the cap is stored
+    with socket.create_connection(("127.0.0.1", limited_receiver.port), timeout=10) as sock:
+        sock.sendall(_whole_request(limited_receiver.port, within, filler * 4))
+        assert sock.makefile("rb").readline().split()[1] == b"200"
+    engine = make_engine(sqlite_url)
+    assert _count(engine, payment_events, event_id="evt_within_the_cap_in_one_write") == 1
+    assert _count(engine, payment_events, event_id="evt_oversized_in_one_write") == 0
+    engine.dispose()
+
+
 @pytest.mark.slow  # a receiver process
 def test_headers_slower_than_the_deadline_get_the_connection_cut(limited_receiver: ReceiverProcess) -> None:
     receiver = limited_receiver

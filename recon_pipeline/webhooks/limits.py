@@ -5,8 +5,10 @@ we use for its intake rate, a client may send headers without end (64 MiB were s
 byte a second for as long as it likes, holding a connection and its memory. ``LimitedHttpToolsProtocol``
 adds, per request:
 
-- a header size cap: once more than ``max_header_bytes`` arrived without the header block ending, the
-  answer is 431 and the connection is closed, so memory stays bounded by the cap plus one read;
+- a header size cap: once the parser has parsed more than ``max_header_bytes`` of request target and
+  headers, or more than that arrived without the header block ending, the answer is 431 and the
+  connection is closed, so memory stays bounded by the cap plus one read, whether the request came in one
+  read or many;
 - a header deadline: the header block must be complete within ``header_timeout_s`` of the connection
   opening (or of the next request's first byte on a kept-alive connection), else the connection is cut.
 
@@ -70,14 +72,25 @@ _TOO_LARGE = b"".join(
 )
 
 
+class HeadersTooLarge(Exception):
+    """Raised inside a parser callback to stop parsing the request whose headers passed the cap."""
+
+
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a header size cap (431) and a header deadline (connection cut)."""
+    """uvicorn's httptools protocol with a header size cap (431) and a header deadline (connection cut).
+
+    The cap is judged on what the parser parsed (``on_url``, ``on_header``), so a request whose whole head
+    and body arrive in one read is refused before its headers complete and nothing reaches the app; a head
+    that never ends (one endless header line, which the parser holds until its end) is judged on the bytes
+    received while the head is still open."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._limits = _process_limits()
         self._awaiting_headers = True
-        self._header_bytes = 0
+        self._received_bytes = 0  # bytes read while the head was still open
+        self._header_bytes = 0  # head bytes the parser parsed: request target, header names and values
+        self._over_cap = False
         self._header_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -92,30 +105,55 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self.transport.is_closing():  # refused already: read nothing more
             return
         if self._awaiting_headers:
-            self._header_bytes += len(data)
-        super().data_received(data)
+            self._received_bytes += len(data)
+        super().data_received(data)  # a head past the cap raises in a callback: send_400_response refuses
         if (
             self._awaiting_headers
-            and self._header_bytes > self._limits.max_header_bytes
+            and self._received_bytes > self._limits.max_header_bytes
             and not self.transport.is_closing()
         ):
-            logger.warning("webhook rejected: headers beyond %d bytes (431)", self._limits.max_header_bytes)
-            self._disarm_header_deadline()
-            self.transport.write(_TOO_LARGE)
-            self.transport.close()
+            self._refuse_too_large()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         if not self._awaiting_headers:  # the next request on a kept-alive connection
             self._awaiting_headers = True
-            self._header_bytes = 0
+            self._received_bytes = 0
             self._arm_header_deadline()
+        self._header_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)  # ": " and CRLF
+        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._awaiting_headers = False
-        self._header_bytes = 0
+        self._received_bytes = 0
         self._disarm_header_deadline()
         super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn answers any parse failure with a 400; the one our cap raised is a 431."""
+        if self._over_cap:
+            self._refuse_too_large()
+        else:
+            super().send_400_response(msg)
+
+    def _count_head(self, size: int) -> None:
+        self._header_bytes += size
+        if self._header_bytes > self._limits.max_header_bytes:
+            self._over_cap = True
+            raise HeadersTooLarge
+
+    def _refuse_too_large(self) -> None:
+        logger.warning("webhook rejected: headers beyond %d bytes (431)", self._limits.max_header_bytes)
+        self._disarm_header_deadline()
+        self.transport.write(_TOO_LARGE)
+        self.transport.close()
 
     def _arm_header_deadline(self) -> None:
         self._disarm_header_deadline()
