@@ -144,19 +144,16 @@ def test_the_refusal_names_the_endpoint_and_message_but_no_query_value_nor_key(
     ids=["stripe", "razorpay", "adyen", "text", "empty"],
 )
 def test_each_providers_error_shape_is_read(body: Any, expected: str) -> None:
-    response = (
-        httpx.Response(400, json=body) if isinstance(body, dict) else httpx.Response(400, text=body)
-    )
+    response = httpx.Response(400, json=body) if isinstance(body, dict) else httpx.Response(400, text=body)
     assert _provider_message(response) == expected
 
 
 def test_incomplete_pull_keeps_permanence_and_only_it() -> None:
-    with pytest.raises(PermanentPullError, match="pull of P1 failed: stripe GET"):
-        with incomplete_pull("pull of P1"):
-            raise ProviderRequestRejected("stripe GET /v1/charges rejected: HTTP 400: no")
-    with pytest.raises(IncompletePullError) as caught:
-        with incomplete_pull("pull of P1"):
-            raise IncompletePullError("/v1/charges: pull aborted")
+    refused = pytest.raises(PermanentPullError, match="pull of P1 failed: stripe GET")
+    with refused, incomplete_pull("pull of P1"):
+        raise ProviderRequestRejected("stripe GET /v1/charges rejected: HTTP 400: no")
+    with pytest.raises(IncompletePullError) as caught, incomplete_pull("pull of P1"):
+        raise IncompletePullError("/v1/charges: pull aborted")
     assert not is_permanent(caught.value) and not is_permanent(ValueError("x"))
 
 
@@ -241,7 +238,7 @@ def test_a_refused_endpoint_is_asked_once_per_property_night_and_the_run_is_not_
     assert {row.property_id for row in rows} == {p.property_id for p in pipeline.properties}
     for row in rows:
         assert row.status == "failed" and row.run_id == result.run_id
-        assert row.error.startswith(f"property {row.property_id} night {NIGHT.isoformat()}: PermanentPullError")
+        assert row.error.startswith(f"property {row.property_id} night {NIGHT}: PermanentPullError")
         assert f"{pipeline.flavour} GET {path} rejected: HTTP 400" in row.error and REFUSAL in row.error
         assert "\n" not in row.error and "?" not in row.error
 
