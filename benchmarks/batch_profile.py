@@ -1,7 +1,7 @@
 """Profile: the CPU one property-night costs in ``reconcile_batch``, per process (issue 13's throughput).
 
     python -m benchmarks.batch_profile [--properties 250] [--batch-size 250] [--rps 100] \
-        [--bookings 5] [--profile] [--postgres-url URL] [--json]
+        [--bookings 5] [--profile] [--postgres-url URL] [--reject PATH] [--json]
 
 The fleet's night (``recon_pipeline/demo/fleet.py``, as ``benchmarks/scale.py`` seeds it) in a scratch
 database, the simulator serving it from a process of its own (so its CPU is counted apart, with the
@@ -17,6 +17,11 @@ every backend's CPU; with ``--postgres-url`` a shared server's backends cannot b
 figure is left out); each per property-night. Also the provider requests by endpoint (the simulator's
 counters), the findings against what the world planted, and with ``--profile`` the pipeline's cProfile
 top 30 by cumulative time over every thread (printed to stderr).
+
+``--reject PATH`` has the simulator refuse every request to that endpoint for good (its ``reject`` switch:
+400 in the provider's error shape), as a strict provider refuses a request it will never accept: the
+figures then count the refused requests per property and the property-nights that failed for good (issue
+24: at most one refused request per property, none retried).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ MAX_CONCURRENCY = 4  # RECON_PROVIDER_MAX_CONCURRENCY of scale.py's deployment
 SIMULATOR_IDLE_S = 3600  # the simulator's process ends when not asked anything for this long
 SIMULATOR_START_S = 120
 PROFILE_TOP = 30
+REFUSAL = "This property cannot be expanded (charge)."  # what a strict Stripe answered (issue 24)
 
 
 def serve_simulator(properties: int, night: date, bookings: int, rps: int, connection: Connection) -> None:
@@ -158,6 +164,7 @@ def run(
     bookings: int,
     profile: bool,
     profile_dump: str | None = None,
+    reject: str | None = None,
 ) -> dict[str, Any]:
     prepared = fleet_night(properties, night, bookings)
     figures: dict[str, Any] = {
@@ -184,15 +191,20 @@ def run(
         ).adapter()
         batches = plan_batches(prepared.fleet, night, batch_size)
         httpx.post(f"{simulator.base_url}/_simulator/reset-stats", timeout=30)
+        if reject is not None:
+            refusal = {"reject": {"path": reject, "message": REFUSAL}}
+            httpx.post(f"{simulator.base_url}/_simulator/faults", json=refusal, timeout=30).raise_for_status()
         pipeline_cpu, simulator_cpu = time.process_time(), simulator.cpu_seconds()
         postgres_cpu = cluster.cpu_seconds() if cluster else 0.0
         started = time.perf_counter()
-        succeeded = 0
+        succeeded = failed_for_good = retryable_batches = 0
         with every_thread_profiled() if profile else nullcontext() as profiles:
             for batch in batches:
                 request = BatchRequest(night=night.isoformat(), property_ids=batch.property_ids)
                 result = reconcile_batch(engine, client, request, f"profile-{batch.key}", lambda _: None)
                 succeeded += sum(outcome.succeeded for outcome in result.outcomes)
+                failed_for_good += len(result.permanent)
+                retryable_batches += bool(result.failed) and result.retryable
         wall = time.perf_counter() - started
         spent = {
             "pipeline": time.process_time() - pipeline_cpu,
@@ -216,6 +228,15 @@ def run(
             provider_requests_by_endpoint=by_endpoint(stats["requests_by_path"]),
             **findings_check(engine, prepared.world, night),
         )
+        if reject is not None:
+            refused = stats["responses_by_status"].get("400", 0)
+            figures.update(
+                rejected_endpoint=reject,
+                refused_requests=refused,
+                refused_per_property=round(refused / properties, 3),
+                property_nights_failed_for_good=failed_for_good,
+                batches_a_retry_could_change=retryable_batches,
+            )
     return figures
 
 
@@ -233,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="server for the scratch database (default: a throwaway cluster, whose CPU is counted)",
     )
+    parser.add_argument(
+        "--reject", metavar="PATH", help="the simulator refuses this endpoint for good (400): count refusals"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if min(args.properties, args.batch_size, args.rps, args.bookings) < 1:
@@ -246,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         args.bookings,
         args.profile,
         args.profile_dump,
+        args.reject,
     )
     print(json.dumps(figures, sort_keys=True) if args.json else json.dumps(figures, indent=2, sort_keys=True))
     return 0

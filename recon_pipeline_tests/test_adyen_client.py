@@ -30,7 +30,13 @@ from recon_pipeline.providers.adyen.simulator import (
     report_available_item,
 )
 from recon_pipeline.providers.attribution import attribute
-from recon_pipeline.providers.errors import IncompletePullError, ProviderRequestRejected, ProviderUnavailable
+from recon_pipeline.providers.errors import (
+    IncompletePullError,
+    PermanentPullError,
+    ProviderRequestRejected,
+    ProviderUnavailable,
+    is_permanent_status,
+)
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ClientSettings
 from recon_pipeline.providers.objects import PropertyAccount
@@ -97,7 +103,7 @@ def served_fixture(
 
 @pytest.fixture(name="http")
 def http_fixture(served: tuple[str, SimulatorStore, Counted]) -> Iterator[ProviderHttp]:
-    with ProviderHttp(served[0], retry=FAST_RETRY, max_rps=float("inf")) as http:
+    with ProviderHttp(served[0], retry=FAST_RETRY, max_rps=float("inf"), provider="adyen") as http:
         yield http
 
 
@@ -275,6 +281,23 @@ def test_report_downloads_are_retried_through_injected_faults(
     faults.configure({"statuses": [503] * FAST_RETRY.max_attempts})
     with pytest.raises(IncompletePullError, match="HTTP 503"):
         AdyenClient(http, KEY).pull_claimed(ACCOUNT, *NIGHT)  # cold: nothing cached
+
+
+@pytest.mark.parametrize("status", [408, 409, 425, 401, 403, 422])
+def test_a_refused_download_is_sent_once_a_transient_one_retried(
+    client: AdyenClient, served: tuple[str, SimulatorStore, Counted], status: int
+) -> None:
+    """Adyen's 401/403/422 refuse for good: one request, a permanent pull error naming the download; its
+    408/409/425 are retried like a 5xx."""
+    faults = served[2].app.state.faults  # type: ignore[attr-defined]
+    faults.configure({"statuses": [status] * 10 if is_permanent_status(status) else [status]})
+    if not is_permanent_status(status):
+        assert len(client.pull_claimed(ACCOUNT, *NIGHT)) == 3
+        assert faults.stats()["responses_by_status"][str(status)] == 1
+        return
+    with pytest.raises(PermanentPullError, match=rf"adyen GET /reports/download/\S+ rejected: HTTP {status}"):
+        client.pull_claimed(ACCOUNT, *NIGHT)
+    assert faults.stats()["responses_by_status"] == {str(status): 1}
 
 
 def test_a_report_body_that_is_not_text_is_retried_then_unavailable(

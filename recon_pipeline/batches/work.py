@@ -10,7 +10,9 @@ Properties that share a provider account and the night window (the platform acco
 metadata) are pulled **once** and the pull is split by attribution; the account groups of a batch are
 worked on by a bounded thread pool over one process-wide provider client, whose rate bound is the
 deployment's. One property failing (a bad ``properties`` row, an incomplete pull, a database error) fails
-that property alone, with a one-line error naming it; the rest of the batch still reconciles.
+that property alone, with a one-line error naming it; the rest of the batch still reconciles. A property
+whose pull the provider refused for good (``errors.is_permanent``) is kept apart (``BatchResult.permanent``)
+so that a batch no retry can change is not retried.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
+from recon_pipeline.providers.errors import is_permanent
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
@@ -103,6 +106,7 @@ class BatchResult:
     results: list[PropertyNightResult] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # invalid properties rows, when the batch is "all"
     unrunnable: list[str] = field(default_factory=list)  # named properties unknown or with an invalid row
+    permanent: list[str] = field(default_factory=list)  # properties the provider refused for good
 
     @property
     def failed(self) -> list[PropertyOutcome]:
@@ -111,8 +115,10 @@ class BatchResult:
     @property
     def retryable(self) -> bool:
         """Whether a retry could succeed where this attempt failed: some property failed on its way
-        (provider, database), not only on its ``properties`` row, which no retry changes."""
-        return any(o.property_id not in self.unrunnable for o in self.failed)
+        (provider unavailable, database), not only on its ``properties`` row or on a request the provider
+        refused for good (a permanent 4xx), which no retry changes."""
+        final = {*self.unrunnable, *self.permanent}
+        return any(o.property_id not in final for o in self.failed)
 
     def total(self, part: str, name: str) -> int:
         """A count summed over the batch: ``part`` is "adjustments" or "findings"."""
@@ -394,6 +400,8 @@ def reconcile_batch(
                     said: PropertyNightResult | str = outcome
                 else:
                     said = f"property {property_id} night {request.night}: {_one_line(outcome)}"
+                    if is_permanent(outcome):
+                        batch.permanent.append(property_id)
                 batch.outcomes.append(
                     _outcome(request, run_id, property_id, started, datetime.now(UTC), said)
                 )

@@ -15,7 +15,9 @@ With RECON_REVIEW_BASE_URL set, each materialization links to the night in the r
 
 Each property's outcome (succeeded with its counts, or failed with a one-line error) is kept in
 ``night_reconciliations``. A property that failed fails the run after every other property of the batch
-was reconciled and committed, naming it; its re-execution is idempotent.
+was reconciled and committed, naming it; its re-execution is idempotent. When no failure of the batch can
+change on a retry (the provider refused a request for good, a bad ``properties`` row), neither the step
+nor the run is retried.
 """
 
 from collections import Counter
@@ -33,7 +35,7 @@ from recon_pipeline.batches.work import (
 )
 from recon_pipeline.config import ConfigError
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, BatchConfig
-from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy
+from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy, refuse_run_retries
 from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.reconcile.report import combined_report, markdown_table
@@ -123,11 +125,14 @@ def reconcile_batch_assets(
         context.log.error(f"skipped: {skipped}")
     if batch.failed:
         failed = batch.failed
+        if not batch.retryable:
+            refuse_run_retries(context)
         raise dg.Failure(
             description=f"{len(failed)} of {len(batch.outcomes)} properties failed for night {night}; "
             f"first: {failed[0].error}",
             metadata={"failed": dg.MetadataValue.md(_per_property_markdown(batch, night, desk_url))},
-            # A bad properties row fails every attempt: no retry re-reconciles the batch for nothing.
+            # A bad properties row or a request the provider refused for good fails every attempt: no
+            # retry re-reconciles the batch (and re-sends the refused requests) for nothing.
             allow_retries=batch.retryable,
         )
     report = combined_report([result.report for result in batch.results])

@@ -1,4 +1,5 @@
-"""Admission control shared by every provider-bound definition (the limits live in dagster.yaml)."""
+"""Admission control and retries shared by every provider-bound definition (the limits live in
+dagster.yaml)."""
 
 import dagster as dg
 
@@ -8,6 +9,10 @@ from recon_pipeline.config import seconds_from_env
 PROVIDER_POOL = "provider_api"
 # Runs that call the provider carry this tag; `tag_concurrency_limits` in dagster.yaml caps them.
 PROVIDER_BOUND_TAG = "recon/provider_bound"
+# Dagster's run tag that keeps `run_retries` from re-executing a run failed by a step: the run worker reads
+# the run's tags when it stores the run's failure and tags the run `dagster/will_retry`, which is what the
+# daemon's auto re-execution follows.
+RETRY_ON_STEP_FAILURE_TAG = "dagster/retry_on_asset_or_op_failure"
 
 
 def provider_step_retry_policy() -> dg.RetryPolicy:
@@ -17,3 +22,10 @@ def provider_step_retry_policy() -> dg.RetryPolicy:
     return dg.RetryPolicy(
         max_retries=2, delay=delay, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS
     )
+
+
+def refuse_run_retries(context: dg.AssetExecutionContext) -> None:
+    """Keep the run-retry daemon from re-executing this run when its step fails: for a failure no retry
+    changes (a request the provider refused for good), raised with ``dg.Failure(allow_retries=False)`` so
+    that no step retry re-sends it either. Transient failures keep both bounded retries."""
+    context.instance.add_run_tags(context.run_id, {RETRY_ON_STEP_FAILURE_TAG: "false"})

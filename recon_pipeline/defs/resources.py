@@ -107,6 +107,7 @@ class ProviderResource(dg.ConfigurableResource):
                     policy,
                     max_rps=rate or float("inf"),
                     limiter=limiter,
+                    provider=settings.flavour,
                 )
                 _clients[key] = http
         return http

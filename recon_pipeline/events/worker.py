@@ -64,7 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # RECON_PROVIDER_MAX_RPS is the deployment's: this worker takes its slots from the shared bucket.
         limiter = deployment_limiter(engine, settings, rate)
         with ProviderHttp(
-            settings.base_url, settings.api_key, settings.max_concurrency, limiter=limiter
+            settings.base_url,
+            settings.api_key,
+            settings.max_concurrency,
+            limiter=limiter,
+            provider=settings.flavour,
         ) as http:
             counts = process_available(
                 engine,

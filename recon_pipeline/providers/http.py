@@ -1,12 +1,16 @@
 """One HTTP client per process for a provider's API: bounded concurrency, bounded retries, no secrets in logs.
 
 The provider rate-limits per key, so every request of the process shares one ``BoundedSemaphore``
-(``RECON_PROVIDER_MAX_CONCURRENCY``) and one connection pool. Transient failures (429, 5xx, transport
-errors, bodies that are not JSON) are retried with capped exponential backoff and full jitter, so that many
-workers hitting the same outage do not retry in lockstep; once the bound is reached the failure surfaces
-as ``ProviderUnavailable`` (an unknown outcome), never as an empty answer. A 429's ``Retry-After`` is waited
-out in full up to ``RECON_PROVIDER_MAX_RETRY_AFTER_S`` (30 s); a longer one fails the request at once
-(``RetryAfterTooLong``): retrying sooner would only be refused again, and sleeping hours holds a run.
+(``RECON_PROVIDER_MAX_CONCURRENCY``) and one connection pool. Transient failures (408, 409, 425, 429, 5xx,
+transport errors, bodies that are not JSON) are retried with capped exponential backoff and full jitter, so
+that many workers hitting the same outage do not retry in lockstep; once the bound is reached the failure
+surfaces as ``ProviderUnavailable`` (an unknown outcome), never as an empty answer. A permanent refusal
+(``errors.is_permanent_status``: any other 4xx but 404) is sent once and raised as
+``ProviderRequestRejected``: one line naming the provider, the method and path (never the query, whose
+values carry ids and times) and the provider's own message in its error shape (``_provider_message``).
+A 429's ``Retry-After`` is waited out in full up to ``RECON_PROVIDER_MAX_RETRY_AFTER_S`` (30 s); a longer
+one fails the request at once (``RetryAfterTooLong``): retrying sooner would only be refused again, and
+sleeping hours holds a run.
 
 A provider's rate limit is a rate, not a concurrency: eight connections answered in 5 ms each are 1,600
 requests a second. ``RECON_PROVIDER_MAX_RPS`` (or ``max_rps``) paces the request starts of one client so
@@ -31,12 +35,19 @@ from typing import Any, TypeVar
 import httpx
 
 from recon_pipeline import config
-from recon_pipeline.providers.errors import ProviderRequestRejected, ProviderUnavailable, RetryAfterTooLong
+from recon_pipeline.providers.errors import (
+    NOT_FOUND,
+    ProviderRequestRejected,
+    ProviderUnavailable,
+    RetryAfterTooLong,
+    is_permanent_status,
+)
 from recon_pipeline.ratelimit import RateLimiter
 
 logger = logging.getLogger(__name__)
 
 MAX_RPS_VARIABLE = "RECON_PROVIDER_MAX_RPS"
+PROVIDER_MESSAGE_CHARS = 300  # a provider's error message, cut: the line stays one line in a table
 T = TypeVar("T")
 
 
@@ -109,6 +120,7 @@ class ProviderHttp:
     it; None reads ``RECON_PROVIDER_MAX_RPS`` (unset: no cap), ``math.inf`` means no cap whatever the
     environment says. The cap is per client; ``limiter`` replaces it with one shared beyond the client
     (``recon_pipeline.ratelimit.SharedRateLimiter``: one rate for every process of the deployment).
+    ``provider`` is the name its errors give the API (the registered provider whose API it speaks).
     """
 
     def __init__(
@@ -121,6 +133,7 @@ class ProviderHttp:
         rng: random.Random | None = None,
         max_rps: float | None = None,
         limiter: RateLimiter | None = None,
+        provider: str = "provider",
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -134,6 +147,7 @@ class ProviderHttp:
         if limiter is None and self.max_rps is not None:
             self._limiter = RequestRateLimiter(self.max_rps)
         self._api_key = api_key
+        self.provider = provider
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
@@ -165,7 +179,7 @@ class ProviderHttp:
     ) -> dict[str, Any] | None:
         """GET ``path`` and return its JSON object, or None for 404.
 
-        Raises ProviderUnavailable when retries are exhausted, ProviderRequestRejected on another 4xx.
+        Raises ProviderUnavailable when retries are exhausted, ProviderRequestRejected on a permanent 4xx.
         """
         return self._get(path, params, headers, _json_object)
 
@@ -191,6 +205,7 @@ class ProviderHttp:
         or raises ValueError (retried: a cut-off or corrupt body is transient)."""
         last_problem = "no attempt made"
         url = self._url(path, params)
+        endpoint = f"{self.provider} GET {path.partition('?')[0]}"
         for attempt in range(self.retry.max_attempts):
             retry_after: float | None = None
             try:
@@ -203,22 +218,21 @@ class ProviderHttp:
                 status: int | str = type(error).__name__
             else:
                 status = response.status_code
-                if status == 404:
+                if status == NOT_FOUND:
                     return None
-                if status == 429 or status >= 500:
+                if is_permanent_status(status):
+                    message = self._redact(_provider_message(response), url)
+                    raise ProviderRequestRejected(f"{endpoint} rejected: HTTP {status} {message}")
+                if status >= 400:  # 408, 409, 425, 429, 5xx
                     last_problem = f"HTTP {status}"
                     if status == 429:
                         retry_after = _retry_after_s(response)
                         if retry_after is not None and retry_after > self.retry.max_retry_after_s:
                             raise RetryAfterTooLong(
-                                f"GET {path}: HTTP 429 asks to retry after {retry_after:g} s, beyond "
+                                f"{endpoint}: HTTP 429 asks to retry after {retry_after:g} s, beyond "
                                 f"the {self.retry.max_retry_after_s:g} s allowed "
                                 "(RECON_PROVIDER_MAX_RETRY_AFTER_S)"
                             )
-                elif status >= 400:
-                    raise ProviderRequestRejected(
-                        f"GET {path} rejected: HTTP {status}: {self._redact(_provider_message(response))}"
-                    )
                 else:
                     try:
                         return read(response)
@@ -229,8 +243,8 @@ class ProviderHttp:
                 break
             delay = self._delay(attempt, retry_after)
             logger.warning(
-                "provider GET %s failed (%s); attempt %d/%d, retrying in %.2f s",
-                path,
+                "%s failed (%s); attempt %d/%d, retrying in %.2f s",
+                endpoint,
                 status,
                 attempt + 1,
                 self.retry.max_attempts,
@@ -238,7 +252,7 @@ class ProviderHttp:
             )
             self._sleep(delay)
         raise ProviderUnavailable(
-            f"GET {path} failed after {self.retry.max_attempts} attempts; last: {last_problem}"
+            f"{endpoint} failed after {self.retry.max_attempts} attempts; last: {last_problem}"
         )
 
     def _url(self, path: str, params: Mapping[str, Any] | None) -> httpx.URL:
@@ -254,8 +268,15 @@ class ProviderHttp:
         with self._rng_lock:  # random.Random is not documented as thread-safe
             return self.retry.backoff(attempt, self._rng)
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+    def _redact(self, text: str, url: httpx.URL) -> str:
+        """``text`` without the API key, and with the request's query values that could carry an id or a
+        time (all but expansion paths, which name fields) replaced by their parameter's name."""
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        for name, value in url.params.multi_items():
+            if len(value) >= 4 and not name.startswith("expand"):
+                text = text.replace(value, f"<{name}>")
+        return text
 
     def close(self) -> None:
         self._client.close()
@@ -309,10 +330,22 @@ def _retry_after_s(response: httpx.Response) -> float | None:
 
 
 def _provider_message(response: httpx.Response) -> str:
-    """The provider's own error message (Stripe: ``error.message``), else a cut of the body."""
+    """The provider's own error, on one line: its type and code in parentheses, then its message.
+
+    One reader serves every registered provider's error shape, as they differ only in field names:
+    Stripe ``{"error": {"type", "code", "message"}}``, Razorpay ``{"error": {"code", "description"}}``,
+    Adyen ``{"status", "errorCode", "errorType", "message"}``; any other body is quoted, cut."""
     try:
-        error = response.json().get("error", {})
-        message = error.get("message") if isinstance(error, dict) else None
-    except (ValueError, AttributeError):
-        message = None
-    return str(message) if message else response.text[:200]
+        body = response.json()
+    except ValueError:
+        body = None
+    shape = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(shape, dict):
+        message = shape.get("message") or shape.get("description")
+        kinds = [shape.get(key) for key in ("type", "errorType", "code", "errorCode")]
+        labels = "/".join(str(kind) for kind in kinds if kind not in (None, "", "NA"))
+    else:
+        message, labels = None, ""
+    text = str(message) if message else response.text or "(empty body)"
+    text = " ".join(text.split())[:PROVIDER_MESSAGE_CHARS]
+    return f"({labels}): {text}" if labels else f": {text}"

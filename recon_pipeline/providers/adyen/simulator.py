@@ -304,7 +304,8 @@ async def download_report(request: Request) -> Response:
         if decision is not None and decision.status is not None:
             status = decision.status
             headers = {"Retry-After": decision.retry_after} if decision.retry_after is not None else None
-            return PlainTextResponse(f"HTTP Status {status}", status_code=status, headers=headers)
+            text = decision.message or f"HTTP Status {status}"  # a refusal (``reject``) says why
+            return PlainTextResponse(text, status_code=status, headers=headers)
         response = _report_response(request)
         status = response.status_code
         if decision is not None and decision.truncate and status == 200:  # cut off: no payout line

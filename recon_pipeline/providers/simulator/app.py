@@ -58,7 +58,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
                     await asyncio.sleep(decision.delay_s)
                 if decision.status is not None:
                     status = decision.status
-                    return _injected(dialect, status, decision.retry_after)
+                    return _injected(dialect, status, decision.retry_after, decision.message)
                 if not dialect.authorized(request, api_key):
                     status = 401
                     return JSONResponse(dialect.unauthorized(), status_code=401)
@@ -127,6 +127,9 @@ def _is_list(payload: dict[str, Any]) -> bool:
     return payload.get("object") == "list" or payload.get("entity") == "collection"
 
 
-def _injected(dialect: Dialect, status: int, retry_after: str | None) -> Response:
+def _injected(dialect: Dialect, status: int, retry_after: str | None, message: str | None) -> Response:
+    """An injected status's answer; a refusal with a ``message`` (the ``reject`` switch) in the shape of
+    the provider's own refusal of an invalid request."""
     headers = {"Retry-After": retry_after} if retry_after is not None else None
-    return JSONResponse(dialect.injected(status), status_code=status, headers=headers)
+    body = dialect.injected(status) if message is None else dialect.invalid(InvalidRequest(message))
+    return JSONResponse(body, status_code=status, headers=headers)

@@ -13,6 +13,12 @@ finds the bucket empty gets 429 with ``Retry-After`` (whole seconds until the ne
 the header's grammar allows). It applies to every API path, whatever ``path_prefix`` says, and before
 the injected statuses: a request over the limit never reaches them.
 
+``reject`` refuses one endpoint for good, as a provider refuses a request it will never accept (a strict
+Stripe's ``400 invalid_request_error`` on an expansion it does not grant): every request to exactly that
+``path`` is answered ``status`` (a permanent 4xx, default 400) with ``message`` in the provider's own error
+shape, whatever ``path_prefix`` says; the request is counted like any other, so a test sees how often the
+client sent what was refused.
+
 ``paging`` breaks list paging the ways a provider can. Both ignore the cursor (Stripe's ``starting_after``,
 Razorpay's ``skip``): ``repeat`` serves the first page again and, on Stripe, says ``has_more`` always;
 ``endless`` answers every list with a full page of fresh ids and more to come, forever.
@@ -25,9 +31,11 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
+
+from recon_pipeline.providers.errors import is_permanent_status
 
 PAGING_FAULTS = ("repeat", "endless")
 CURSOR_PARAMS = frozenset({"starting_after", "skip"})  # Stripe's cursor, Razorpay's offset
@@ -45,6 +53,32 @@ class FaultDecision:
     delay_s: float
     in_scope: bool  # the path matches ``path_prefix``: its success counts toward ``fail_after_requests``
     paging: str | None = None  # a PAGING_FAULTS entry: how to break the paging of a list answer
+    message: str | None = None  # a refusal's message (``reject``), said in the provider's error shape
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The ``reject`` switch: every request to ``path`` answered ``status`` saying ``message``."""
+
+    path: str
+    status: int
+    message: str
+
+    @classmethod
+    def of(cls, setting: Any) -> Rejection:
+        """The switch from its JSON form; ValueError naming what is wrong."""
+        if not isinstance(setting, dict) or not isinstance(setting.get("path"), str):
+            raise ValueError('reject must be null or an object with a path, e.g. {"path": "/v1/charges"}')
+        unknown = set(setting) - {"path", "status", "message"}
+        if unknown:
+            raise ValueError(f"reject: unknown keys {sorted(unknown)}")
+        status = setting.get("status", 400)
+        if not (_is_int(status) and is_permanent_status(status)):
+            raise ValueError("reject.status must be a permanent 4xx (not 404, 408, 409, 425 or 429)")
+        message = setting.get("message", f"Simulated permanent refusal (HTTP {status})")
+        if not isinstance(message, str) or not message:
+            raise ValueError("reject.message must be a non-empty string")
+        return cls(setting["path"], status, message)
 
 
 @dataclass(frozen=True)
@@ -71,6 +105,7 @@ _SETTABLE = frozenset(
         "rate_limit_rps",
         "rate_limit_burst",
         "paging",
+        "reject",
     }
 )
 
@@ -101,6 +136,7 @@ class FaultSwitches:
             self._refilled_at = self._clock()
             self._paging: str | None = None
             self._endless_pages = 0
+            self._reject: Rejection | None = None
 
     def reset_stats(self) -> None:
         with self._lock:
@@ -123,7 +159,8 @@ class FaultSwitches:
         ``rate_limit_rps``: requests per second over which the answer is 429 (a positive number; null
         turns the limit off); ``rate_limit_burst``: the bucket's depth (positive integer; null: one
         second's worth). Setting either refills the bucket; ``paging``: ``repeat``, ``endless`` or null
-        (see the module's docstring).
+        (see the module's docstring); ``reject``: ``{"path", "status", "message"}`` or null (see the
+        module's docstring).
         """
         unknown = set(settings) - _SETTABLE
         if unknown:
@@ -146,7 +183,10 @@ class FaultSwitches:
         paging = settings.get("paging")
         if paging is not None and paging not in PAGING_FAULTS:
             raise ValueError(f"paging must be one of {', '.join(PAGING_FAULTS)} or null")
+        reject = None if settings.get("reject") is None else Rejection.of(settings["reject"])
         with self._lock:
+            if "reject" in settings:
+                self._reject = reject
             if "paging" in settings:
                 self._paging = paging
             if statuses is not None:
@@ -183,6 +223,7 @@ class FaultSwitches:
                 "rate_limit_rps": self._rate,
                 "rate_limit_burst": self._bucket_depth() if self._rate is not None else self._burst,
                 "paging": self._paging,
+                "reject": None if self._reject is None else asdict(self._reject),
             }
 
     def begin(self, path: str, params: Sequence[str] = (), version: str | None = None) -> FaultDecision:
@@ -203,6 +244,15 @@ class FaultSwitches:
                     truncate=False,
                     delay_s=0.0,
                     in_scope=False,
+                )
+            if self._reject is not None and path == self._reject.path:
+                return FaultDecision(
+                    status=self._reject.status,
+                    retry_after=None,
+                    truncate=False,
+                    delay_s=0.0,
+                    in_scope=True,
+                    message=self._reject.message,
                 )
             if self._path_prefix is not None and not path.startswith(self._path_prefix):
                 return _NO_FAULT
