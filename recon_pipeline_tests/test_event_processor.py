@@ -347,6 +347,21 @@ def test_a_payment_unknown_to_the_provider_is_dead(harness: Harness) -> None:
     assert event["status"] == "dead" and "does not know payment 'pi_missing' (404)" in event["last_error"]
 
 
+def test_a_request_the_provider_refuses_for_good_is_dead_at_once_with_its_answer(harness: Harness) -> None:
+    h = harness
+    _, intent = h.add_payment("refused")
+    h.deliver("evt_refused", "payment_intent.succeeded", intent)
+    path = f"/v1/payment_intents/{intent['id']}"
+    h.sim.set_faults(reject={"path": path, "status": 403, "message": "The key lacks this permission."})
+
+    assert h.process().dead == 1
+
+    event = h.one(payment_event_processing, event_id="evt_refused")
+    assert (event["status"], event["attempts"]) == ("dead", 1)  # one try, never retried
+    assert f"GET {path}" in event["last_error"] and "lacks this permission" in event["last_error"]
+    assert h.sim.stats()["responses_by_status"] == {"403": 1}
+
+
 def test_a_booking_missing_locally_is_reported_not_a_crash(harness: Harness) -> None:
     h = harness
     _, intent = h.add_payment("nobk")

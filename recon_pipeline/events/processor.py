@@ -24,7 +24,10 @@ Failure policy:
   event is retried with backoff (``queue.retry_later``), dead on a failure after the retry budget
   (``RetrySchedule``, RECON_EVENT_RETRY_BUDGET_S; each batch logs it). So is any unexpected error, which
   is also logged with its traceback: one poison event cannot stop the worker.
-- A payment the provider does not know (404) is dead at once: retrying cannot make it exist.
+- A payment the provider does not know (404) is dead at once: retrying cannot make it exist. So is a
+  request the provider refuses for good (a 4xx other than 408/409/425/429: a bad key, a revoked
+  permission, a request it does not take), with the provider's one-line answer as ``last_error``; once
+  the cause is fixed, ``recon events requeue`` brings the events back.
 - No property attributable (no known ``metadata.property_id``, no property with the event's connected
   account) is dead with ``last_error`` "cannot attribute payment …": its night cannot be named.
 - A booking id unknown locally is not an error: ``payment_orders`` is still written from provider truth
@@ -78,7 +81,7 @@ from recon_pipeline.ledger.queries import (
 from recon_pipeline.metrics.instruments import ACKNOWLEDGEMENTS, PROCESSING_SECONDS
 from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.nights import night_window
-from recon_pipeline.providers.errors import ProviderError
+from recon_pipeline.providers.errors import ProviderError, is_permanent
 from recon_pipeline.providers.interface import ProviderClient
 
 logger = logging.getLogger(__name__)
@@ -205,7 +208,10 @@ def _process(
     except _LeaseLost:
         logger.warning("event %s: lease lost while writing; rolled back", event.event_id)
         return LEASE_LOST
-    except ProviderError as error:  # unknown outcome: nothing was written
+    except ProviderError as error:  # nothing was written
+        if is_permanent(error):  # the provider refused the request itself: asking again gets the same
+            with connection.begin():
+                return _dead(connection, event, worker_id, f"{type(error).__name__}: {error}")
         return _retry(connection, event, worker_id, f"{type(error).__name__}: {error}", policy, clock())
     except Exception as error:  # noqa: BLE001 - a poison event is retried, then dead, never stops the worker
         logger.exception("event %s: unexpected failure", event.event_id)
