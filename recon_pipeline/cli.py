@@ -950,9 +950,12 @@ def cmd_users_change(args: argparse.Namespace) -> int:
         raise ValueError("say what to change: --role, --properties or --new-password")
     password = _new_password(args) if args.new_password else None
     with _recon_database() as engine, engine.begin() as connection:
-        user = change_user(connection, args.name, args.role, args.properties, password)
+        change = change_user(connection, args.name, args.role, args.properties, password)
+    user = change.user
     changed_password = "; password changed" if password is not None else ""
-    print(f"{user.name} is {user.role} for {', '.join(user.properties)}{changed_password}")
+    count = change.sessions_ended
+    ended = f"; {count} session{'' if count == 1 else 's'} ended" if count else ""
+    print(f"{user.name} is {user.role} for {', '.join(user.properties)}{changed_password}{ended}")
     return 0
 
 
@@ -961,7 +964,21 @@ def cmd_users_remove(args: argparse.Namespace) -> int:
 
     with _recon_database() as engine, engine.begin() as connection:
         remove_user(connection, args.name)
-    print(f"removed {args.name}: their sessions end at their next request")
+    print(f"removed {args.name}: their sessions ended")
+    return 0
+
+
+def cmd_users_unlock(args: argparse.Namespace) -> int:
+    from recon_pipeline.review.rules import validate_reviewer
+    from recon_pipeline.review_desk.audit import record_audit
+    from recon_pipeline.review_desk.signin import forget_failures, name_key
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    with _recon_database() as engine, engine.begin() as connection:
+        failures = forget_failures(connection, name_key(args.name))
+        detail = f"{failures} failed sign-in{'' if failures == 1 else 's'} forgotten"
+        record_audit(connection, who, "unlock", target=args.name, detail=detail)
+    print(f"unlocked {args.name}: {detail}")
     return 0
 
 
@@ -984,14 +1001,18 @@ def cmd_review_serve(args: argparse.Namespace) -> int:
     settings = DeskSettings.from_environment()
     engine = make_engine(config.database_url())
     print(f"review desk on http://{args.host}:{args.port}/", flush=True)
+    # The client address (the sign-in limit's key) comes from X-Forwarded-For only when the request came
+    # from a proxy named by --forwarded-allow-ips. Without it no header is trusted: uvicorn's own default
+    # would trust 127.0.0.1, where every local client could then name its own address.
+    proxies = args.forwarded_allow_ips
     try:
         uvicorn.run(
             review_desk_app(engine, settings),
             host=args.host,
             port=args.port,
             log_config=None,
-            proxy_headers=True,  # the client address (the sign-in limit's key) from X-Forwarded-For ...
-            forwarded_allow_ips=args.forwarded_allow_ips,  # ... when the request came from these only
+            proxy_headers=proxies is not None,
+            forwarded_allow_ips=proxies or "",
         )
     finally:
         engine.dispose()
@@ -1037,9 +1058,15 @@ def _add_review_desk_commands(commands: argparse._SubParsersAction[argparse.Argu
     users.add_parser("list", help="every user: name, role, properties (never a password)").set_defaults(
         handler=cmd_users_list
     )
-    remove = users.add_parser("remove", help="remove a user; their sessions end at their next request")
+    remove = users.add_parser("remove", help="remove a user and end their sessions")
     remove.add_argument("name", type=checked(validate_name))
     remove.set_defaults(handler=cmd_users_remove)
+    unlock = users.add_parser(
+        "unlock", help="lift the sign-in lock of a name (forget its failed sign-ins); audited"
+    )
+    unlock.add_argument("name", type=checked(validate_name))
+    unlock.add_argument("--by", help="who unlocks, for the audit log (default: $USER)")
+    unlock.set_defaults(handler=cmd_users_unlock)
 
     review = commands.add_parser("review", help="the review desk web app").add_subparsers(
         dest="review_command", required=True
@@ -1052,11 +1079,11 @@ def _add_review_desk_commands(commands: argparse._SubParsersAction[argparse.Argu
     serve.add_argument("--port", type=cli_args.port, default=12114)
     serve.add_argument(
         "--forwarded-allow-ips",
-        default="127.0.0.1",
         type=cli_args.trusted_proxies,
         metavar="IPS",
         help="comma-separated addresses or networks of the reverse proxy (or '*'): only a request from one "
-        "of them has its X-Forwarded-For client address counted by the sign-in limit (default 127.0.0.1)",
+        "of them has its X-Forwarded-For client address counted by the sign-in limit (default: none, "
+        "every X-Forwarded-For is ignored)",
     )
     serve.set_defaults(handler=cmd_review_serve)
 

@@ -19,6 +19,7 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
+from recon_pipeline.review_desk.web import Clock, utc_now
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import wait_until
 
@@ -100,14 +101,17 @@ def desk_database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterato
 
 @contextmanager
 def served_desk(
-    database_url: str, monkeypatch: pytest.MonkeyPatch, dagster_ui_url: str | None = None
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    dagster_ui_url: str | None = None,
+    clock: Clock = utc_now,
 ) -> Iterator[ServedDesk]:
-    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``);
-    RECON_DATABASE_URL names it."""
+    """A migrated database with ``PROPERTIES`` and the desk serving it (linking to ``dagster_ui_url``,
+    timing sessions and sign-in locks by ``clock``); RECON_DATABASE_URL names it."""
     with (
         desk_database(database_url, monkeypatch) as engine,
         ServerThread(
-            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url))
+            review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url), clock)
         ) as server,
     ):
         yield ServedDesk(engine, server.base_url)

@@ -45,7 +45,8 @@ TABLES_0005 = {"payouts", "payout_transactions", "bank_credits"}
 TABLES_0006 = {"posting_outbox"}
 TABLES_0008 = {"review_users", "review_audit"}
 TABLES_0009 = {"approval_thresholds"}
-ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009}
+TABLES_0010 = {"review_sessions", "review_signin_failures"}
+ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009, *TABLES_0010}
 
 
 def schema_differences(engine: Engine) -> list[Any]:
@@ -179,7 +180,7 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
         [
             table
             for table in metadata.sorted_tables
-            if table.name not in {*TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009}
+            if table.name not in {*TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009, *TABLES_0010}
         ],
     )
     [old_properties] = [table for table in at_0003 if table.name == "properties"]
@@ -258,6 +259,46 @@ def test_revision_0009_renames_the_audit_user_keeping_every_row_and_downgrades(d
 
     assert migrations.upgrade(engine) == migrations.Upgrade("0008", migrations.head())
     assert every_row(engine, [metadata.tables["review_audit"]])["review_audit"] == renamed
+    assert schema_differences(engine) == []
+    engine.dispose()
+
+
+def test_revision_0010_adds_the_desk_sessions_and_sign_in_failures_and_downgrades(database_url: str) -> None:
+    """A database at 0009 with rows in every table upgrades to head: no row changes, ``review_sessions``
+    and ``review_signin_failures`` exist with their indexes as ``db/schema.py`` declares; the downgrade to
+    0009 drops them and keeps every other row; upgrading again is head once more."""
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        command.upgrade(migrations.alembic_config(connection), "0009")
+    at_0009 = [table for table in metadata.sorted_tables if table.name not in TABLES_0010]
+    with engine.begin() as connection:
+        for table in at_0009:
+            connection.execute(table.insert(), [sample_row(table, 1), sample_row(table, 2)])
+    before = every_row(engine, at_0009)
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0009", migrations.head())
+    assert every_row(engine, at_0009) == before
+    assert schema_differences(engine) == []
+    indexes = {
+        name: {index["name"]: index["column_names"] for index in inspect(engine).get_indexes(name)}
+        for name in sorted(TABLES_0010)
+    }
+    assert indexes == {
+        "review_sessions": {"ix_review_sessions_user_name": ["user_name"]},
+        "review_signin_failures": {"ix_review_signin_failures_last": ["last_failure_at"]},
+    }
+    sessions = metadata.tables["review_sessions"]
+    with engine.begin() as connection:
+        connection.execute(sessions.insert(), sample_row(sessions, 1))
+    assert every_row(engine, [sessions])["review_sessions"] == [sample_row(sessions, 1)]
+
+    with engine.begin() as connection:
+        command.downgrade(migrations.alembic_config(connection), "0009")
+    assert recorded_revision(engine) == ["0009"]
+    assert TABLES_0010.isdisjoint(inspect(engine).get_table_names())
+    assert every_row(engine, at_0009) == before
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0009", migrations.head())
     assert schema_differences(engine) == []
     engine.dispose()
 

@@ -89,7 +89,7 @@ def test_users_add_reads_the_password_from_stdin(desk: Desk, monkeypatch: pytest
         assert "r-other" in listing.text and "r-script" in listing.text
 
 
-def test_users_are_listed_changed_and_removed_and_a_session_follows_at_its_next_request(
+def test_users_are_listed_changed_and_removed_and_a_session_follows_or_ends(
     desk: Desk, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     add_user("bob", "approver", "p2", monkeypatch)
@@ -106,15 +106,20 @@ def test_users_are_listed_changed_and_removed_and_a_session_follows_at_its_next_
         assert sign_in(client).status_code == 303
         assert client.get(f"/findings/{desk.ids['r-script']}").status_code == 200
         assert "Approve selected" not in client.get("/adjustments").text
-        # Another role and other properties count from the session's next request.
-        assert cli.main(["users", "change", "ana", "--role", "approver", "--properties", "p2"]) == 0
-        assert capsys.readouterr().out == "ana is approver for p2\n"
+        # Other properties count from the session's next request.
+        assert cli.main(["users", "change", "ana", "--properties", "p2"]) == 0
+        assert capsys.readouterr().out == "ana is analyst for p2\n"
         assert client.get(f"/findings/{desk.ids['r-script']}").status_code == 404
         assert client.get(f"/findings/{desk.ids['r-other']}").status_code == 200
+        # Another role ends the session; signed in again, the pages offer the role's actions.
+        assert cli.main(["users", "change", "ana", "--role", "approver"]) == 0
+        assert capsys.readouterr().out == "ana is approver for p2; 1 session ended\n"
+        assert client.get("/adjustments").headers["location"] == "/signin"
+        assert sign_in(client).status_code == 303
         assert "Approve selected" in client.get("/adjustments").text
-        # A removed user's session ends at its next request; the audit log keeps their name.
+        # A removed user's sessions end; the audit log keeps their name.
         assert cli.main(["users", "remove", "ana"]) == 0
-        assert capsys.readouterr().out == "removed ana: their sessions end at their next request\n"
+        assert capsys.readouterr().out == "removed ana: their sessions ended\n"
         assert client.get("/findings").headers["location"] == "/signin"
     with desk.engine.connect() as connection:
         assert ("ana", "sign_in") in connection.execute(

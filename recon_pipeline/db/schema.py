@@ -441,3 +441,27 @@ review_audit = Table(
     Column("detail", Text, nullable=True),
     Index("ix_review_audit_user_name_at", "user_name", "at"),
 )
+
+# The review desk's sessions (revision 0010): the cookie holds a random id, this row its SHA-256 (a copy
+# of the table signs no one in). Sign-out, a changed password or role, and the session's idle or absolute
+# end (review_desk/sessions.py) delete the row, and with it the session.
+review_sessions = Table(
+    "review_sessions",
+    metadata,
+    Column("session_hash", Text, primary_key=True),
+    Column("user_name", Text, nullable=False),
+    Column("signed_in_at", UTC_TIMESTAMP, nullable=False),
+    Column("last_seen_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_review_sessions_user_name", "user_name"),
+)
+
+# Failed sign-ins per ``name:<name>`` and per ``client:<address>`` (revision 0010; review_desk/signin.py):
+# shared by every desk process; a row older than the lock's bound is forgotten.
+review_signin_failures = Table(
+    "review_signin_failures",
+    metadata,
+    Column("attempt_key", Text, primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("last_failure_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_review_signin_failures_last", "last_failure_at"),
+)

@@ -1,15 +1,16 @@
 """The review desk's Starlette app: the page areas of ``pages/`` behind the security headers and a signed
-session cookie.
+session cookie that holds a server-side session's id.
 
 Security is in the app's structure rather than in each page: every response carries the security headers
-(``SecurityHeaders``); CSRF, sign-in and roles are checked by ``web.Desk`` for every route that needs
-them; every query is narrowed to the user's properties in SQL.
+and, but for static files, ``Cache-Control: no-store`` (``SecurityHeaders``); CSRF, the session, sign-in
+and roles are checked by ``web.Desk`` for every route that needs them; every query is narrowed to the
+user's properties in SQL.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 from starlette.applications import Starlette
@@ -21,12 +22,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, web_root_from_env
 from recon_pipeline.review_desk.pages import adjustments, exports, findings, nights, payouts, signin
-from recon_pipeline.review_desk.signin import AttemptLimiter
-from recon_pipeline.review_desk.web import HERE, Desk, desk_templates
+from recon_pipeline.review_desk.sessions import SessionLimits
+from recon_pipeline.review_desk.signin import SignInLimit
+from recon_pipeline.review_desk.web import HERE, Clock, Desk, desk_templates, utc_now
 
 SESSION_COOKIE = "recon_review"
-SESSION_MAX_AGE_S = 8 * 3600  # one working day: a forgotten browser does not stay signed in for long
 MIN_SECRET_LENGTH = 32
+STATIC = "/static"
+NO_STORE = (b"cache-control", b"no-store")  # account data stays out of browser and proxy caches
 SECURITY_HEADERS = (
     (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; form-action 'self'"),
     (b"x-frame-options", b"DENY"),
@@ -37,12 +40,15 @@ SECURITY_HEADERS = (
 
 @dataclass(frozen=True)
 class DeskSettings:
-    """The session secret, whether cookies are marked Secure (behind TLS), and the Dagster UI's root URL
-    that a finding's page links its run and partition to (None: no links)."""
+    """The session secret, whether cookies are marked Secure (behind TLS), the Dagster UI's root URL
+    that a finding's page links its run and partition to (None: no links), how long a session lasts and
+    how many failed sign-ins lock a name or an address for how long."""
 
     secret: str
     secure_cookies: bool = False
     dagster_ui_url: str | None = None
+    sessions: SessionLimits = field(default_factory=SessionLimits)
+    signin_limit: SignInLimit = field(default_factory=SignInLimit)
 
     @classmethod
     def from_environment(cls) -> DeskSettings:
@@ -59,9 +65,10 @@ class DeskSettings:
 
 
 class SecurityHeaders:
-    """Adds ``SECURITY_HEADERS`` to every HTTP response, errors and static files included; a response
-    that sets its own Content-Security-Policy (the night's report: its inline blocks by hash) keeps it,
-    since a second policy would be enforced as well and block what the first allows."""
+    """Adds ``SECURITY_HEADERS`` to every HTTP response, errors and static files included, and
+    ``Cache-Control: no-store`` to every one but a static file's (pages and exports show account data); a
+    response that sets its own Content-Security-Policy (the night's report: its inline blocks by hash)
+    keeps it, since a second policy would be enforced as well and block what the first allows."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -71,32 +78,31 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        path: str = scope["path"]
+        added = SECURITY_HEADERS if path.startswith(f"{STATIC}/") else (*SECURITY_HEADERS, NO_STORE)
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 own = {name.lower() for name, _value in headers}
-                message["headers"] = [
-                    *headers,
-                    *((name, value) for name, value in SECURITY_HEADERS if name not in own),
-                ]
+                message["headers"] = [*headers, *((name, value) for name, value in added if name not in own)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
 
-def review_desk_app(
-    engine: Engine, settings: DeskSettings, limiter: AttemptLimiter | None = None
-) -> Starlette:
-    """The review desk on ``engine`` (migrated to 0008 or later)."""
-    desk = Desk(engine, desk_templates(), settings.dagster_ui_url)
+def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_now) -> Starlette:
+    """The review desk on ``engine`` (migrated to 0010 or later); ``clock`` times sessions and sign-in
+    locks (a test moves it)."""
+    desk = Desk(engine, desk_templates(), settings.dagster_ui_url, settings.sessions, clock)
     routes: list[BaseRoute] = [
-        *signin.routes(desk, limiter or AttemptLimiter()),
+        *signin.routes(desk, settings.signin_limit),
         *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{discrepancy_id}
         *findings.routes(desk),
         *nights.routes(desk),
         *payouts.routes(desk),
         *adjustments.routes(desk),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        Mount(STATIC, StaticFiles(directory=HERE / "static"), name="static"),
     ]
     middleware = [
         Middleware(SecurityHeaders),
@@ -104,7 +110,7 @@ def review_desk_app(
             SessionMiddleware,
             secret_key=settings.secret,
             session_cookie=SESSION_COOKIE,
-            max_age=SESSION_MAX_AGE_S,
+            max_age=int(settings.sessions.lifetime_s),  # the server ends it; the browser forgets it then
             same_site="lax",
             https_only=settings.secure_cookies,
         ),

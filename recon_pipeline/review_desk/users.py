@@ -1,7 +1,8 @@
 """The review desk's people: adding them with an argon2 hash, and checking a password at sign-in.
 
 A user sees only the properties listed on their row; the list is checked against the ``properties``
-table when the user is added, so a typo is refused rather than silently granting nothing.
+table when the user is added, so a typo is refused rather than silently granting nothing. A new password
+or role, or the user's removal, ends their sessions (``sessions.py``): whoever held one signs in again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import Connection, RowMapping, delete, insert, select, update
 
 from recon_pipeline.db.schema import properties, review_users
 from recon_pipeline.keys import validate_property_id
+from recon_pipeline.review_desk.sessions import end_user_sessions
 
 ROLES = ("analyst", "approver", "admin")
 MAX_NAME_LENGTH = 64
@@ -29,6 +31,14 @@ class ReviewUser:
     name: str
     role: str
     properties: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UserChange:
+    """A user as changed, and how many of their sessions the change ended (a new password or role)."""
+
+    user: ReviewUser
+    sessions_ended: int
 
 
 def validate_name(name: str) -> str:
@@ -97,10 +107,10 @@ def change_user(
     role: str | None = None,
     property_ids: tuple[str, ...] | None = None,
     password: str | None = None,
-) -> ReviewUser:
-    """Give an existing user another role, other properties or a new password (None keeps each); the
-    next request of their sessions already sees the role and properties (``load_user``). ValueError for
-    an unknown user or property, a bad role or password."""
+) -> UserChange:
+    """Give an existing user another role, other properties or a new password (None keeps each). A new
+    password or another role ends their sessions; other properties reach their sessions at the next
+    request (``load_user``). ValueError for an unknown user or property, a bad role or password."""
     current = load_user(connection, name)
     if current is None:
         raise ValueError(f"no user {name!r}")
@@ -110,13 +120,15 @@ def change_user(
     if password is not None:
         values["password_hash"] = PasswordHasher().hash(password)
     connection.execute(update(review_users).where(review_users.c.name == name).values(**values))
-    return changed
+    ends_sessions = password is not None or changed.role != current.role
+    return UserChange(changed, end_user_sessions(connection, name) if ends_sessions else 0)
 
 
 def remove_user(connection: Connection, name: str) -> None:
-    """Delete the user: their sessions stop at their next request; the audit log keeps their name."""
+    """Delete the user and end their sessions; the audit log keeps their name."""
     if connection.execute(delete(review_users).where(review_users.c.name == name)).rowcount != 1:
         raise ValueError(f"no user {name!r}")
+    end_user_sessions(connection, name)
 
 
 def list_users(connection: Connection) -> list[RowMapping]:

@@ -2,22 +2,23 @@
 
 Each page area (``pages/``) is a ``routes(desk)`` function over a ``Desk``; the app (``app.py``) adds
 them up. Security lives here rather than in each page: every POST goes through ``csrf_protected``, every
-page but sign-in through ``Desk.signed_in`` (which reloads the user, so a deleted user's session no longer
-works), and every action through ``Desk.requires`` (its role's permission, else 403).
+page but sign-in through ``Desk.signed_in`` (which finds the session in the database and reloads its user,
+so an ended session or a deleted user's no longer works), and every action through ``Desk.requires`` (its
+role's permission, else 403).
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -26,10 +27,13 @@ from starlette.templating import Jinja2Templates
 from recon_pipeline.review.render import money
 from recon_pipeline.review_desk.access import may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.sessions import SessionLimits, session_user
 from recon_pipeline.review_desk.users import ReviewUser, load_user
 
 HERE = Path(__file__).parent
+SESSION_KEY = "session"  # the cookie's entry holding the session id (``review_sessions``)
 
+Clock = Callable[[], datetime]
 Endpoint = Callable[[Request], Awaitable[Response]]
 UserEndpoint = Callable[[Request, ReviewUser], Awaitable[Response]]
 FormEndpoint = Callable[[Request, ReviewUser, FormData], Awaitable[Response]]
@@ -93,14 +97,21 @@ def shown(value: Any) -> Any:
     return value
 
 
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True)
 class Desk:
     """The review desk's shared parts, handed to each page area's ``routes``; ``dagster_ui_url``: the
-    Dagster UI's root that pages link runs and partitions to (None: no such links)."""
+    Dagster UI's root that pages link runs and partitions to (None: no such links); ``sessions``: how long
+    a session lasts, by ``clock`` (a test moves it)."""
 
     engine: Engine
     templates: Jinja2Templates
     dagster_ui_url: str | None = None
+    sessions: SessionLimits = field(default_factory=SessionLimits)
+    clock: Clock = utc_now
 
     def page(
         self, request: Request, name: str, user: ReviewUser | None, status: int = 200, **context: Any
@@ -119,12 +130,18 @@ class Desk:
         with self.engine.begin() as connection:
             record_audit(connection, user, action, **fields)
 
+    def session_user(self, connection: Connection, session_id: str) -> str | None:
+        """The user name of the live session ``session_id`` (None once it ended)."""
+        return session_user(connection, session_id, self.clock(), self.sessions)
+
     def current_user(self, request: Request) -> ReviewUser | None:
-        name = request.session.get("user")
-        if not isinstance(name, str):
+        """The request's user: its session live in the database, the user reloaded (role, properties)."""
+        session_id = request.session.get(SESSION_KEY)
+        if not isinstance(session_id, str):
             return None
-        with self.engine.connect() as connection:
-            return load_user(connection, name)
+        with self.engine.begin() as connection:
+            name = self.session_user(connection, session_id)
+            return None if name is None else load_user(connection, name)
 
     def signed_in(self, endpoint: UserEndpoint) -> Endpoint:
         """``endpoint`` for a signed-in user; everyone else is sent to the sign-in page."""
@@ -132,7 +149,7 @@ class Desk:
         async def checked(request: Request) -> Response:
             user = self.current_user(request)
             if user is None:
-                request.session.pop("user", None)
+                request.session.pop(SESSION_KEY, None)
                 return RedirectResponse("/signin", status_code=303)
             return await endpoint(request, user)
 
@@ -144,7 +161,7 @@ class Desk:
         async def checked(request: Request, form: FormData) -> Response:
             user = self.current_user(request)
             if user is None:
-                request.session.pop("user", None)
+                request.session.pop(SESSION_KEY, None)
                 return RedirectResponse("/signin", status_code=303)
             if not may(user.role, permission):
                 return self.page(request, "forbidden.html", user, 403, permission=permission)

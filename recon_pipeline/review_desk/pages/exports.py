@@ -73,10 +73,7 @@ def routes(desk: Desk) -> list[Route]:
             detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
             desk.audit(user.name, "export", target=request.url.query, detail=detail)
             filename = export_filename(name, labels, file_format, truncated)
-            headers = {
-                "content-disposition": f'attachment; filename="{filename}"',
-                "cache-control": "no-store",
-            }
+            headers = {"content-disposition": f'attachment; filename="{filename}"'}
             if truncated:
                 headers[TRUNCATED_HEADER] = f"first {EXPORT_LIMIT} rows"
             return Response(body, media_type=MEDIA_TYPES[file_format], headers=headers)
@@ -96,11 +93,7 @@ def routes(desk: Desk) -> list[Route]:
         if page is None:
             return desk.not_found(request, user)
         desk.audit(user.name, "export", target=f"{property_id}/{night}", detail="night report html")
-        headers = {
-            "content-security-policy": served_content_security_policy(),
-            "cache-control": "no-store",
-        }
-        return HTMLResponse(page, headers=headers)
+        return HTMLResponse(page, headers={"content-security-policy": served_content_security_policy()})
 
     return [
         *(
