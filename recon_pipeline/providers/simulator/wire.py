@@ -5,7 +5,8 @@ query parameters each endpoint accepts.
 Strictness is a declaration: a provider's simulator routes hand the host's wrapper (``ApiWrapper``) each
 handler together with the query parameters its endpoint takes (``Accepts``, from the provider's API
 reference), and the host refuses any other parameter before the handler runs, with the provider's own
-400 (``Dialect.unknown_parameter``: Stripe ``parameter_unknown``, Razorpay ``BAD_REQUEST_ERROR``). A route
+400 (``Dialect.unknown_parameter``: Stripe ``parameter_unknown``, Razorpay ``BAD_REQUEST_ERROR``), and any
+value its ``rule`` refuses (an expansion the provider does not document: ``stripe/documented.py``). A route
 added for a new endpoint (disputes, payouts, balance transactions) declares its parameters the same way,
 and an adapter that sends one the provider would refuse fails against the simulator as it would in
 production.
@@ -14,7 +15,7 @@ production.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,15 +37,32 @@ class InvalidRequest(Exception):
         self.code = code
 
 
+# A further rule over a request's query items (in the order sent) that only names cannot express: the
+# refusal of the first value the provider does not document (an expansion path), None when all are.
+QueryRule = Callable[[Sequence[tuple[str, str]]], InvalidRequest | None]
+
+
 @dataclass(frozen=True)
 class Accepts:
-    """The query parameters one endpoint takes: exact names (``limit``, ``expand[]``, ``created[gte]``)."""
+    """The query parameters one endpoint takes: exact names (``limit``, ``expand[]``, ``created[gte]``),
+    and the ``rule`` its values answer to (Stripe's documented expansions), if any."""
 
     params: frozenset[str]
+    rule: QueryRule | None = None
 
     @classmethod
-    def of(cls, *groups: Iterable[str]) -> Accepts:
-        return cls(frozenset(name for group in groups for name in group))
+    def of(cls, *groups: Iterable[str], rule: QueryRule | None = None) -> Accepts:
+        return cls(frozenset(name for group in groups for name in group), rule)
+
+    def check(self, request: Request, unknown_parameter: Callable[[str], InvalidRequest]) -> None:
+        """Raise the provider's refusal (``unknown_parameter``) of a query parameter the endpoint does not
+        take, else the ``rule``'s refusal of a value, if any."""
+        unknown = self.unknown(request)
+        if unknown is not None:
+            raise unknown_parameter(unknown)
+        refused = None if self.rule is None else self.rule(request.query_params.multi_items())
+        if refused is not None:
+            raise refused
 
     def unknown(self, request: Request) -> str | None:
         """The first (by name) query parameter of ``request`` the endpoint does not take, None if none.
