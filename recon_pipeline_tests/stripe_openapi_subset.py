@@ -42,6 +42,7 @@ SOURCE = {
     "published_version": "2020-08-27",
 }
 PINNED_VERSION = "2022-11-15"
+GENERATOR = "python -m recon_pipeline_tests.stripe_openapi_subset SPEC3_JSON"
 # GET endpoints of the simulator and of routes being added to it (their schemas come along).
 SERVED_PATHS = (
     "/v1/charges",
@@ -219,7 +220,7 @@ def documented_requests(spec: dict[str, Any]) -> dict[str, Any]:
         }
     roots = {endpoint["object"] for endpoint in endpoints.values()}
     return {
-        "x-provenance": {**SOURCE, "version": PINNED_VERSION, "generator": "recon_pipeline_tests/stripe_openapi_subset.py"},
+        "x-provenance": {**SOURCE, "version": PINNED_VERSION, "generator": GENERATOR},
         "endpoints": endpoints,
         "expandable": expandable_fields(schemas, roots),
     }

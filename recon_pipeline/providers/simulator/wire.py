@@ -14,13 +14,14 @@ production.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from recon_pipeline.providers.documented import array_name, unknown_parameter
 
 ApiResult = tuple[int, dict[str, Any]]
 ApiHandler = Callable[[Request, str | None], ApiResult]  # (request, account scope) -> (status, body)
@@ -67,16 +68,7 @@ class Accepts:
     def unknown(self, request: Request) -> str | None:
         """The first (by name) query parameter of ``request`` the endpoint does not take, None if none.
         An array item may be sent indexed (``expand[0]``, as Stripe's SDKs send it) or not (``expand[]``)."""
-        refused = sorted(name for name in request.query_params if array_name(name) not in self.params)
-        return refused[0] if refused else None
-
-
-_INDEXED = re.compile(r"\[\d+\]$")
-
-
-def array_name(name: str) -> str:
-    """A query parameter's name with an array index made plain: ``expand[0]`` is ``expand[]``."""
-    return _INDEXED.sub("[]", name)
+        return unknown_parameter(self.params, request.query_params.multi_items())
 
 
 def array_param(request: Request, name: str) -> list[str]:

@@ -24,27 +24,16 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recon_pipeline.providers.simulator.wire import array_name
+from recon_pipeline.providers import documented as provider_rule
+from recon_pipeline.providers.documented import Refusal, expand_values, unknown_parameter
 
 Expandable = Mapping[str, Mapping[str, Sequence[str]]]  # type -> expandable field -> the types it holds
 TABLE_PATH = Path(__file__).with_name("documented_requests.json")
 MAX_EXPANSION_DEPTH = 4
-_TEMPLATE_PART = re.compile(r"\{[a-z_]+\}")
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why Stripe would refuse a request: its ``invalid_request_error`` message, ``param`` and ``code``."""
-
-    message: str
-    param: str
-    code: str | None = None
 
 
 @functools.cache
@@ -61,12 +50,7 @@ def endpoints() -> list[str]:
 def endpoint_of(path: str) -> str:
     """The published endpoint a concrete request path is (``/v1/charges/ch_1`` is ``/v1/charges/{charge}``);
     ValueError naming the path when Stripe documents none here."""
-    for endpoint in _table()["endpoints"]:
-        if re.fullmatch(_TEMPLATE_PART.sub("[^/]+", endpoint), path) and (
-            "{" in endpoint or endpoint == path
-        ):
-            return str(endpoint)
-    raise ValueError(f"no documented Stripe GET endpoint is {path!r}")
+    return provider_rule.endpoint_of(_table()["endpoints"], path, "Stripe")
 
 
 def parameters(endpoint: str) -> frozenset[str]:
@@ -77,18 +61,16 @@ def parameters(endpoint: str) -> frozenset[str]:
 def refusal(endpoint: str, query: Sequence[tuple[str, str]]) -> Refusal | None:
     """Why Stripe would refuse ``GET endpoint?query`` (its items in the order sent), None when the endpoint
     documents every parameter and expansion of it."""
-    published = parameters(endpoint)
-    unknown = sorted(name for name, _ in query if array_name(name) not in published)
-    if unknown:
-        return Refusal(f"Received unknown parameter: {unknown[0]}", unknown[0], "parameter_unknown")
+    unknown = unknown_parameter(parameters(endpoint), query)
+    if unknown is not None:
+        return Refusal(f"Received unknown parameter: {unknown}", unknown, "parameter_unknown")
     return expansion_refusal(endpoint, query)
 
 
 def expansion_refusal(endpoint: str, query: Sequence[tuple[str, str]]) -> Refusal | None:
     """The refusal of the first ``expand[]`` path of ``query`` that ``endpoint`` does not document."""
     described = _endpoint(endpoint)
-    paths = [(name, path) for name, path in query if array_name(name) == "expand[]"]
-    for index, (name, path) in enumerate(paths):
+    for index, name, path in expand_values(query):
         param = f"expand[{index}]" if name == "expand[]" else name
         if path.count(".") >= MAX_EXPANSION_DEPTH:
             return Refusal(
