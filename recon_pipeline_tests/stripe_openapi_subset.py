@@ -208,17 +208,18 @@ def expandable_fields(schemas: dict[str, Any], roots: set[str]) -> dict[str, dic
 def documented_requests(spec: dict[str, Any]) -> dict[str, Any]:
     """The requests table (module docstring) of ``SERVED_PATHS`` in the pinned version."""
     schemas = pinned_schemas(spec)
-    endpoints = {}
+    endpoints: dict[str, dict[str, Any]] = {}
+    roots: set[str] = set()
     for path in SERVED_PATHS:
         operation = spec["paths"][path]["get"]
         object_type, listed = _object_of(operation["responses"]["200"])
+        roots.add(object_type)
         query = [p for p in operation.get("parameters", []) if p["in"] == "query"]
         endpoints[path] = {
             "object": object_type,
             "list": listed,
             "parameters": sorted(name for p in query for name in wire_names(p)),
         }
-    roots = {endpoint["object"] for endpoint in endpoints.values()}
     return {
         "x-provenance": {**SOURCE, "version": PINNED_VERSION, "generator": GENERATOR},
         "endpoints": endpoints,

@@ -199,7 +199,10 @@ def serve_fixture() -> Iterator[Callable[[str], Served]]:
 
 def test_the_simulators_refuse_an_undocumented_expansion_in_the_providers_shape(serve: Any) -> None:
     stripe_url = serve("stripe").base_url
-    expand = [("expand[]", "data.source"), ("expand[]", "data.source.charge")]
+    expand: list[tuple[str, str | int | float | bool | None]] = [
+        ("expand[]", "data.source"),
+        ("expand[]", "data.source.charge"),
+    ]
     refused = httpx.get(f"{stripe_url}/v1/balance_transactions", params=expand, headers=PINNED, timeout=5)
     assert refused.status_code == 400
     assert refused.json() == {
@@ -351,12 +354,12 @@ def test_a_night_of_fifty_connected_accounts_sends_only_documented_requests(sqli
     ]
     assert refused == [], refused[:3]
     with engine.connect() as connection:
-        outcomes = dict(
+        outcomes: dict[str, int] = dict(
             connection.execute(
                 select(night_reconciliations.c.status, func.count()).group_by(night_reconciliations.c.status)
             ).all()
         )
-        found = dict(
+        found: dict[str, int] = dict(
             connection.execute(
                 select(discrepancies.c.property_id, func.count()).group_by(discrepancies.c.property_id)
             ).all()
