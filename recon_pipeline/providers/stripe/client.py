@@ -14,8 +14,8 @@ provider raises rather than reporting the record as missing.
 
 A property with a connected account is scoped by ``Stripe-Account``, otherwise it reads the platform. Every
 record of that scope is read with its claim (``metadata.property_id`` of its charge; a refund carries no
-property metadata, nor does a dispute, so each follows its charge, fetched by id when created in an
-earlier night), and
+property metadata, nor does a dispute, so each follows its charge: a refund's comes with it, a dispute's
+from the night's charges or else one list of the night's disputes, ``_disputed_charges``), and
 ``attribution.attribute`` decides whose it is (several properties may share one account).
 A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id reads the intent's
 ``latest_charge`` and returns that charge's rows. Every request pins ``Stripe-Version`` (``api_version.py``):

@@ -42,11 +42,6 @@ def _table() -> dict[str, Any]:
     return table
 
 
-def endpoints() -> list[str]:
-    """The published paths of the GET endpoints the table describes (``/v1/charges/{charge}``)."""
-    return list(_table()["endpoints"])
-
-
 def endpoint_of(path: str) -> str:
     """The published endpoint a concrete request path is (``/v1/charges/ch_1`` is ``/v1/charges/{charge}``);
     ValueError naming the path when Stripe documents none here."""
@@ -101,12 +96,6 @@ def unexpandable(
             return segment
         types = sorted({held for t in types for held in expandable[t][segment]})
     return None
-
-
-def holds(object_type: str, field_name: str) -> list[str]:
-    """The object types the expandable ``field_name`` of ``object_type`` can hold (a polymorphic field
-    several)."""
-    return list(_table()["expandable"][object_type][field_name])
 
 
 def _endpoint(endpoint: str) -> dict[str, Any]:
