@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.demo.fleet import fleet_properties, fleet_thresholds, fleet_world
+from recon_pipeline.demo.fleet import PLATFORM_SHARE, fleet_properties, fleet_thresholds, fleet_world
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
@@ -47,10 +47,13 @@ class FleetNight:
     build_s: float
 
 
-def fleet_night(properties: int, night: date, bookings: int) -> FleetNight:
-    """The fleet and its night's world, built (deterministic: the same arguments give the same ids)."""
+def fleet_night(
+    properties: int, night: date, bookings: int, platform_share: float = PLATFORM_SHARE
+) -> FleetNight:
+    """The fleet and its night's world, built (deterministic: the same arguments give the same ids);
+    ``platform_share`` 0: every property on its own connected account."""
     started = time.perf_counter()
-    fleet = fleet_properties(properties)
+    fleet = fleet_properties(properties, platform_share=platform_share)
     world = fleet_world(fleet, night, bookings)
     return FleetNight(fleet, world, night, time.perf_counter() - started)
 

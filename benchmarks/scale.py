@@ -2,11 +2,13 @@
 deployment with its daemon (issue 13: 2,000 properties in at most 5 minutes on this 2-core machine).
 
     python -m benchmarks.scale --properties 2000 [--batch-size 100] [--max-concurrent-runs 4] \
-        [--rps 100] [--bookings 5] [--timeout-s 900] [--json]
+        [--rps 100] [--bookings 5] [--connected-accounts] [--timeout-s 900] [--json]
 
 Setup (timed apart, not in the figure): the fleet's demo world (``recon_pipeline/demo/fleet.py``: eight
 timezones, a quarter of the properties on the platform account, ~40 provider records per property-night,
-every discrepancy category planted) seeded into a fresh PostgreSQL database; the simulator serving its
+every discrepancy category planted; with ``--connected-accounts`` each property on its own connected
+account, none on the platform's) seeded into a fresh PostgreSQL database; the simulator (always strict:
+it refuses any request Stripe does not document, ``providers/stripe/documented.py``) serving its
 provider half on loopback, with a rate limit of ``--rps`` that the pipeline is told to keep
 (``RECON_PROVIDER_MAX_RPS``); a fresh Dagster database behind deploy/dagster.yaml with at most
 ``--max-concurrent-runs`` runs (and as many ``provider_api`` pool slots); the code server, webserver and
@@ -15,7 +17,8 @@ daemon as in production, schedules and sensors stopped.
 Timed: the night's batches (``plan_batches`` at ``--batch-size``, as the nightly schedule and ``recon
 reconcile-night`` plan them) queued through the webserver's GraphQL as the launchpad queues runs, then the
 daemon launching them and the runs reconciling, until every run has finished. Reported: wall time,
-runs, properties per second, run durations, the provider requests the simulator served, and the
+runs, properties per second, run durations, the provider requests the simulator served (per
+property-night, by endpoint, refused, and in the busiest second), and the
 findings in the database against what the world planted, property by property, and whether the nightly
 schedule's ticks over the following days request exactly these batches.
 """
@@ -43,7 +46,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, night_reconciliations
 from recon_pipeline.defs.batches import BATCH_TAG, batch_tags
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT
+from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, PLATFORM_SHARE
 from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nightly import nightly_batches
@@ -51,6 +54,7 @@ from recon_pipeline.nights import night_window
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import recon_env, wait_for_runs
+from recon_pipeline_tests.rate_processes import busiest_second
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 DEFAULT_RPS = 100  # Stripe's documented live-mode limit
@@ -161,9 +165,11 @@ def run(
     rps: int,
     bookings: int,
     timeout_s: float,
+    connected_accounts: bool = False,
 ) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "properties": properties,
+        "connected_accounts": connected_accounts,
         "night": night.isoformat(),
         "batch_size": batch_size,
         "max_concurrent_runs": max_concurrent_runs,
@@ -171,7 +177,7 @@ def run(
         "cores": os.cpu_count(),
         "load_before": os.getloadavg()[0],
     }
-    prepared = fleet_night(properties, night, bookings)
+    prepared = fleet_night(properties, night, bookings, 0 if connected_accounts else PLATFORM_SHARE)
     fleet, world = prepared.fleet, prepared.world
     figures["world_build_s"] = round(prepared.build_s, 1)
     figures["provider_objects"] = len(world.store.charges) + len(world.store.refunds)
@@ -222,6 +228,11 @@ def run(
         )
         stats = httpx.get(f"{simulator.base_url}/_simulator/stats", timeout=10).json()
         figures["provider_requests"] = stats["api_requests"]
+        figures["requests_per_property_night"] = round(stats["api_requests"] / properties, 2)
+        figures["provider_responses_by_status"] = stats["responses_by_status"]
+        figures["provider_refused"] = stats["responses_by_status"].get("400", 0)  # a 404 is a lookup's answer
+        log = httpx.get(f"{simulator.base_url}/_simulator/requests", timeout=30).json()["requests"]
+        figures["peak_requests_per_s"] = busiest_second([float(request["at"]) for request in log])
         figures["provider_rate_limited"] = stats["rate_limited"]
         figures["provider_requests_by_endpoint"] = by_endpoint(stats["requests_by_path"])
         figures["failures"] = failures(instance, records)
@@ -241,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-concurrent-runs", type=int, default=DEFAULT_MAX_CONCURRENT_RUNS)
     parser.add_argument("--rps", type=int, default=DEFAULT_RPS, help="the provider's request rate limit")
     parser.add_argument("--bookings", type=int, default=FLEET_BOOKINGS_PER_NIGHT, help="ordinary, per night")
+    parser.add_argument(
+        "--connected-accounts",
+        action="store_true",
+        help="every property on its own connected account (default: a quarter on the platform's)",
+    )
     parser.add_argument(
         "--timeout-s", type=float, default=900, help="bound on the night's runs (then: what finished)"
     )
@@ -262,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         args.rps,
         args.bookings,
         args.timeout_s,
+        args.connected_accounts,
     )
     print(json.dumps(figures, sort_keys=True) if args.json else json.dumps(figures, indent=2, sort_keys=True))
     return 0

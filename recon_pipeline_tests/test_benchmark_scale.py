@@ -55,6 +55,35 @@ def test_scale_benchmark_reconciles_a_tiny_fleet_through_the_daemon(postgres_url
 
 @pytest.mark.postgres
 @pytest.mark.slow
+def test_scale_benchmark_on_connected_accounts_sends_only_what_stripe_documents(postgres_url: str) -> None:
+    # One connected account per property against the strict simulator: nothing refused, all reconciled.
+    figures = _benchmark_json(
+        "benchmarks.scale",
+        "--properties",
+        "3",
+        "--connected-accounts",
+        "--rps",
+        "200",
+        "--max-concurrent-runs",
+        "2",
+        "--timeout-s",
+        "400",
+        timeout_s=600,
+    )
+    print(
+        f"scale benchmark, 3 connected accounts: {figures['wall_s']} s, "
+        f"{figures['requests_per_property_night']} requests a property-night"
+    )
+    assert figures["connected_accounts"] is True and figures["statuses"] == {"SUCCESS": 3}
+    assert figures["property_nights"] == {"succeeded": 3} and figures["provider_refused"] == 0
+    assert figures["findings_found"] == figures["findings_planted"] > 0
+    assert figures["properties_differing"] == 0
+    assert figures["requests_per_property_night"] == round(figures["provider_requests"] / 3, 2)
+    assert 0 < figures["peak_requests_per_s"] <= 200 and figures["provider_rate_limited"] == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
 def test_ui_partitions_benchmark_reads_every_seeded_partition_in_both_designs(postgres_url: str) -> None:
     figures = _benchmark_json(
         "benchmarks.ui_partitions",

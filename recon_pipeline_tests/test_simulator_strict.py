@@ -369,9 +369,9 @@ def test_every_stripe_response_is_valid_against_the_published_description(
             ("/v1/refunds/{refund}", f"/v1/refunds/{refund}", {"expand[]": "balance_transaction"}, PINNED)
         )
     with_charge = {"expand[]": ["data.balance_transaction", "data.charge", "data.charge.balance_transaction"]}
-    sources = {"expand[]": ["data.source", "data.source.charge"]}
+    sources = {"expand[]": "data.source"}
     transaction = "/v1/balance_transactions/{id}"
-    sources_of_one = {"expand[]": ["source", "source.charge"]}
+    sources_of_one = {"expand[]": ["source", "source.charge"]}  # refused: a source may be a charge
     requests += [
         ("/v1/refunds", "/v1/refunds", {"limit": "100", **with_charge}, PINNED),
         ("/v1/disputes", "/v1/disputes", {}, PINNED),
@@ -427,12 +427,14 @@ def test_the_stripe_sdk_reads_the_simulator(simulator: StartSimulator) -> None:
     won = client.v1.disputes.retrieve("du_won", params={"expand": ["charge"]})
     assert isinstance(won, stripe.Dispute) and isinstance(won.charge, stripe.Charge) and won.status == "won"
     assert [t.reporting_category for t in won.balance_transactions] == ["dispute", "dispute_reversal"]
-    movements = client.v1.balance_transactions.list(
-        params={"type": "adjustment", "expand": ["data.source", "data.source.charge"]}
-    )
+    movements = client.v1.balance_transactions.list(params={"type": "adjustment", "expand": ["data.source"]})
     assert [t.id for t in movements.data] == ["txn_wonr", "txn_lostw", "txn_wonw"]
     reinstated = movements.data[0].source
-    assert isinstance(reinstated, stripe.Dispute) and reinstated.charge.id == "ch_earlier"
+    assert isinstance(reinstated, stripe.Dispute) and reinstated.charge == "ch_earlier"
+    with pytest.raises(stripe.InvalidRequestError) as undocumented:
+        client.v1.balance_transactions.list(params={"expand": ["data.source", "data.source.charge"]})
+    assert str(undocumented.value.user_message) == "This property cannot be expanded (charge)."
+    assert undocumented.value.param == "expand[1]" and undocumented.value.http_status == 400
     carried = client.v1.balance_transactions.list(params={"payout": "po_auto"})
     assert [(t.id, t.type) for t in carried.data] == [("txn_po_auto", "payout"), ("txn_paid", "charge")]
     converted = client.v1.refunds.retrieve("re_usd", params={"expand": ["balance_transaction"]})

@@ -48,15 +48,18 @@ THRESHOLD_BY_CURRENCY = {
 DEFAULT_THRESHOLD_MINOR = 1_000_000
 
 
-def fleet_properties(n: int, seed: int = 13) -> tuple[PropertyRow, ...]:
+def fleet_properties(
+    n: int, seed: int = 13, platform_share: float = PLATFORM_SHARE
+) -> tuple[PropertyRow, ...]:
     """``n`` valid properties ``fleet00000``…, round-robin over ``FLEET_ZONES``; which ones share the
-    platform account or close their night late is drawn from ``seed``."""
+    platform account (about ``platform_share`` of them; 0: each on its own connected account) or close
+    their night late is drawn from ``seed``."""
     rng = random.Random(seed)
     rows = []
     for index in range(n):
         timezone, currency = FLEET_ZONES[index % len(FLEET_ZONES)]
         property_id = f"fleet{index:05d}"  # no '-': the world's ids are tagged with the part before one
-        platform = rng.random() < PLATFORM_SHARE
+        platform = rng.random() < platform_share
         cutoff = LATE_CUTOFF if rng.random() < LATE_CUTOFF_SHARE else "00:00"
         rows.append(
             PropertyRow(

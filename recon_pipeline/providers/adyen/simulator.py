@@ -22,9 +22,9 @@ Each batch is published only once ``store.clock()`` has passed its
 close: a later number answers 404 as Adyen does. ``Creation Date`` is written in the company account's
 time zone (``Europe/Amsterdam``: CET/CEST), as Adyen writes it. Downloads need HTTP Basic auth of the
 report user when the app holds credentials (``request.app.state.api_key``, ``user:password``); anything
-else is answered 401. An app with fault switches (``request.app.state.faults``, as the shared simulator
-app has) counts downloads and injects its statuses, delays and cut-off bodies into them as into any API
-request.
+else is answered 401, and a query parameter 400 (``documented.py``: the download takes none). An app
+with fault switches (``request.app.state.faults``, as the shared simulator app has) counts downloads and
+injects its statuses, delays and cut-off bodies into them as into any API request.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.money import minor_unit_exponent
+from recon_pipeline.providers.adyen import documented
 from recon_pipeline.providers.adyen.payouts import BANK_INSTRUCTION_RETURNED, payout_id_of
 from recon_pipeline.providers.adyen.report import (
     CHARGEBACK,
@@ -323,6 +324,9 @@ def _report_response(request: Request) -> Response:
             status_code=401,
             headers={"WWW-Authenticate": 'Basic realm="Adyen"'},
         )
+    refused = documented.refusal(documented.REPORT_DOWNLOAD, request.query_params.multi_items())
+    if refused is not None:
+        return PlainTextResponse(refused.message, status_code=400)
     store: SimulatorStore = request.app.state.store
     text = render_batch(store, request.path_params["merchant_account"], request.path_params["batch"])
     if text is None:

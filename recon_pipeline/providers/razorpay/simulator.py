@@ -2,7 +2,8 @@
 
 Wire semantics as Razorpay's: ``from``/``to`` (unix seconds, both inclusive), ``count`` (default 10, at
 most 100) and ``skip`` on newest-first collections ``{"entity": "collection", "count", "items"}``; any
-other query parameter refused (400 "<name> is/are not required and should not be sent"); Basic
+other query parameter refused (400 "<name> is/are not required and should not be sent"), as is an
+``expand[]`` value ``documented.py`` does not list; Basic
 auth with ``key_id:key_secret``; errors as ``{"error": {"code", "description", ...}}``; an unknown id is a
 400 "The id provided does not exist" (Razorpay does not answer 404 for it). Only the merchant's own
 records are served (store objects with ``account`` None). Razorpay has no events API.
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -51,6 +52,7 @@ from zoneinfo import ZoneInfo
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
+from recon_pipeline.providers.razorpay import documented
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
 from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
 from recon_pipeline.providers.simulator.wire import (
@@ -469,19 +471,22 @@ def _retrieve(store: SimulatorStore, kind: Kind, object_id: str) -> ApiResult:
     return 200, _RENDER[kind](obj)
 
 
-# The query parameters of Razorpay's endpoints (its API reference); any other is a 400 BAD_REQUEST_ERROR.
-NO_PARAMS = Accepts.of()
-EXPAND_PARAMS = Accepts.of({"expand[]"})
-COLLECTION_PARAMS = Accepts.of({"from", "to", "count", "skip"})
-PAYMENTS_PARAMS = Accepts.of(COLLECTION_PARAMS.params, EXPAND_PARAMS.params)
-RECON_PARAMS = Accepts.of({"year", "month", "day", "count", "skip"})
+def documented_accepts(endpoint: str) -> Accepts:
+    """What Razorpay's ``endpoint`` takes (``documented.py``): its parameters (any other refused by the
+    dialect), and its ``expand[]`` values (any other a 400 in Razorpay's documented words)."""
+
+    def rule(query: Sequence[tuple[str, str]]) -> InvalidRequest | None:
+        refused = documented.refusal(endpoint, query)
+        return None if refused is None else InvalidRequest(refused.message, refused.param)
+
+    return Accepts(documented.ENDPOINTS[endpoint].parameters, rule)
 
 
 def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
     """The Razorpay API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting)."""
 
-    def api(handler: ApiHandler, accepts: Accepts = NO_PARAMS) -> Endpoint:
-        return wrap(RAZORPAY_DIALECT, handler, accepts)
+    def api(endpoint: str, handler: ApiHandler) -> Endpoint:
+        return wrap(RAZORPAY_DIALECT, handler, documented_accepts(endpoint))
 
     def by_id(kind: Kind) -> ApiHandler:
         return lambda request, _account: _retrieve(store, kind, request.path_params["object_id"])
@@ -501,20 +506,27 @@ def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         items = [render_payment(charge) for charge in reversed(payments)]
         return 200, {"entity": "collection", "count": len(items), "items": items}
 
+    def collection(kind: Kind) -> ApiHandler:
+        return lambda request, _account: _collection(store, kind, request)
+
     return [
-        Route("/v1/orders/{object_id}/payments", api(order_payments)),
-        Route("/v1/payments", api(lambda r, _a: _collection(store, "charges", r), PAYMENTS_PARAMS)),
-        Route("/v1/payments/{object_id}", api(by_id("charges"), EXPAND_PARAMS)),
-        Route("/v1/payments/{object_id}/refunds", api(payment_refunds, COLLECTION_PARAMS)),
-        Route("/v1/refunds", api(lambda r, _a: _collection(store, "refunds", r), COLLECTION_PARAMS)),
-        Route("/v1/refunds/{object_id}", api(by_id("refunds"))),
-        Route("/v1/settlements", api(lambda r, _a: _settlements(store, r), COLLECTION_PARAMS)),
+        Route("/v1/orders/{object_id}/payments", api("/v1/orders/{id}/payments", order_payments)),
+        Route("/v1/payments", api("/v1/payments", collection("charges"))),
+        Route("/v1/payments/{object_id}", api("/v1/payments/{id}", by_id("charges"))),
+        Route("/v1/payments/{object_id}/refunds", api("/v1/payments/{id}/refunds", payment_refunds)),
+        Route("/v1/refunds", api("/v1/refunds", collection("refunds"))),
+        Route("/v1/refunds/{object_id}", api("/v1/refunds/{id}", by_id("refunds"))),
+        Route("/v1/settlements", api("/v1/settlements", lambda r, _a: _settlements(store, r))),
         Route(
-            "/v1/settlements/{object_id}", api(lambda r, _a: _settlement(store, r.path_params["object_id"]))
+            "/v1/settlements/{object_id}",
+            api("/v1/settlements/{id}", lambda r, _a: _settlement(store, r.path_params["object_id"])),
         ),
-        Route("/v1/settlements/recon/combined", api(lambda r, _a: _recon(store, r), RECON_PARAMS)),
-        Route("/v1/disputes", api(lambda r, _a: _collection(store, "disputes", r), COLLECTION_PARAMS)),
-        Route("/v1/disputes/{object_id}", api(by_id("disputes"))),
+        Route(
+            "/v1/settlements/recon/combined",
+            api("/v1/settlements/recon/combined", lambda r, _a: _recon(store, r)),
+        ),
+        Route("/v1/disputes", api("/v1/disputes", collection("disputes"))),
+        Route("/v1/disputes/{object_id}", api("/v1/disputes/{id}", by_id("disputes"))),
     ]
 
 

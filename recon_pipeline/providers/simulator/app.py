@@ -47,7 +47,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
 
     def api(dialect: Dialect, handler: ApiHandler, accepts: Accepts) -> Endpoint:
         """Wrap a /v1 handler with counting, faults, auth, the refusal of parameters its endpoint does not
-        take (``accepts``) and account scoping in ``dialect``."""
+        take or values it refuses (``accepts``) and account scoping in ``dialect``."""
 
         async def endpoint(request: Request) -> Response:
             version = request.headers.get(dialect.version_header) if dialect.version_header else None
@@ -66,9 +66,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
                     scope = {**request.scope, "query_string": without_cursor(request.scope["query_string"])}
                     request = Request(scope, request.receive)
                 try:
-                    unknown = accepts.unknown(request)
-                    if unknown is not None:
-                        raise dialect.unknown_parameter(unknown)
+                    accepts.check(request, dialect.unknown_parameter)
                     status, payload = handler(request, dialect.account(request))
                 except InvalidRequest as error:
                     status, payload = 400, dialect.invalid(error)

@@ -5,7 +5,8 @@ query parameters each endpoint accepts.
 Strictness is a declaration: a provider's simulator routes hand the host's wrapper (``ApiWrapper``) each
 handler together with the query parameters its endpoint takes (``Accepts``, from the provider's API
 reference), and the host refuses any other parameter before the handler runs, with the provider's own
-400 (``Dialect.unknown_parameter``: Stripe ``parameter_unknown``, Razorpay ``BAD_REQUEST_ERROR``). A route
+400 (``Dialect.unknown_parameter``: Stripe ``parameter_unknown``, Razorpay ``BAD_REQUEST_ERROR``), and any
+value its ``rule`` refuses (an expansion the provider does not document: ``stripe/documented.py``). A route
 added for a new endpoint (disputes, payouts, balance transactions) declares its parameters the same way,
 and an adapter that sends one the provider would refuse fails against the simulator as it would in
 production.
@@ -13,13 +14,14 @@ production.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from recon_pipeline.providers.documented import array_name, unknown_parameter
 
 ApiResult = tuple[int, dict[str, Any]]
 ApiHandler = Callable[[Request, str | None], ApiResult]  # (request, account scope) -> (status, body)
@@ -36,29 +38,37 @@ class InvalidRequest(Exception):
         self.code = code
 
 
+# A further rule over a request's query items (in the order sent) that only names cannot express: the
+# refusal of the first value the provider does not document (an expansion path), None when all are.
+QueryRule = Callable[[Sequence[tuple[str, str]]], InvalidRequest | None]
+
+
 @dataclass(frozen=True)
 class Accepts:
-    """The query parameters one endpoint takes: exact names (``limit``, ``expand[]``, ``created[gte]``)."""
+    """The query parameters one endpoint takes: exact names (``limit``, ``expand[]``, ``created[gte]``),
+    and the ``rule`` its values answer to (Stripe's documented expansions), if any."""
 
     params: frozenset[str]
+    rule: QueryRule | None = None
 
     @classmethod
-    def of(cls, *groups: Iterable[str]) -> Accepts:
-        return cls(frozenset(name for group in groups for name in group))
+    def of(cls, *groups: Iterable[str], rule: QueryRule | None = None) -> Accepts:
+        return cls(frozenset(name for group in groups for name in group), rule)
+
+    def check(self, request: Request, unknown_parameter: Callable[[str], InvalidRequest]) -> None:
+        """Raise the provider's refusal (``unknown_parameter``) of a query parameter the endpoint does not
+        take, else the ``rule``'s refusal of a value, if any."""
+        unknown = self.unknown(request)
+        if unknown is not None:
+            raise unknown_parameter(unknown)
+        refused = None if self.rule is None else self.rule(request.query_params.multi_items())
+        if refused is not None:
+            raise refused
 
     def unknown(self, request: Request) -> str | None:
         """The first (by name) query parameter of ``request`` the endpoint does not take, None if none.
         An array item may be sent indexed (``expand[0]``, as Stripe's SDKs send it) or not (``expand[]``)."""
-        refused = sorted(name for name in request.query_params if array_name(name) not in self.params)
-        return refused[0] if refused else None
-
-
-_INDEXED = re.compile(r"\[\d+\]$")
-
-
-def array_name(name: str) -> str:
-    """A query parameter's name with an array index made plain: ``expand[0]`` is ``expand[]``."""
-    return _INDEXED.sub("[]", name)
+        return unknown_parameter(self.params, request.query_params.multi_items())
 
 
 def array_param(request: Request, name: str) -> list[str]:

@@ -14,8 +14,8 @@ provider raises rather than reporting the record as missing.
 
 A property with a connected account is scoped by ``Stripe-Account``, otherwise it reads the platform. Every
 record of that scope is read with its claim (``metadata.property_id`` of its charge; a refund carries no
-property metadata, nor does a dispute, so each follows its charge, fetched by id when created in an
-earlier night), and
+property metadata, nor does a dispute, so each follows its charge: a refund's comes with it, a dispute's
+from the night's charges or else one list of the night's disputes, ``_disputed_charges``), and
 ``attribution.attribute`` decides whose it is (several properties may share one account).
 A ledger may name a payment by its PaymentIntent: a by-id lookup of a ``pi_`` id reads the intent's
 ``latest_charge`` and returns that charge's rows. Every request pins ``Stripe-Version`` (``api_version.py``):
@@ -103,20 +103,23 @@ PAGE_LIMIT = 100
 CHARGE_ID_PREFIXES = ("ch_", "py_")
 REFUND_ID_PREFIXES = ("re_", "pyr_")
 PAYMENT_INTENT_ID_PREFIX = "pi_"
-# What a by-id retrieve expands: a charge's or refund's balance transaction, a balance transaction's source.
+# What a by-id retrieve expands: a charge's or refund's balance transaction, a balance transaction's source
+# (a dispute's ``charge`` stays an id: ``_following_rows`` resolves it), a dispute's charge. Every path is
+# one Stripe documents for its endpoint (``documented.py``).
 _RETRIEVE_EXPANSIONS: dict[str, dict[str, str | list[str]]] = {
     "/v1/charges": {"expand[]": "balance_transaction"},
     "/v1/refunds": {"expand[]": "balance_transaction"},
-    "/v1/balance_transactions": {"expand[]": ["source", "source.charge"]},
+    "/v1/balance_transactions": {"expand[]": "source"},
     "/v1/disputes": {"expand[]": "charge"},
     # an intent brings its latest charge (the payment's money and a hold's capture_before): no second request
     "/v1/payment_intents": {"expand[]": ["latest_charge", "latest_charge.balance_transaction"]},
 }
-# The night's balance transactions come with their source: a dispute movement with its dispute and the
-# disputed charge (for its claim), a capture with its charge, so neither costs a request of its own,
-# whichever night the charge was made in. Stripe expands a path only where the source has it (a charge has
-# no ``charge``), as its documented ``data.source.source_transfer`` over a payout's mixed sources.
-TRANSACTION_EXPANSIONS = ["data.source", "data.source.charge"]
+# The night's balance transactions come with their source: a dispute movement with its dispute, a capture
+# with its charge, so neither costs a request of its own, whichever night the charge was made in. Not
+# ``data.source.charge``: a source may be a charge, which has no ``charge``, and Stripe documents a nested
+# path through the polymorphic ``source`` nowhere (``documented.py``); the disputed charge comes as an id,
+# resolved from the night's own charges or else read by id (``_following_rows``).
+TRANSACTION_EXPANSIONS = ["data.source"]
 DisputeMovement = tuple[StripeObject, StripeObject]  # a dispute's balance transaction, and the dispute
 LOGGED_ID_CHARS = 80  # an over-long event id is cut in the log line
 
@@ -493,16 +496,37 @@ class StripeAdapter:
         known_charges: Fetched,
     ) -> list[Row]:
         """Rows of the refunds and dispute movements (with their charge's claim) whose charge names no
-        other property, fetching the charges neither in ``known_charges`` nor expanded in their dispute once
-        for both."""
+        other property: the charges neither in ``known_charges`` nor expanded in their dispute come from
+        one list of the disputes (``_disputed_charges``), the rest by id, once for both."""
         fetch = functools.partial(self._fetch_many, "/v1/charges", headers=_headers(account))
         expanded = {c["id"]: c for _, d in movements if isinstance(c := d.get("charge"), dict)}
         known = {**expanded, **known_charges}
+        unknown = {d["id"]: d for _, d in movements if dispute_charge_id(d) not in known}
+        known.update(self._disputed_charges(list(unknown.values()), _headers(account)))
         needed = {refund_charge_id(r) for r in refunds} | {dispute_charge_id(d) for _, d in movements}
         charges = {**known, **fetch(sorted(needed - known.keys()))}
         return claimed_refund_rows(SHAPE, account, refunds, charges, fetch) + claimed_dispute_rows(
             account, movements, charges
         )
+
+    def _disputed_charges(self, disputes: Sequence[StripeObject], headers: dict[str, str]) -> Fetched:
+        """The charges of ``disputes`` (their ``charge`` an id, as a balance transaction's expanded source
+        has it), by id, from one list of the account's disputes created from the first's ``created`` to
+        the last's with ``expand[]=data.charge``: a night's disputes of earlier charges cost one request
+        together rather than one each. A charge the list does not bring is read by id after."""
+        if not disputes:
+            return {}
+        created = [field_value(d, "created", int, "dispute") for d in disputes]
+        params = {
+            "created[gte]": min(created),
+            "created[lte]": max(created),
+            "limit": PAGE_LIMIT,
+            "expand[]": "data.charge",
+        }
+        wanted = {d["id"] for d in disputes}
+        listed = self._list_all("/v1/disputes", params, headers, threading.Event())
+        charges = [c for d in listed if d.get("id") in wanted and isinstance(c := d.get("charge"), dict)]
+        return {record_id(charge, "charge of dispute"): charge for charge in charges}
 
     def _list_all(
         self, path: str, params: dict[str, Any], headers: dict[str, str] | None, abort: threading.Event

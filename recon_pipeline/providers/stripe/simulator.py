@@ -1,20 +1,23 @@
 """The simulator's Stripe API: the store's objects served with Stripe's wire semantics (newest-first lists,
 ``created[...]`` filters, ``starting_after`` cursors, ``expand[]``, ``Stripe-Account``, Stripe-style error
 JSON, 400 ``parameter_unknown`` for parameters an endpoint does not take, ``limit`` within 1..100), so the
-client tested against it is the client that talks to Stripe.
+client tested against it is the client that talks to Stripe. Every request is held to what Stripe
+documents (``documented.py``, from its published OpenAPI description): a parameter its endpoint does not
+publish is a 400 ``parameter_unknown``, an expansion it does not document a 400 "This property cannot be
+expanded (charge)." (``data.source.charge`` on balance transactions: a charge has no ``charge``), whether
+or not the objects served would have had the field. Always strict: where Stripe is silent, it refuses.
 
 Objects are rendered (``rendering.py``) with every field Stripe always sends, in the version the request
 pins with ``Stripe-Version``, or without it in the account's default, an old version whose PaymentIntent
-has no ``latest_charge``. Every route declares the query parameters its endpoint takes (``Accepts``, one
-declaration per endpoint, enforced by the host's wrapper), e.g. ``GET /v1/disputes`` is
-``lister("disputes", {"charge", "payment_intent"}, filter_param="charge")`` with Stripe's parameters.
+has no ``latest_charge``. Every route names the published endpoint it serves, whose parameters and
+expansions the host's wrapper enforces (``documented_accepts``).
 Balance transactions are served as the store derives them (``served_balance_transactions``): those payouts
 carried, and those the charges, refunds and disputes hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -33,7 +36,7 @@ from recon_pipeline.providers.simulator.wire import (
     array_param,
     int_param,
 )
-from recon_pipeline.providers.stripe import rendering
+from recon_pipeline.providers.stripe import documented, rendering
 from recon_pipeline.providers.stripe.api_version import VERSION_HEADER
 
 MAX_LIMIT = 100
@@ -65,9 +68,9 @@ def render(
     store: SimulatorStore, kind: Kind, obj: StripeObject, version: str, expand: frozenset[str]
 ) -> StripeObject:
     """A store object as Stripe sends it in API ``version`` (``rendering``), with the ``expand`` paths
-    (relative to the object) expanded: a charge's or refund's ``balance_transaction``, a dispute's or
-    refund's ``charge``, a balance transaction's ``source`` (and ``source.charge``), a PaymentIntent's
-    ``latest_charge`` (and ``latest_charge.balance_transaction``). A kind served here
+    (relative to the object, already held to ``documented.py``) expanded: a charge's or refund's
+    ``balance_transaction``, a dispute's or refund's ``charge``, a balance transaction's ``source``, a
+    PaymentIntent's ``latest_charge`` (and ``latest_charge.balance_transaction``). A kind served here
     renders its always-present fields in ``rendering.py``."""
 
     def refunds_of(charge_id: str) -> list[StripeObject]:
@@ -106,8 +109,7 @@ def render(
 def _render_transaction(
     store: SimulatorStore, transaction: StripeObject, version: str, expand: frozenset[str]
 ) -> StripeObject:
-    """A balance transaction: its ``source`` an id, or the source object when ``expand`` holds ``source``
-    (and the source's ``charge`` the charge object when it holds ``source.charge``)."""
+    """A balance transaction: its ``source`` an id, or the source object when ``expand`` holds ``source``."""
     out = rendering.listed_balance_transaction(transaction)
     source_id = str(out.get("source"))
     kind = next((k for prefixes, k in _SOURCE_KINDS if source_id.startswith(prefixes)), None)
@@ -241,7 +243,7 @@ _TRANSACTION_FILTERS = ("payout", "source", "type", "currency")
 
 def _list_balance_transactions(store: SimulatorStore, request: Request, account: str | None) -> ApiResult:
     """``GET /v1/balance_transactions``, newest first, filtered as Stripe filters it (``payout``, ``source``,
-    ``type``, ``currency``), the source expanded on ``expand[]=data.source`` (``data.source.charge``).
+    ``type``, ``currency``), the source expanded on ``expand[]=data.source``.
     As Stripe, only an automatic payout is itemised: ``payout=`` of a manual one is a 400."""
     given = {name: request.query_params.get(name) for name in _TRANSACTION_FILTERS}
     filters = {name: value for name, value in given.items() if value is not None}
@@ -283,54 +285,51 @@ def _authorized(request: Request, api_key: str | None) -> bool:
     return api_key is None or request.headers.get("authorization") == f"Bearer {api_key}"
 
 
-# The query parameters of Stripe's GET endpoints (its API reference and published OpenAPI description:
-# ``created`` and ``expand`` are deep objects on the wire); any other is a 400 ``parameter_unknown``.
-LIST_PARAMS = Accepts.of(
-    {"created", "created[gte]", "created[gt]", "created[lte]", "created[lt]"},
-    {"limit", "starting_after", "ending_before", "expand[]"},
-)
-RETRIEVE_PARAMS = Accepts.of({"expand[]"})
-PAYOUT_LIST_PARAMS = {
-    "arrival_date",
-    "arrival_date[gte]",
-    "arrival_date[gt]",
-    "arrival_date[lte]",
-    "arrival_date[lt]",
-} | {
-    "destination",
-    "status",
-}
+def documented_accepts(endpoint: str) -> Accepts:
+    """What Stripe's published ``endpoint`` takes (``documented.py``: its parameters, any other a 400
+    ``parameter_unknown``; its expansions, any other a 400 "This property cannot be expanded")."""
+
+    def rule(query: Sequence[tuple[str, str]]) -> InvalidRequest | None:
+        refused = documented.expansion_refusal(endpoint, query)
+        return None if refused is None else InvalidRequest(refused.message, refused.param, refused.code)
+
+    return Accepts(documented.parameters(endpoint), rule)
 
 
 def stripe_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
-    """The Stripe API subset, each handler wrapped by the host's ``wrap`` (faults, auth, counting, and the
-    refusal of any parameter but those declared)."""
+    """The Stripe API subset, each handler wrapped by the host's wrapper (faults, auth, counting, and the
+    refusal of any request its published endpoint does not document: ``documented_accepts``)."""
 
-    def listed(handler: ApiHandler, extra: set[str]) -> Endpoint:
-        return wrap(STRIPE_DIALECT, handler, Accepts.of(LIST_PARAMS.params, extra))
+    def api(endpoint: str, handler: ApiHandler) -> Endpoint:
+        return wrap(STRIPE_DIALECT, handler, documented_accepts(endpoint))
 
-    def lister(kind: Kind, extra: set[str], filter_param: str | None = None) -> Endpoint:
-        return listed(lambda r, a: _list(store, kind, r, a, filter_param), extra)
+    def lister(kind: Kind, filter_param: str | None = None) -> Endpoint:
+        return api(f"/v1/{kind}", lambda r, a: _list(store, kind, r, a, filter_param))
 
-    def retriever(kind: Kind, extra: frozenset[str] = frozenset()) -> Endpoint:
-        handler: ApiHandler = lambda r, a: _retrieve(store, kind, r, a)  # noqa: E731
-        return wrap(STRIPE_DIALECT, handler, Accepts.of(RETRIEVE_PARAMS.params, extra))
+    def retriever(kind: Kind, endpoint: str) -> Endpoint:
+        return api(endpoint, lambda r, a: _retrieve(store, kind, r, a))
 
     return [
-        Route("/v1/charges", lister("charges", {"customer", "payment_intent", "transfer_group"})),
-        Route("/v1/charges/{object_id}", retriever("charges")),
-        Route("/v1/refunds", lister("refunds", {"charge", "payment_intent"}, filter_param="charge")),
-        Route("/v1/refunds/{object_id}", retriever("refunds")),
-        Route("/v1/payment_intents/{object_id}", retriever("payment_intents", frozenset({"client_secret"}))),
-        Route("/v1/events", lister("events", {"type", "types[]", "delivery_success"}, filter_param="type")),
-        Route("/v1/disputes", lister("disputes", {"charge", "payment_intent"}, filter_param="charge")),
-        Route("/v1/disputes/{object_id}", retriever("disputes")),
-        Route("/v1/payouts", listed(lambda r, a: _list_payouts(store, r, a), PAYOUT_LIST_PARAMS)),
+        Route("/v1/charges", lister("charges")),
+        Route("/v1/charges/{object_id}", retriever("charges", "/v1/charges/{charge}")),
+        Route("/v1/refunds", lister("refunds", filter_param="charge")),
+        Route("/v1/refunds/{object_id}", retriever("refunds", "/v1/refunds/{refund}")),
+        Route(
+            "/v1/payment_intents/{object_id}",
+            retriever("payment_intents", "/v1/payment_intents/{intent}"),
+        ),
+        Route("/v1/events", lister("events", filter_param="type")),
+        Route("/v1/disputes", lister("disputes", filter_param="charge")),
+        Route("/v1/disputes/{object_id}", retriever("disputes", "/v1/disputes/{dispute}")),
+        Route("/v1/payouts", api("/v1/payouts", lambda r, a: _list_payouts(store, r, a))),
         Route(
             "/v1/balance_transactions",
-            listed(lambda r, a: _list_balance_transactions(store, r, a), set(_TRANSACTION_FILTERS)),
+            api("/v1/balance_transactions", lambda r, a: _list_balance_transactions(store, r, a)),
         ),
-        Route("/v1/balance_transactions/{object_id}", retriever("balance_transactions")),
+        Route(
+            "/v1/balance_transactions/{object_id}",
+            retriever("balance_transactions", "/v1/balance_transactions/{id}"),
+        ),
     ]
 
 
