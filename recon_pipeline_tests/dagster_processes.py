@@ -60,7 +60,7 @@ from recon_pipeline_tests.postgres import postgres_database
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_DIR = REPO_ROOT / "deploy"
 BIN_DIR = Path(sys.executable).parent  # the environment running pytest has the dagster entry points
-LOCATION_NAME = "recon_pipeline"
+LOCATION_NAME = "recon_pipeline.definitions"  # launch.LOCATION_NAME, as the processes name it
 REPOSITORY_NAME = "__repository__"  # the implicit repository of a Definitions object
 JOB_NAME = "reconcile_night"
 ADJUSTED_CATEGORIES = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction
