@@ -90,16 +90,21 @@ def _error_chain(error: SerializableErrorInfo) -> list[SerializableErrorInfo]:
     return chain
 
 
-def _load_failure(error: SerializableErrorInfo) -> Exception:
-    """One line for a code location that did not load: the deepest error of the chain a person can read
-    (a bad setting names its variable there; the top is Dagster's "error occurred during the loading"
-    wrapper; gRPC's own ``_InactiveRpcError`` at the bottom says nothing), without its class name. An
-    unreachable code server is a service down (exit 1), anything else configuration (exit 2)."""
-    chain = _error_chain(error)
+def _readable_line(chain: Sequence[SerializableErrorInfo]) -> str:
+    """The deepest error of the chain a person can read, in one line without its class name: a bad
+    setting names its variable there, while the top is Dagster's wrapper ("error occurred during the
+    loading", "Exceeded max_retries") and gRPC's own ``_InactiveRpcError`` at the bottom says nothing."""
     readable = next(
-        e for e in reversed(chain) if not e.cls_name or not e.cls_name.startswith("_") or e is error
+        e for e in reversed(chain) if not e.cls_name or not e.cls_name.startswith("_") or e is chain[0]
     )
-    message = f"code location {LOCATION_NAME!r} does not load: {_error_line(readable)}"
+    return _error_line(readable)
+
+
+def _load_failure(error: SerializableErrorInfo) -> Exception:
+    """One line for a code location that did not load (``_readable_line``). An unreachable code server
+    is a service down (exit 1), anything else configuration (exit 2)."""
+    chain = _error_chain(error)
+    message = f"code location {LOCATION_NAME!r} does not load: {_readable_line(chain)}"
     if any(e.cls_name == "DagsterUserCodeUnreachableError" for e in chain):
         return ServiceUnavailable(message)
     return ConfigError(message)
@@ -319,8 +324,9 @@ def daemon_live(instance: dg.DagsterInstance) -> bool:
 
 def run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, bool]:
     """Why a failed run failed, from its own event log: the newest error an engine event or the run's
-    failure carries (a location the daemon could not find, a run worker that died), else the failure's
-    message (for failed steps, which ones); and whether the daemon lacked the run's code location."""
+    failure carries (a location the daemon could not find, a run worker that died, the error that
+    failed a step after its retries), else the failure's message; and whether the daemon lacked the
+    run's code location."""
     records = instance.get_records_for_run(
         run_id, of_type=FAILURE_EVENTS, limit=FAILURE_EVENTS_READ, ascending=False
     ).records
@@ -331,8 +337,9 @@ def run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, bool]:
             continue
         error = getattr(event.event_specific_data, "error", None)
         if isinstance(error, SerializableErrorInfo):
-            missing = any(e.cls_name == "DagsterCodeLocationNotFoundError" for e in _error_chain(error))
-            return _error_line(error), missing
+            chain = _error_chain(error)
+            missing = any(e.cls_name == "DagsterCodeLocationNotFoundError" for e in chain)
+            return _readable_line(chain), missing
         if message is None and event.event_type == DagsterEventType.RUN_FAILURE:
             message = _first_line(event.message or record.event_log_entry.user_message)
     return message or "the run failed without saying why", False
