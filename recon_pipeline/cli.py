@@ -767,7 +767,7 @@ def _wait_for_night(
             daemon_seen = time.monotonic()
         elif state.count(QUEUED) and time.monotonic() - daemon_seen > DAEMON_GRACE_S:
             print(
-                f"error: no dagster-daemon is running for the instance in DAGSTER_HOME (no heartbeat for "
+                f"error: no dagster-daemon is running for the instance in DAGSTER_HOME (no live heartbeat in "
                 f"{DAEMON_GRACE_S} s): the {state.count(QUEUED)} queued runs stay queued; start "
                 f"`{daemon}` in the project folder (or `dagster dev`), or reconcile with --in-process",
                 file=sys.stderr,

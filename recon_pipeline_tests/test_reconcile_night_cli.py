@@ -212,7 +212,7 @@ def test_without_a_daemon_wait_says_so_and_a_daemon_lacking_the_location_fails_r
     out, err = capsys.readouterr()
     assert f"{NIGHT}: 0/1 batches done (0/1 properties), 0 failed, 0 running, 1 queued\n" in out
     assert_one_line(
-        err, "no dagster-daemon is running for the instance in DAGSTER_HOME (no heartbeat for 30 s)"
+        err, "no dagster-daemon is running for the instance in DAGSTER_HOME (no live heartbeat in 30 s)"
     )
     assert "start `dagster-daemon run -w workspace.yaml` in the project folder (or `dagster dev`)" in err
     (queued,) = night_runs(home)
@@ -331,6 +331,7 @@ def test_help_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
         (["reconcile-night", NIGHT, "--property", "a,b"], "--property"),
         (["reconcile-night", NIGHT, "--batch-size", "0"], "--batch-size"),
         (["reconcile-night", NIGHT, "--timeout", "-1"], "--timeout"),
+        (["reconcile-night", NIGHT, "--wait", "--in-process"], "--in-process"),
     ],
 )
 def test_bad_arguments_are_one_line(argv: list[str], name: str, capsys: pytest.CaptureFixture[str]) -> None:

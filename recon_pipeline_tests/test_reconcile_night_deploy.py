@@ -131,7 +131,8 @@ def test_in_process_reconciles_the_night_without_a_daemon(pg_dagster_world: Star
     runs = cli_runs(w)
     assert len(runs) == 3 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     assert all(r.tags[PARTITION_NAME_TAG] == NIGHT.isoformat() and PROVIDER_BOUND_TAG in r.tags for r in runs)
-    assert sorted(p for r in runs for p in r.run_config["ops"][BATCH_OP]["config"]["properties"]) == sorted(ids)
+    reconciled = [p for r in runs for p in r.run_config["ops"][BATCH_OP]["config"]["properties"]]
+    assert sorted(reconciled) == sorted(ids)
     assert all(f"  run {r.run_id}: batch {r.tags[BATCH_TAG]} (1 properties)" in lines for r in runs)
     engine = make_engine(w.recon_url)
     try:
