@@ -242,6 +242,27 @@ def test_without_a_daemon_wait_says_so_and_a_daemon_lacking_the_location_fails_r
     )
 
 
+@pytest.mark.slow  # loads the code location and runs the job in-process (~10 s)
+def test_in_process_names_a_failed_run_with_its_steps_own_error_and_exits_1(
+    seeded: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--in-process needs no daemon (the run is here, recorded in the instance); a run whose step failed
+    after its retries is named with the step's own error, not Dagster's "Exceeded max_retries"."""
+    monkeypatch.setenv("RECON_PROVIDER", "simulator")
+    monkeypatch.delenv("RECON_PROVIDER_BASE_URL", raising=False)
+    monkeypatch.setenv("RECON_STEP_RETRY_DELAY_S", "0.1")
+    assert cli.main(["reconcile-night", NIGHT, "--property", "kyoto-gion", "--in-process"]) == 1
+    out = capsys.readouterr().out
+    (run,) = night_runs(home)
+    assert run.status == dg.DagsterRunStatus.FAILURE and run.tags["recon/trigger"] == "cli"
+    assert run.tags[PARTITION_NAME_TAG] == NIGHT
+    assert f"{NIGHT}: 1/1 batches done (1/1 properties), 1 failed, 0 running, 0 queued\n" in out
+    assert out.splitlines()[-1] == (
+        f"failed: run {run.run_id}, batch {run.tags[BATCH_TAG]} (1 properties): "
+        "RECON_PROVIDER=simulator needs RECON_PROVIDER_BASE_URL (the simulator's address)"
+    )
+
+
 def finish_runs_when_queued(home: Path, expected: int, fail: str) -> threading.Thread:
     """A thread that, once ``expected`` runs of the night are queued, ends them as a run worker would:
     the one reconciling property ``fail`` fails (with its outcome recorded), the others succeed."""

@@ -307,9 +307,11 @@ def execute_here(
     ``instance`` as any run; the finished run. The job is loaded from the module as a run worker loads it,
     so a multiprocess executor's steps can load it again."""
     repository = ReconstructableRepository.for_module(DEFINITIONS_MODULE, DEFINITIONS_ATTRIBUTE, os.getcwd())
-    result = dg.execute_job(
-        repository.get_reconstructable_job(job_name), instance, run_config=run_config, tags=tags
-    )
+    with warnings.catch_warnings():  # Dagster's own beta warnings, as in loaded_workspace
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        result = dg.execute_job(
+            repository.get_reconstructable_job(job_name), instance, run_config=run_config, tags=tags
+        )
     run = instance.get_run_by_id(result.run_id)
     if run is None:
         raise LookupError(f"run {result.run_id} is not in the instance")
