@@ -44,6 +44,7 @@ from dagster._utils.merger import deep_merge_dicts
 from sqlalchemy import URL
 from sqlalchemy.engine import make_url
 
+from recon_pipeline.batches.launch import LOCATION_NAME
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.batches import batch_run_config
@@ -60,7 +61,6 @@ from recon_pipeline_tests.postgres import postgres_database
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_DIR = REPO_ROOT / "deploy"
 BIN_DIR = Path(sys.executable).parent  # the environment running pytest has the dagster entry points
-LOCATION_NAME = "recon_pipeline"
 REPOSITORY_NAME = "__repository__"  # the implicit repository of a Definitions object
 JOB_NAME = "reconcile_night"
 ADJUSTED_CATEGORIES = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction

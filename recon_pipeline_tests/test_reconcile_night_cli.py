@@ -46,6 +46,7 @@ from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, NIGHT_TAG, PROPERTIES_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline_tests.dagster_processes import start_process
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NIGHT = "2026-11-30"
@@ -78,12 +79,15 @@ def test_progress_line_counts_batches_and_properties_by_state() -> None:
         progress(NIGHT, [BatchRun(batch("a"), "r", "paused")])
 
 
-def test_failure_summary_names_each_failed_run_and_its_properties_errors() -> None:
-    failed = [BatchRun(batch("a", "b", "c"), "run-1", FAILED)]
-    lines = failure_summary(failed, {"b": "property 'b' is invalid: bad timezone", "zz": "not in the batch"})
+def test_failure_summary_names_each_failed_run_its_reason_and_its_properties_errors() -> None:
+    failed = [BatchRun(batch("a", "b", "c"), "run-1", FAILED), BatchRun(batch("d"), "run-2", FAILED)]
+    errors = {"b": "property 'b' is invalid: bad timezone", "zz": "not in the batch"}
+    lines = failure_summary(failed, errors, {"run-1": "Steps failed: ['reconcile_batch']."})
+    key = batch("a", "b", "c").key
     assert lines == [
-        f"failed: run run-1, batch {batch('a', 'b', 'c').key} (3 properties)",
+        f"failed: run run-1, batch {key} (3 properties): Steps failed: ['reconcile_batch'].",
         "  b: property 'b' is invalid: bad timezone",
+        f"failed: run run-2, batch {batch('d').key} (1 properties)",
     ]
 
 
@@ -195,6 +199,70 @@ def test_wait_times_out_naming_the_runs_still_queued(
     assert_one_line(err, f"timed out after 1 s, the runs go on: 1 batches not done: run {run.run_id} (queued")
 
 
+@pytest.mark.slow  # waits out the daemon's 30 s, then starts dagster-daemon
+def test_without_a_daemon_wait_says_so_and_a_daemon_lacking_the_location_fails_runs_with_the_reason(
+    seeded: str, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No daemon: one line naming what to start, exit 3 within 40 s, the run left queued. Then a daemon
+    that holds no code location (as one started with another location name does): the run it fails is
+    reported with the run's own failure reason, read from the instance, and how to start a daemon."""
+    started = time.monotonic()
+    assert cli.main(["reconcile-night", NIGHT, "--property", "kyoto-gion", "--wait"]) == 3
+    assert time.monotonic() - started < 40
+    out, err = capsys.readouterr()
+    assert f"{NIGHT}: 0/1 batches done (0/1 properties), 0 failed, 0 running, 1 queued\n" in out
+    assert_one_line(
+        err, "no dagster-daemon is running for the instance in DAGSTER_HOME (no live heartbeat in 30 s)"
+    )
+    assert "start `dagster-daemon run -w workspace.yaml` in the project folder (or `dagster dev`)" in err
+    (queued,) = night_runs(home)
+    assert queued.status == dg.DagsterRunStatus.QUEUED
+
+    daemon = start_process(
+        "daemon",
+        [str(Path(sys.executable).with_name("dagster-daemon")), "run", "--empty-workspace"],
+        os.environ,
+        tmp_path / "logs",
+    )
+    try:
+        code = cli.main(
+            ["reconcile-night", NIGHT, "--property", "denver-lodge", "--wait", "--timeout", "120"]
+        )
+        out, err = capsys.readouterr()
+        assert code == 1, out + err + daemon.tail()
+    finally:
+        daemon.stop()
+    run = next(r for r in night_runs(home) if r.run_id != queued.run_id)
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    assert out.splitlines()[-1] == (
+        f"failed: run {run.run_id}, batch {run.tags[BATCH_TAG]} (1 properties): Location "
+        "recon_pipeline.definitions does not exist in workspace (the daemon has no code location "
+        "'recon_pipeline.definitions': start it in the project folder with `dagster-daemon run -w "
+        "workspace.yaml`)"
+    )
+
+
+@pytest.mark.slow  # loads the code location and runs the job in-process (~10 s)
+def test_in_process_names_a_failed_run_with_its_steps_own_error_and_exits_1(
+    seeded: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--in-process needs no daemon (the run is here, recorded in the instance); a run whose step failed
+    after its retries is named with the step's own error, not Dagster's "Exceeded max_retries"."""
+    monkeypatch.setenv("RECON_PROVIDER", "simulator")
+    monkeypatch.delenv("RECON_PROVIDER_BASE_URL", raising=False)
+    monkeypatch.setenv("RECON_STEP_RETRY_DELAY_S", "0.1")
+    assert cli.main(["reconcile-night", NIGHT, "--property", "kyoto-gion", "--in-process"]) == 1
+    out = capsys.readouterr().out
+    (run,) = night_runs(home)
+    assert run.status == dg.DagsterRunStatus.FAILURE and run.tags["recon/trigger"] == "cli"
+    assert run.tags[PARTITION_NAME_TAG] == NIGHT
+    assert f"{NIGHT}: 1/1 batches done (1/1 properties), 1 failed, 0 running, 0 queued\n" in out
+    assert out.splitlines()[-1] == (
+        f"failed: run {run.run_id}, batch {run.tags[BATCH_TAG]} (1 properties): "
+        "RECON_PROVIDER=simulator needs RECON_PROVIDER_BASE_URL (the simulator's address)"
+    )
+
+
 def finish_runs_when_queued(home: Path, expected: int, fail: str) -> threading.Thread:
     """A thread that, once ``expected`` runs of the night are queued, ends them as a run worker would:
     the one reconciling property ``fail`` fails (with its outcome recorded), the others succeed."""
@@ -244,7 +312,8 @@ def test_wait_exits_1_naming_the_failed_run_and_its_property_error(
     assert code == 1, out
     failed = next(r for r in night_runs(home) if r.status == dg.DagsterRunStatus.FAILURE)
     assert f"{NIGHT}: 3/3 batches done (3/3 properties), 1 failed, 0 running, 0 queued\n" in out
-    assert f"failed: run {failed.run_id}, batch {failed.tags[BATCH_TAG]} (1 properties)\n" in out
+    batch_line = f"failed: run {failed.run_id}, batch {failed.tags[BATCH_TAG]} (1 properties)"
+    assert f"{batch_line}: 1 of 1 properties failed\n" in out  # the run's own failure message
     assert "  kyoto-gion: the provider pull was cut short\n" in out
 
 
@@ -283,6 +352,7 @@ def test_help_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
         (["reconcile-night", NIGHT, "--property", "a,b"], "--property"),
         (["reconcile-night", NIGHT, "--batch-size", "0"], "--batch-size"),
         (["reconcile-night", NIGHT, "--timeout", "-1"], "--timeout"),
+        (["reconcile-night", NIGHT, "--wait", "--in-process"], "--in-process"),
     ],
 )
 def test_bad_arguments_are_one_line(argv: list[str], name: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -345,7 +415,7 @@ def test_a_code_location_that_does_not_load_is_one_line_naming_the_setting(seede
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "error: code location 'recon_pipeline' does not load: "
+        "error: code location 'recon_pipeline.definitions' does not load: "
         "RECON_FIRST_NIGHT: night must be 'YYYY-MM-DD', not 'bogus'\n"
     )
     assert night_runs(home) == []
@@ -363,7 +433,7 @@ def test_an_unreachable_code_server_is_one_line_and_exit_1(
     workspace = REPO_ROOT / "deploy" / "workspace.yaml"
     assert cli.main(["reconcile-night", NIGHT, "--workspace", str(workspace)]) == 1
     assert capsys.readouterr().err == (
-        "error: code location 'recon_pipeline' does not load: "
+        "error: code location 'recon_pipeline.definitions' does not load: "
         "Could not reach user code server. gRPC Error code: UNAVAILABLE\n"
     )
     assert night_runs(home) == []

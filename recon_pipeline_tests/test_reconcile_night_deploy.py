@@ -7,6 +7,7 @@ One deployment serves two submissions, in order: ``--property`` for one property
 submitted and only its findings are written), then the whole night (every property, one batch each).
 The first loads the code location from the code server (``--workspace deploy/workspace.yaml``, as
 production does), the second in the command's own process (the default): the daemon launches both.
+Without any daemon, ``--in-process`` reconciles the night in the command's own process.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.storage.tags import PARTITION_NAME_TAG
 
+from recon_pipeline.batches.outcomes import SUCCEEDED, load_outcomes
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.defs.batches import BATCH_OP, NIGHT_TAG
+from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, NIGHT_TAG
+from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, DagsterDeployment, PgDagsterWorld, StartWorld
@@ -99,3 +103,42 @@ def test_reconcile_night_waits_for_the_daemons_runs_and_the_findings_land(
         runs = cli_runs(w)
         assert len(runs) == 4 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
         assert found(w) == {p: planted(w, p) for p in ids}
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_in_process_reconciles_the_night_without_a_daemon(pg_dagster_world: StartWorld) -> None:
+    """No daemon, no code server: ``--in-process`` runs each batch in the command's own process, recorded
+    as runs in the instance with the tags a submission gives; every property-night succeeds and the
+    planted findings land."""
+    w = pg_dagster_world([NIGHT], 10, DEMO_PROPERTIES)
+    ids = w.world.property_ids
+    deployment = w.deployment()  # its environment only: nothing is started
+    done = subprocess.run(
+        [str(RECON), "reconcile-night", NIGHT.isoformat(), "--in-process", "--batch-size", "1"],
+        env=deployment.process_env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{NIGHT}: reconciling here 3 runs of reconcile_night for 3 properties")
+    progress = [line for line in lines if "batches done" in line]
+    assert progress[0] == f"{NIGHT}: 0/3 batches done (0/3 properties), 0 failed, 1 running, 2 queued"
+    assert progress[-1] == f"{NIGHT}: 3/3 batches done (3/3 properties), 0 failed, 0 running, 0 queued"
+    assert lines[-1] == f"{NIGHT}: every batch succeeded"
+    runs = cli_runs(w)
+    assert len(runs) == 3 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    assert all(r.tags[PARTITION_NAME_TAG] == NIGHT.isoformat() and PROVIDER_BOUND_TAG in r.tags for r in runs)
+    reconciled = [p for r in runs for p in r.run_config["ops"][BATCH_OP]["config"]["properties"]]
+    assert sorted(reconciled) == sorted(ids)
+    assert all(f"  run {r.run_id}: batch {r.tags[BATCH_TAG]} (1 properties)" in lines for r in runs)
+    engine = make_engine(w.recon_url)
+    try:
+        with engine.connect() as connection:
+            outcomes = load_outcomes(connection, NIGHT.isoformat(), ids)
+    finally:
+        engine.dispose()
+    assert {p: o.status for p, o in outcomes.items()} == {p: SUCCEEDED for p in ids}
+    assert found(w) == {p: planted(w, p) for p in ids}

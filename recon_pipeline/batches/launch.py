@@ -14,18 +14,28 @@ workers would be children of this short-lived command's code location.
 The code location is loaded in this process from ``recon_pipeline.definitions`` (what workspace.yaml
 names), or from a workspace file (``--workspace``): a deployment whose daemon loads code from a code
 server points it at the same server (deploy/workspace.yaml), so the runs carry that server's origin.
+The location is named after the module, ``recon_pipeline.definitions``, however it is loaded (``-m``,
+workspace.yaml, pyproject's ``[tool.dagster]`` and ``[tool.dg]``): a daemon started any of those ways
+finds the runs' location, and ``dagster schedule stop -m …`` stops the schedules the daemon ticks.
+
+Whether anything will launch the queued runs is read from the instance too: the queued-run daemon's
+heartbeat (``daemon_live``); a run that failed before or outside its steps says why in its own event log
+(``run_failure``). ``execute_here`` runs a batch in this process instead, for a box without a daemon.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.events import DagsterEventType
 from dagster._core.remote_origin import InProcessCodeLocationOrigin
 from dagster._core.remote_representation.code_location import CodeLocation
 from dagster._core.remote_representation.external import RemoteJob, RemoteRepository
@@ -39,14 +49,24 @@ from dagster._core.workspace.load_target import (
     WorkspaceFileTarget,
     WorkspaceLoadTarget,
 )
+from dagster._daemon.controller import DEFAULT_HEARTBEAT_INTERVAL_SECONDS
+from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
 from dagster._utils.error import SerializableErrorInfo
 
 from recon_pipeline.batches import submit
 from recon_pipeline.config import ConfigError, ServiceUnavailable
 
-DEFINITIONS_MODULE = "recon_pipeline.definitions"  # what workspace.yaml and [tool.dagster] name
-LOCATION_NAME = "recon_pipeline"
+DEFINITIONS_MODULE = "recon_pipeline.definitions"
+DEFINITIONS_ATTRIBUTE = "defs"  # the module's @dg.definitions function
+# The name `dagster … -m recon_pipeline.definitions` gives the location, so every way of loading the code
+# agrees: workspace.yaml, deploy/workspace.yaml and pyproject.toml name it the same.
+LOCATION_NAME = DEFINITIONS_MODULE
 MAX_RETRY_HOPS = 10  # a batch's retry chain followed per poll (run_retries allows a couple)
+# A running daemon writes a heartbeat every DEFAULT_HEARTBEAT_INTERVAL_SECONDS (30 s); one missed beat is
+# tolerated, two are a daemon that is not running.
+LIVE_HEARTBEAT_S = 2 * DEFAULT_HEARTBEAT_INTERVAL_SECONDS
+FAILURE_EVENTS = {DagsterEventType.RUN_FAILURE, DagsterEventType.ENGINE_EVENT}
+FAILURE_EVENTS_READ = 100  # of a failed run's last failure and engine events, newest first
 
 _QUEUED = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
 _RUNNING = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
@@ -56,21 +76,35 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or ["(no message)"])[0]
 
 
-def _load_failure(error: SerializableErrorInfo) -> Exception:
-    """One line for a code location that did not load: the deepest error of the chain a person can read
-    (a bad setting names its variable there; the top is Dagster's "error occurred during the loading"
-    wrapper; gRPC's own ``_InactiveRpcError`` at the bottom says nothing), without its class name. An
-    unreachable code server is a service down (exit 1), anything else configuration (exit 2)."""
+def _error_line(error: SerializableErrorInfo) -> str:
+    """An error's first line without its qualified class name (``dagster._core.errors.X: reason``)."""
+    line = _first_line(error.message)
+    qualified_name, _, rest = line.partition(": ")
+    return rest if rest and qualified_name.rsplit(".", 1)[-1] == error.cls_name else line
+
+
+def _error_chain(error: SerializableErrorInfo) -> list[SerializableErrorInfo]:
     chain = [error]
     while chain[-1].cause is not None:
         chain.append(chain[-1].cause)  # type: ignore[arg-type]
+    return chain
+
+
+def _readable_line(chain: Sequence[SerializableErrorInfo]) -> str:
+    """The deepest error of the chain a person can read, in one line without its class name: a bad
+    setting names its variable there, while the top is Dagster's wrapper ("error occurred during the
+    loading", "Exceeded max_retries") and gRPC's own ``_InactiveRpcError`` at the bottom says nothing."""
     readable = next(
-        e for e in reversed(chain) if not e.cls_name or not e.cls_name.startswith("_") or e is error
+        e for e in reversed(chain) if not e.cls_name or not e.cls_name.startswith("_") or e is chain[0]
     )
-    line = _first_line(readable.message)
-    qualified_name, _, rest = line.partition(": ")
-    reason = rest if rest and qualified_name.rsplit(".", 1)[-1] == readable.cls_name else line
-    message = f"code location {LOCATION_NAME!r} does not load: {reason}"
+    return _error_line(readable)
+
+
+def _load_failure(error: SerializableErrorInfo) -> Exception:
+    """One line for a code location that did not load (``_readable_line``). An unreachable code server
+    is a service down (exit 1), anything else configuration (exit 2)."""
+    chain = _error_chain(error)
+    message = f"code location {LOCATION_NAME!r} does not load: {_readable_line(chain)}"
     if any(e.cls_name == "DagsterUserCodeUnreachableError" for e in chain):
         return ServiceUnavailable(message)
     return ConfigError(message)
@@ -87,8 +121,8 @@ def dagster_home() -> Path:
 
 
 @contextmanager
-def queued_instance() -> Iterator[dg.DagsterInstance]:
-    """The instance in DAGSTER_HOME, which must queue runs for its daemon (QueuedRunCoordinator)."""
+def home_instance() -> Iterator[dg.DagsterInstance]:
+    """The instance in DAGSTER_HOME; one that does not load is a service down, in one line."""
     home = dagster_home()
     try:
         instance = dg.DagsterInstance.get()
@@ -97,6 +131,14 @@ def queued_instance() -> Iterator[dg.DagsterInstance]:
             f"the Dagster instance in DAGSTER_HOME={home} does not load: {_first_line(str(error))}"
         ) from None
     with instance:
+        yield instance
+
+
+@contextmanager
+def queued_instance() -> Iterator[dg.DagsterInstance]:
+    """The instance in DAGSTER_HOME, which must queue runs for its daemon (QueuedRunCoordinator)."""
+    home = dagster_home()
+    with home_instance() as instance:
         if not isinstance(instance.run_coordinator, QueuedRunCoordinator):
             raise ConfigError(
                 f"the Dagster instance in DAGSTER_HOME={home} launches runs itself "
@@ -173,6 +215,14 @@ def partition_tags(location: CodeLocation, job_name: str, partition_key: str) ->
     return partitions.get_tags_for_partition_key(partition_key)
 
 
+def run_tags(location: CodeLocation, job: RemoteJob, request: dg.RunRequest) -> dict[str, str]:
+    """A request's run tags as the sensor daemon would set them: the job's, the request's, the partition's."""
+    tags = {**(job.run_tags or {}), **request.tags}
+    if request.partition_key is not None:
+        tags.update(partition_tags(location, job.name, request.partition_key))
+    return tags
+
+
 def submit_requests(
     instance: dg.DagsterInstance,
     workspace: WorkspaceRequestContext,
@@ -188,9 +238,7 @@ def submit_requests(
     repository = _repository(location)
     run_ids = []
     for request in requests:
-        tags = {**(job.run_tags or {}), **request.tags}
-        if request.partition_key is not None:
-            tags.update(partition_tags(location, job_name, request.partition_key))
+        tags = run_tags(location, job, request)
         plan = location.get_execution_plan(
             job, request.run_config, step_keys_to_execute=None, known_state=None, instance=instance
         )
@@ -250,3 +298,50 @@ def latest_runs(instance: dg.DagsterInstance, run_ids: Sequence[str]) -> list[dg
             break
         latest = [retry or run_id for run_id, retry in zip(latest, retries, strict=True)]
     return [runs[run_id] for run_id in latest]
+
+
+def execute_here(
+    instance: dg.DagsterInstance, job_name: str, run_config: Mapping[str, object], tags: Mapping[str, str]
+) -> dg.DagsterRun:
+    """Run ``job_name`` in this process (its executor's step processes its children), recorded in
+    ``instance`` as any run; the finished run. The job is loaded from the module as a run worker loads it,
+    so a multiprocess executor's steps can load it again."""
+    repository = ReconstructableRepository.for_module(DEFINITIONS_MODULE, DEFINITIONS_ATTRIBUTE, os.getcwd())
+    with warnings.catch_warnings():  # Dagster's own beta warnings, as in loaded_workspace
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        result = dg.execute_job(
+            repository.get_reconstructable_job(job_name), instance, run_config=run_config, tags=tags
+        )
+    run = instance.get_run_by_id(result.run_id)
+    if run is None:
+        raise LookupError(f"run {result.run_id} is not in the instance")
+    return run
+
+
+def daemon_live(instance: dg.DagsterInstance) -> bool:
+    """Whether the daemon that launches queued runs has beaten within ``LIVE_HEARTBEAT_S``."""
+    heartbeat = instance.get_daemon_heartbeats().get(QueuedRunCoordinatorDaemon.daemon_type())
+    return heartbeat is not None and time.time() - heartbeat.timestamp <= LIVE_HEARTBEAT_S
+
+
+def run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, bool]:
+    """Why a failed run failed, from its own event log: the newest error an engine event or the run's
+    failure carries (a location the daemon could not find, a run worker that died, the error that
+    failed a step after its retries), else the failure's message; and whether the daemon lacked the
+    run's code location."""
+    records = instance.get_records_for_run(
+        run_id, of_type=FAILURE_EVENTS, limit=FAILURE_EVENTS_READ, ascending=False
+    ).records
+    message = None
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        if event is None:
+            continue
+        error = getattr(event.event_specific_data, "error", None)
+        if isinstance(error, SerializableErrorInfo):
+            chain = _error_chain(error)
+            missing = any(e.cls_name == "DagsterCodeLocationNotFoundError" for e in chain)
+            return _readable_line(chain), missing
+        if message is None and event.event_type == DagsterEventType.RUN_FAILURE:
+            message = _first_line(event.message or record.event_log_entry.user_message)
+    return message or "the run failed without saying why", False

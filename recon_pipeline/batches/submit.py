@@ -120,13 +120,17 @@ def progress(night: str, runs: Iterable[BatchRun]) -> Progress:
     return Progress(night, runs)
 
 
-def failure_summary(failed: Sequence[BatchRun], errors: Mapping[str, str]) -> list[str]:
-    """Lines naming each failed batch's run, then the error of each of its properties that has one
-    (``errors``: property id → the one-line error its night's outcome recorded)."""
+def failure_summary(
+    failed: Sequence[BatchRun], errors: Mapping[str, str], reasons: Mapping[str, str]
+) -> list[str]:
+    """Lines naming each failed batch's run and why it failed (``reasons``: run id → the run's own
+    failure reason), then the error of each of its properties that has one (``errors``: property id →
+    the one-line error its night's outcome recorded)."""
     lines = []
     for run in failed:
         size = len(run.batch.property_ids)
-        lines.append(f"failed: run {run.run_id}, batch {run.batch.key} ({size:,} properties)")
+        reason = f": {reasons[run.run_id]}" if run.run_id in reasons else ""
+        lines.append(f"failed: run {run.run_id}, batch {run.batch.key} ({size:,} properties){reason}")
         lines += [f"  {p}: {errors[p]}" for p in run.batch.property_ids if p in errors]
     return lines
 
