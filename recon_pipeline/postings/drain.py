@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, RowMapping, and_, case, select, update
+from sqlalchemy import Engine, RowMapping, Update, and_, case, select, update
 
 from recon_pipeline.checkpoints import POSTING_ANSWERED, POSTING_BEFORE_SEND, POSTING_COMMITTED, reached
 from recon_pipeline.db.schema import adjustments, discrepancies
@@ -172,13 +172,7 @@ def settle(
     still ours; False when it is not (nothing written)."""
     with engine.begin() as connection:
         result = connection.execute(
-            update(outbox)
-            .where(
-                outbox.c.adjustment_id == claimed.adjustment_id,
-                outbox.c.claimed_by == claimed.claim,
-                outbox.c.state == claimed.held_state,
-            )
-            .values(
+            _held(claimed).values(
                 state=settlement.state,
                 attempts=settlement.attempts,
                 lookups=settlement.lookups,
@@ -203,16 +197,18 @@ def count_attempt(engine: Engine, claimed: Claimed, now: datetime) -> bool:
     the posts the PMS may have received whatever dies when, and a drainer that keeps dying after sending
     still runs out of its budget. False (nothing written, nothing to send) when the claim is not ours."""
     with engine.begin() as connection:
-        result = connection.execute(
-            update(outbox)
-            .where(
-                outbox.c.adjustment_id == claimed.adjustment_id,
-                outbox.c.claimed_by == claimed.claim,
-                outbox.c.state == POSTING,
-            )
-            .values(attempts=outbox.c.attempts + 1, updated_at=now)
-        )
+        result = connection.execute(_held(claimed).values(attempts=outbox.c.attempts + 1, updated_at=now))
     return result.rowcount == 1
+
+
+def _held(claimed: Claimed) -> Update:
+    """An update of the claimed row that touches it only while the claim is still ours, in the state the
+    claim left it in."""
+    return update(outbox).where(
+        outbox.c.adjustment_id == claimed.adjustment_id,
+        outbox.c.claimed_by == claimed.claim,
+        outbox.c.state == claimed.held_state,
+    )
 
 
 def _ask(adapter: PostingAdapter, claimed: Claimed, posting: Callable[[], Posting]) -> PostingResult | None:
