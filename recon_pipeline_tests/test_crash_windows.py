@@ -59,7 +59,7 @@ from typing import Any
 import dagster as dg
 import pytest
 import yaml
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, delete, func, insert, select, text
 
 from recon_pipeline import checkpoints
 from recon_pipeline.batches.outcomes import SUCCEEDED, PropertyOutcome, load_outcomes
@@ -163,6 +163,27 @@ def wait_child(child: Child, trial: Trial) -> int:
     else:
         assert exitcode in (KILLED, 0), f"{trial.describe()}: child failed, exit {exitcode}\n{child.tail()}"
     return exitcode
+
+
+def wait_for_dead_sessions(engine: Engine) -> None:
+    """Wait (bounded) until PostgreSQL has ended the killed child's sessions.
+
+    A SIGKILLed child's backend notices the closed socket a moment later: until then it still holds the
+    row locks a re-run's ``SKIP LOCKED`` claim would pass over, and a COMMIT it already received may not be
+    visible yet. What the death left is read, and the re-run starts, only once no other session of this
+    database is inside a transaction."""
+    if engine.dialect.name != "postgresql":
+        return
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+    )
+    deadline = time.monotonic() + CHILD_TIMEOUT_S
+    with engine.connect() as connection:
+        while connection.execute(query).scalar_one() > 0:
+            assert time.monotonic() < deadline, "the killed child's database session never ended"
+            time.sleep(0.02)
+            connection.rollback()  # a fresh snapshot of pg_stat_activity per poll
 
 
 def test_checkpoints_are_inert_unless_a_test_arms_them_and_a_misspelt_switch_is_an_error() -> None:
@@ -350,6 +371,7 @@ def writer_trial(h: WriterHarness, trial: Trial, batch: tuple[str, ...]) -> str:
     workers = 1 if trial.point is not None else None
     run_id, child = h.run_in_child(batch, trial.env(), f"trial-{trial.index}", workers)
     exitcode = wait_child(child, trial)
+    wait_for_dead_sessions(h.engine)
     left, reported = {p: h.rows(p) for p in batch}, h.materialization(run_id)
     for p in batch:
         assert left[p] in (set(), planned[p]), f"{what}: a partial set of {p}'s adjustments was committed"
@@ -621,6 +643,7 @@ def processor_trial(h: ProcessorHarness, trial: Trial, trial_world: EventTrialWo
     effectful = [parse_stripe_event(b).provider_payment_id is not None for b in _in_order(trial_world, order)]
     worker_id = f"crashed-{trial.index}"
     exitcode = wait_child(h.worker(trial.env(), worker_id), trial)
+    wait_for_dead_sessions(h.engine)
     at_death = h.event_states(trial_world)
     settled = [
         event_id for event_id, state in at_death.items() if state[0] != "pending" and state[0] != "processing"
