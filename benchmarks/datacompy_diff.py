@@ -38,7 +38,7 @@ import pandas as pd
 
 from benchmarks.datagen import SyntheticNight, generate_night
 from benchmarks.diff import time_diff
-from recon_pipeline.reconcile.categories import AMOUNT_MISMATCH, CURRENCY_MISMATCH, STATUS_MISMATCH
+from recon_pipeline.categories import AMOUNT_MISMATCH, CURRENCY_MISMATCH, STATUS_MISMATCH
 
 KEY = ["provider_record_id", "kind"]
 COMPARED = {"amount_minor": AMOUNT_MISMATCH, "currency": CURRENCY_MISMATCH, "settled": STATUS_MISMATCH}

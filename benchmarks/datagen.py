@@ -22,9 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
-from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
-from recon_pipeline.reconcile.categories import (
+from recon_pipeline.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
     DUPLICATE_IN_LEDGER,
@@ -32,6 +30,8 @@ from recon_pipeline.reconcile.categories import (
     MISSING_IN_LEDGER,
     STATUS_MISMATCH,
 )
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
 DIFF_CATEGORIES: Final = (
     MISSING_IN_LEDGER,

@@ -35,6 +35,7 @@ import httpx
 from openpyxl import load_workbook
 from sqlalchemy import Engine, Table, func, select
 
+from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.db import migrations
 from recon_pipeline.db.bulk import copy_insert_new
 from recon_pipeline.db.engine import make_engine
@@ -47,7 +48,6 @@ from recon_pipeline.db.schema import (
     properties,
 )
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
-from recon_pipeline.reconcile.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.pages.exports import EXPORT_LIMIT
 from recon_pipeline.review_desk.users import add_user

@@ -26,10 +26,10 @@ from sqlalchemy import Engine, func, select, text
 from benchmarks.datagen import PROPERTY_ID, generate_night
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.review.results import sync_adjustments
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 NIGHT = "2025-03-15"  # the generated night (datagen.NIGHT_START)

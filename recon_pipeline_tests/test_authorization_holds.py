@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import select, update
 
+from recon_pipeline.categories import AUTHORIZATION_EXPIRING
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
 from recon_pipeline.demo.world import World
@@ -29,7 +30,6 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
-from recon_pipeline.reconcile.categories import AUTHORIZATION_EXPIRING
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.holds import expiring_authorizations
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments

@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from recon_pipeline import cli
+from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.definitions import build_definitions
@@ -31,7 +32,6 @@ from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.run import found_by_category
 from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.paths import FILE_NAMES, HTML, night_folder
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromium_page, png_dimensions

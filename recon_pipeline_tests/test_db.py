@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 from sqlalchemy import MetaData, Table, inspect, select
 
+from recon_pipeline.categories import DISCREPANCY_COLUMNS, RECONCILIATION_CATEGORIES
 from recon_pipeline.db import migrations
 from recon_pipeline.db.bulk import BULK_MIN_ROWS, supports_copy
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.results import sync_adjustments, write_adjustments
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS, RECONCILIATION_CATEGORIES
+from recon_pipeline.review.results import sync_adjustments, write_adjustments
 from recon_pipeline.review.store import save_discrepancies
 
 NOW = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)

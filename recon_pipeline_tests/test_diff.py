@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from benchmarks.datagen import generate_night
+from recon_pipeline.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, empty_ledger_records
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
-from recon_pipeline.reconcile import diff as diff_module
-from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.reconcile import grouping
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 
@@ -528,7 +528,7 @@ def test_unknown_kinds_are_refused() -> None:
 def test_hash_collisions_do_not_merge_different_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     night = generate_night(3_000, seed=4)
     expected = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
-    monkeypatch.setattr(diff_module, "_key_hash", lambda words: np.zeros(len(words), dtype=np.uint64))
+    monkeypatch.setattr(grouping, "_key_hash", lambda words: np.zeros(len(words), dtype=np.uint64))
     collided = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
     pd.testing.assert_frame_equal(collided.discrepancies, expected.discrepancies)
     assert collided.matched_count == expected.matched_count

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.categories import (
+from recon_pipeline.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
     FX_DIFFERENCE,
 )
+from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import DiffResult, diff_night
 from recon_pipeline.reconcile.report import build_night_report, finding_amounts
 from recon_pipeline_tests.fuzzing import fuzz_settings

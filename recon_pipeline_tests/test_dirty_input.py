@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import func, insert, select, update
 
+from recon_pipeline.categories import INVALID_LEDGER_ENTRY
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, payment_orders, properties
@@ -27,7 +28,6 @@ from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.records import empty_provider_records
-from recon_pipeline.reconcile.categories import INVALID_LEDGER_ENTRY
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.report import category_summary
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata

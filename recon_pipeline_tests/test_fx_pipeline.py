@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import select, update
 
+from recon_pipeline.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries
 from recon_pipeline.defs.resources import ProviderResource
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
@@ -28,7 +29,6 @@ from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.reconcile.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
 from recon_pipeline.reconcile.lifecycle import PROPOSED, SUPERSEDED, WITHDRAWN
 from recon_pipeline_tests.pipeline_fixtures import SeededPipeline, asset_metadata, seeded
 

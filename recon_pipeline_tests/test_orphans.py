@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from recon_pipeline.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.providers.objects import records_frame
 from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.reconcile.captured import captured_payments
-from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.reconcile.identity import payment_aliases
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline_tests.provider_fixtures import make_charge

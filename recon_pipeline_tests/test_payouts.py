@@ -14,6 +14,12 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
+from recon_pipeline.categories import (
+    PAYOUT_FAILED,
+    PAYOUT_NOT_DEPOSITED,
+    RECONCILIATION_CATEGORIES,
+    empty_discrepancies,
+)
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
@@ -42,8 +48,6 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.payouts import PayoutTransaction
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import payout_of
-from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, RECONCILIATION_CATEGORIES
-from recon_pipeline.reconcile.diff import empty_discrepancies
 from recon_pipeline.review.store import save_discrepancies
 from recon_pipeline_tests.payout_fixtures import (
     ARRIVAL,

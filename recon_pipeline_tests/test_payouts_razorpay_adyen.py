@@ -13,6 +13,7 @@ import pytest
 import razorpay
 from sqlalchemy import Engine, insert, select
 
+from recon_pipeline.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, payout_transactions, payouts, properties
@@ -31,7 +32,6 @@ from recon_pipeline.providers.payouts import Payout
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
 from recon_pipeline.providers.simulator.money import dispute
 from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
 from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
     FAST_RETRY,
     StartSimulator,

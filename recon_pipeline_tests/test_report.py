@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline.reconcile.diff import diff_night, empty_discrepancies
+from recon_pipeline.categories import ALL_CATEGORIES, empty_discrepancies
+from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline_tests.test_diff import entry, ledger, providers, record

@@ -15,11 +15,11 @@ from sqlalchemy import Engine, func, insert, select
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY, plan_adjustments
 from recon_pipeline.reports.overview import ORPHAN_COLUMNS, OVERVIEW_COLUMNS
 from recon_pipeline.reports.paths import FILE_NAMES, OPEN_CSV, ORPHANS_CSV, OVERVIEW_FOLDER
+from recon_pipeline.review.results import sync_adjustments
 from recon_pipeline.review.store import save_discrepancies
 from recon_pipeline_tests.test_db import FINDINGS, NOW, finding, findings_frame
 from recon_pipeline_tests.test_review_cli import recon

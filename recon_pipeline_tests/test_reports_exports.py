@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine, func, select
 
+from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.ledger.queries import load_property
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.paths import night_folder
 from recon_pipeline.reports.render import render_night
 from recon_pipeline_tests.pipeline_fixtures import NIGHT

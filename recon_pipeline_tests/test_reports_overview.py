@@ -15,12 +15,12 @@ import dagster as dg
 import pytest
 from sqlalchemy import case, func, select, update
 
+from recon_pipeline.categories import AMOUNT_MISMATCH, MISSING_IN_LEDGER, ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.summary import DAILY_REFRESH_CRON, GROUP, summary_assets
-from recon_pipeline.reconcile.categories import AMOUNT_MISMATCH, MISSING_IN_LEDGER, ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.reports.overview import (
     ORPHAN_COLUMNS,
     OVERVIEW_COLUMNS,

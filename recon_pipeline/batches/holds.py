@@ -16,12 +16,12 @@ from datetime import timedelta
 import pandas as pd
 from sqlalchemy import Connection
 
+from recon_pipeline.categories import AUTHORIZATION_EXPIRING
 from recon_pipeline.ledger.queries import PropertyRow, load_authorized_payment_orders
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.reconcile.categories import AUTHORIZATION_EXPIRING
 from recon_pipeline.reconcile.holds import expiring_authorizations
 from recon_pipeline.review.store import reported_payments
 

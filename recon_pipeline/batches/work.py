@@ -29,8 +29,8 @@ from sqlalchemy import Connection, Engine
 
 from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
+from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
-from recon_pipeline.db.results import sync_adjustments
 from recon_pipeline.ledger.queries import (
     PropertyRow,
     captured_orders_frame,
@@ -52,7 +52,6 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
-from recon_pipeline.reconcile.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
 from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
@@ -60,6 +59,7 @@ from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline.reconcile.unattributed import unattributed_findings
+from recon_pipeline.review.results import sync_adjustments
 from recon_pipeline.review.store import save_discrepancies
 
 logger = logging.getLogger(__name__)

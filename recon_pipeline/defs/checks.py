@@ -32,6 +32,7 @@ import dagster as dg
 from sqlalchemy import Connection, RowMapping
 
 from recon_pipeline.batches.outcomes import succeeded_nights
+from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.config import text_from_env
 from recon_pipeline.defs.assets import DISCREPANCY_REPORT
 from recon_pipeline.defs.batches import batch_properties
@@ -42,7 +43,6 @@ from recon_pipeline.metrics.queues import QueueState, read_events_queue, read_po
 from recon_pipeline.metrics.slo import SloLevel, judge_oldest_age, queue_slo_s
 from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import night_window, parse_cutoff
-from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.review.limits import OrphanVerdict, judge_orphans, judge_unexplained, orphan_error_after
 from recon_pipeline.review.render import findings_markdown, money
 from recon_pipeline.review.rules import OPEN, DiscrepancyFilter

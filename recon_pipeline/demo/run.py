@@ -29,6 +29,7 @@ import dagster as dg
 from sqlalchemy import Connection, Engine, RowMapping, func, select, update
 
 from recon_pipeline import config
+from recon_pipeline.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
@@ -42,7 +43,6 @@ from recon_pipeline.ledger.queries import PropertyRow, load_property
 from recon_pipeline.nights import last_closed_night, night_window
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.reports.paths import HTML
 from recon_pipeline.reports.render import RenderedNight, render_night
 from recon_pipeline.serving import ServerThread

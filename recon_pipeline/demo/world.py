@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from recon_pipeline import categories as c
 from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
@@ -28,7 +29,6 @@ from recon_pipeline.providers.razorpay.simulator import SETTLEMENT_TZ, created_d
 from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
-from recon_pipeline.reconcile import categories as c
 
 # A foreign guest's card presented in USD and settled in the property's currency at this rate (USD → it).
 USD_RATES = {"EUR": 0.92, "GBP": 0.79, "AUD": 1.52}

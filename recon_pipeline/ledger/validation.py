@@ -18,10 +18,9 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
+from recon_pipeline.categories import DISCREPANCY_COLUMNS, INVALID_LEDGER_ENTRY, KINDS, discrepancy_frame
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import MAX_AMOUNT_MINOR, is_contract_amount, is_iso_currency
-from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS, INVALID_LEDGER_ENTRY
-from recon_pipeline.reconcile.diff import KINDS, discrepancy_frame
 
 LEDGER_KINDS: Final = KINDS  # every kind the contract allows, and the diff reconciles them all
 

@@ -15,10 +15,9 @@ from datetime import date
 
 import pandas as pd
 
+from recon_pipeline.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, discrepancy_frame
 from recon_pipeline.money import format_minor
 from recon_pipeline.providers.payouts import Payout
-from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
-from recon_pipeline.reconcile.diff import discrepancy_frame
 
 PAYOUT_KIND = "payout"
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
 
+from recon_pipeline.categories import UNATTRIBUTED_PAYMENT
 from recon_pipeline.db.schema import bank_credits, discrepancies, ledger_entries, payout_transactions, payouts
 from recon_pipeline.db.upsert import insert_new, upsert
 from recon_pipeline.payouts.deposit import BankCredit, ExpectedDeposit, match_deposits
 from recon_pipeline.payouts.trace import TracedTransaction
 from recon_pipeline.providers.payouts import Payout
-from recon_pipeline.reconcile.categories import UNATTRIBUTED_PAYMENT
 
 DEPOSITED_STATUSES = ("paid", "in_transit")  # a payout that should reach (or has reached) the bank
 

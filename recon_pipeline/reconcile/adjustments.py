@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from recon_pipeline import categories as c
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
-from recon_pipeline.reconcile import categories as c
 from recon_pipeline.reconcile.lifecycle import PROPOSED
 
 # category → (action, which side's id names the record, amount column and its sign)

@@ -19,52 +19,32 @@ tolerance (else ``fx_difference``, corrected in the settlement currency); any ot
 ``currency_mismatch``. The night's totals count a conversion at its settlement figure, what the account
 holds, in provider and matched totals alike.
 
-Matching 10^6 against 10^6 rows within a second rules out pandas' string merges and hash tables (about
-0.4 µs a string on the reference machine). Instead each id is read once through Arrow, and each key
-becomes one fixed-width row of bytes (id, length, kind); the rows' 64-bit words are mixed into one
-integer, and the row number is packed into that integer's low bits so that one plain ``np.sort``
-groups equal keys. Neighbours of equal hash are then compared word by word, so the grouping is exact;
-the rare colliding runs are sorted exactly on their own.
+This module holds the rules; the grouping of equal (id, kind) keys across records and entries is
+``reconcile/grouping.py``, and the finding rows with their sentences are ``reconcile/findings.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from recon_pipeline.frames import present, typed_frame
-from recon_pipeline.money import BASIS_POINTS, format_minor, minor_unit_exponent
-from recon_pipeline.providers.records import empty_provider_records
-from recon_pipeline.reconcile.categories import (
+from recon_pipeline.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
-    DISCREPANCY_COLUMNS,
-    DUPLICATE_IN_LEDGER,
     FX_DIFFERENCE,
-    MISSING_AT_PROVIDER,
-    MISSING_IN_LEDGER,
+    KINDS,
     STATUS_MISMATCH,
 )
+from recon_pipeline.money import BASIS_POINTS
+from recon_pipeline.providers.records import empty_provider_records
+from recon_pipeline.reconcile.findings import Findings, frame_of
+from recon_pipeline.reconcile.grouping import INDEX, IdBytes, group_keys, position_by_group
 
-KINDS: Final = ("payment", "refund", "fee", "dispute", "dispute_reversal", "adjustment")
 _ADJUSTMENT: Final = KINDS.index("adjustment")
-
-# Nullable amounts are Int64; text stays object, as in the provider and ledger frame contracts.
-DISCREPANCY_DTYPES: Final[Mapping[str, str]] = {
-    name: "Int64" if name in ("provider_amount_minor", "ledger_amount_minor") else "object"
-    for name in DISCREPANCY_COLUMNS
-} | {"difference_minor": "int64"}
-
-_GOLDEN: Final = np.uint64(0x9E3779B97F4A7C15)
-_LONGEST_ID: Final = 0xFFFF
-_INDEX: Final = np.intp  # dtype of row and group numbers (numpy indexes with intp without a cast)
 _NO_CURRENCY: Final = -1  # currency code of a record's settlement side when it was not converted
 
 
@@ -95,26 +75,6 @@ def with_findings(result: DiffResult, *found: pd.DataFrame) -> DiffResult:
     return dataclasses.replace(result, discrepancies=findings)
 
 
-def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes;
-    a column not given is null in every row."""
-    rows = max((len(values) for values in columns.values()), default=0)
-    if rows == 0:  # most of a night's parts are empty: a copy costs ~1% of building twelve typed columns
-        return _empty_discrepancy_frame().copy()
-    return typed_frame(columns, DISCREPANCY_DTYPES, rows)
-
-
-@functools.cache
-def _empty_discrepancy_frame() -> pd.DataFrame:
-    """The zero-row frame every empty part copies (never handed out itself: callers may modify theirs)."""
-    return typed_frame({}, DISCREPANCY_DTYPES, 0)
-
-
-def empty_discrepancies() -> pd.DataFrame:
-    """A zero-row discrepancy frame (a night with nothing to report)."""
-    return discrepancy_frame({})
-
-
 def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: pd.DataFrame) -> list[str]:
     """Sorted distinct provider ids of in-night ledger entries that no record of the night's pull matches.
 
@@ -123,8 +83,8 @@ def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: 
     """
     ledger = _LedgerArrays.of(ledger_records)
     provider = _ProviderArrays.of(provider_records)
-    keys = _match_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]))
-    provider_by_group = _position_by_group(keys.groups[0], keys.count)
+    keys = group_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]))
+    provider_by_group = position_by_group(keys.groups[0], keys.count)
     unmatched = ledger.in_night[ledger.keyed] & (provider_by_group[keys.groups[1]] < 0)
     ids = ledger_records["provider_record_id"].to_numpy()[np.flatnonzero(ledger.keyed)[unmatched]]
     return sorted({str(record_id) for record_id in ids})
@@ -163,7 +123,7 @@ def diff_night(
     )
     tonight = provider.figures(provider_currency, provider_settles)
     earlier = other.figures(other_currency, other_settles)
-    keys = _match_keys(
+    keys = group_keys(
         (provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]), (other.ids, other.kinds)
     )
     provider_group, keyed_group, other_group = keys.groups
@@ -177,7 +137,7 @@ def diff_night(
         provider, tonight, primary_by_group[provider_group], keyed, ledger, ledger_currency, fx_tolerance_bps
     )
 
-    is_primary = primary_by_group[keyed_group] == np.arange(len(keyed), dtype=_INDEX)
+    is_primary = primary_by_group[keyed_group] == np.arange(len(keyed), dtype=INDEX)
     unpaired = is_primary & keyed_in_night & (provider_by_group[keyed_group] < 0)
     late = _LateEntries.classify(
         keyed[unpaired],
@@ -191,8 +151,8 @@ def diff_night(
 
     in_night_counted = ledger.in_night & (ledger.kinds != _ADJUSTMENT)
     unkeyed = np.flatnonzero(in_night_counted & ~ledger.keyed)
-    findings = _Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps, property_currency)
-    discrepancies = _frame_of(
+    findings = Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps, property_currency)
+    discrepancies = frame_of(
         [
             findings.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
             *(
@@ -240,7 +200,7 @@ def diff_night(
 class _ProviderArrays:
     """The columns of a provider-record frame the diff computes on, as numpy arrays."""
 
-    ids: _IdBytes
+    ids: IdBytes
     kinds: np.ndarray
     amounts: np.ndarray
     settled: np.ndarray
@@ -250,7 +210,7 @@ class _ProviderArrays:
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _ProviderArrays:
-        ids = _IdBytes.of(frame["provider_record_id"])
+        ids = IdBytes.of(frame["provider_record_id"])
         if ids.null.any():
             raise ValueError("provider records must all carry a provider_record_id")
         settlement = frame["settlement_amount_minor"].astype("Int64")
@@ -305,7 +265,7 @@ class _Figures:
 class _LedgerArrays:
     """Ledger columns as arrays; ``keyed`` marks the payment/refund/fee entries that carry an id."""
 
-    ids: _IdBytes  # of the keyed entries only
+    ids: IdBytes  # of the keyed entries only
     kinds: np.ndarray
     amounts: np.ndarray
     in_night: np.ndarray
@@ -314,7 +274,7 @@ class _LedgerArrays:
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _LedgerArrays:
         kinds = _kind_codes(frame["kind"].to_numpy())
-        all_ids = _IdBytes.of(frame["provider_record_id"])
+        all_ids = IdBytes.of(frame["provider_record_id"])
         keyed = (kinds != _ADJUSTMENT) & ~all_ids.null
         return cls(
             ids=all_ids.select(keyed),
@@ -363,161 +323,12 @@ def _totals(amounts: np.ndarray, currency: np.ndarray, mask: np.ndarray, names: 
     }
 
 
-# --- exact grouping of match keys --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Keys:
-    """Dense group numbers of the match key, one array per input part, and how many groups exist."""
-
-    groups: list[np.ndarray]
-    count: int
-
-
-def _match_keys(*parts: tuple[_IdBytes, np.ndarray]) -> _Keys:
-    """Number the distinct (id, kind) keys across ``parts``; equal keys get equal numbers in every part.
-
-    Each part is (ids, kind codes).
-    """
-    sizes = [len(ids.lengths) for ids, _ in parts]
-    groups, count = _group(_key_words(parts))
-    bounds = np.cumsum([0, *sizes])
-    return _Keys([groups[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)], count)
-
-
-@dataclass(frozen=True)
-class _IdBytes:
-    """Ids as UTF-8 bytes (Arrow's layout: one buffer, per-row start and length) and which are null."""
-
-    data: np.ndarray  # uint8
-    starts: np.ndarray  # int64
-    lengths: np.ndarray  # int64
-    null: np.ndarray  # bool
-
-    @classmethod
-    def of(cls, ids: pd.Series) -> _IdBytes:
-        """One pass over the string objects (Arrow's converter is the fastest there is to hand)."""
-        text = pa.array(ids, type=pa.large_string(), from_pandas=True)
-        validity, offsets, data = text.buffers()
-        bounds = np.frombuffer(offsets, dtype=np.int64)[text.offset : text.offset + len(text) + 1]
-        return cls(
-            data=np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, dtype=np.uint8),
-            starts=bounds[:-1],
-            lengths=np.diff(bounds),
-            null=text.is_null().to_numpy(zero_copy_only=False)
-            if text.null_count
-            else np.zeros(len(text), bool),
-        )
-
-    def select(self, rows: np.ndarray) -> _IdBytes:
-        return _IdBytes(self.data, self.starts[rows], self.lengths[rows], self.null[rows])
-
-
-def _key_words(parts: Sequence[tuple[_IdBytes, np.ndarray]]) -> np.ndarray:
-    """Each key as one row of uint64 words: the id's bytes, NUL padding, its length (2 bytes), its kind.
-
-    Two rows are equal exactly when the keys are: the length keeps "ab" and "ab\\0" apart. Rows are
-    copied per distinct id length (a provider's ids come in a handful) as whole windows of the buffer.
-    A 32-byte row (ids up to 29 bytes, most are 27) also lets numpy gather rows as single items.
-    """
-    lengths = np.concatenate([ids.lengths for ids, _ in parts])
-    longest = int(lengths.max(initial=0))
-    if longest > _LONGEST_ID:
-        raise ValueError(f"a provider_record_id of {longest} bytes is longer than {_LONGEST_ID}")
-    width = -(-(longest + 3) // 8) * 8
-    words = np.empty((len(lengths), width // 8), dtype=np.uint64)
-    as_bytes = words.view(np.uint8)
-    as_bytes[:, width - 3] = lengths & 0xFF
-    as_bytes[:, width - 2] = lengths >> 8
-    as_bytes[:, width - 1] = np.concatenate([kinds for _, kinds in parts])
-    base = 0
-    for ids, _ in parts:
-        size = len(ids.lengths)
-        for length in np.flatnonzero(np.bincount(ids.lengths)):
-            if ids.lengths[0] == length and (ids.lengths == length).all():
-                rows: slice | np.ndarray = slice(base, base + size)
-                starts = ids.starts
-            else:
-                chosen = np.flatnonzero(ids.lengths == length)
-                rows, starts = base + chosen, ids.starts[chosen]
-            if length:
-                windows = np.lib.stride_tricks.sliding_window_view(ids.data, int(length))
-                as_bytes[rows, :length] = windows[starts]
-            as_bytes[rows, length : width - 3] = 0
-        base += size
-    return words
-
-
-def _key_hash(words: np.ndarray) -> np.ndarray:
-    """A well-mixed 64-bit hash of each row; only its high bits are used."""
-    hashed = np.zeros(len(words), dtype=np.uint64)
-    for column in words.T:
-        hashed ^= column
-        hashed *= _GOLDEN
-    hashed ^= hashed >> np.uint64(29)
-    hashed *= _GOLDEN
-    return hashed
-
-
-def _group(words: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense group number per row such that rows share a number exactly when they are equal."""
-    size = len(words)
-    if size == 0:
-        return np.empty(0, dtype=_INDEX), 0
-    index_bits = max(1, (size - 1).bit_length())
-    low = np.uint64((1 << index_bits) - 1)
-    packed = _key_hash(words)
-    packed &= ~low
-    packed |= np.arange(size, dtype=np.uint64)
-    packed.sort()
-    order = (packed & low).astype(_INDEX)
-    hashes = packed >> np.uint64(index_bits)
-    same_hash = hashes[1:] == hashes[:-1]
-    sorted_words = np.take(words, order, axis=0)
-    same_key = _adjacent_equal(sorted_words)
-    if (same_hash & ~same_key).any():
-        order, sorted_words = _untangle(order, sorted_words, same_hash, same_key)
-        same_key = _adjacent_equal(sorted_words)
-    starts = np.empty(size, dtype=bool)
-    starts[0] = True
-    np.logical_not(same_key, out=starts[1:])
-    sorted_groups = np.cumsum(starts, dtype=_INDEX) - 1
-    groups = np.empty(size, dtype=_INDEX)
-    groups[order] = sorted_groups
-    return groups, int(sorted_groups[-1]) + 1
-
-
-def _adjacent_equal(words: np.ndarray) -> np.ndarray:
-    """Whether each row equals the previous row, word by word."""
-    equal = words[1:, 0] == words[:-1, 0]
-    for column in range(1, words.shape[1]):
-        equal &= words[1:, column] == words[:-1, column]
-    return equal
-
-
-def _untangle(
-    order: np.ndarray, words: np.ndarray, same_hash: np.ndarray, same_key: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sort the runs of equal hash that hold different keys exactly, so that equal keys are adjacent."""
-    run = np.concatenate([[0], np.cumsum(~same_hash)])
-    rows = np.flatnonzero(np.isin(run, run[1:][same_hash & ~same_key]))
-    sort_keys = [*(words[rows, column] for column in reversed(range(words.shape[1]))), run[rows]]
-    rows_sorted = rows[np.lexsort(sort_keys)]
-    order, words = order.copy(), words.copy()
-    order[rows], words[rows] = order[rows_sorted], words[rows_sorted]
-    return order, words
-
-
-def _position_by_group(groups: np.ndarray, count: int) -> np.ndarray:
-    """For each group number, the (last) position holding it, or -1."""
-    position = np.full(count, -1, dtype=_INDEX)
-    position[groups] = np.arange(len(groups), dtype=_INDEX)
-    return position
+# --- key groups ----------------------------------------------------------------------------------------
 
 
 def _unique_position_by_group(name: str, groups: np.ndarray, count: int) -> np.ndarray:
-    """As _position_by_group, for provider records, whose keys the provider guarantees unique."""
-    position = _position_by_group(groups, count)
+    """As ``position_by_group``, for provider records, whose keys the provider guarantees unique."""
+    position = position_by_group(groups, count)
     if np.count_nonzero(position >= 0) != len(groups):
         raise ValueError(f"{name} holds more than one record with the same (provider_record_id, kind)")
     return position
@@ -533,7 +344,7 @@ def _primaries(
 
     Both are positions into ``keyed``. Only the few groups with several entries need sorting.
     """
-    primary = _position_by_group(groups, count)
+    primary = position_by_group(groups, count)
     crowded = np.flatnonzero((np.bincount(groups, minlength=count) > 1)[groups])
     if len(crowded) == 0:
         return primary, crowded
@@ -644,7 +455,7 @@ class _ProviderPairs:
         tolerance_bps: int,
     ) -> _ProviderPairs:
         booked = primary >= 0
-        entry = np.full(len(primary), -1, dtype=_INDEX)
+        entry = np.full(len(primary), -1, dtype=INDEX)
         entry[booked] = keyed[primary[booked]]
         safe_entry = np.maximum(entry, 0)
         in_night = booked & _gather(ledger.in_night, safe_entry, False)
@@ -719,263 +530,3 @@ def _gather(values: np.ndarray, positions: np.ndarray, fill: Any) -> np.ndarray:
     if len(values) == 0:
         return np.full(len(positions), fill, dtype=values.dtype)
     return values[positions]
-
-
-# --- finding rows ------------------------------------------------------------------------------------
-
-_Rows = dict[str, list[Any]]
-_FIGURE_FIELDS: Final = ("amount_minor", "currency", "settlement_amount_minor", "settlement_currency")
-_PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "status", *_FIGURE_FIELDS)
-_LEDGER_FIELDS: Final = ("entry_id", "provider_record_id", "kind", "booking_id", "amount_minor", "currency")
-
-
-class _Findings:
-    """Builds the discrepancy rows as plain columns; runs per finding only, never per input row."""
-
-    def __init__(
-        self,
-        provider_records: pd.DataFrame,
-        elsewhere: pd.DataFrame,
-        ledger_records: pd.DataFrame,
-        tolerance_bps: int,
-        property_currency: str | None,
-    ) -> None:
-        self._provider = _Columns(provider_records)
-        self._elsewhere = _Columns(elsewhere)
-        self._ledger = _Columns(ledger_records)
-        self._tolerance_bps = tolerance_bps
-        self._property_currency = property_currency
-
-    def missing_in_ledger(self, records: np.ndarray) -> _Rows:
-        """A settled record nobody booked, stated in the figure its ``post_missing_<kind>`` posts.
-
-        That is the presentment figure, except for a conversion that settled in the property's currency:
-        the PMS books in the property's currency and the account received the settlement figure, so
-        posting the presentment amount would book a foreign currency the PMS does not keep (a
-        ``currency_mismatch`` against the same record on the next run). The detail names both figures."""
-        record = self._provider.take(records, _PROVIDER_FIELDS)
-        detail = [
-            f"provider {kind} {rid} of {_figure(*figures)} settled but the ledger has no entry for it"
-            for kind, rid, *figures in _columns(record, "kind", "provider_record_id", *_FIGURE_FIELDS)
-        ]
-        at_settlement = [
-            present(settled) and settled_currency == self._property_currency != currency
-            for currency, settled, settled_currency in _columns(
-                record, "currency", "settlement_amount_minor", "settlement_currency"
-            )
-        ]
-        if any(at_settlement):
-            record = record | {
-                "amount_minor": [
-                    int(settled) if settles else amount
-                    for amount, settled, settles in zip(
-                        record["amount_minor"], record["settlement_amount_minor"], at_settlement, strict=True
-                    )
-                ],
-                "currency": [
-                    settled_currency if settles else currency
-                    for currency, settled_currency, settles in zip(
-                        record["currency"], record["settlement_currency"], at_settlement, strict=True
-                    )
-                ],
-            }
-        return _rows(MISSING_IN_LEDGER, record, None, difference=record["amount_minor"], detail=detail)
-
-    def pairs(
-        self, category: str, records: np.ndarray, entries: np.ndarray, elsewhere: bool = False
-    ) -> _Rows:
-        """An amount, FX, currency or status mismatch between a provider record and the entry booking it.
-
-        An FX difference is stated in the settlement currency: its provider amount is the settlement
-        amount, and its difference what the entry must change by to equal it."""
-        record = (self._elsewhere if elsewhere else self._provider).take(records, _PROVIDER_FIELDS)
-        entry = self._ledger.take(entries, _LEDGER_FIELDS)
-        across = " (created in another night)" if elsewhere else ""
-        sentences = [
-            self._sentence(category, kind, f"{rid}{across}", status, figures, booked)
-            for (kind, rid, status, *figures), booked in zip(
-                _columns(record, "kind", "provider_record_id", "status", *_FIGURE_FIELDS),
-                _columns(entry, "entry_id", "amount_minor", "currency"),
-                strict=True,
-            )
-        ]
-        if category == FX_DIFFERENCE:
-            record = record | {
-                "amount_minor": [int(amount) for amount in record["settlement_amount_minor"]],
-                "currency": record["settlement_currency"],
-            }
-        provider_amounts, ledger_amounts = record["amount_minor"], entry["amount_minor"]
-        if category in (AMOUNT_MISMATCH, FX_DIFFERENCE):
-            difference = [
-                paid - posted for paid, posted in zip(provider_amounts, ledger_amounts, strict=True)
-            ]
-        elif category == CURRENCY_MISMATCH:
-            difference = [0] * len(provider_amounts)
-        else:  # status mismatch: no money moved at the provider, so the whole entry is the difference
-            difference = [-posted for posted in ledger_amounts]
-        return _rows(category, record, entry, difference=difference, detail=sentences)
-
-    def _sentence(
-        self, category: str, kind: str, record: str, status: str, figures: list[Any], booked: tuple[Any, ...]
-    ) -> str:
-        """Why a pair is a finding; a conversion's sentence names both its figures and the rate."""
-        eid, posted, posted_cur = booked
-        amount, cur, settled, settled_cur = figures
-        movement, posts = f"provider {kind} {record}", f"ledger entry {eid} posts"
-        if category == AMOUNT_MISMATCH:
-            return f"{movement} is {_figure(*figures)} but {posts} {format_minor(posted, posted_cur)}"
-        if category == FX_DIFFERENCE:
-            off = format_minor(int(settled) - posted, settled_cur)
-            return (
-                f"{movement} of {_figure(*figures)} but {posts} {format_minor(posted, posted_cur)}, "
-                f"{off} off, beyond the property's tolerance of {self._tolerance_bps} bp"
-            )
-        if category == CURRENCY_MISMATCH:
-            return (
-                f"{movement} is in {cur} ({format_minor(amount, cur)}){_settled_as(*figures)} "
-                f"but {posts} it in {posted_cur} ({format_minor(posted, posted_cur)})"
-            )
-        return f"provider status {status} but ledger posted {kind}"
-
-    def missing_at_provider(self, entries: np.ndarray) -> _Rows:
-        entry = self._ledger.take(entries, _LEDGER_FIELDS)
-        return _rows(
-            MISSING_AT_PROVIDER,
-            None,
-            entry,
-            difference=[-posted for posted in entry["amount_minor"]],
-            detail=[
-                f"ledger entry {eid} posts {kind} {rid} of {format_minor(amount, cur)} "
-                "but the provider has no such record"
-                for eid, kind, rid, amount, cur in _columns(
-                    entry, "entry_id", "kind", "provider_record_id", "amount_minor", "currency"
-                )
-            ],
-        )
-
-    def missing_at_provider_unkeyed(self, entries: np.ndarray) -> _Rows:
-        entry = self._ledger.take(entries, _LEDGER_FIELDS)
-        return _rows(
-            MISSING_AT_PROVIDER,
-            None,
-            entry,
-            difference=[-posted for posted in entry["amount_minor"]],
-            detail=[
-                f"ledger entry {eid} posts a {kind} of {format_minor(amount, cur)} "
-                "without a provider record id"
-                for eid, kind, amount, cur in _columns(entry, "entry_id", "kind", "amount_minor", "currency")
-            ],
-            record_key=[f"entry:{eid}" for eid in entry["entry_id"]],
-        )
-
-    def duplicates(self, extras: np.ndarray, primaries: np.ndarray) -> _Rows:
-        entry = self._ledger.take(extras, _LEDGER_FIELDS)
-        first = self._ledger.take(primaries, ("entry_id",))["entry_id"]
-        return _rows(
-            DUPLICATE_IN_LEDGER,
-            None,
-            entry,
-            difference=[-posted for posted in entry["amount_minor"]],
-            detail=[
-                f"ledger entry {eid} posts {kind} {rid} again; entry {primary} already posts it"
-                for (eid, kind, rid), primary in zip(
-                    _columns(entry, "entry_id", "kind", "provider_record_id"), first, strict=True
-                )
-            ],
-            record_key=[
-                f"{rid}:{kind}:dup:{eid}"
-                for rid, kind, eid in _columns(entry, "provider_record_id", "kind", "entry_id")
-            ],
-        )
-
-
-def _figure(amount: int, currency: str, settled: Any, settled_currency: Any) -> str:
-    """A provider amount as people read it; a conversion's also names its settlement figure and rate."""
-    return format_minor(amount, currency) + _settled_as(amount, currency, settled, settled_currency)
-
-
-def _settled_as(amount: int, currency: str, settled: Any, settled_currency: Any) -> str:
-    """`` (settled as 92.00 EUR at 1 USD = 0.92 EUR)`` for a conversion, nothing otherwise."""
-    if not present(settled):
-        return ""
-    rate = _rate(amount, currency, settled, settled_currency)
-    return f" (settled as {format_minor(int(settled), settled_currency)} at {rate})"
-
-
-def _rate(amount: int, currency: str, settled: Any, settled_currency: str) -> str:
-    """The conversion's effective rate in major units, ``1 USD = 0.92 EUR`` (from the two rounded figures,
-    so it may differ from the provider's quoted rate in the last digits)."""
-    if amount == 0:
-        return f"no rate (0 {currency})"
-    exponents = 10 ** minor_unit_exponent(currency), 10 ** minor_unit_exponent(settled_currency)
-    rate = (int(settled) * exponents[0]) / (amount * exponents[1])
-    return f"1 {currency} = {rate:.6g} {settled_currency}"
-
-
-class _Columns:
-    """A frame's columns as numpy arrays, each read out of the frame once however many findings use it."""
-
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self._frame = frame
-        self._arrays: dict[str, np.ndarray] = {}
-
-    def take(self, rows: np.ndarray, names: Sequence[str]) -> _Rows:
-        """The named columns at ``rows`` as Python lists (most kinds of finding have no row at all)."""
-        if len(rows) == 0:
-            return {name: [] for name in names}
-        return {name: self._array(name)[rows].tolist() for name in names}
-
-    def _array(self, name: str) -> np.ndarray:
-        array = self._arrays.get(name)
-        if array is None:
-            array = self._arrays[name] = self._frame[name].to_numpy()
-        return array
-
-
-def _columns(picked: _Rows, *names: str) -> zip[tuple[Any, ...]]:
-    return zip(*(picked[name] for name in names), strict=True)
-
-
-def _rows(
-    category: str,
-    record: _Rows | None,
-    entry: _Rows | None,
-    *,
-    difference: list[int],
-    detail: list[str],
-    record_key: list[str] | None = None,
-) -> _Rows:
-    """Discrepancy columns from the provider and/or ledger rows of each finding (aligned, same length)."""
-    main = record if record is not None else entry
-    assert main is not None
-    nothing = [None] * len(difference)
-    booking = main["booking_id"]
-    if record is not None and entry is not None:
-        booking = [
-            ours if present(ours) else theirs
-            for ours, theirs in zip(booking, entry["booking_id"], strict=True)
-        ]
-    if record_key is None:
-        record_key = [f"{rid}:{kind}" for rid, kind in _columns(main, "provider_record_id", "kind")]
-    return {
-        "category": [category] * len(difference),
-        "record_key": record_key,
-        "kind": main["kind"],
-        "provider_record_id": main["provider_record_id"],
-        "ledger_entry_id": entry["entry_id"] if entry is not None else nothing,
-        "booking_id": booking,
-        "provider_amount_minor": record["amount_minor"] if record is not None else nothing,
-        "ledger_amount_minor": entry["amount_minor"] if entry is not None else nothing,
-        "difference_minor": difference,
-        "currency": main["currency"],
-        "ledger_currency": entry["currency"] if entry is not None else nothing,
-        "detail": detail,
-    }
-
-
-def _frame_of(parts: list[_Rows]) -> pd.DataFrame:
-    """All findings in one frame, ordered by (category, record_key)."""
-    columns = {name: [value for part in parts for value in part[name]] for name in DISCREPANCY_COLUMNS}
-    keys = list(zip(columns["category"], columns["record_key"], strict=True))
-    order = sorted(range(len(keys)), key=keys.__getitem__)  # stable, as the frame's sort was
-    return discrepancy_frame({name: [values[i] for i in order] for name, values in columns.items()})

@@ -27,11 +27,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from recon_pipeline.categories import AUTHORIZATION_EXPIRING, discrepancy_frame
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.providers.holds import LAPSED, OPEN, AuthorizationHold
-from recon_pipeline.reconcile.categories import AUTHORIZATION_EXPIRING
-from recon_pipeline.reconcile.diff import discrepancy_frame
 from recon_pipeline.reconcile.orphans import CONFIRMED
 
 

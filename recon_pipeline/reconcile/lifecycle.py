@@ -2,7 +2,7 @@
 
 Given what the current findings call for (``plan_adjustments``) and the partition's adjustment rows as
 they are, ``plan_lifecycle`` says which rows to insert and which ``proposed`` rows change status, so the
-writer (``db/results.py``) only applies the plan, in one transaction, under the partition's lock.
+writer (``review/results.py``) only applies the plan, in one transaction, under the partition's lock.
 
 Per operation (property, night, kind, record; the idempotency key of its first revision):
 

@@ -22,10 +22,9 @@ from typing import Any
 
 import pandas as pd
 
+from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, discrepancy_frame
 from recon_pipeline.frames import present
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
-from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
-from recon_pipeline.reconcile.diff import discrepancy_frame
 
 CONFIRMED = "confirmed"
 _SOURCE_PREFERENCE = {"provider": 0, "payment_orders": 1}

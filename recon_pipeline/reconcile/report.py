@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
+from recon_pipeline.categories import ALL_CATEGORIES, CURRENCY_MISMATCH, empty_discrepancies
 from recon_pipeline.money import format_minor
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES, CURRENCY_MISMATCH
-from recon_pipeline.reconcile.diff import DiffResult, empty_discrepancies
+from recon_pipeline.reconcile.diff import DiffResult
 
 SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
 _NONE = "—"

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from recon_pipeline.categories import UNATTRIBUTED_PAYMENT, discrepancy_frame, empty_discrepancies
 from recon_pipeline.money import format_minor
-from recon_pipeline.reconcile.categories import UNATTRIBUTED_PAYMENT
-from recon_pipeline.reconcile.diff import discrepancy_frame, empty_discrepancies
 
 
 def unattributed_findings(records: pd.DataFrame) -> pd.DataFrame:

@@ -14,8 +14,8 @@ from datetime import date, datetime
 import pandas as pd
 from sqlalchemy import Connection
 
+from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.money import format_minor
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reconcile.report import format_amount, markdown_table, summed_difference
 from recon_pipeline.reports.queries import unresolved_findings, unresolved_orphaned_payments
 

@@ -14,9 +14,9 @@ from sqlalchemy import Connection, Select, select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import Integer, String
 
+from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.db.schema import bookings, discrepancies, payment_orders
 from recon_pipeline.db.types import UtcDateTime
-from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT
 
 # Findings someone still has to act on: acknowledged ones are seen, not settled.
 UNRESOLVED_STATUSES = ("open", "acknowledged")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.keys import parse_night, validate_property_id
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 
 OPEN: Final = "open"
 ACKNOWLEDGED: Final = "acknowledged"

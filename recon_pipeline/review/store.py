@@ -23,12 +23,12 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, insert, select, update
 
-from recon_pipeline.db.results import WriteCounts, lock_partition
+from recon_pipeline.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
 from recon_pipeline.ledger.queries import in_chunks
-from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.review.limits import default_threshold_minor
+from recon_pipeline.review.results import WriteCounts, lock_partition
 from recon_pipeline.review.rules import (
     OPEN,
     PIPELINE_REVIEWER,

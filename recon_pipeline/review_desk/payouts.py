@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, RowMapping, Select, select
 
+from recon_pipeline.categories import PAYOUT_CATEGORIES
 from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
 from recon_pipeline.keys import parse_night
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
-from recon_pipeline.reconcile.categories import PAYOUT_CATEGORIES
 
 PAGE_SIZE = 200
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.reconcile.categories import ALL_CATEGORIES
+from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.review import store
 from recon_pipeline.review.render import money
 from recon_pipeline.review.rules import (

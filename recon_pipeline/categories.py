@@ -1,8 +1,20 @@
-"""Discrepancy categories of the data contract, and the frame a diff produces."""
+"""Discrepancy categories and record kinds of the data contract, and the frame a diff produces.
+
+Vocabulary on the ground floor: the ledger's validation, the reconciliation and every reader of findings
+name the same categories and kinds and build the same frame, importing nothing above the package root.
+"""
 
 from __future__ import annotations
 
-from typing import Final
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import pandas as pd
+
+from recon_pipeline.frames import typed_frame
+
+KINDS: Final = ("payment", "refund", "fee", "dispute", "dispute_reversal", "adjustment")
 
 MISSING_IN_LEDGER: Final = "missing_in_ledger"
 MISSING_AT_PROVIDER: Final = "missing_at_provider"
@@ -58,3 +70,29 @@ DISCREPANCY_COLUMNS: Final = (
     "ledger_currency",  # nullable: the ledger entry's, shown beside its amount (differs on currency_mismatch)
     "detail",  # one human sentence: why this is a finding
 )
+
+# Nullable amounts are Int64; text stays object, as in the provider and ledger frame contracts.
+DISCREPANCY_DTYPES: Final[Mapping[str, str]] = {
+    name: "Int64" if name in ("provider_amount_minor", "ledger_amount_minor") else "object"
+    for name in DISCREPANCY_COLUMNS
+} | {"difference_minor": "int64"}
+
+
+def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes;
+    a column not given is null in every row."""
+    rows = max((len(values) for values in columns.values()), default=0)
+    if rows == 0:  # most of a night's parts are empty: a copy costs ~1% of building twelve typed columns
+        return _empty_discrepancy_frame().copy()
+    return typed_frame(columns, DISCREPANCY_DTYPES, rows)
+
+
+@functools.cache
+def _empty_discrepancy_frame() -> pd.DataFrame:
+    """The zero-row frame every empty part copies (never handed out itself: callers may modify theirs)."""
+    return typed_frame({}, DISCREPANCY_DTYPES, 0)
+
+
+def empty_discrepancies() -> pd.DataFrame:
+    """A zero-row discrepancy frame (a night with nothing to report)."""
+    return discrepancy_frame({})
