@@ -2,7 +2,8 @@
 
 Per property-night, in order: the ledger's entries of the window (and the adjacent nights'), the
 provider's records of the window attributed to it, by id what the ledger names that the night lacks, the
-diff (pure), the orphaned captured payments, then the adjustments and the findings in one transaction (the
+diff (pure), the orphaned captured payments, then the adjustments and the findings in one transaction, so
+that a finding clears in the commit that withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the
 crash window's checkpoints around its commit). Every result lands in the reconciliation database; the
 caller gets counts and a report to summarise, nothing another host must read from this one's disk.
 
@@ -54,7 +55,6 @@ from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
-from recon_pipeline.reconcile.lifecycle import SUPERSEDED, WITHDRAWN
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
@@ -65,7 +65,6 @@ from recon_pipeline.review.store import save_discrepancies
 logger = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 8
-ADJUSTMENT_COUNTS = ("new", "withdrawn", "superseded", "remainder", "unchanged")
 FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
 
 
@@ -291,13 +290,7 @@ def reconcile_property_night(
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
         report=build_night_report(result, orphans),
-        adjustments={
-            "new": plan.new,
-            "withdrawn": plan.count(WITHDRAWN),
-            "superseded": plan.count(SUPERSEDED),
-            "remainder": plan.remainder,
-            "unchanged": plan.unchanged,
-        },
+        adjustments=plan.counts(),
         findings={
             "new": saved.new,
             "unchanged": saved.already_present,

@@ -415,7 +415,7 @@ class _NightBuilder:
                 statement_descriptor=f"RECON {self.tag.upper()}",
             )
         )
-        withdrawal = balance_transaction_object(
+        payout_withdrawal = balance_transaction_object(
             f"txn_{payout_id}",
             payout_id,
             payout_id,
@@ -426,7 +426,7 @@ class _NightBuilder:
             unix(self.window.end),
             account,
         )
-        self.world.store.balance_transactions += [*transactions, withdrawal]
+        self.world.store.balance_transactions += [*transactions, payout_withdrawal]
 
     def ordinary_booking(self) -> dict[str, Any]:
         charge = self.payment(self.inside(), self.amount())

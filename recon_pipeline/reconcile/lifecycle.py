@@ -1,19 +1,31 @@
-"""How proposed adjustments follow the ledger from night to night (pure: no database, no Dagster).
+"""The rule by which findings and their proposed adjustments follow the ledger from night to night, stated
+here once (pure: no database, no Dagster).
 
-Given what the current findings call for (``plan_adjustments``) and the partition's adjustment rows as
-they are, ``plan_lifecycle`` says which rows to insert and which ``proposed`` rows change status, so the
-writer (``review/results.py``) only applies the plan, in one transaction, under the partition's lock.
+- A finding *clears* when a run of its night no longer sees it: the PMS has since booked the movement
+  (often by posting the finding's own adjustment, which ``reconcile/posted.py`` credits to the movement)
+  or the ledger was fixed otherwise. Its ``discrepancies`` row is not deleted: it stays for audit with
+  ``cleared_at`` set and its review status as it was, and a later run that sees it again makes it
+  outstanding again (``cleared_at`` back to NULL). Each writer clears only its own categories.
+- A proposal no finding calls for any more is *withdrawn*: the operation's ``proposed`` row becomes
+  ``withdrawn`` and nothing new is proposed. So is a ``proposed`` row once nothing is left to propose
+  (approved and posted rows cover the need, or a rejection of that very amount stands).
+- A proposal whose finding now calls for another amount is *superseded*: a new revision carries the amount
+  needed now, and the old ``proposed`` row becomes ``superseded``, naming it (``superseded_by``).
+- What a person approved is never rewritten: ``approved``, ``posted`` and ``rejected`` rows are never
+  modified; only ``proposed`` rows move. An approval stands when its finding clears (the approval is what
+  may have fixed it), and approved and posted amounts count as committed (below).
+
+``plan_lifecycle`` turns the rule into a plan for the adjustments. The writers apply it and do not restate
+it: ``save_discrepancies`` (``review/store.py``) clears the findings no longer seen, ``sync_adjustments``
+(``review/results.py``) applies the plan, and ``batches/work.py`` runs both for a property-night in one
+transaction under the partition's lock, so a finding clears in the commit that withdraws its proposal.
 
 Per operation (property, night, kind, record; the idempotency key of its first revision):
 
-- ``approved``, ``posted`` and ``rejected`` rows are never modified.
 - committed = the sum of the operation's ``approved`` and ``posted`` amounts (in the finding's currency);
   the row the ledger still needs is the remainder, need − committed, and none when that is 0, so
   approved + posted + proposed always add up to the correction the current ledger needs.
-- No finding any more (the ledger was fixed, or the payment booked) → the ``proposed`` row is
-  ``withdrawn``; nothing new is proposed (approved rows stand: the approval is what may have fixed it).
 - A ``proposed`` row of the needed amount is left alone: a re-run with no change modifies no row.
-- Another amount → the ``proposed`` row is ``superseded`` by a new revision carrying the new amount.
 - A rejection stands while nothing changed: the latest revision being ``rejected`` at the very amount
   needed now proposes nothing; a changed need proposes anew (and a later rejection stands again).
 
@@ -38,6 +50,8 @@ SUPERSEDED: Final = "superseded"
 ADJUSTMENT_STATUSES: Final = (PROPOSED, APPROVED, REJECTED, POSTED, WITHDRAWN, SUPERSEDED)
 # Decided by a person (or the PMS): the pipeline never touches these rows again.
 COMMITTED_STATUSES: Final = (APPROVED, POSTED)
+# What a plan reports, per property-night (``LifecyclePlan.counts``), in the ``adjustments`` asset's metadata.
+ADJUSTMENT_COUNTS: Final = ("new", WITHDRAWN, SUPERSEDED, "remainder", "unchanged")
 
 
 def revision_key(operation_key: str, revision: int) -> str:
@@ -77,6 +91,17 @@ class LifecyclePlan:
 
     def count(self, status: str) -> int:
         return sum(1 for transition in self.transitions if transition.status == status)
+
+    def counts(self) -> dict[str, int]:
+        """The plan's ``ADJUSTMENT_COUNTS``: rows new (of which ``remainder`` carry a remainder), withdrawn,
+        superseded, and left unchanged."""
+        return {
+            "new": self.new,
+            WITHDRAWN: self.count(WITHDRAWN),
+            SUPERSEDED: self.count(SUPERSEDED),
+            "remainder": self.remainder,
+            "unchanged": self.unchanged,
+        }
 
 
 def plan_lifecycle(

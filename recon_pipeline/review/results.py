@@ -51,12 +51,12 @@ def sync_adjustments(
     now: datetime,
 ) -> LifecyclePlan:
     """Make the partition's adjustments follow its current findings (``proposals``, as
-    ``plan_adjustments`` makes them): new revisions inserted, stale ``proposed`` rows withdrawn or
-    superseded (``reconcile/lifecycle.py``), nothing else touched; returns the plan applied.
+    ``plan_adjustments`` makes them): apply ``plan_lifecycle``'s plan, the rule of
+    ``reconcile/lifecycle.py``, and return it.
 
     Under the partition's lock, which reviewers (``recon adjustments approve|reject``) take too, so a
     concurrent identical run finds this one's rows and changes nothing, and an approval never races a
-    supersession. The status guard on each update is a second line: only ``proposed`` rows ever move.
+    supersession. The status guard on each update is the rule's second line in the database.
     """
     lock_partition(connection, property_id, night)
     existing = connection.execute(

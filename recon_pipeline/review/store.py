@@ -2,11 +2,10 @@
 listing and showing them, acknowledging, resolving and reopening them, automatic re-opens, and what the
 checks judge (open amounts, thresholds).
 
-A finding no longer seen is cleared (``cleared_at``), not deleted: the row stays for audit, and its
-``cleared_at`` goes back to NULL if a later run sees it again. Review status survives re-detection: a
-re-run refreshes a finding's facts and keeps its status, unless the finding was acknowledged or resolved
-at another difference than it has now; then it goes back to ``open`` and ``discrepancy_reviews`` records
-the automatic re-open.
+A finding no longer seen is cleared, not deleted (the rule: ``reconcile/lifecycle.py``). Review status
+survives re-detection: a re-run refreshes a finding's facts and keeps its status, unless the finding was
+acknowledged or resolved at another difference than it has now; then it goes back to ``open`` and
+``discrepancy_reviews`` records the automatic re-open.
 
 A review locks its findings (``FOR UPDATE`` on PostgreSQL, in id order so two reviewers cannot deadlock;
 SQLite serialises writers anyway) before it decides, and writes the status and its audit row in the
@@ -40,8 +39,8 @@ from recon_pipeline.review.rules import (
 )
 
 # What a re-detection may refresh; detected_at, run_id, review_status and the review columns keep their
-# values (a changed difference re-opens the finding afterwards, see reopen_changed); a cleared finding
-# seen again is outstanding again (cleared_at back to NULL).
+# values (a changed difference re-opens the finding afterwards, see reopen_changed); cleared_at is
+# written too, as the clear rule has it (reconcile/lifecycle.py).
 FINDING_FACTS = (
     *(name for name in DISCREPANCY_COLUMNS if name not in ("category", "record_key")),
     "cleared_at",
@@ -228,8 +227,8 @@ def save_discrepancies(
     now: datetime,
     categories: Collection[str] | None = None,
 ) -> WriteCounts:
-    """Make the partition's outstanding findings equal ``findings``: upsert them (a cleared one seen again
-    is outstanding again) and clear the ones no longer seen, reviewed or not; no row is deleted.
+    """Make the partition's outstanding findings equal ``findings``: upsert them and clear the ones no
+    longer seen, as ``reconcile/lifecycle.py`` states the rule.
 
     ``categories``: the categories this writer owns (default: all); findings of other categories in the
     partition are another writer's and left alone (the payouts asset and the night's reconciliation

@@ -166,16 +166,16 @@ def dispute_line(
     (Adyen keeps that fee when the chargeback is reversed, so a negative fee is not written)."""
     currency = str(transaction["currency"]).upper()
     amount, fee = abs(int(transaction["amount"])), max(int(transaction.get("fee") or 0), 0)
-    withdrawn = transaction["reporting_category"] == "dispute"
-    net = -(amount + fee) if withdrawn else amount - fee
-    gross_column = "Gross Debit (GC)" if withdrawn else "Gross Credit (GC)"
+    dispute_withdrawal = transaction["reporting_category"] == "dispute"
+    net = -(amount + fee) if dispute_withdrawal else amount - fee
+    gross_column = "Gross Debit (GC)" if dispute_withdrawal else "Gross Credit (GC)"
     net_column = "Net Debit (NC)" if net < 0 else "Net Credit (NC)"
     created, zone = _local(transaction["created"])
     line = _line(
         merchant, **{
             "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
             "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
-            "TimeZone": zone, "Type": CHARGEBACK if withdrawn else CHARGEBACK_REVERSED,
+            "TimeZone": zone, "Type": CHARGEBACK if dispute_withdrawal else CHARGEBACK_REVERSED,
             "Modification Reference": dispute["id"], "Gross Currency": currency,
             gross_column: decimal_text(amount, currency), "Exchange Rate": "1", "Net Currency": currency,
             net_column: decimal_text(abs(net), currency), "Commission (NC)": decimal_text(fee, currency),
