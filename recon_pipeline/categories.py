@@ -26,9 +26,10 @@ ORPHANED_CAPTURED_PAYMENT: Final = "orphaned_captured_payment"
 INVALID_LEDGER_ENTRY: Final = "invalid_ledger_entry"  # input the contract forbids; proposes nothing
 # a payment on an account several properties share that neither its metadata nor payment_orders attribute
 UNATTRIBUTED_PAYMENT: Final = "unattributed_payment"
-# Money movements (DESIGN "Money movements"): a settlement-currency amount off the balance transaction
-# beyond the property's tolerance; an uncaptured hold of a confirmed booking lapsing before the next night
-# ends (provider_record_id = the PaymentIntent); a payout that failed, or was paid and never reached the bank.
+# Money movements (docs/design.md, "Money movements"): a settlement-currency amount off the balance
+# transaction beyond the property's tolerance; an uncaptured hold of a confirmed booking lapsing before the
+# next night ends (provider_record_id = the PaymentIntent); a payout that failed, or was paid and never
+# reached the bank.
 FX_DIFFERENCE: Final = "fx_difference"
 AUTHORIZATION_EXPIRING: Final = "authorization_expiring"
 PAYOUT_FAILED: Final = "payout_failed"

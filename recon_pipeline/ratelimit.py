@@ -10,7 +10,7 @@ one ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` reserves the next free sl
 previous one, by the database's clock, and the caller sleeps until its slot. It never retries, holds no
 lock beyond the statement, and idle time builds no credit, so any one-second window holds at most
 ``rate + 1`` request starts whatever the number of processes. Cost: one short statement per request
-(see the README's measured figures), or one per batch: a caller about to send ``n`` requests (a page of
+(figures in benchmarks/results.md), or one per batch: a caller about to send ``n`` requests (a page of
 by-id reads) announces them (``SharedRateLimiter.hold``), its first request reserves ``n`` consecutive
 slots in one statement, and the process's next ``n`` requests start at those slots. A held slot is spent
 whether used or not: one not taken within an interval of its time is dropped, never used late, so holding

@@ -1,7 +1,7 @@
 """Currency conversion in the diff: a movement presented in one currency and settled in another matches a
 ledger entry in either currency at that currency's figure; an entry in the settlement currency off the
 settlement amount beyond the property's tolerance is an ``fx_difference`` in the settlement currency; a
-conversion is never a ``currency_mismatch`` (DESIGN "Money movements")."""
+conversion is never a ``currency_mismatch`` (docs/design.md, "Money movements")."""
 
 from __future__ import annotations
 

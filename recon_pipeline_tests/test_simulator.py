@@ -1,4 +1,4 @@
-"""The simulator speaks the Stripe subset of DESIGN.md over real HTTP, and its fault switches work."""
+"""The simulator speaks the Stripe subset of docs/design.md over real HTTP, and its fault switches work."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ from itertools import groupby
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
 
-# Measured faster than 100 for a night of 2,000 properties (README: Partitions and batches: why).
+# Measured faster than 100 for a night of 2,000 properties (benchmarks/results.md, "Partitions and
+# batches: why").
 DEFAULT_BATCH_SIZE = 250
 
 

@@ -255,9 +255,9 @@ def _apply(
 def _attribute(
     connection: Connection, state: PaymentState, account: str | None, attributions: Attributions
 ) -> PropertyRow | None:
-    """The payment's property, by the pipeline's rule (DESIGN: metadata, then ``payment_orders``): the one
-    its metadata names, else the one ``payment_orders`` already holds it under, else the property owning
-    the connected account when it owns it alone. An account several properties share names nobody:
+    """The payment's property, by the pipeline's rule (docs/design.md: metadata, then ``payment_orders``):
+    the one its metadata names, else the one ``payment_orders`` already holds it under, else the property
+    owning the connected account when it owns it alone. An account several properties share names nobody:
     guessing would write one property's payment under another's name, and the night's pull, which
     attributes by ``payment_orders`` too, would then reconcile it against the wrong ledger.
 

@@ -1,4 +1,4 @@
-"""Whose payment is it: the one attribution rule of DESIGN.md, for every provider.
+"""Whose payment is it: the one attribution rule of docs/design.md, for every provider.
 
 Several properties may share one provider account (a Stripe connected account, the platform, a Razorpay
 merchant). A pulled record belongs to a property by what the payment itself says (Stripe

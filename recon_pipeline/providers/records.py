@@ -9,7 +9,8 @@ negative. The match key against the ledger is (``provider_record_id``, ``kind``)
 
 A movement presented in one currency and settled in another (currency conversion) keeps its presentment
 amount and currency in ``amount_minor``/``currency`` and carries the balance transaction's figure in
-``settlement_amount_minor``/``settlement_currency``: the ledger may book either (DESIGN "Money movements").
+``settlement_amount_minor``/``settlement_currency``: the ledger may book either (docs/design.md, "Money
+movements").
 Both are null when the movement settled in its own currency or has not settled.
 """
 

@@ -11,9 +11,9 @@ Hence a provider record of this night that only an adjacent-night entry books is
 difference here and compared in the entry's own night, where the record arrives via
 ``provider_elsewhere``; and an extra entry of a duplicate group is reported only when it is in-night.
 
-A movement presented in one currency and settled in another (currency conversion, DESIGN "Money
-movements") has two figures, and the PMS may book either: the entry's currency chooses the figure it is
-compared with. In the presentment currency it must equal the presentment amount (else
+A movement presented in one currency and settled in another (currency conversion, docs/design.md,
+"Money movements") has two figures, and the PMS may book either: the entry's currency chooses the figure it
+is compared with. In the presentment currency it must equal the presentment amount (else
 ``amount_mismatch``); in the settlement currency it may be off the settlement amount by the property's
 tolerance (else ``fx_difference``, corrected in the settlement currency); any other currency is a
 ``currency_mismatch``. The night's totals count a conversion at its settlement figure, what the account

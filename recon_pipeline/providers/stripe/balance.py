@@ -6,8 +6,8 @@ ledger signs the movement too, and is in the account's settlement currency; ``fe
 the movement in that currency (negative when Stripe returns a fee). When the BT's currency differs from the
 object's (a USD card charged on a EUR account: currency conversion at ``exchange_rate``), the frame keeps
 the object's presentment figures in ``amount_minor``/``currency`` and the BT's in
-``settlement_amount_minor``/``settlement_currency``, because the PMS may book either (DESIGN "Money
-movements").
+``settlement_amount_minor``/``settlement_currency``, because the PMS may book either
+(docs/design.md, "Money movements").
 """
 
 from __future__ import annotations

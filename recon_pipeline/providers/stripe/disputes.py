@@ -7,7 +7,7 @@ the dispute opens, and the reversal (``dispute_reversal``: the amount back) when
 belongs to the night its BT was created in: a dispute opened Monday and won Thursday withdraws in Monday's
 night and reinstates in Thursday's, whatever the dispute's own ``created`` or ``status`` says now.
 
-Rows (DESIGN "Money movements"): the movement under the dispute's id, kind ``dispute`` (negative) or
+Rows (docs/design.md, "Money movements"): the movement under the dispute's id, kind ``dispute`` (negative) or
 ``dispute_reversal`` (positive), with the presentment amount and currency of the dispute and, when the BT
 settled in another currency, the BT's amount as the settlement figure; and the BT's fee as a ``fee`` row in
 the BT's currency. The withdrawal's fee is under the dispute's id (the fee the dispute incurred). A fee on
