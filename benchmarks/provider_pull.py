@@ -34,15 +34,15 @@ from benchmarks.worlds import (
     build_nights,
     night_record_count,
 )
-from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.faults import FaultSwitches
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.world import World
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.faults import FaultSwitches
 
 MAX_CONCURRENCY = 8
 # Enough attempts that the unpaced control mostly survives its 429s and shows their cost; a paced pull

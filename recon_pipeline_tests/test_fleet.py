@@ -8,8 +8,8 @@ from datetime import date
 
 from benchmarks.worlds import night_record_count
 from recon_pipeline.batches.plan import plan_batches
-from recon_pipeline.demo.fleet import FLEET_ZONES, fleet_properties, fleet_thresholds, fleet_world
-from recon_pipeline.demo.world import order_key
+from recon_pipeline.simulation.demo.fleet import FLEET_ZONES, fleet_properties, fleet_thresholds, fleet_world
+from recon_pipeline.simulation.demo.world import order_key
 
 NIGHT = date(2026, 11, 30)
 
