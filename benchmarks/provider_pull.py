@@ -2,7 +2,7 @@
 
     python -m benchmarks.provider_pull --rate 25 --properties 4 --records 8400 --repeat 3 [--json]
 
-The simulator (``recon_pipeline/providers/simulator``, served over HTTP on 127.0.0.1 in this process) enforces
+The simulator (``recon_pipeline/simulation/host``, served over HTTP on 127.0.0.1 in this process) enforces
 ``--rate`` requests per second with a token bucket one second deep (``rate_limit_rps``); over it, it
 answers 429 with ``Retry-After``. ``--properties`` property-nights of about ``--records`` provider
 records each are pulled at once, one thread each, through one ``ProviderHttp`` (``max_concurrency`` 8)
