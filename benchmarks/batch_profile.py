@@ -3,11 +3,11 @@
     python -m benchmarks.batch_profile [--properties 250] [--batch-size 250] [--rps 100] \
         [--bookings 5] [--profile] [--postgres-url URL] [--reject PATH] [--json]
 
-The fleet's night (``recon_pipeline/demo/fleet.py``, as ``benchmarks/scale.py`` seeds it) in a scratch
-database, the simulator serving it from a process of its own (so its CPU is counted apart, with the
-provider's rate limit ``--rps`` enforced and kept by the pipeline's PostgreSQL rate bucket, as a
-deployment keeps it), and the night's batches (``plan_batches`` at ``--batch-size``) reconciled one after
-another by ``batches/work.py::reconcile_batch`` in this process, with the production provider client
+The fleet's night (``recon_pipeline/simulation/demo/fleet.py``, as ``benchmarks/scale.py`` seeds it) in a
+scratch database, the simulator serving it from a process of its own (so its CPU is counted apart, with the
+provider's rate limit ``--rps`` enforced and kept by the pipeline's PostgreSQL rate bucket, as a deployment
+keeps it), and the night's batches (``plan_batches`` at ``--batch-size``) reconciled one after another by
+``batches/work.py::reconcile_batch`` in this process, with the production provider client
 (``ProviderResource``). No Dagster: what a run adds around the batch (process start, code load, checks) is
 ``scale.py``'s figure.
 
@@ -53,9 +53,9 @@ from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.batches.work import BatchRequest, reconcile_batch
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.resources import ProviderResource
-from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.scratch import scratch_database
 from recon_pipeline_tests.throwaway_postgres import throwaway_cluster
 

@@ -6,8 +6,8 @@
 The deployment of ``recon_pipeline_tests/test_celery_executor.py`` (code server, webserver, daemon on a
 scratch PostgreSQL instance with deploy/dagster.yaml's run queue and limits; RabbitMQ at
 RECON_TEST_CELERY_BROKER, default the local one), built afresh for each worker count: the fleet's night
-(``demo/fleet.py``) cut into batches as the nightly schedule cuts it, one run per batch submitted at once.
-The wall time runs from the first submission to the last run's end, so it includes what a night costs
+(``simulation/demo/fleet.py``) cut into batches as the nightly schedule cuts it, one run per batch submitted
+at once. The wall time runs from the first submission to the last run's end, so it includes what a night costs
 beyond the work: launching run workers, and each Celery task loading the code location. Each worker has
 ``--concurrency`` task slots. Every run must succeed and every planted discrepancy be found; otherwise the
 figure is printed with the failed runs' reasons and the exit status is non-zero.
@@ -30,7 +30,7 @@ from sqlalchemy import create_engine, select
 
 from benchmarks.environment import load_average
 from recon_pipeline.db.schema import discrepancies
-from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
+from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
 from recon_pipeline_tests.celery_workers import (
     BROKER_URL,
     CELERY_DAGSTER_YAML,

@@ -21,10 +21,15 @@ from sqlalchemy.engine import make_url
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.demo.fleet import PLATFORM_SHARE, fleet_properties, fleet_thresholds, fleet_world
-from recon_pipeline.demo.seed import seed_thresholds, seed_world
-from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.simulation.demo.fleet import (
+    PLATFORM_SHARE,
+    fleet_properties,
+    fleet_thresholds,
+    fleet_world,
+)
+from recon_pipeline.simulation.demo.seed import seed_thresholds, seed_world
+from recon_pipeline.simulation.demo.world import World
 from recon_pipeline_tests.dagster_processes import (
     DagsterDeployment,
     GraphQL,

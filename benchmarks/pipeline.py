@@ -45,11 +45,11 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.jobs import reconcile_night_job
-from recon_pipeline.demo.run import found_by_category
-from recon_pipeline.demo.seed import seed_world
-from recon_pipeline.demo.world import World
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.run import found_by_category
+from recon_pipeline.simulation.demo.seed import seed_world
+from recon_pipeline.simulation.demo.world import World
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.pipeline_fixtures import asset_metadata
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
 

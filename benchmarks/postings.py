@@ -3,7 +3,7 @@ simulator enforcing a rate limit, and the duplicates it stored (there must be no
 
     python -m benchmarks.postings [--postings 600] [--rate 50] [--threads 8] [--json]
 
-The simulator (``pms_simulator``, served here on 127.0.0.1) answers over ``--rate`` charges a second with
+The simulator (``simulation/pms/``, served here on 127.0.0.1) answers over ``--rate`` charges a second with
 429 and ``Retry-After`` (its token bucket is one second deep); ``--threads`` threads post ``--postings``
 distinct adjustments straight through one ``HttpPostingAdapter`` (the outbox's drain is not on this
 branch; it calls the same adapter with its own bounded concurrency). The adapter waits each 429 out and
@@ -26,8 +26,8 @@ from typing import Any
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.postings.adapter import Posting, PostingOutcome
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter
-from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.pms.app import build_pms_app
 
 API_KEY = "benchmark_pms_key"
 

@@ -38,10 +38,10 @@ from recon_pipeline.db.schema import (  # noqa: E402
     properties,
 )
 from recon_pipeline.events.store import store_event  # noqa: E402
-from recon_pipeline.providers.simulator.app import build_app  # noqa: E402
-from recon_pipeline.providers.simulator.store import SimulatorStore  # noqa: E402
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event  # noqa: E402
 from recon_pipeline.serving import ServerThread  # noqa: E402
+from recon_pipeline.simulation.host.app import build_app  # noqa: E402
+from recon_pipeline.simulation.host.store import SimulatorStore  # noqa: E402
 from recon_pipeline_tests.scratch import scratch_database
 
 DEFAULT_ADMIN_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")

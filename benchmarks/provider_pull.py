@@ -2,7 +2,7 @@
 
     python -m benchmarks.provider_pull --rate 25 --properties 4 --records 8400 --repeat 3 [--json]
 
-The simulator (``recon_pipeline/providers/simulator``, served over HTTP on 127.0.0.1 in this process) enforces
+The simulator (``recon_pipeline/simulation/host``, served over HTTP on 127.0.0.1 in this process) enforces
 ``--rate`` requests per second with a token bucket one second deep (``rate_limit_rps``); over it, it
 answers 429 with ``Retry-After``. ``--properties`` property-nights of about ``--records`` provider
 records each are pulled at once, one thread each, through one ``ProviderHttp`` (``max_concurrency`` 8)
@@ -34,15 +34,15 @@ from benchmarks.worlds import (
     build_nights,
     night_record_count,
 )
-from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.faults import FaultSwitches
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.world import World
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.faults import FaultSwitches
 
 MAX_CONCURRENCY = 8
 # Enough attempts that the unpaced control mostly survives its 429s and shows their cost; a paced pull

@@ -4,15 +4,14 @@ deployment with its daemon (issue 13: 2,000 properties in at most 5 minutes on t
     python -m benchmarks.scale --properties 2000 [--batch-size 100] [--max-concurrent-runs 4] \
         [--rps 100] [--bookings 5] [--connected-accounts] [--timeout-s 900] [--json]
 
-Setup (timed apart, not in the figure): the fleet's demo world (``recon_pipeline/demo/fleet.py``: eight
-timezones, a quarter of the properties on the platform account, ~40 provider records per property-night,
-every discrepancy category planted; with ``--connected-accounts`` each property on its own connected
-account, none on the platform's) seeded into a fresh PostgreSQL database; the simulator (always strict:
-it refuses any request Stripe does not document, ``providers/stripe/documented.py``) serving its
-provider half on loopback, with a rate limit of ``--rps`` that the pipeline is told to keep
-(``RECON_PROVIDER_MAX_RPS``); a fresh Dagster database behind deploy/dagster.yaml with at most
-``--max-concurrent-runs`` runs (and as many ``provider_api`` pool slots); the code server, webserver and
-daemon as in production, schedules and sensors stopped.
+Setup (timed apart, not in the figure): the fleet's demo world (``recon_pipeline/simulation/demo/fleet.py``:
+eight timezones, a quarter of the properties on the platform account, ~40 provider records per property-night,
+every discrepancy category planted; with ``--connected-accounts`` each property on its own connected account,
+none on the platform's) seeded into a fresh PostgreSQL database; the simulator (always strict: it refuses any
+request Stripe does not document, ``providers/stripe/documented.py``) serving its provider half on loopback,
+with a rate limit of ``--rps`` that the pipeline is told to keep (``RECON_PROVIDER_MAX_RPS``); a fresh Dagster
+database behind deploy/dagster.yaml with at most ``--max-concurrent-runs`` runs (and as many ``provider_api``
+pool slots); the code server, webserver and daemon as in production, schedules and sensors stopped.
 
 Timed: the night's batches (``plan_batches`` at ``--batch-size``, as the nightly schedule and ``recon
 reconcile-night`` plan them) queued through the webserver's GraphQL as the launchpad queues runs, then the
@@ -46,13 +45,13 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, night_reconciliations
 from recon_pipeline.defs.batches import BATCH_TAG, batch_tags
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, PLATFORM_SHARE
-from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nightly import nightly_batches
 from recon_pipeline.nights import night_window
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, PLATFORM_SHARE
+from recon_pipeline.simulation.demo.world import World
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.dagster_processes import recon_env, wait_for_runs
 from recon_pipeline_tests.rate_processes import busiest_second
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database

@@ -46,7 +46,7 @@ from benchmarks.fleet_setup import dagster_on_postgres
 from benchmarks.worlds import LAST_NIGHT, nights_ending
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.demo.fleet import fleet_properties
+from recon_pipeline.simulation.demo.fleet import fleet_properties
 from recon_pipeline_tests.browser import CHROMIUM, chromium_page
 from recon_pipeline_tests.dagster_processes import (
     REPO_ROOT,

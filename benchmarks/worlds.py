@@ -1,7 +1,7 @@
 """Demo worlds at benchmark sizes: many properties, many nights, a night of a given number of records.
 
-The worlds are the demo's own (``recon_pipeline/demo/world.py``: every discrepancy category planted,
-counted in ``World.expected``), so the benchmarks run the pipeline on the data its tests check.
+The worlds are the demo's own (``recon_pipeline/simulation/demo/world.py``: every discrepancy category
+planted, counted in ``World.expected``), so the benchmarks run the pipeline on the data its tests check.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.world import World, build_world, unix
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.world import World, build_world, unix
 
 LAST_NIGHT = date(2026, 11, 30)
 # An ordinary booking yields a payment and a fee row, and one in eight or so gets a refund.

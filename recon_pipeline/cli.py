@@ -65,9 +65,9 @@ def cmd_db_revision(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from recon_pipeline.demo import desk
-    from recon_pipeline.demo.properties import demo_properties
-    from recon_pipeline.demo.run import DemoRunFailed, run_demo
+    from recon_pipeline.simulation.demo import desk
+    from recon_pipeline.simulation.demo.properties import demo_properties
+    from recon_pipeline.simulation.demo.run import DemoRunFailed, run_demo
 
     properties = demo_properties(args.provider)
     if args.desk_users:
@@ -99,11 +99,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_simulator_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from recon_pipeline.demo.properties import demo_properties
-    from recon_pipeline.demo.run import demo_nights
-    from recon_pipeline.demo.world import build_world
-    from recon_pipeline.providers.simulator.app import build_app
-    from recon_pipeline.providers.simulator.store import SimulatorStore
+    from recon_pipeline.simulation.demo.properties import demo_properties
+    from recon_pipeline.simulation.demo.run import demo_nights
+    from recon_pipeline.simulation.demo.world import build_world
+    from recon_pipeline.simulation.host.app import build_app
+    from recon_pipeline.simulation.host.store import SimulatorStore
 
     flavour = config.simulator_flavour(args.flavour)
     if args.data:

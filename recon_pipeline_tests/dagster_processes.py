@@ -49,13 +49,13 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.seed import seed_world
-from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.seed import seed_world
+from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.postgres import postgres_database
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

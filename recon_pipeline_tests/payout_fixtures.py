@@ -18,10 +18,10 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import ledger_entries, properties
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import arrival_timestamp
-from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.stripe.api import balance_transaction_object, payout_object
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, RunningSimulator
 
 ARRIVAL = date(2026, 11, 27)  # a Friday

@@ -19,13 +19,13 @@ from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
-from recon_pipeline.demo.seed import seed_world
-from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties
+from recon_pipeline.simulation.demo.seed import seed_world
+from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.provider_fixtures import flavour_of
 
 NIGHT = date(2026, 11, 30)

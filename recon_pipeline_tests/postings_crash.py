@@ -50,9 +50,9 @@ from recon_pipeline.postings.drain import DrainCounts, drain
 from recon_pipeline.postings.factory import build_adapter
 from recon_pipeline.postings.http_adapter import folio_id
 from recon_pipeline.postings.outbox import PostingPolicy
-from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.pms.app import build_pms_app
 from recon_pipeline_tests.crash_points import crash_env
 from recon_pipeline_tests.dagster_processes import wait_until
 from recon_pipeline_tests.postgres import postgres_database

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,17 +21,17 @@ import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recon_pipeline.providers import PROVIDER_NAMES, build_client
-from recon_pipeline.providers.adyen import simulator as adyen_simulator
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.interface import ClientSettings
 from recon_pipeline.providers.razorpay import webhook as razorpay_webhook
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
-from recon_pipeline.providers.razorpay.simulator import render_payment
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe import webhook as stripe_webhook
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.adyen import api as adyen_simulator
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.razorpay.api import render_payment
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY = 86_400
@@ -163,6 +163,12 @@ def _razorpay_delivery(event_id: str, charge: dict[str, Any], intent: dict[str, 
     return body, headers
 
 
+def notification_body(items: Sequence[dict[str, Any]], live: bool = False) -> bytes:
+    """A delivery of ``items`` as Adyen POSTs it (the tests' webhook deliveries)."""
+    wrapped = [{"NotificationRequestItem": item} for item in items]
+    return json.dumps({"live": "true" if live else "false", "notificationItems": wrapped}).encode()
+
+
 def _adyen_delivery(event_id: str, charge: dict[str, Any], intent: dict[str, Any], now: int) -> Delivery:
     """A CAPTURE notification of the payment whose modification reference is ``event_id`` (Adyen's event
     id is ``CAPTURE:<event_id>:true``: each ``event_id`` is its own event, a resend is a duplicate)."""
@@ -176,7 +182,7 @@ def _adyen_delivery(event_id: str, charge: dict[str, Any], intent: dict[str, Any
         event_date=datetime.fromtimestamp(now, UTC).isoformat(),
     )
     signed = adyen_simulator.signed(item, WEBHOOK_SECRET)
-    return adyen_simulator.notification_body([signed]), {}
+    return notification_body([signed]), {}
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.dagster_processes import NightsWorld, build_nights_world, seed_database
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, asset_metadata
 from recon_pipeline_tests.postgres import postgres_database

@@ -24,11 +24,6 @@ from recon_pipeline.providers.adyen.report import (
     parse_settlement_report,
     payouts_of,
 )
-from recon_pipeline.providers.adyen.simulator import (
-    SIMULATOR_MERCHANT_ACCOUNT,
-    csv_text,
-    report_available_item,
-)
 from recon_pipeline.providers.attribution import attribute
 from recon_pipeline.providers.errors import (
     IncompletePullError,
@@ -40,10 +35,15 @@ from recon_pipeline.providers.errors import (
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ClientSettings
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.adyen.api import (
+    SIMULATOR_MERCHANT_ACCOUNT,
+    csv_text,
+    report_available_item,
+)
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

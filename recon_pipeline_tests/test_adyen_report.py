@@ -15,10 +15,10 @@ from recon_pipeline.providers.adyen.report import (
     records_of,
     report_file_name,
 )
-from recon_pipeline.providers.adyen.simulator import csv_text
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.simulation.adyen.api import csv_text
 from recon_pipeline_tests.test_diff import entry, ledger
 
 MERCHANT = "HotelAmsterdamECOM"

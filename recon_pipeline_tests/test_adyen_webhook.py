@@ -10,14 +10,10 @@ from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 
 from recon_pipeline.events.parse import EventFormatError
 from recon_pipeline.providers.adyen import PROVIDER
-from recon_pipeline.providers.adyen.simulator import (
-    notification_body,
-    notification_item,
-    report_available_item,
-    signed,
-)
 from recon_pipeline.providers.adyen.webhook import compute_signature, verify_item
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.simulation.adyen.api import notification_item, report_available_item, signed
+from recon_pipeline_tests.provider_fixtures import notification_body
 
 KEY = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 OLD_KEY = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"

@@ -17,7 +17,6 @@ from sqlalchemy import select, update
 from recon_pipeline.categories import AUTHORIZATION_EXPIRING
 from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
-from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.records import empty_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import build_client
@@ -26,13 +25,14 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount, records_frame
 from recon_pipeline.providers.razorpay import CAPTURE_TIMEOUT_ENV
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.holds import expiring_authorizations
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.simulation.demo.world import World
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,

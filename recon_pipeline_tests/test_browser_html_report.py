@@ -29,11 +29,11 @@ from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.run import found_by_category
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reports.paths import FILE_NAMES, HTML, night_folder
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.run import found_by_category
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromium_page, png_dimensions
 from recon_pipeline_tests.dagster_processes import build_nights_world, recon_env, seed_database
 from recon_pipeline_tests.pipeline_fixtures import NIGHT

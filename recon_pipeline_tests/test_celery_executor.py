@@ -23,7 +23,7 @@ from sqlalchemy import create_engine, func, select
 from recon_pipeline.batches.outcomes import SUCCEEDED
 from recon_pipeline.db.schema import adjustments, discrepancies, night_reconciliations
 from recon_pipeline.defs.checks import discrepancy_checks
-from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
+from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
 from recon_pipeline_tests.celery_workers import (
     CELERY_DAGSTER_YAML,
     NO_THRESHOLD,

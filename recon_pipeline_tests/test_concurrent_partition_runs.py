@@ -44,9 +44,9 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.review.results import write_adjustments
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.dagster_processes import StartWorld
 from recon_pipeline_tests.warm_children import (
     CONTEXT,

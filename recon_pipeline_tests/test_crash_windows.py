@@ -86,11 +86,11 @@ from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.store import ReceivedEvent, store_events
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.crash_points import CrashAt, arm_from, crash_env
 from recon_pipeline_tests.dagster_processes import (
     ADJUSTED_CATEGORIES,

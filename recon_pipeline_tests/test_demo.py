@@ -13,9 +13,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.adyen.client import DEFAULT_SETTLEMENT_DAYS
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties
 
 
 def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

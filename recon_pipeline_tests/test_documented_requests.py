@@ -26,10 +26,6 @@ from recon_pipeline.db.schema import discrepancies, night_reconciliations
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.demo.fleet import fleet_properties, fleet_thresholds, fleet_world
-from recon_pipeline.demo.properties import demo_properties
-from recon_pipeline.demo.seed import seed_thresholds, seed_world
-from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.providers import documented as provider_rule
@@ -38,10 +34,14 @@ from recon_pipeline.providers.documented import Refusal
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.razorpay import documented as razorpay_documented
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.stripe import documented as stripe_documented
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.fleet import fleet_properties, fleet_thresholds, fleet_world
+from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.seed import seed_thresholds, seed_world
+from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, flavour_of
 
 NIGHT = date(2026, 11, 30)

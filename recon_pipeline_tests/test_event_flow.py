@@ -10,8 +10,8 @@ from sqlalchemy import func, select
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_event_processing, stale_nights
 from recon_pipeline.defs.batches import BATCH_TAG, NIGHT_TAG, PROPERTIES_TAG, batch_run_config
 from recon_pipeline.defs.events import pending_events_sensor, process_payment_events_job, stale_nights_sensor
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.events.recovery import enqueue_orphaned_payments
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
 
 

@@ -28,9 +28,9 @@ from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
 from recon_pipeline.events.store import store_event
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     RunningSimulator,

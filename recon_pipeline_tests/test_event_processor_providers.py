@@ -22,9 +22,9 @@ from recon_pipeline.events.processor import ProcessCounts, process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.store import store_event
 from recon_pipeline.providers import provider_named
-from recon_pipeline.providers.adyen import simulator as adyen_simulator
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.simulation.adyen import api as adyen_simulator
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     ADYEN,
     FAST_RETRY,
@@ -32,6 +32,7 @@ from recon_pipeline_tests.provider_fixtures import (
     Flavour,
     StartSimulator,
     make_refund,
+    notification_body,
 )
 from recon_pipeline_tests.test_event_processor import CREATED, NIGHT, OPEN, Harness
 
@@ -248,7 +249,7 @@ def test_an_adyen_report_notification_has_no_payment_to_read(
     item = adyen_simulator.report_available_item(
         sim.base_url, adyen_simulator.SIMULATOR_MERCHANT_ACCOUNT, 7, "2026-03-11T06:05:00+01:00"
     )
-    body = adyen_simulator.notification_body([adyen_simulator.signed(item, WEBHOOK_SECRET)])
+    body = notification_body([adyen_simulator.signed(item, WEBHOOK_SECRET)])
     (received,) = provider_named(ADYEN.name).read_delivery(body, {}, [WEBHOOK_SECRET], 0)
     with engine.begin() as connection:
         assert store_event(connection, ADYEN.name, received.event, received.payload, h.clock.now)

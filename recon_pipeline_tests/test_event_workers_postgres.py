@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from benchmarks.processor import API_KEY, build_world, check_drain, run_workers, seed
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_event_processing
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.host.app import build_app
 
 EVENTS = 5_000  # 2,500 bookings × 2 distinct events
 REPLAYS = 250  # duplicate deliveries of event ids already stored

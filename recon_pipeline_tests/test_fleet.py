@@ -1,4 +1,4 @@
-"""The benchmark fleet (``recon_pipeline/demo/fleet.py``): valid, spread over eight night windows with a
+"""The benchmark fleet (``recon_pipeline/simulation/demo/fleet.py``): valid, spread over eight night windows with a
 share on the platform account, and a demo world of about 40 provider records per property-night whose
 payment orders agree with the refunds the provider holds."""
 
@@ -8,8 +8,8 @@ from datetime import date
 
 from benchmarks.worlds import night_record_count
 from recon_pipeline.batches.plan import plan_batches
-from recon_pipeline.demo.fleet import FLEET_ZONES, fleet_properties, fleet_thresholds, fleet_world
-from recon_pipeline.demo.world import order_key
+from recon_pipeline.simulation.demo.fleet import FLEET_ZONES, fleet_properties, fleet_thresholds, fleet_world
+from recon_pipeline.simulation.demo.world import order_key
 
 NIGHT = date(2026, 11, 30)
 

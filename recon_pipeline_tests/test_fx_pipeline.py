@@ -24,12 +24,12 @@ from sqlalchemy import select, update
 from recon_pipeline.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries
 from recon_pipeline.defs.resources import ProviderResource
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.world import World
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.lifecycle import PROPOSED, SUPERSEDED, WITHDRAWN
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.world import World
 from recon_pipeline_tests.pipeline_fixtures import SeededPipeline, asset_metadata, seeded
 
 [LISBON] = [prop for prop in DEMO_PROPERTIES if prop.property_id == "lisbon-riverside"]

@@ -26,9 +26,6 @@ from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transac
 from recon_pipeline.defs.payouts import LOOKBACK_NIGHTS, payouts_schedule
 from recon_pipeline.defs.payouts import payouts as payouts_asset
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.seed import seed_world
-from recon_pipeline.demo.world import build_world
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.camt import read_statement
 from recon_pipeline.payouts.deposit import (
@@ -49,6 +46,9 @@ from recon_pipeline.providers.payouts import PayoutTransaction
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import payout_of
 from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.seed import seed_world
+from recon_pipeline.simulation.demo.world import build_world
 from recon_pipeline_tests.payout_fixtures import (
     ARRIVAL,
     CONNECTED,

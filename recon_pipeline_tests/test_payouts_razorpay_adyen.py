@@ -17,21 +17,21 @@ from recon_pipeline.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, payout_transactions, payouts, properties
-from recon_pipeline.demo.properties import demo_properties
-from recon_pipeline.demo.seed import seed_world
-from recon_pipeline.demo.world import build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.deposit import BankCredit, add_business_days
 from recon_pipeline.payouts.night import reconcile_payouts
 from recon_pipeline.providers.adyen.payouts import payout_id_of
-from recon_pipeline.providers.adyen.simulator import SIMULATOR_MERCHANT_ACCOUNT
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.payouts import Payout
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
-from recon_pipeline.providers.simulator.money import dispute
-from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.simulation.adyen.api import SIMULATOR_MERCHANT_ACCOUNT
+from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.seed import seed_world
+from recon_pipeline.simulation.demo.world import build_world
+from recon_pipeline.simulation.host.money import dispute
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
     FAST_RETRY,
     StartSimulator,

@@ -32,8 +32,8 @@ from recon_pipeline.providers.errors import (
 )
 from recon_pipeline.providers.http import ProviderHttp, _provider_message
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.providers.simulator.faults import FaultSwitches
-from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline.simulation.host.faults import FaultSwitches
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
 from recon_pipeline_tests.provider_fixtures import (
     DAY,

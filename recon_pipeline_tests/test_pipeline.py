@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.razorpay.client import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 
 ADJUSTED_CATEGORIES = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction

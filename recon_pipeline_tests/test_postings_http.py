@@ -16,8 +16,8 @@ import pytest
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.postings.adapter import LookupUnavailableError, Posting, PostingOutcome
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
-from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.pms.app import build_pms_app
 from recon_pipeline_tests.dagster_processes import free_port, wait_until
 
 API_KEY = "pms_secret_key_4f1c"

@@ -17,8 +17,8 @@ from recon_pipeline.providers.errors import (
     RetryAfterTooLong,
 )
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import PropertyAccount
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

@@ -41,7 +41,6 @@ from recon_pipeline.providers.razorpay.settlement import (
     settled_fees,
 )
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import (
     PropertyAccount,
     StripeAdapter,
@@ -52,6 +51,7 @@ from recon_pipeline.providers.stripe.client import (
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

@@ -36,9 +36,9 @@ from recon_pipeline.providers.razorpay.settlement import (
     read_recon,
     recon_days,
 )
-from recon_pipeline.providers.razorpay.simulator import render_payment
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.razorpay.api import render_payment
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     StartSimulator,

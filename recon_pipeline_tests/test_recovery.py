@@ -22,8 +22,8 @@ from recon_pipeline.db.schema import (
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.provider_fixtures import FAST_RETRY, StartSimulator
 
 NOW = datetime.now(UTC).replace(microsecond=0)

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from recon_pipeline import cli
-from recon_pipeline.demo.desk import DEMO_USERS
-from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
+from recon_pipeline.simulation.demo.desk import DEMO_USERS
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
 from recon_pipeline_tests.dagster_processes import free_port
 from recon_pipeline_tests.desk_fixtures import sign_in, wait_for_desk
 

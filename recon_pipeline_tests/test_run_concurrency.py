@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.dagster_processes import StartWorld, wait_for_runs
 
 NIGHTS = (date(2026, 11, 27), date(2026, 11, 28), date(2026, 11, 29))

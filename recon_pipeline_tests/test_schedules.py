@@ -15,9 +15,9 @@ from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.batches import batch_properties
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nightly import nightly_batches, nightly_requests
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 
 FIRST = date(2026, 1, 1)
 LISBON = PropertyRow("lisbon", "L", "Europe/Lisbon", "EUR", "00:00", None)

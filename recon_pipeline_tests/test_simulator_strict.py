@@ -22,14 +22,14 @@ from starlette.routing import Route
 
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
-from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.providers.simulator.wire import Accepts, array_param
-from recon_pipeline.providers.stripe import rendering
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.client import StripeAdapter
-from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.host.wire import Accepts, array_param
+from recon_pipeline.simulation.stripe import rendering
+from recon_pipeline.simulation.stripe.api import balance_transaction_object, payout_object
 from recon_pipeline_tests.pipeline_fixtures import seeded
 from recon_pipeline_tests.provider_fixtures import (
     DAY,

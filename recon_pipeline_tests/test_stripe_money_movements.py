@@ -9,20 +9,20 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.demo.world import build_world
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import IncompletePullError, ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
-from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.captures import earlier_captures
 from recon_pipeline.providers.stripe.client import StripeAdapter, charge_rows, refund_row
 from recon_pipeline.providers.stripe.disputes import dispute_movement_rows
-from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.world import build_world
+from recon_pipeline.simulation.host.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.stripe.api import balance_transaction_object, payout_object
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

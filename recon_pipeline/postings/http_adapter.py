@@ -1,5 +1,5 @@
 """The ``http`` posting adapter: an approved adjustment becomes a charge on the property's day folio in a
-PMS speaking Apaleo's Finance API (``pms_simulator`` serves the same subset for tests).
+PMS speaking Apaleo's Finance API (``simulation/pms/`` serves the same subset for tests).
 
 Each adjustment is one charge on the external folio of its property and night (``{property}-{night}``),
 sent with ``Idempotency-Key`` and ``receipt.number`` both set to the adjustment's idempotency key, so the

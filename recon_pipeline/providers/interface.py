@@ -5,7 +5,8 @@ A provider package (``providers/<name>/``) holds everything specific to that pro
 imports a provider package or asks which provider it is talking to: the pipeline pulls a night's money
 movements and looks records up by id through ``ProviderClient``, the event processor reads a payment's
 current state through it, recovery asks it for missed events, the webhook receiver verifies and parses
-deliveries through ``Provider.read_delivery`` and the simulator mounts ``Provider.simulator_routes``.
+deliveries through ``Provider.read_delivery``. The simulated world (``simulation/``) is not a provider's
+concern: nothing here knows of it.
 
 Types here are provider-neutral: ``PropertyAccount`` (where a property's money lives at the provider),
 the provider-record frame (``records.py``: one row per money movement), ``PaymentState`` (one payment's
@@ -18,22 +19,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import pandas as pd
-    from starlette.routing import BaseRoute
 
     from recon_pipeline.events.parse import ProviderEvent
     from recon_pipeline.events.payment_state import PaymentState
-    from recon_pipeline.ledger.queries import PropertyRow
     from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount
     from recon_pipeline.providers.payouts import Payout, PayoutTransaction
-    from recon_pipeline.providers.simulator.store import SimulatorStore
-    from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 
 @dataclass(frozen=True)
@@ -56,34 +53,6 @@ class ListedEvents:
 
     events: list[ReceivedEvent]
     malformed: int = 0
-
-
-@dataclass(frozen=True)
-class DemoWorld:
-    """How the demo seeds a world for a provider: its demo properties, the prefixes of its charge and
-    refund ids, whether payments go through an intent (``payment_orders`` keyed by the intent) or the
-    payment is the order's key itself, which money movements beyond payments and refunds it serves, and
-    how long an authorization lasts before its capture deadline (None: the provider's API shows no holds,
-    so the demo plants none)."""
-
-    properties: tuple[PropertyRow, ...]
-    charge_prefix: str
-    refund_prefix: str
-    payment_intents: bool
-    # Whether its API reads disputes and currency conversion from balance transactions (Stripe): the world
-    # then also holds disputes and converted charges (``demo/world.py``).
-    balance_transactions: bool = False
-    authorization_period: timedelta | None = None
-    # Whether its payouts are daily settlements of earlier days' payments (Razorpay): the world then holds
-    # payments settling on the night, one in a settlement the bank refuses (``demo/world.py``).
-    settled_payouts: bool = False
-    # How long after a night ends the provider has published all of its money (Adyen: the settlement
-    # batches that may hold it); the demo reconciles each property's newest night published by now, as a
-    # later one fails as an incomplete pull.
-    published_after: timedelta = timedelta(0)
-    # Whether its records show a failed payment (Adyen's settlement reports list only settled money): if
-    # not, the ledger's booking of one is money missing at the provider, not a status mismatch.
-    reports_failed_payments: bool = True
 
 
 @dataclass(frozen=True)
@@ -146,7 +115,7 @@ class ProviderClient(Protocol):
 
 
 class Provider(Protocol):
-    """A payment provider: its name, defaults, client factory, webhook reader and simulator."""
+    """A payment provider: its name, defaults, client factory and webhook reader."""
 
     name: str  # the registry key and the value of RECON_PROVIDER
     public_api_root: str  # RECON_PROVIDER_BASE_URL's default
@@ -169,16 +138,6 @@ class Provider(Protocol):
     def acknowledgement(self, outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
         """The 2xx body and media type the provider expects once the delivery is stored (``outcomes[i]``:
         what storing event i came to)."""
-        ...
-
-    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
-        """The simulator's routes for this provider's API subset over the shared seeded store; ``api``
-        wraps a JSON handler with the host's counting, faults, auth and account scoping in the provider's
-        ``Dialect``."""
-        ...
-
-    def demo_world(self) -> DemoWorld:
-        """What ``recon demo`` seeds for this provider."""
         ...
 
 

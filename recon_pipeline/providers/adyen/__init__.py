@@ -1,40 +1,23 @@
 """Adyen as a provider: Settlement details reports for money movements, standard notifications for events.
 
 Everything Adyen-specific lives in this folder: ``report.py`` (the CSV into the provider-record frame),
-``client.py`` (downloads, settlement calendar, state by id), ``webhook.py`` (HMAC and items) and
-``simulator.py`` (reports served from the shared store, signed notifications). ``PROVIDER`` is what the
-registry maps ``adyen`` to.
+``client.py`` (downloads, settlement calendar, state by id) and ``webhook.py`` (HMAC and items); its
+simulator is in the simulated world (``simulation/adyen/``). ``PROVIDER`` is what the registry maps
+``adyen`` to.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 
-from starlette.routing import BaseRoute
-
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.adyen.client import DEFAULT_LOOKUP_BATCHES, DEFAULT_SETTLEMENT_DAYS, AdyenClient
-from recon_pipeline.providers.adyen.simulator import report_routes
 from recon_pipeline.providers.adyen.webhook import ACKNOWLEDGEMENT, read_delivery
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
     ClientSettings,
-    DemoWorld,
     Provider,
     ReceivedEvent,
     StoreOutcome,
-)
-from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.providers.simulator.wire import ApiWrapper
-
-# Two European properties, each its own merchant account (its provider_account): the report names no
-# property, so each night is attributed by the merchant account and the ledger.
-DEMO_PROPERTIES = (
-    PropertyRow(
-        "amsterdam-canal", "Amsterdam Canal House", "Europe/Amsterdam", "EUR", "00:00", "AmsterdamCanalECOM"
-    ),
-    PropertyRow("london-borough", "London Borough Inn", "Europe/London", "GBP", "00:00", "LondonBoroughECOM"),
 )
 
 
@@ -77,24 +60,6 @@ class AdyenProvider:
     def acknowledgement(self, outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
         """Adyen needs ``[accepted]`` whether or not an item was new, else it retries the delivery."""
         return ACKNOWLEDGEMENT, "text/plain"
-
-    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
-        """The report download (CSV, so not wrapped in the JSON ``api``); it reads ``app.state.store``,
-        ``app.state.api_key`` and ``app.state.faults``, which the host sets."""
-        return list(report_routes())
-
-    def demo_world(self) -> DemoWorld:
-        """PSP references for payments and modification references for refunds; no payment intents. A
-        night's money is all published once the batch closing ``settlement_days`` after it is: batches
-        close daily, so one day later at the latest."""
-        return DemoWorld(
-            DEMO_PROPERTIES,
-            charge_prefix="psp",
-            refund_prefix="mod",
-            payment_intents=False,
-            published_after=timedelta(days=DEFAULT_SETTLEMENT_DAYS + 1),
-            reports_failed_payments=False,
-        )
 
 
 PROVIDER: Provider = AdyenProvider()  # typed: mypy checks the protocol is implemented

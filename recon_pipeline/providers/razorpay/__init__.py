@@ -2,9 +2,9 @@
 
 Everything Razorpay-specific lives in this folder: ``client.py`` (the API: a night's pull, lookups by id,
 current payment state; Razorpay has no events API), ``settlement.py`` (settlement calendar, fee and GST),
-``state.py`` (payment → ``PaymentState``), ``webhook.py`` (``X-Razorpay-Signature`` and the event parser)
-and ``simulator.py`` (Razorpay's API subset over the simulator's store). ``PROVIDER`` is what the registry
-maps ``razorpay`` to.
+``state.py`` (payment → ``PaymentState``) and ``webhook.py`` (``X-Razorpay-Signature`` and the event
+parser); its simulator is in the simulated world (``simulation/razorpay/``). ``PROVIDER`` is what the
+registry maps ``razorpay`` to.
 """
 
 from __future__ import annotations
@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
-from starlette.routing import BaseRoute
-
 from recon_pipeline.config import ConfigError, positive_int_from_env, text_from_env
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
     ClientSettings,
-    DemoWorld,
     Provider,
     ReceivedEvent,
     StoreOutcome,
@@ -33,17 +29,10 @@ from recon_pipeline.providers.razorpay.settlement import (
     SettlementCalendar,
     parse_holidays,
 )
-from recon_pipeline.providers.razorpay.simulator import razorpay_routes
-from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.providers.simulator.wire import ApiWrapper
 
 SETTLEMENT_DAYS_ENV = "RECON_RAZORPAY_SETTLEMENT_DAYS"
 CAPTURE_TIMEOUT_ENV = "RECON_RAZORPAY_CAPTURE_TIMEOUT_HOURS"  # the account's payment capture setting
 HOLIDAYS_ENV = "RECON_RAZORPAY_HOLIDAYS"
-# One Indian property: INR in paise, attributed by notes.property_id.
-DEMO_PROPERTIES = (
-    PropertyRow("mumbai-marine", "Mumbai Marine Drive Hotel", "Asia/Kolkata", "INR", "00:00", None),
-)
 
 
 class RazorpayProvider:
@@ -99,19 +88,6 @@ class RazorpayProvider:
 
     def acknowledgement(self, outcomes: Sequence[StoreOutcome]) -> tuple[str, str]:
         return json_acknowledgement(outcomes)
-
-    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
-        return razorpay_routes(store, api)
-
-    def demo_world(self) -> DemoWorld:
-        return DemoWorld(
-            DEMO_PROPERTIES,
-            charge_prefix="pay",
-            refund_prefix="rfnd",
-            payment_intents=False,
-            authorization_period=DEFAULT_CAPTURE_TIMEOUT,
-            settled_payouts=True,
-        )
 
 
 PROVIDER: Provider = RazorpayProvider()  # typed: mypy checks the protocol is implemented

@@ -3,11 +3,11 @@ the query parameters it takes and, for payments, the values its ``expand[]`` tak
 
 A collection takes ``from``, ``to`` (unix seconds), ``count`` (1..100) and ``skip``; payments, listed or
 fetched by id, may also expand ``card``, ``emi``, ``offers``, ``upi`` details and the others Razorpay's
-validator names; the settlement reconciliation takes ``year``, ``month``, ``day``, ``count``, ``skip``;
-the others take nothing. Razorpay refuses anything else with a 400 ``BAD_REQUEST_ERROR`` in the words
-below (its documented error for an expansion: "Value of each expand must be one of following types: …",
-field ``expand.0``). The simulator refuses by this table (``simulator.py``) and the tests hold every request
-the client sends to it.
+validator names; the settlement reconciliation takes ``year``, ``month``, ``day``, ``count``, ``skip``; the
+others take nothing. Razorpay refuses anything else with a 400 ``BAD_REQUEST_ERROR`` in the words below (its
+documented error for an expansion: "Value of each expand must be one of following types: …", field
+``expand.0``). The simulator refuses by this table (``simulation/razorpay/api.py``) and the tests hold every
+request the client sends to it.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ https://github.com/stripe/openapi at commit e0123a38b40c8d840b4c0469ac0ee1650b6b
   a list filter (``type=``) to the source's object type, so no filter narrows a field here;
 - at most four levels (``data.invoice.subscription.default_source`` is Stripe's own deepest example).
 
-The simulator refuses by this rule (``simulator.py``), with Stripe's wording as far as it is known, and
-the tests hold every request the client sends to it.
+The simulator refuses by this rule (``simulation/stripe/api.py``), with Stripe's wording as far as it is
+known, and the tests hold every request the client sends to it.
 """
 
 from __future__ import annotations

@@ -23,9 +23,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from recon_pipeline.providers.simulator.money import balance_transaction
-from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, SortedView, StripeObject
-from recon_pipeline.providers.simulator.wire import (
+from recon_pipeline.providers.stripe import documented
+from recon_pipeline.providers.stripe.api_version import VERSION_HEADER
+from recon_pipeline.simulation.host.money import balance_transaction
+from recon_pipeline.simulation.host.store import Kind, SimulatorStore, SortedView, StripeObject
+from recon_pipeline.simulation.host.wire import (
     Accepts,
     ApiHandler,
     ApiResult,
@@ -36,8 +38,7 @@ from recon_pipeline.providers.simulator.wire import (
     array_param,
     int_param,
 )
-from recon_pipeline.providers.stripe import documented, rendering
-from recon_pipeline.providers.stripe.api_version import VERSION_HEADER
+from recon_pipeline.simulation.stripe import rendering
 
 MAX_LIMIT = 100
 

@@ -54,8 +54,8 @@ from starlette.routing import BaseRoute, Route
 
 from recon_pipeline.providers.razorpay import documented
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
-from recon_pipeline.providers.simulator.store import Kind, SimulatorStore, StripeObject
-from recon_pipeline.providers.simulator.wire import (
+from recon_pipeline.simulation.host.store import Kind, SimulatorStore, StripeObject
+from recon_pipeline.simulation.host.wire import (
     Accepts,
     ApiHandler,
     ApiResult,

@@ -1,5 +1,5 @@
 """The provider simulator: a Starlette app serving one registered provider's API subset (its
-``simulator_routes``) from a SimulatorStore, with fault switches.
+``ProviderSimulation.simulator_routes``, ``registry.py``) from a SimulatorStore, with fault switches.
 
 One app speaks one provider (their paths overlap: several have ``/v1/refunds``). The host wraps each JSON
 handler the provider's routes hand it with counting, faults, authentication, the refusal of query parameters
@@ -20,10 +20,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.config import ConfigError
-from recon_pipeline.providers import provider_named
-from recon_pipeline.providers.simulator.faults import FaultSwitches, faulty_page, without_cursor
-from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.providers.simulator.wire import (
+from recon_pipeline.simulation.host.faults import FaultSwitches, faulty_page, without_cursor
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.host.wire import (
     Accepts,
     ApiHandler,
     Dialect,
@@ -31,6 +30,7 @@ from recon_pipeline.providers.simulator.wire import (
     InvalidRequest,
     int_param,
 )
+from recon_pipeline.simulation.registry import simulation_named
 
 
 def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = "stripe") -> Starlette:
@@ -40,7 +40,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
     The fault switches are at ``app.state.faults`` (a ``FaultSwitches``) as well as over HTTP.
     """
     try:
-        provider = provider_named(flavour)
+        simulation = simulation_named(flavour)
     except ConfigError as error:
         raise ValueError(f"simulator flavour: {error}") from None
     faults = FaultSwitches()
@@ -106,7 +106,7 @@ def build_app(store: SimulatorStore, api_key: str | None = None, flavour: str = 
         return JSONResponse(faults.stats())
 
     routes = [
-        *provider.simulator_routes(store, api),
+        *simulation.simulator_routes(store, api),
         Route("/_simulator/faults", set_faults, methods=["POST"]),
         Route("/_simulator/faults", reset_faults, methods=["DELETE"]),
         Route("/_simulator/stats", get_stats, methods=["GET"]),

@@ -15,7 +15,7 @@ from recon_pipeline.db.schema import (
     properties,
 )
 from recon_pipeline.db.upsert import insert_new
-from recon_pipeline.demo.world import World
+from recon_pipeline.simulation.demo.world import World
 
 SEED_BATCH = 2_000
 

@@ -8,7 +8,7 @@ them. The balance transactions list (``GET /v1/balance_transactions``) serves th
 payout carried) and those the movements hold (``served_balance_transactions``), so a world states each
 movement once.
 
-The Razorpay flavour (``providers/razorpay/simulator.py``) serves the same charges and refunds rendered as
+The Razorpay flavour (``simulation/razorpay/api.py``) serves the same charges and refunds rendered as
 Razorpay payments and refunds, so one world can be served in either flavour. Its settlement recon needs
 what Stripe objects do not say: when money settles (``settlement_delay_days`` after the day it was
 created, T+2 as Razorpay's domestic cycle), the fee a settlement booked where it differs from the
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from recon_pipeline.providers.simulator.money import balance_transaction
+from recon_pipeline.simulation.host.money import balance_transaction
 
 StripeObject = dict[str, Any]
 Kind = Literal[

@@ -1,16 +1,16 @@
-"""The demo's properties: each provider's package names its own (``Provider.demo_world``); the analyst
-thresholds of all of them live here."""
+"""The demo's properties: each provider's simulation names its own (``ProviderSimulation.demo_world``);
+the analyst thresholds of all of them live here."""
 
 from __future__ import annotations
 
 from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.providers import provider_named
+from recon_pipeline.simulation.registry import simulation_named
 
 
 def demo_properties(flavour: str) -> tuple[PropertyRow, ...]:
-    """The demo properties of the provider called ``flavour`` (its package says which)."""
-    return provider_named(flavour).demo_world().properties
+    """The demo properties of the provider called ``flavour`` (its simulation says which)."""
+    return simulation_named(flavour).demo_world().properties
 
 
 DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)  # the default demo's, which the tests build worlds of

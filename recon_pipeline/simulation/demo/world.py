@@ -2,9 +2,9 @@
 
 The same seed and nights always give the same ids, amounts and times, so the simulator can serve the
 provider half while the PMS half is written to the database, and a second demo run changes nothing.
-A world is built for one provider (``flavour``): its ids are that provider's (``Provider.demo_world``: the
-charge and refund id prefixes, and whether payments go through an intent or the payment is itself the
-payment order), and the simulator serves it in that flavour.
+A world is built for one provider (``flavour``): its ids are that provider's
+(``ProviderSimulation.demo_world``: the charge and refund id prefixes, and whether payments go through an
+intent or the payment is itself the payment order), and the simulator serves it in that flavour.
 Known discrepancies of every category are planted and counted in ``World.expected`` so that the demo
 (and the tests) can check that the pipeline finds exactly what was planted.
 """
@@ -19,16 +19,16 @@ from typing import Any
 
 from recon_pipeline import categories as c
 from recon_pipeline.config import DEFAULT_FLAVOUR
-from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.payouts.deposit import DEFAULT_DEPOSIT_DAYS, arrivals_due_on
-from recon_pipeline.providers import provider_named
-from recon_pipeline.providers.interface import DemoWorld
-from recon_pipeline.providers.razorpay.simulator import SETTLEMENT_TZ, created_days, settlement_id_of
-from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
-from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.host.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.interface import DemoWorld
+from recon_pipeline.simulation.razorpay.api import SETTLEMENT_TZ, created_days, settlement_id_of
+from recon_pipeline.simulation.registry import simulation_named
+from recon_pipeline.simulation.stripe.api import balance_transaction_object, payout_object
 
 # A foreign guest's card presented in USD and settled in the property's currency at this rate (USD → it).
 USD_RATES = {"EUR": 0.92, "GBP": 0.79, "AUD": 1.52}
@@ -60,7 +60,7 @@ def build_world(
 ) -> World:
     """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids; with
     ``plant=False`` a clean night (ordinary bookings and timing differences only: nothing to find)."""
-    world, ids = World(), provider_named(flavour).demo_world()
+    world, ids = World(), simulation_named(flavour).demo_world()
     for prop in properties:
         world.properties.append(prop.row())
         night = nights[prop.property_id]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import random
 from datetime import date
 
-from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
-from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
+from recon_pipeline.simulation.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
+from recon_pipeline.simulation.demo.world import World, build_world
 
 # (timezone, currency): eight distinct UTC offsets on 2026-11-30, so eight distinct night windows.
 FLEET_ZONES = (

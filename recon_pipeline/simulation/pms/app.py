@@ -40,8 +40,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.money import is_iso_currency
-from recon_pipeline.postings.pms_simulator.store import ChargeStore, StoredCharge
-from recon_pipeline.providers.simulator.faults import FaultDecision, FaultSwitches
+from recon_pipeline.simulation.host.faults import FaultDecision, FaultSwitches
+from recon_pipeline.simulation.pms.store import ChargeStore, StoredCharge
 
 SERVICE_TYPES = frozenset({"Other", "Accommodation", "FoodAndBeverages"})
 VAT_TYPES = frozenset(

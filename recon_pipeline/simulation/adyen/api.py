@@ -1,7 +1,7 @@
 """The simulator's Adyen: the shared store's charges and refunds served as Settlement details reports, and
 signed standard notifications for tests and the demo.
 
-The store is one model for every flavour (``simulator/store.py``): here a charge's ``account`` is its
+The store is one model for every flavour (``host/store.py``): here a charge's ``account`` is its
 merchant account (the platform's charges, ``account`` None, belong to ``SIMULATOR_MERCHANT_ACCOUNT``), its
 id is its PSP reference (an Adyen world's charges have 16-character ids) and ``metadata.booking_id`` its
 merchant reference. A captured charge is a ``Settled`` line, a succeeded refund a ``Refunded`` line (PSP
@@ -33,9 +33,8 @@ import asyncio
 import base64
 import csv
 import io
-import json
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -58,8 +57,8 @@ from recon_pipeline.providers.adyen.report import (
     SETTLEMENT_DETAIL_COLUMNS,
 )
 from recon_pipeline.providers.adyen.webhook import compute_signature
-from recon_pipeline.providers.simulator.faults import FaultSwitches
-from recon_pipeline.providers.simulator.store import SimulatorStore, StripeObject
+from recon_pipeline.simulation.host.faults import FaultSwitches
+from recon_pipeline.simulation.host.store import SimulatorStore, StripeObject
 
 SIMULATOR_COMPANY_ACCOUNT = "SimulatorHotelsCompany"
 SIMULATOR_MERCHANT_ACCOUNT = "SimulatorHotelsECOM"
@@ -389,9 +388,3 @@ def signed(item: dict[str, Any], hmac_key_hex: str) -> dict[str, Any]:
     """``item`` with ``additionalData.hmacSignature`` under the hex HMAC key."""
     additional = {**item.get("additionalData", {}), "hmacSignature": compute_signature(item, hmac_key_hex)}
     return {**item, "additionalData": additional}
-
-
-def notification_body(items: Sequence[dict[str, Any]], live: bool = False) -> bytes:
-    """A delivery of ``items`` as Adyen POSTs it."""
-    wrapped = [{"NotificationRequestItem": item} for item in items]
-    return json.dumps({"live": "true" if live else "false", "notificationItems": wrapped}).encode()

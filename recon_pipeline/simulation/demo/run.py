@@ -36,18 +36,18 @@ from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledg
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.payouts import PAYOUTS_JOB
-from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
-from recon_pipeline.demo.seed import seed_thresholds, seed_world
-from recon_pipeline.demo.world import World, build_world
 from recon_pipeline.ledger.queries import PropertyRow, load_property
 from recon_pipeline.nights import last_closed_night, night_window
-from recon_pipeline.providers import provider_named
-from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reports.paths import HTML
 from recon_pipeline.reports.render import RenderedNight, render_night
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.simulation.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
+from recon_pipeline.simulation.demo.seed import seed_thresholds, seed_world
+from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.registry import simulation_named
 
-LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
+LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[3] / "dagster.yaml"
 # The demo prints its own report; each run's full event log is on its Dagster instance (`dagster dev`).
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # How far the PMS moves the ledger amount of one mismatched entry, in minor units (follow_the_ledger).
@@ -77,7 +77,7 @@ def demo_nights(now: datetime, flavour: str = config.DEFAULT_FLAVOUR) -> dict[st
     """The newest night of every demo property of ``flavour`` that ended ``DemoWorld.published_after``
     before ``now`` (the last closed night where the provider publishes at once), each in its own timezone
     and cutoff: the provider has published all of its money, where a later night's pull may be incomplete."""
-    world = provider_named(flavour).demo_world()
+    world = simulation_named(flavour).demo_world()
     published = now - world.published_after
     return {p.property_id: last_closed_night(published, p.timezone, p.night_cutoff) for p in world.properties}
 
@@ -85,7 +85,7 @@ def demo_nights(now: datetime, flavour: str = config.DEFAULT_FLAVOUR) -> dict[st
 def render_nights(nights: dict[str, date], flavour: str) -> str:
     """Which nights the demo reconciles, and why those, on one line."""
     listed = ", ".join(f"{property_id} {night}" for property_id, night in nights.items())
-    published_after = provider_named(flavour).demo_world().published_after
+    published_after = simulation_named(flavour).demo_world().published_after
     if not published_after:
         return f"nights: {listed} (each property's last closed night)"
     return (

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from recon_pipeline.providers.simulator.store import StripeObject, defaults_of
+from recon_pipeline.simulation.host.store import StripeObject, defaults_of
 
 ACCOUNT_DEFAULT_VERSION = "2020-08-27"
 LATEST_CHARGE_SINCE = "2022-11-15"

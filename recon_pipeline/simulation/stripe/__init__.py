@@ -1,0 +1,44 @@
+"""Stripe simulated: ``api.py`` (Stripe's API subset over the simulator's store, with Stripe's wire
+semantics), ``rendering.py`` (store objects as Stripe sends them, per API version) and the demo's Stripe
+properties. ``SIMULATION`` is what the simulation registry maps ``stripe`` to.
+"""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.providers.stripe.holds import STANDARD_AUTHORIZATION
+from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.simulation.host.wire import ApiWrapper
+from recon_pipeline.simulation.interface import DemoWorld, ProviderSimulation
+from recon_pipeline.simulation.stripe.api import stripe_routes
+
+# Three timezones, three currencies (one zero-decimal), both attributions (metadata, connected account).
+DEMO_PROPERTIES = (
+    PropertyRow("lisbon-riverside", "Lisbon Riverside Suites", "Europe/Lisbon", "EUR", "00:00", None),
+    PropertyRow("kyoto-gion", "Kyoto Gion Ryokan", "Asia/Tokyo", "JPY", "00:00", "acct_1KyotoGion"),
+    PropertyRow("denver-lodge", "Denver Mountain Lodge", "America/Denver", "USD", "03:00", None),
+)
+
+
+class StripeSimulation:
+    """Stripe behind the ``ProviderSimulation`` protocol."""
+
+    name: str = "stripe"
+
+    def simulator_routes(self, store: SimulatorStore, api: ApiWrapper) -> list[BaseRoute]:
+        return stripe_routes(store, api)
+
+    def demo_world(self) -> DemoWorld:
+        return DemoWorld(
+            DEMO_PROPERTIES,
+            charge_prefix="ch",
+            refund_prefix="re",
+            payment_intents=True,
+            balance_transactions=True,
+            authorization_period=STANDARD_AUTHORIZATION,
+        )
+
+
+SIMULATION: ProviderSimulation = StripeSimulation()  # typed: mypy checks the protocol is implemented
