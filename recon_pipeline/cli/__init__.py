@@ -1,6 +1,6 @@
 """The `recon` command line. Every command exits non-zero with a one-line reason on bad input.
 
-Arguments are checked by the types in ``cli_args``; everything a command raises that the user can act on
+Arguments are checked by the types in ``cli.args``; everything a command raises that the user can act on
 goes through ``main``'s one reporting path: ``error: <reason>`` on stderr, exit 2 for bad input or
 configuration, 1 for a database that cannot be used. Anything else is a bug and keeps its traceback.
 """
@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from recon_pipeline import cli_args, config
+from recon_pipeline import config
+from recon_pipeline.cli import args as cli_args
 from recon_pipeline.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
@@ -1199,6 +1200,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {reported[0]}", file=sys.stderr)
         return reported[1]
 
-
-if __name__ == "__main__":
-    sys.exit(main())
