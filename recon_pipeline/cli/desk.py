@@ -115,6 +115,11 @@ def cmd_review_serve(args: argparse.Namespace) -> int:
 
 def add_commands(commands: Commands) -> None:
     """Add `recon users ...` and `recon review serve`, in that order."""
+    _add_users_commands(commands)
+    _add_review_commands(commands)
+
+
+def _add_users_commands(commands: Commands) -> None:
     from recon_pipeline.review_desk.users import ROLES, parse_properties, validate_name
 
     def checked(parse: Callable[[str], object]) -> Callable[[str], object]:
@@ -163,6 +168,8 @@ def add_commands(commands: Commands) -> None:
     unlock.add_argument("--by", help="who unlocks, for the audit log (default: $USER)")
     unlock.set_defaults(handler=cmd_users_unlock)
 
+
+def _add_review_commands(commands: Commands) -> None:
     review = commands.add_parser("review", help="the review desk web app").add_subparsers(
         dest="review_command", required=True
     )
