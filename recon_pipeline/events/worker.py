@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import timedelta
 
-from recon_pipeline import cli_args, config
+from recon_pipeline import config
+from recon_pipeline.cli import args as cli_args
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.providers import build_client
