@@ -1,6 +1,6 @@
 """The benchmark fleet (``recon_pipeline/simulation/demo/fleet.py``): valid, spread over eight night
-windows with a share on the platform account, and a demo world of about 40 provider records per property-night whose
-payment orders agree with the refunds the provider holds."""
+windows with a share on the platform account, and a demo world of about 40 provider records per
+property-night whose payment orders agree with the refunds the provider holds."""
 
 from __future__ import annotations
 
