@@ -31,14 +31,14 @@ from sqlalchemy import create_engine, select
 from benchmarks.environment import load_average
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
-from recon_pipeline_tests.celery_workers import (
+from recon_pipeline_tests.support.celery_workers import (
     BROKER_URL,
     CELERY_DAGSTER_YAML,
     NO_THRESHOLD,
     broker_reachable,
     celery_night,
 )
-from recon_pipeline_tests.dagster_processes import pg_dagster_world_in
+from recon_pipeline_tests.support.dagster_processes import pg_dagster_world_in
 
 NIGHT = date(2026, 11, 29)
 

@@ -53,9 +53,9 @@ from recon_pipeline.nightly import nightly_batches
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import recon_env, wait_for_runs
-from recon_pipeline_tests.rate_processes import busiest_second
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.dagster_processes import recon_env, wait_for_runs
+from recon_pipeline_tests.support.rate_processes import busiest_second
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 DEFAULT_RPS = 100  # Stripe's documented live-mode limit
 DEFAULT_MAX_CONCURRENT_RUNS = 4

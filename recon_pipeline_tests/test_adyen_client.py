@@ -44,7 +44,7 @@ from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     T0,

@@ -33,8 +33,8 @@ from recon_pipeline.reconcile.categories import AUTHORIZATION_EXPIRING
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.holds import expiring_authorizations
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, seeded
+from recon_pipeline_tests.support.provider_fixtures import (
     FAST_RETRY,
     FLAVOURS,
     T0,

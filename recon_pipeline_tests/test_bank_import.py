@@ -15,8 +15,14 @@ from sqlalchemy import select
 from recon_pipeline.db.schema import bank_credits
 from recon_pipeline.payouts.camt import read_statement
 from recon_pipeline.payouts.night import reconcile_payouts
-from recon_pipeline_tests.payout_fixtures import ARRIVAL, PROPERTIES, PayoutWorld, payout_store, payout_world
-from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
+from recon_pipeline_tests.support.payout_fixtures import (
+    ARRIVAL,
+    PROPERTIES,
+    PayoutWorld,
+    payout_store,
+    payout_world,
+)
+from recon_pipeline_tests.support.provider_fixtures import (  # noqa: F401 (fixtures)
     StartSimulator,
     simulator_fixture,
     simulator_server_fixture,

@@ -21,7 +21,7 @@ from recon_pipeline.ledger.queries import (
     read_ledger_rows,
 )
 from recon_pipeline.nights import night_window
-from recon_pipeline_tests.pipeline_fixtures import NIGHT
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT
 
 ZONES = {"p_utc": "UTC", "p_tokyo": "Asia/Tokyo", "p_la": "America/Los_Angeles"}
 

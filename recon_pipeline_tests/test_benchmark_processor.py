@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recon_pipeline_tests.postgres import admin_url
+from recon_pipeline_tests.support.postgres import admin_url
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "processor.py"
 

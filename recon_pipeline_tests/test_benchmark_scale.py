@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from recon_pipeline_tests.postgres import admin_url
+from recon_pipeline_tests.support.postgres import admin_url
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ import pytest
 from benchmarks.datacompy_diff import compare_at
 from benchmarks.report import SECTION_TITLES, render
 from benchmarks.run_all import QUICK, SUITES
-from recon_pipeline_tests.postgres import admin_url
+from recon_pipeline_tests.support.postgres import admin_url
 
 REPO = Path(__file__).resolve().parent.parent
 

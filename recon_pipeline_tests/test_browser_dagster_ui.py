@@ -20,9 +20,14 @@ from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
-from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromium_page, png_dimensions
-from recon_pipeline_tests.dagster_processes import DagsterDeployment
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.support.browser import (
+    VIEWPORT_HEIGHT,
+    VIEWPORT_WIDTH,
+    chromium_page,
+    png_dimensions,
+)
+from recon_pipeline_tests.support.dagster_processes import DagsterDeployment
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
 
 pytestmark = pytest.mark.slow  # starts Dagster processes and Chromium
 

@@ -34,9 +34,14 @@ from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.paths import FILE_NAMES, HTML, night_folder
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.browser import VIEWPORT_HEIGHT, VIEWPORT_WIDTH, chromium_page, png_dimensions
-from recon_pipeline_tests.dagster_processes import build_nights_world, recon_env, seed_database
-from recon_pipeline_tests.pipeline_fixtures import NIGHT
+from recon_pipeline_tests.support.browser import (
+    VIEWPORT_HEIGHT,
+    VIEWPORT_WIDTH,
+    chromium_page,
+    png_dimensions,
+)
+from recon_pipeline_tests.support.dagster_processes import build_nights_world, recon_env, seed_database
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT
 
 pytestmark = pytest.mark.slow  # drives Chromium
 

@@ -24,13 +24,13 @@ from recon_pipeline.batches.outcomes import SUCCEEDED
 from recon_pipeline.db.schema import adjustments, discrepancies, night_reconciliations
 from recon_pipeline.defs.checks import discrepancy_checks
 from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
-from recon_pipeline_tests.celery_workers import (
+from recon_pipeline_tests.support.celery_workers import (
     CELERY_DAGSTER_YAML,
     NO_THRESHOLD,
     celery_night,
     require_broker,
 )
-from recon_pipeline_tests.dagster_processes import StartWorld
+from recon_pipeline_tests.support.dagster_processes import StartWorld
 
 NIGHT = date(2026, 11, 29)
 PROPERTIES = 200

@@ -47,8 +47,8 @@ from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.reconcile import categories as c
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline_tests.dagster_processes import StartWorld
-from recon_pipeline_tests.warm_children import (
+from recon_pipeline_tests.support.dagster_processes import StartWorld
+from recon_pipeline_tests.support.warm_children import (
     CONTEXT,
     Child,
     RunSpec,

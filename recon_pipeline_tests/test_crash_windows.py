@@ -91,8 +91,8 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.crash_points import CrashAt, arm_from, crash_env
-from recon_pipeline_tests.dagster_processes import (
+from recon_pipeline_tests.support.crash_points import CrashAt, arm_from, crash_env
+from recon_pipeline_tests.support.dagster_processes import (
     ADJUSTED_CATEGORIES,
     JOB_NAME,
     NightsWorld,
@@ -100,9 +100,9 @@ from recon_pipeline_tests.dagster_processes import (
     recon_env,
     seed_database,
 )
-from recon_pipeline_tests.postgres import postgres_database
-from recon_pipeline_tests.provider_fixtures import FAST_RETRY, make_charge, make_payment_intent
-from recon_pipeline_tests.warm_children import (
+from recon_pipeline_tests.support.postgres import postgres_database
+from recon_pipeline_tests.support.provider_fixtures import FAST_RETRY, make_charge, make_payment_intent
+from recon_pipeline_tests.support.warm_children import (
     Child,
     RunSpec,
     WorkerSpec,

@@ -18,7 +18,7 @@ from dagster_k8s import K8sRunLauncher, k8s_job_executor
 from sqlalchemy.engine import make_url
 
 from recon_pipeline.defs.executor import CELERY_BROKER_VARIABLE
-from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, dagster_pg_env
+from recon_pipeline_tests.support.dagster_processes import DEPLOY_DIR, dagster_pg_env
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -18,7 +18,12 @@ from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_properties, batch_run_config
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, JOB_NAME, StartWorld, instance_from_home
+from recon_pipeline_tests.support.dagster_processes import (
+    DEPLOY_DIR,
+    JOB_NAME,
+    StartWorld,
+    instance_from_home,
+)
 
 NIGHT = date(2026, 11, 29)
 ASSET_COUNT = sum(len(asset.keys) for asset in reconciliation_assets)  # what one run materializes

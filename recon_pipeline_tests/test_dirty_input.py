@@ -30,7 +30,7 @@ from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.categories import INVALID_LEDGER_ENTRY
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.report import category_summary
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 START = pd.Timestamp("2026-11-30T00:00:00Z")
 

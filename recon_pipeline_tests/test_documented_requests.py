@@ -42,7 +42,7 @@ from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.stripe import documented as stripe_documented
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.provider_fixtures import FAST_RETRY, flavour_of
+from recon_pipeline_tests.support.provider_fixtures import FAST_RETRY, flavour_of
 
 NIGHT = date(2026, 11, 30)
 PINNED = {VERSION_HEADER: API_VERSION}

@@ -12,7 +12,7 @@ from recon_pipeline.defs.batches import BATCH_TAG, NIGHT_TAG, PROPERTIES_TAG, ba
 from recon_pipeline.defs.events import pending_events_sensor, process_payment_events_job, stale_nights_sensor
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.events.recovery import enqueue_orphaned_payments
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
 
 
 def test_orphans_are_confirmed_through_the_event_pipeline(seeded_pipeline: SeededPipeline) -> None:

@@ -31,7 +31,7 @@ from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     FAST_RETRY,
     RunningSimulator,
     StartSimulator,

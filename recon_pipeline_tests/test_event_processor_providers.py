@@ -25,7 +25,7 @@ from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.adyen import simulator as adyen_simulator
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     ADYEN,
     FAST_RETRY,
     WEBHOOK_SECRET,

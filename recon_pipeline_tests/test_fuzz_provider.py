@@ -44,7 +44,7 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.fuzzing import (
+from recon_pipeline_tests.support.fuzzing import (
     ABSENT,
     deep_nesting,
     fuzz_settings,
@@ -53,7 +53,7 @@ from recon_pipeline_tests.fuzzing import (
     json_values,
     long_integer,
 )
-from recon_pipeline_tests.provider_fixtures import DAY, FAST_RETRY, T0, make_charge, make_refund
+from recon_pipeline_tests.support.provider_fixtures import DAY, FAST_RETRY, T0, make_charge, make_refund
 
 PROP = PropertyAccount("prop_a")
 WINDOW = (datetime.fromtimestamp(T0, UTC), datetime.fromtimestamp(T0 + DAY, UTC))

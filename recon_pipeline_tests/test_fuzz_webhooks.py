@@ -35,7 +35,7 @@ from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH
 from recon_pipeline.providers.stripe.webhook import DEFAULT_TOLERANCE_S, HEADER, compute_signature, sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
-from recon_pipeline_tests.fuzzing import (
+from recon_pipeline_tests.support.fuzzing import (
     ABSENT,
     any_text,
     deep_nesting,
@@ -45,7 +45,7 @@ from recon_pipeline_tests.fuzzing import (
     json_values,
     long_integer,
 )
-from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.support.postgres import postgres_database
 from recon_pipeline_tests.test_webhook_receiver import OLD_SECRET, PATH, SECRET, Receiver, counts
 
 # Room for the deep and long bodies below, still small enough that a few examples reach the 413.

@@ -30,7 +30,7 @@ from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
 from recon_pipeline.reconcile.lifecycle import PROPOSED, SUPERSEDED, WITHDRAWN
-from recon_pipeline_tests.pipeline_fixtures import SeededPipeline, asset_metadata, seeded
+from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline, asset_metadata, seeded
 
 [LISBON] = [prop for prop in DEMO_PROPERTIES if prop.property_id == "lisbon-riverside"]
 TOLERANT_LISBON = replace(LISBON, fx_tolerance_bps=10)  # 0.1 %: 9 cents of a 92.00 EUR charge

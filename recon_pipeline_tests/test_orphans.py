@@ -14,7 +14,7 @@ from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.reconcile.identity import payment_aliases
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
-from recon_pipeline_tests.provider_fixtures import make_charge
+from recon_pipeline_tests.support.provider_fixtures import make_charge
 
 NOW = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
 GRACE = timedelta(hours=1)

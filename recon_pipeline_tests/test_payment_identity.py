@@ -24,15 +24,15 @@ from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.reconcile.categories import ORPHANED_CAPTURED_PAYMENT, UNATTRIBUTED_PAYMENT
-from recon_pipeline_tests.pipeline_fixtures import (
+from recon_pipeline_tests.support.pipeline_fixtures import (
     NIGHT,
     PROVIDER_WORLDS,
     SeededPipeline,
     asset_metadata,
     seeded,
 )
-from recon_pipeline_tests.postgres import postgres_database
-from recon_pipeline_tests.provider_fixtures import FLAVOURS
+from recon_pipeline_tests.support.postgres import postgres_database
+from recon_pipeline_tests.support.provider_fixtures import FLAVOURS
 
 ADJUSTED = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction
 

@@ -45,7 +45,7 @@ from recon_pipeline.providers.stripe.payouts import payout_of
 from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, RECONCILIATION_CATEGORIES
 from recon_pipeline.reconcile.diff import empty_discrepancies
 from recon_pipeline.review.store import save_discrepancies
-from recon_pipeline_tests.payout_fixtures import (
+from recon_pipeline_tests.support.payout_fixtures import (
     ARRIVAL,
     CONNECTED,
     DEADLINE,
@@ -54,7 +54,7 @@ from recon_pipeline_tests.payout_fixtures import (
     payout_store,
     payout_world,
 )
-from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
+from recon_pipeline_tests.support.provider_fixtures import (  # noqa: F401 (fixtures)
     FAST_RETRY,
     StartSimulator,
     simulator_fixture,

@@ -32,7 +32,7 @@ from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
 from recon_pipeline.providers.simulator.money import dispute
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
-from recon_pipeline_tests.provider_fixtures import (  # noqa: F401 (fixtures)
+from recon_pipeline_tests.support.provider_fixtures import (  # noqa: F401 (fixtures)
     FAST_RETRY,
     StartSimulator,
     flavour_of,

@@ -34,8 +34,8 @@ from recon_pipeline.providers.http import ProviderHttp, _provider_message
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.simulator.faults import FaultSwitches
 from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, seeded
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, seeded
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     T0,

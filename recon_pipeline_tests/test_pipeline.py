@@ -20,7 +20,7 @@ from recon_pipeline.nights import night_window
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.razorpay.client import FEE_PROVISIONAL, FEE_SETTLED, RECON_PATH
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 
 ADJUSTED_CATEGORIES = tuple(ADJUSTMENT_POLICY)  # the categories that propose a correction
 

@@ -18,7 +18,7 @@ from recon_pipeline.postings.drain import drain
 from recon_pipeline.postings.outbox import PostingPolicy
 from recon_pipeline.postings.sql_adapter import ADJUSTMENT_KIND, SqlPostingAdapter, entry_id_for
 from recon_pipeline.review.adjustments import APPROVE, review_adjustment
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 LISBON = "lisbon-riverside"
 CORRECTED = ("missing_in_ledger", "amount_mismatch", "duplicate_in_ledger")

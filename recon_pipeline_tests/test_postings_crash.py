@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recon_pipeline_tests.postings_crash import ADAPTERS, POINTS, run_point_trials
-from recon_pipeline_tests.warm_children import crash_seed, warm_up
+from recon_pipeline_tests.support.postings_crash import ADAPTERS, POINTS, run_point_trials
+from recon_pipeline_tests.support.warm_children import crash_seed, warm_up
 
 TRIALS_PER_POINT = 3
 

@@ -18,7 +18,7 @@ from recon_pipeline.postings.adapter import LookupUnavailableError, Posting, Pos
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import free_port, wait_until
+from recon_pipeline_tests.support.dagster_processes import free_port, wait_until
 
 API_KEY = "pms_secret_key_4f1c"
 CHARGES = "/finance/v1/folio-actions/hotel_1-2026-11-30/charges"

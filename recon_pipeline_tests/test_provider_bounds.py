@@ -19,7 +19,7 @@ from recon_pipeline.providers.errors import (
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import PropertyAccount
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     T0,

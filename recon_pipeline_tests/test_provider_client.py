@@ -52,7 +52,7 @@ from recon_pipeline.providers.stripe.client import (
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     RAZORPAY,

@@ -27,8 +27,8 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
-from recon_pipeline_tests.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
-from recon_pipeline_tests.rate_processes import busiest_second
+from recon_pipeline_tests.support.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
+from recon_pipeline_tests.support.rate_processes import busiest_second
 from recon_pipeline_tests.test_run_concurrency import max_in_progress
 
 MAX_RPS = 5

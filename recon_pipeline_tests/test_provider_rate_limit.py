@@ -20,7 +20,7 @@ from recon_pipeline.providers.simulator.faults import FaultSwitches
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
 from recon_pipeline.ratelimit import SharedRateLimiter, deployment_rate
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     T0,

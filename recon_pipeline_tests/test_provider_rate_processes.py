@@ -1,5 +1,5 @@
 """Issue 13: the provider rate bound holds across OS processes, and they use at least 90% of it, as the
-provider sees it (the simulator's request log, ``recon_pipeline_tests/rate_processes.py``).
+provider sees it (the simulator's request log, ``recon_pipeline_tests/support/rate_processes.py``).
 
 Four spawned processes, four threads each, take their slots from one bucket (``SharedRateLimiter``) at
 20 requests a second for 5 s while the simulator enforces the same limit (a token bucket one second
@@ -28,12 +28,12 @@ import pytest
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     StartSimulator,
     simulator_fixture,  # noqa: F401  (fixtures)
     simulator_server_fixture,  # noqa: F401
 )
-from recon_pipeline_tests.rate_processes import pull_in_processes, puller_store
+from recon_pipeline_tests.support.rate_processes import pull_in_processes, puller_store
 
 RATE = 20
 PROCESSES, THREADS, DURATION_S = 4, 4, 5.0

@@ -39,7 +39,7 @@ from recon_pipeline.providers.razorpay.settlement import (
 from recon_pipeline.providers.razorpay.simulator import render_payment
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     FAST_RETRY,
     StartSimulator,
     make_charge,

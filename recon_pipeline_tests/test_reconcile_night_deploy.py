@@ -27,7 +27,12 @@ from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, NIGHT_TAG
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.run import found_by_category
-from recon_pipeline_tests.dagster_processes import DEPLOY_DIR, DagsterDeployment, PgDagsterWorld, StartWorld
+from recon_pipeline_tests.support.dagster_processes import (
+    DEPLOY_DIR,
+    DagsterDeployment,
+    PgDagsterWorld,
+    StartWorld,
+)
 
 NIGHT = date(2026, 11, 29)
 RECON = Path(sys.executable).with_name("recon")

@@ -24,7 +24,7 @@ from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
-from recon_pipeline_tests.provider_fixtures import FAST_RETRY, StartSimulator
+from recon_pipeline_tests.support.provider_fixtures import FAST_RETRY, StartSimulator
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 

@@ -22,8 +22,8 @@ from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reports.paths import night_folder
 from recon_pipeline.reports.render import render_night
-from recon_pipeline_tests.pipeline_fixtures import NIGHT
-from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT
+from recon_pipeline_tests.support.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
 
 EXPONENT = {"JPY": 0}  # every other currency of the demo has two decimals
 FILES = ("discrepancies.csv", "discrepancies.parquet", "report.html")

@@ -33,8 +33,8 @@ from recon_pipeline.reports.overview import (
 from recon_pipeline.reports.paths import OPEN_CSV, ORPHANS_CSV, overview_folder
 from recon_pipeline.reports.queries import unresolved_findings, unresolved_orphaned_payments
 from recon_pipeline.reports.render import render_overviews
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
-from recon_pipeline_tests.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.support.report_fixtures import KYOTO, LISBON, NIGHTS, OLD_NIGHT, ReportedNights
 
 c = discrepancies.c
 

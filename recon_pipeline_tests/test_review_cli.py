@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from recon_pipeline import cli
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, SeededPipeline
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
 
 KYOTO, LISBON = "kyoto-gion", "lisbon-riverside"  # JPY (no decimals) and EUR
 

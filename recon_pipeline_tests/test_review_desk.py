@@ -17,8 +17,8 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, review_audit, review_users
 from recon_pipeline.review_desk.app import SESSION_COOKIE, DeskSettings, review_desk_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.browser import chromium_page
-from recon_pipeline_tests.desk_fixtures import (
+from recon_pipeline_tests.support.browser import chromium_page
+from recon_pipeline_tests.support.desk_fixtures import (
     PASSWORD,
     add_user,
     csrf_of,

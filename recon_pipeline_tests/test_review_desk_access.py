@@ -25,7 +25,7 @@ from recon_pipeline.db.schema import (
     posting_outbox,
 )
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
-from recon_pipeline_tests.desk_fixtures import NIGHT, add_user, csrf_of, finding, served_desk, sign_in
+from recon_pipeline_tests.support.desk_fixtures import NIGHT, add_user, csrf_of, finding, served_desk, sign_in
 from recon_pipeline_tests.test_postings import propose
 from recon_pipeline_tests.test_review_desk_nights import payout_row
 

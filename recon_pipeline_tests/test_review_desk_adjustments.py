@@ -17,7 +17,15 @@ from sqlalchemy import Engine, insert, select, update
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, discrepancies, review_audit
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.review.four_eyes import set_four_eyes_threshold
-from recon_pipeline_tests.desk_fixtures import NIGHT, NOW, add_user, finding, post_form, served_desk, sign_in
+from recon_pipeline_tests.support.desk_fixtures import (
+    NIGHT,
+    NOW,
+    add_user,
+    finding,
+    post_form,
+    served_desk,
+    sign_in,
+)
 from recon_pipeline_tests.test_postings import propose
 
 THRESHOLD = 1000  # p1's own four-eyes threshold: above it, two approvers

@@ -19,8 +19,8 @@ import pytest
 from recon_pipeline import cli
 from recon_pipeline.demo.desk import DEMO_USERS
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
-from recon_pipeline_tests.dagster_processes import free_port
-from recon_pipeline_tests.desk_fixtures import sign_in, wait_for_desk
+from recon_pipeline_tests.support.dagster_processes import free_port
+from recon_pipeline_tests.support.desk_fixtures import sign_in, wait_for_desk
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PASSWORD_LINE = re.compile(r"^demo password \(shown once; [^)]*\): (\S+)$", re.MULTILINE)

@@ -27,7 +27,7 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.review_desk.app import DeskSettings
 from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
-from recon_pipeline_tests.desk_fixtures import (
+from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,
     add_user,

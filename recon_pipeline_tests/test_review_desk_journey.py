@@ -16,8 +16,8 @@ from sqlalchemy import Engine, insert, select
 
 from recon_pipeline.db.schema import adjustments, discrepancies, posting_outbox, review_audit
 from recon_pipeline.review.store import set_threshold
-from recon_pipeline_tests.browser import WatchedPage, chromium_page
-from recon_pipeline_tests.desk_fixtures import (
+from recon_pipeline_tests.support.browser import WatchedPage, chromium_page
+from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,
     PASSWORD,

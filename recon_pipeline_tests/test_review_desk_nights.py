@@ -25,7 +25,7 @@ from recon_pipeline.db.schema import (
     posting_outbox,
     stale_nights,
 )
-from recon_pipeline_tests.desk_fixtures import (
+from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,
     add_user,

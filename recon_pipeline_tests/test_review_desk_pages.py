@@ -16,7 +16,14 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from recon_pipeline.db.schema import adjustments, discrepancies, payouts
-from recon_pipeline_tests.desk_fixtures import NIGHT, add_user, finding, finding_ids, served_desk, sign_in
+from recon_pipeline_tests.support.desk_fixtures import (
+    NIGHT,
+    add_user,
+    finding,
+    finding_ids,
+    served_desk,
+    sign_in,
+)
 from recon_pipeline_tests.test_review_desk_nights import adjustment, payout_row
 
 P1_FINDINGS = 450

@@ -21,8 +21,14 @@ from sqlalchemy import select
 
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import review_audit
-from recon_pipeline_tests.dagster_processes import free_port
-from recon_pipeline_tests.desk_fixtures import PASSWORD, add_user, desk_database, sign_in, wait_for_desk
+from recon_pipeline_tests.support.dagster_processes import free_port
+from recon_pipeline_tests.support.desk_fixtures import (
+    PASSWORD,
+    add_user,
+    desk_database,
+    sign_in,
+    wait_for_desk,
+)
 
 PROXY = "127.0.0.2"  # the deployment's reverse proxy (Linux answers on all of 127.0.0.0/8)
 DIRECT = "127.0.0.1"  # a client that reaches the desk without the proxy

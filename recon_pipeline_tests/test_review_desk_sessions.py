@@ -21,7 +21,7 @@ from recon_pipeline.review_desk.app import SESSION_COOKIE, DeskSettings, review_
 from recon_pipeline.review_desk.sessions import SessionLimits
 from recon_pipeline.review_desk.signin import SignInLimit
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.desk_fixtures import (
+from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     PASSWORD,
     add_user,

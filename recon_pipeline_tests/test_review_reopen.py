@@ -14,7 +14,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import WriteCounts
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, ledger_entries
 from recon_pipeline.review.store import review, save_discrepancies
-from recon_pipeline_tests.pipeline_fixtures import SeededPipeline
+from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline
 from recon_pipeline_tests.test_db import FINDINGS, NOW
 from recon_pipeline_tests.test_review_cli import KYOTO, jpy, recon
 

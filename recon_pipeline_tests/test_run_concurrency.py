@@ -18,7 +18,7 @@ import pytest
 
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline_tests.dagster_processes import StartWorld, wait_for_runs
+from recon_pipeline_tests.support.dagster_processes import StartWorld, wait_for_runs
 
 NIGHTS = (date(2026, 11, 27), date(2026, 11, 28), date(2026, 11, 29))
 PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 3 nights × 2 one-property batches = 6 runs

@@ -19,8 +19,8 @@ from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.api_version import API_VERSION
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import free_port, wait_until
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.dagster_processes import free_port, wait_until
+from recon_pipeline_tests.support.provider_fixtures import (
     T0,
     RunningSimulator,
     StartSimulator,

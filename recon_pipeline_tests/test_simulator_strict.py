@@ -30,8 +30,8 @@ from recon_pipeline.providers.stripe import rendering
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
-from recon_pipeline_tests.pipeline_fixtures import seeded
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.pipeline_fixtures import seeded
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     T0,
@@ -43,7 +43,7 @@ from recon_pipeline_tests.provider_fixtures import (
     simulator_fixture,  # noqa: F401  (fixtures)
     simulator_server_fixture,  # noqa: F401
 )
-from recon_pipeline_tests.stripe_openapi_subset import SUBSET_PATH
+from recon_pipeline_tests.support.stripe_openapi_subset import SUBSET_PATH
 
 PINNED = {VERSION_HEADER: API_VERSION}
 NIGHT_START, NIGHT_END = T0 + DAY, T0 + 2 * DAY

@@ -23,7 +23,7 @@ from recon_pipeline.providers.stripe.client import StripeAdapter, charge_rows, r
 from recon_pipeline.providers.stripe.disputes import dispute_movement_rows
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
-from recon_pipeline_tests.provider_fixtures import (
+from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
     T0,

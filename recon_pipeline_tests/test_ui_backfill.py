@@ -26,7 +26,7 @@ from recon_pipeline.defs.assets import ADJUSTMENTS, DISCREPANCY_REPORT, reconcil
 from recon_pipeline.defs.batches import batch_properties, batch_run_config
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline_tests.dagster_processes import (
+from recon_pipeline_tests.support.dagster_processes import (
     JOB_NAME,
     LAUNCH_BACKFILL_MUTATION,
     DagsterDeployment,

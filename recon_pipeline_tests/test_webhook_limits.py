@@ -23,8 +23,8 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_conflicts, payment_event_processing, payment_events
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
+from recon_pipeline_tests.support.throwaway_postgres import ThrowawayCluster, free_port, throwaway_cluster
 from recon_pipeline_tests.test_webhook_receiver import PATH, SECRET, event_body, signed
-from recon_pipeline_tests.throwaway_postgres import ThrowawayCluster, free_port, throwaway_cluster
 
 HEADER_TIMEOUT_S = 2
 MAX_HEADER_BYTES = 16 * 1024

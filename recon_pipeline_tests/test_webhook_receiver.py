@@ -30,7 +30,12 @@ from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
-from recon_pipeline_tests.provider_fixtures import WEBHOOK_SECRET, Flavour, make_charge, make_payment_intent
+from recon_pipeline_tests.support.provider_fixtures import (
+    WEBHOOK_SECRET,
+    Flavour,
+    make_charge,
+    make_payment_intent,
+)
 
 SECRET = "whsec_test_current_0123456789"
 OLD_SECRET = "whsec_test_previous_9876543210"

@@ -14,7 +14,7 @@ import pytest
 from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs import resources as resources_module
 from recon_pipeline.defs.resources import ProviderResource
-from recon_pipeline_tests.pipeline_fixtures import SeededPipeline, seeded
+from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline, seeded
 
 RECON_VARIABLES = (
     "RECON_DATABASE_URL",

@@ -21,7 +21,7 @@ from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.web import Clock, utc_now
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import wait_until
+from recon_pipeline_tests.support.dagster_processes import wait_until
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 NIGHT = "2026-12-02"

@@ -4,8 +4,9 @@ simulator's Stripe flavour serves, for ``test_simulator_strict.py`` to validate 
 (their query parameters as spelled on the wire, and every expandable field of every object type an
 expansion from their objects can reach), which ``providers/stripe/documented.py`` judges requests by.
 
-Run: ``python -m recon_pipeline_tests.stripe_openapi_subset SPEC3_JSON`` (a ``spec3.json`` of stripe/openapi;
-the committed subset came from ``git show e0123a38b40c8d840b4c0469ac0ee1650b6bfea3:openapi/spec3.json`` of
+Run: ``python -m recon_pipeline_tests.support.stripe_openapi_subset SPEC3_JSON`` (a ``spec3.json`` of
+stripe/openapi; the committed subset came from
+``git show e0123a38b40c8d840b4c0469ac0ee1650b6bfea3:openapi/spec3.json`` of
 https://github.com/stripe/openapi, the newest description whose file could be had here).
 
 That description is of API version 2020-08-27; the client pins 2022-11-15
@@ -34,7 +35,7 @@ from typing import Any
 
 from recon_pipeline.providers.stripe.documented import TABLE_PATH
 
-SUBSET_PATH = Path(__file__).parent / "data" / "stripe_openapi_subset.json"
+SUBSET_PATH = Path(__file__).parents[1] / "data" / "stripe_openapi_subset.json"
 SOURCE = {
     "repository": "https://github.com/stripe/openapi",
     "commit": "e0123a38b40c8d840b4c0469ac0ee1650b6bfea3",
@@ -42,7 +43,7 @@ SOURCE = {
     "published_version": "2020-08-27",
 }
 PINNED_VERSION = "2022-11-15"
-GENERATOR = "python -m recon_pipeline_tests.stripe_openapi_subset SPEC3_JSON"
+GENERATOR = "python -m recon_pipeline_tests.support.stripe_openapi_subset SPEC3_JSON"
 # GET endpoints of the simulator and of routes being added to it (their schemas come along).
 SERVED_PATHS = (
     "/v1/charges",

@@ -35,11 +35,11 @@ from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.batches import BATCH_OP, batch_run_config
 from recon_pipeline.defs.postings import post_adjustments, post_approved_adjustments
 from recon_pipeline.events import worker
-from recon_pipeline_tests.crash_points import arm_from
-from recon_pipeline_tests.dagster_processes import JOB_NAME
+from recon_pipeline_tests.support.crash_points import arm_from
+from recon_pipeline_tests.support.dagster_processes import JOB_NAME
 
 CONTEXT = multiprocessing.get_context("forkserver")
-CONTEXT.set_forkserver_preload(["recon_pipeline_tests.fork_server_preload"])
+CONTEXT.set_forkserver_preload(["recon_pipeline_tests.support.fork_server_preload"])
 BARRIER_TIMEOUT_S = 60.0
 WARM_UP_TIMEOUT_S = 120.0  # the fork server imports Dagster and the code location, then one throwaway run
 SEED_VARIABLE = "RECON_CRASH_SEED"

@@ -13,7 +13,7 @@ from contextlib import ExitStack, contextmanager
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 
 def admin_url() -> str:

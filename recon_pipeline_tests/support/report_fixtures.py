@@ -26,9 +26,9 @@ from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.dagster_processes import NightsWorld, build_nights_world, seed_database
-from recon_pipeline_tests.pipeline_fixtures import NIGHT, asset_metadata
-from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.support.dagster_processes import NightsWorld, build_nights_world, seed_database
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata
+from recon_pipeline_tests.support.postgres import postgres_database
 
 _BY_ID = {p.property_id: p for p in DEMO_PROPERTIES}
 LISBON, KYOTO = _BY_ID["lisbon-riverside"], _BY_ID["kyoto-gion"]  # EUR, JPY (zero-decimal)

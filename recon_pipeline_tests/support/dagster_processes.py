@@ -56,9 +56,9 @@ from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.support.postgres import postgres_database
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy"
 BIN_DIR = Path(sys.executable).parent  # the environment running pytest has the dagster entry points
 REPOSITORY_NAME = "__repository__"  # the implicit repository of a Definitions object

@@ -22,7 +22,7 @@ from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import arrival_timestamp
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object
-from recon_pipeline_tests.provider_fixtures import FAST_RETRY, RunningSimulator
+from recon_pipeline_tests.support.provider_fixtures import FAST_RETRY, RunningSimulator
 
 ARRIVAL = date(2026, 11, 27)  # a Friday
 DEADLINE = date(2026, 12, 2)  # its third business day after

@@ -26,7 +26,7 @@ from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.provider_fixtures import flavour_of
+from recon_pipeline_tests.support.provider_fixtures import flavour_of
 
 NIGHT = date(2026, 11, 30)
 BOOKINGS_PER_NIGHT = 120  # > 100 platform charges per window: every pull spans several pages

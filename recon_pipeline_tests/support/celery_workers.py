@@ -36,7 +36,7 @@ from recon_pipeline.defs.batches import batch_tags
 from recon_pipeline.defs.executor import CELERY_BROKER_VARIABLE, CELERY_QUEUE_VARIABLE
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 from recon_pipeline.review.limits import THRESHOLD_ENV
-from recon_pipeline_tests.dagster_processes import (
+from recon_pipeline_tests.support.dagster_processes import (
     BIN_DIR,
     DEPLOY_DIR,
     DagsterDeployment,

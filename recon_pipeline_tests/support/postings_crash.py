@@ -53,11 +53,17 @@ from recon_pipeline.postings.outbox import PostingPolicy
 from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.crash_points import crash_env
-from recon_pipeline_tests.dagster_processes import wait_until
-from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.support.crash_points import crash_env
+from recon_pipeline_tests.support.dagster_processes import wait_until
+from recon_pipeline_tests.support.postgres import postgres_database
+from recon_pipeline_tests.support.warm_children import (
+    Child,
+    PosterSpec,
+    inherited_env,
+    run_poster,
+    start_child,
+)
 from recon_pipeline_tests.test_postings import approve
-from recon_pipeline_tests.warm_children import Child, PosterSpec, inherited_env, run_poster, start_child
 
 POINTS = (POSTING_BEFORE_SEND, POSTING_PMS_ACCEPTED, POSTING_ANSWERED, POSTING_COMMITTED)
 ADAPTERS = ("http", "sql")

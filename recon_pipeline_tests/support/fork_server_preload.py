@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import dagster_postgres  # noqa: F401  (the children's instances are PostgreSQL-backed)
 
-import recon_pipeline_tests.warm_children  # noqa: F401  (the entry points the children run)
+import recon_pipeline_tests.support.warm_children  # noqa: F401  (the entry points the children run)
 
 
 @dg.asset

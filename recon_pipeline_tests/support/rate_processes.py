@@ -49,7 +49,9 @@ def charge_id(puller: int) -> str:
 
 def puller_store(processes: int) -> SimulatorStore:
     """A simulator store holding each puller's charge."""
-    from recon_pipeline_tests.provider_fixtures import make_charge  # not in the pullers: they stay light
+    from recon_pipeline_tests.support.provider_fixtures import (
+        make_charge,  # not in the pullers: they stay light
+    )
 
     return SimulatorStore(charges=[make_charge(charge_id(i), 1_767_225_600) for i in range(processes)])
 

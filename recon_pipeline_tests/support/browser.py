@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import ConsoleMessage, Error, Page, Request, sync_playwright
 
-from recon_pipeline_tests.dagster_processes import REPO_ROOT
+from recon_pipeline_tests.support.dagster_processes import REPO_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 # No sandbox (CI runs as root), no GPU, and none of Chromium's own traffic to Google's services.
