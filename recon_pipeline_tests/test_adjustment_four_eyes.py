@@ -23,7 +23,7 @@ from recon_pipeline.review.adjustments import APPROVE, REJECT, review_adjustment
 from recon_pipeline.review.four_eyes import UNEXPLAINED, four_eyes_threshold, set_four_eyes_threshold
 from recon_pipeline.review.rules import ReviewError
 from recon_pipeline.review.store import Threshold, set_threshold, threshold_for
-from recon_pipeline_tests.test_postings import NOW, propose
+from recon_pipeline_tests.support.posting_fixtures import NOW, propose
 
 THRESHOLD = 1000  # P1's own four-eyes threshold: 1250 needs two approvers, 1000 one
 

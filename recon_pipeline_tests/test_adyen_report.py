@@ -19,7 +19,7 @@ from recon_pipeline.providers.adyen.simulator import csv_text
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline_tests.test_diff import entry, ledger
+from recon_pipeline_tests.support.night_frames import entry, ledger
 
 MERCHANT = "HotelAmsterdamECOM"
 FILE = "settlement_detail_report_batch_7.csv"

@@ -27,7 +27,7 @@ from recon_pipeline_tests.support.provider_fixtures import (  # noqa: F401 (fixt
     simulator_fixture,
     simulator_server_fixture,
 )
-from recon_pipeline_tests.test_review_cli import recon
+from recon_pipeline_tests.support.review_commands import recon
 
 STATEMENT = Path(__file__).parent / "data" / "camt053_payouts.xml"
 Capture = pytest.CaptureFixture[str]

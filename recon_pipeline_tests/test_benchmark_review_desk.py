@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import review_desk
-from recon_pipeline_tests.test_benchmark_scale import _benchmark_json
+from recon_pipeline_tests.support.benchmark_runs import benchmark_json
 
 
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_review_desk_benchmark_serves_every_page_to_both_users(postgres_url: str) -> None:
-    figures = _benchmark_json(
+    figures = benchmark_json(
         "benchmarks.review_desk",
         "--properties",
         "5",

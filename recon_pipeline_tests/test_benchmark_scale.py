@@ -6,35 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from recon_pipeline_tests.support.postgres import admin_url
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _benchmark_json(module: str, *args: str, timeout_s: float) -> dict[str, Any]:
-    """Run ``python -m <module> … --json`` against the test server; the one JSON line it prints."""
-    completed = subprocess.run(
-        [sys.executable, "-m", module, *args, "--json", "--postgres-url", admin_url()],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    figures: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return figures
+from recon_pipeline_tests.support.benchmark_runs import REPO, benchmark_json
 
 
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_scale_benchmark_reconciles_a_tiny_fleet_through_the_daemon(postgres_url: str) -> None:
     # Three properties in three timezones: three night windows, so three batch runs, two at a time.
-    figures = _benchmark_json(
+    figures = benchmark_json(
         "benchmarks.scale",
         "--properties",
         "3",
@@ -57,7 +39,7 @@ def test_scale_benchmark_reconciles_a_tiny_fleet_through_the_daemon(postgres_url
 @pytest.mark.slow
 def test_scale_benchmark_on_connected_accounts_sends_only_what_stripe_documents(postgres_url: str) -> None:
     # One connected account per property against the strict simulator: nothing refused, all reconciled.
-    figures = _benchmark_json(
+    figures = benchmark_json(
         "benchmarks.scale",
         "--properties",
         "3",
@@ -85,7 +67,7 @@ def test_scale_benchmark_on_connected_accounts_sends_only_what_stripe_documents(
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_ui_partitions_benchmark_reads_every_seeded_partition_in_both_designs(postgres_url: str) -> None:
-    figures = _benchmark_json(
+    figures = benchmark_json(
         "benchmarks.ui_partitions",
         "--properties",
         "20",

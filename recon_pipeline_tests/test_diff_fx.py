@@ -22,7 +22,7 @@ from recon_pipeline.reconcile.categories import (
 from recon_pipeline.reconcile.diff import DiffResult, diff_night
 from recon_pipeline.reconcile.report import build_night_report, finding_amounts
 from recon_pipeline_tests.support.fuzzing import fuzz_settings
-from recon_pipeline_tests.test_diff import entry, finding, findings, ledger, providers, record
+from recon_pipeline_tests.support.night_frames import entry, finding, findings, ledger, providers, record
 
 # A guest's card charged 100.00 USD; the EUR account settled it as 92.00 EUR (1 USD = 0.92 EUR).
 PRESENTED, SETTLED = 10_000, 9_200

@@ -14,7 +14,7 @@ from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.review.limits import judge_orphans, judge_unexplained
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
-from recon_pipeline_tests.test_review_cli import KYOTO, LISBON, eur, jpy, recon
+from recon_pipeline_tests.support.review_commands import KYOTO, LISBON, eur, jpy, recon
 
 UNEXPLAINED = "unexplained_discrepancy_amount"
 ORPHANS = "orphaned_payment_age"

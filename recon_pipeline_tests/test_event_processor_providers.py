@@ -25,6 +25,7 @@ from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.adyen import simulator as adyen_simulator
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.simulator.store import SimulatorStore
+from recon_pipeline_tests.support.processor_harness import CREATED, NIGHT, OPEN, Harness
 from recon_pipeline_tests.support.provider_fixtures import (
     ADYEN,
     FAST_RETRY,
@@ -33,7 +34,6 @@ from recon_pipeline_tests.support.provider_fixtures import (
     StartSimulator,
     make_refund,
 )
-from recon_pipeline_tests.test_event_processor import CREATED, NIGHT, OPEN, Harness
 
 
 @dataclass

@@ -46,7 +46,7 @@ from recon_pipeline_tests.support.fuzzing import (
     long_integer,
 )
 from recon_pipeline_tests.support.postgres import postgres_database
-from recon_pipeline_tests.test_webhook_receiver import OLD_SECRET, PATH, SECRET, Receiver, counts
+from recon_pipeline_tests.support.webhook_receiver import OLD_SECRET, PATH, SECRET, Receiver, counts
 
 # Room for the deep and long bodies below, still small enough that a few examples reach the 413.
 MAX_BODY = 32 * 1024

@@ -33,7 +33,7 @@ from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
 from recon_pipeline_tests.support.dagster_processes import free_port, wait_until
-from recon_pipeline_tests.test_postings import NOW, POLICY, Clock, FaultyPms, approve
+from recon_pipeline_tests.support.posting_fixtures import NOW, POLICY, Clock, FaultyPms, approve
 
 SECRET = "whsec_metrics_0123456789"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

@@ -13,7 +13,7 @@ from recon_pipeline.postings.sql_adapter import ADJUSTMENT_KIND, entry_id_for
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
-from recon_pipeline_tests.test_diff import NIGHT, entry, ledger, providers, record
+from recon_pipeline_tests.support.night_frames import NIGHT, entry, ledger, providers, record
 
 POSTED_AT = NIGHT + pd.Timedelta(days=4)  # the PMS posts the correction days after the night
 

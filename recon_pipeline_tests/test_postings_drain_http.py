@@ -20,8 +20,8 @@ from recon_pipeline.postings.drain import drain, posting_of
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.postings.outbox import APPROVED, Claimed
 from recon_pipeline.postings.store import read_posted_adjustments
-from recon_pipeline_tests.test_postings import NOW, POLICY, Clock, approve, posting
-from recon_pipeline_tests.test_postings_http import API_KEY, Pms, serve_pms
+from recon_pipeline_tests.support.pms_server import API_KEY, Pms, serve_pms
+from recon_pipeline_tests.support.posting_fixtures import NOW, POLICY, Clock, approve, posting
 
 pytestmark = pytest.mark.postgres
 

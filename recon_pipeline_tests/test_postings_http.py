@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -19,31 +17,9 @@ from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.postings.pms_simulator.app import build_pms_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.dagster_processes import free_port, wait_until
+from recon_pipeline_tests.support.pms_server import API_KEY, Pms, serve_pms
 
-API_KEY = "pms_secret_key_4f1c"
 CHARGES = "/finance/v1/folio-actions/hotel_1-2026-11-30/charges"
-
-
-@dataclass
-class Pms:
-    base_url: str
-    control: httpx.Client
-
-    def faults(self, **settings: Any) -> None:
-        self.control.post("/_simulator/faults", json=settings).raise_for_status()
-
-    def stats(self) -> dict[str, Any]:
-        return dict(self.control.get("/_simulator/stats").json())
-
-    def adapter(self, **kwargs: Any) -> HttpPostingAdapter:
-        return HttpPostingAdapter(self.base_url, API_KEY, **kwargs)
-
-
-@contextmanager
-def serve_pms() -> Iterator[Pms]:
-    """The PMS simulator on 127.0.0.1 and a client for its control endpoints."""
-    with ServerThread(build_pms_app(API_KEY)) as server, httpx.Client(base_url=server.base_url) as control:
-        yield Pms(server.base_url, control)
 
 
 @pytest.fixture

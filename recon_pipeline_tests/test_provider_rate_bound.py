@@ -29,7 +29,7 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
 from recon_pipeline_tests.support.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
 from recon_pipeline_tests.support.rate_processes import busiest_second
-from recon_pipeline_tests.test_run_concurrency import max_in_progress
+from recon_pipeline_tests.support.run_intervals import max_in_progress
 
 MAX_RPS = 5
 JITTER_ALLOWANCE = 2  # the bucket's burst is 0 (no idle credit); up to two late arrivals may join a window

@@ -11,7 +11,7 @@ from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.reconcile.diff import diff_night, empty_discrepancies
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
-from recon_pipeline_tests.test_diff import entry, ledger, providers, record
+from recon_pipeline_tests.support.night_frames import entry, ledger, providers, record
 
 NOW = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
 

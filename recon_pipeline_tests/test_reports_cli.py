@@ -21,8 +21,8 @@ from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY, plan_adjustm
 from recon_pipeline.reports.overview import ORPHAN_COLUMNS, OVERVIEW_COLUMNS
 from recon_pipeline.reports.paths import FILE_NAMES, OPEN_CSV, ORPHANS_CSV, OVERVIEW_FOLDER
 from recon_pipeline.review.store import save_discrepancies
-from recon_pipeline_tests.test_db import FINDINGS, NOW, finding, findings_frame
-from recon_pipeline_tests.test_review_cli import recon
+from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW, finding, findings_frame
+from recon_pipeline_tests.support.review_commands import recon
 
 NIGHT, EARLIER = "2026-11-30", "2026-11-21"
 PROPERTY = "lisbon-riverside"

@@ -7,33 +7,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from recon_pipeline import cli
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
-
-KYOTO, LISBON = "kyoto-gion", "lisbon-riverside"  # JPY (no decimals) and EUR
-
-
-def recon(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run `recon ARGV` in process: exit code, stdout, stderr (of this command only)."""
-    capsys.readouterr()
-    code = cli.main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from recon_pipeline_tests.support.review_commands import KYOTO, LISBON, eur, jpy, recon
 
 
 def rows(pipeline: SeededPipeline, *where: Any) -> list[dict[str, Any]]:
     with pipeline.engine.connect() as connection:
         query = select(discrepancies).where(*where).order_by(discrepancies.c.discrepancy_id)
         return [dict(row) for row in connection.execute(query).mappings()]
-
-
-def jpy(minor: int) -> str:
-    return f"{minor:,} JPY"
-
-
-def eur(minor: int) -> str:
-    return f"{'-' if minor < 0 else ''}{abs(minor) / 100:,.2f} EUR"
 
 
 def listed_ids(out: str) -> list[int]:

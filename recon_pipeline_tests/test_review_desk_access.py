@@ -26,8 +26,8 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline_tests.support.desk_fixtures import NIGHT, add_user, csrf_of, finding, served_desk, sign_in
-from recon_pipeline_tests.test_postings import propose
-from recon_pipeline_tests.test_review_desk_nights import payout_row
+from recon_pipeline_tests.support.desk_rows import payout_row
+from recon_pipeline_tests.support.posting_fixtures import propose
 
 THEIRS = "theirs"  # every p2 record's id starts with it: no answer to a p1 user may contain it
 

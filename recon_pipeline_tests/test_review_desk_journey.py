@@ -26,7 +26,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     finding,
     served_desk,
 )
-from recon_pipeline_tests.test_postings import propose
+from recon_pipeline_tests.support.posting_fixtures import propose
 
 pytestmark = [
     pytest.mark.slow,  # drives Chromium

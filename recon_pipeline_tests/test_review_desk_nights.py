@@ -34,6 +34,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
+from recon_pipeline_tests.support.desk_rows import adjustment, payout_row
 
 EARLIER = "2026-12-01"
 EMPTY_NIGHT = "2026-11-01"
@@ -50,22 +51,6 @@ class Desk:
         with httpx.Client(base_url=self.base_url) as client:
             assert sign_in(client, name).status_code == 303
             yield client
-
-
-def adjustment(adjustment_id: str, property_id: str, status: str, amount: int) -> dict[str, Any]:
-    return {
-        "adjustment_id": adjustment_id,
-        "idempotency_key": f"key-{adjustment_id}",
-        "property_id": property_id,
-        "night": NIGHT,
-        "kind": "payment",
-        "provider_record_id": f"ch-{adjustment_id}",
-        "amount_minor": amount,
-        "currency": "EUR",
-        "reason": "missing in ledger",
-        "status": status,
-        "created_at": NOW,
-    }
 
 
 def outbox(adjustment_id: str, state: str) -> dict[str, Any]:
@@ -257,25 +242,6 @@ def test_another_property_or_a_malformed_night_is_not_found_and_an_empty_night_s
     assert [r.status_code for r in (other, unknown, *malformed)] == [404] * 5
     assert other.text == unknown.text and "secret" not in other.text
     assert empty.status_code == 200 and "Nothing recorded for this night." in empty.text
-
-
-def payout_row(payout_id: str, holder: str, status: str = "paid", **facts: Any) -> dict[str, Any]:
-    return {
-        "payout_id": payout_id,
-        "provider": "stripe",
-        "amount_minor": 12_345,
-        "currency": "EUR",
-        "status": status,
-        "arrival_night": NIGHT,
-        "automatic": True,
-        "created_at": NOW,
-        "traced": True,
-        "transactions": 3,
-        "sum_difference_minor": 0,
-        "holder_property_id": holder,
-        "last_seen_at": NOW,
-        **facts,
-    }
 
 
 def transaction(transaction_id: str, property_id: str | None, amount: int) -> dict[str, Any]:

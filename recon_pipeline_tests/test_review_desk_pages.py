@@ -24,7 +24,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
-from recon_pipeline_tests.test_review_desk_nights import adjustment, payout_row
+from recon_pipeline_tests.support.desk_rows import adjustment, payout_row
 
 P1_FINDINGS = 450
 P1_NIGHTS = 150  # p1's findings spread over this many nights, three a night

@@ -14,9 +14,9 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.results import WriteCounts
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, ledger_entries
 from recon_pipeline.review.store import review, save_discrepancies
+from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW
 from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline
-from recon_pipeline_tests.test_db import FINDINGS, NOW
-from recon_pipeline_tests.test_review_cli import KYOTO, jpy, recon
+from recon_pipeline_tests.support.review_commands import KYOTO, jpy, recon
 
 WAIT_S = 20
 

@@ -19,6 +19,7 @@ import pytest
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.support.dagster_processes import StartWorld, wait_for_runs
+from recon_pipeline_tests.support.run_intervals import max_in_progress
 
 NIGHTS = (date(2026, 11, 27), date(2026, 11, 28), date(2026, 11, 29))
 PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 3 nights × 2 one-property batches = 6 runs
@@ -26,16 +27,6 @@ TAG_LIMIT = 2
 SLOW_MS = 700  # every provider response; a run makes several requests, so it lasts a few seconds
 STARTUP_TIMEOUT_S = 90
 RUNS_TIMEOUT_S = 400  # six runs, two at a time: over 200 s on a loaded 2-core machine
-
-
-def max_in_progress(intervals: list[tuple[float, float]]) -> int:
-    """The most intervals open at one instant (an end at t closes before a start at t opens)."""
-    events = sorted([(end, -1) for _, end in intervals] + [(start, 1) for start, _ in intervals])
-    current = peak = 0
-    for _, delta in events:
-        current += delta
-        peak = max(peak, current)
-    return peak
 
 
 def test_max_in_progress() -> None:

@@ -24,7 +24,7 @@ from recon_pipeline.db.schema import payment_event_conflicts, payment_event_proc
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
 from recon_pipeline_tests.support.throwaway_postgres import ThrowawayCluster, free_port, throwaway_cluster
-from recon_pipeline_tests.test_webhook_receiver import PATH, SECRET, event_body, signed
+from recon_pipeline_tests.support.webhook_receiver import PATH, SECRET, event_body, signed
 
 HEADER_TIMEOUT_S = 2
 MAX_HEADER_BYTES = 16 * 1024

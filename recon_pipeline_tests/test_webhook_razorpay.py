@@ -17,8 +17,8 @@ from recon_pipeline.events.parse import EventFormatError
 from recon_pipeline.providers.errors import SignatureError
 from recon_pipeline.providers.razorpay.webhook import compute_signature, verify
 from recon_pipeline.providers.razorpay.webhook import parse_event as parse_razorpay_event
-from recon_pipeline_tests import test_webhook_receiver as stripe_receiver
-from recon_pipeline_tests.test_webhook_receiver import (
+from recon_pipeline_tests.support import webhook_receiver as stripe_receiver
+from recon_pipeline_tests.support.webhook_receiver import (
     MAX_BODY,
     OLD_SECRET,
     SECRET,

@@ -6,7 +6,6 @@ Every refused delivery is checked twice: the status code the provider sees, and 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -15,13 +14,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -30,63 +27,25 @@ from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
+from recon_pipeline_tests.support import webhook_receiver
 from recon_pipeline_tests.support.provider_fixtures import (
     WEBHOOK_SECRET,
     Flavour,
     make_charge,
     make_payment_intent,
 )
+from recon_pipeline_tests.support.webhook_receiver import (
+    MAX_BODY,
+    OLD_SECRET,
+    PATH,
+    SECRET,
+    Receiver,
+    counts,
+    event_body,
+    signed,
+)
 
-SECRET = "whsec_test_current_0123456789"
-OLD_SECRET = "whsec_test_previous_9876543210"
-MAX_BODY = 4096
-PATH = "/webhooks/stripe"
-
-
-@dataclass
-class Receiver:
-    engine: Engine
-    client: httpx.Client
-    server: ServerThread
-
-
-def event_body(event_id: str = "evt_1", **overrides: Any) -> bytes:
-    """A Stripe event as Stripe serialises it (indented), so byte-identity is a real check."""
-    event: dict[str, Any] = {
-        "id": event_id,
-        "object": "event",
-        "type": "payment_intent.succeeded",
-        "created": 1_760_000_000,
-        "data": {"object": {"id": "pi_123", "object": "payment_intent", "amount": 12_500, "currency": "eur"}},
-    }
-    event.update(overrides)
-    return json.dumps(event, indent=2, ensure_ascii=False).encode()
-
-
-def signed(body: bytes, secret: str = SECRET, age_s: int = 0) -> dict[str, str]:
-    return {
-        "Stripe-Signature": sign(body, secret, int(time.time()) - age_s),
-        "Content-Type": "application/json",
-    }
-
-
-def counts(engine: Engine) -> tuple[int, int]:
-    with engine.connect() as connection:
-        events = connection.execute(select(func.count()).select_from(payment_events)).scalar_one()
-        processing = connection.execute(
-            select(func.count()).select_from(payment_event_processing)
-        ).scalar_one()
-    return events, processing
-
-
-@pytest.fixture
-def receiver(database_url: str) -> Iterator[Receiver]:
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
-    app = build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY)
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
-        yield Receiver(engine, client, server)
-    engine.dispose()
+receiver = webhook_receiver.receiver  # the receiver fixture (SQLite and PostgreSQL)
 
 
 def raw_request(server: ServerThread, request: bytes) -> int:

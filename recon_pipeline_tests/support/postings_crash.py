@@ -56,6 +56,7 @@ from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.crash_points import crash_env
 from recon_pipeline_tests.support.dagster_processes import wait_until
 from recon_pipeline_tests.support.postgres import postgres_database
+from recon_pipeline_tests.support.posting_fixtures import approve
 from recon_pipeline_tests.support.warm_children import (
     Child,
     PosterSpec,
@@ -63,7 +64,6 @@ from recon_pipeline_tests.support.warm_children import (
     run_poster,
     start_child,
 )
-from recon_pipeline_tests.test_postings import approve
 
 POINTS = (POSTING_BEFORE_SEND, POSTING_PMS_ACCEPTED, POSTING_ANSWERED, POSTING_COMMITTED)
 ADAPTERS = ("http", "sql")
