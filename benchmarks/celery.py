@@ -3,7 +3,7 @@
     python -m benchmarks.celery [--properties 200] [--workers 1 2] [--batch-size 50] [--concurrency 1]
                                 [--timeout 1800] [--json]
 
-The deployment of ``recon_pipeline_tests/test_celery_executor.py`` (code server, webserver, daemon on a
+The deployment of ``recon_pipeline_tests/defs/test_celery_executor.py`` (code server, webserver, daemon on a
 scratch PostgreSQL instance with deploy/dagster.yaml's run queue and limits; RabbitMQ at
 RECON_TEST_CELERY_BROKER, default the local one), built afresh for each worker count: the fleet's night
 (``demo/fleet.py``) cut into batches as the nightly schedule cuts it, one run per batch submitted at once.

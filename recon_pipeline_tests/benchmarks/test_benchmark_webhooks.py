@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "webhooks.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "webhooks.py"
 
 
 @pytest.mark.postgres

@@ -22,7 +22,7 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINO
 from recon_pipeline_tests.support.dagster_processes import free_port
 from recon_pipeline_tests.support.desk_fixtures import sign_in, wait_for_desk
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 PASSWORD_LINE = re.compile(r"^demo password \(shown once; [^)]*\): (\S+)$", re.MULTILINE)
 FOUR_EYES_LINE = re.compile(
     r"^four-eyes: (\S+)'s four-eyes threshold is now .*?: (adj_[0-9a-f]{24}) ", re.MULTILINE

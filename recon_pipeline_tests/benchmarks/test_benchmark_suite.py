@@ -16,7 +16,7 @@ from benchmarks.report import SECTION_TITLES, render
 from benchmarks.run_all import QUICK, SUITES
 from recon_pipeline_tests.support.postgres import admin_url
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.postgres

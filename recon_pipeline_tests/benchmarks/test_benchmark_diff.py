@@ -14,7 +14,7 @@ from benchmarks.datagen import DIFF_CATEGORIES, generate_frames, generate_night
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "diff.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "diff.py"
 
 
 @pytest.mark.slow  # runs the benchmark script

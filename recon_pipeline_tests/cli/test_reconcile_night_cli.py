@@ -48,7 +48,7 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline_tests.support.dagster_processes import start_process
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NIGHT = "2026-11-30"
 BAD_ROW = PropertyRow("broken-zone", "Broken", "Mars/Olympus", "EUR", "00:00", None)
 IDS = sorted(p.property_id for p in DEMO_PROPERTIES)

@@ -29,7 +29,7 @@ from recon_pipeline_tests.support.provider_fixtures import (  # noqa: F401 (fixt
 )
 from recon_pipeline_tests.support.review_commands import recon
 
-STATEMENT = Path(__file__).parent / "data" / "camt053_payouts.xml"
+STATEMENT = Path(__file__).parents[1] / "data" / "camt053_payouts.xml"
 Capture = pytest.CaptureFixture[str]
 
 

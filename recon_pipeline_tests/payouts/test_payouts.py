@@ -61,7 +61,7 @@ from recon_pipeline_tests.support.provider_fixtures import (  # noqa: F401 (fixt
     simulator_server_fixture,
 )
 
-STATEMENT = Path(__file__).parent / "data" / "camt053_payouts.xml"
+STATEMENT = Path(__file__).parents[1] / "data" / "camt053_payouts.xml"
 DAYS = 3
 NO_HOLIDAYS: frozenset[date] = frozenset()
 

@@ -12,7 +12,7 @@ import pytest
 
 from recon_pipeline_tests.support.postgres import admin_url
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "processor.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "processor.py"
 
 
 @pytest.mark.postgres
