@@ -56,8 +56,8 @@ from recon_pipeline.defs.resources import ProviderResource
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT
 from recon_pipeline.simulation.host.app import build_app
-from recon_pipeline_tests.scratch import scratch_database
-from recon_pipeline_tests.throwaway_postgres import throwaway_cluster
+from recon_pipeline_tests.support.scratch import scratch_database
+from recon_pipeline_tests.support.throwaway_postgres import throwaway_cluster
 
 DEFAULT_PROPERTIES = 250
 DEFAULT_RPS = 100  # Stripe's documented live-mode limit, as scale.py

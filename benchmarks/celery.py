@@ -3,7 +3,7 @@
     python -m benchmarks.celery [--properties 200] [--workers 1 2] [--batch-size 50] [--concurrency 1]
                                 [--timeout 1800] [--json]
 
-The deployment of ``recon_pipeline_tests/test_celery_executor.py`` (code server, webserver, daemon on a
+The deployment of ``recon_pipeline_tests/defs/test_celery_executor.py`` (code server, webserver, daemon on a
 scratch PostgreSQL instance with deploy/dagster.yaml's run queue and limits; RabbitMQ at
 RECON_TEST_CELERY_BROKER, default the local one), built afresh for each worker count: the fleet's night
 (``simulation/demo/fleet.py``) cut into batches as the nightly schedule cuts it, one run per batch submitted
@@ -31,14 +31,14 @@ from sqlalchemy import create_engine, select
 from benchmarks.environment import load_average
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
-from recon_pipeline_tests.celery_workers import (
+from recon_pipeline_tests.support.celery_workers import (
     BROKER_URL,
     CELERY_DAGSTER_YAML,
     NO_THRESHOLD,
     broker_reachable,
     celery_night,
 )
-from recon_pipeline_tests.dagster_processes import pg_dagster_world_in
+from recon_pipeline_tests.support.dagster_processes import pg_dagster_world_in
 
 NIGHT = date(2026, 11, 29)
 

@@ -30,14 +30,14 @@ from recon_pipeline.simulation.demo.fleet import (
 )
 from recon_pipeline.simulation.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.simulation.demo.world import World
-from recon_pipeline_tests.dagster_processes import (
+from recon_pipeline_tests.support.dagster_processes import (
     DagsterDeployment,
     GraphQL,
     dagster_pg_env,
     instance_from_home,
     write_dagster_home,
 )
-from recon_pipeline_tests.scratch import scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 STARTUP_TIMEOUT_S = 90
 

@@ -50,8 +50,8 @@ from recon_pipeline.simulation.demo.run import found_by_category
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import World
 from recon_pipeline.simulation.host.app import build_app
-from recon_pipeline_tests.pipeline_fixtures import asset_metadata
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.pipeline_fixtures import asset_metadata
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 # Dagster's console logger prints every event at DEBUG; a benchmark of hundreds of runs keeps warnings.
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

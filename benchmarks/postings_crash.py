@@ -1,7 +1,7 @@
 """The posting crash window in full (issue 15): 50 SIGKILLs of a real poster process at each point of a
 post, per adapter, on PostgreSQL; after each a fresh drainer runs. Prints the figures as JSON; any
 duplicate posting, lost posting or ``unknown`` left fails the run (see
-``recon_pipeline_tests.postings_crash``).
+``recon_pipeline_tests.support.postings_crash``).
 
     RECON_REQUIRE_POSTGRES=1 python -m benchmarks.postings_crash [--per-point 50] [--adapter http sql]
 
@@ -15,8 +15,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from recon_pipeline_tests.postings_crash import ADAPTERS, run_point_trials
-from recon_pipeline_tests.warm_children import crash_seed, warm_up
+from recon_pipeline_tests.support.postings_crash import ADAPTERS, run_point_trials
+from recon_pipeline_tests.support.warm_children import crash_seed, warm_up
 
 
 def main(argv: list[str] | None = None) -> int:

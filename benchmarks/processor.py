@@ -42,7 +42,7 @@ from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_
 from recon_pipeline.serving import ServerThread  # noqa: E402
 from recon_pipeline.simulation.host.app import build_app  # noqa: E402
 from recon_pipeline.simulation.host.store import SimulatorStore  # noqa: E402
-from recon_pipeline_tests.scratch import scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 DEFAULT_ADMIN_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 API_KEY = "sk_test_processor_benchmark"

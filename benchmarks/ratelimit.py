@@ -13,8 +13,8 @@ which is the point: that is the ceiling of request starts per second the bucket 
 Utilisation (issue 13): for each of ``--rates``, ``--processes`` spawned processes of
 ``--process-threads`` threads each pull from the simulator (served here, enforcing the same rate) for
 ``--duration`` seconds through ``ProviderHttp`` and one shared bucket, on each backend
-(``recon_pipeline_tests/rate_processes.py``). From the simulator's request log: the mean rate while every
-process pulled as a share of the limit, the busiest one-second window, the 429s; and the processes'
+(``recon_pipeline_tests/support/rate_processes.py``). From the simulator's request log: the mean rate while
+every process pulled as a share of the limit, the busiest one-second window, the 429s; and the processes'
 median bucket / wait / whole-request times, which say whether a shortfall is the bucket's or the
 machine's (a slot is only used if some thread is waiting for it).
 """
@@ -38,8 +38,8 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.ratelimit import SharedRateLimiter
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.host.app import build_app
-from recon_pipeline_tests.rate_processes import RateFigures, pull_in_processes, puller_store
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.rate_processes import RateFigures, pull_in_processes, puller_store
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 UNBOUNDED_RATE = 1e9  # slots 1 ns apart: every reserve answers "now", so only the statement is timed
 

@@ -52,8 +52,8 @@ from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.pages.exports import EXPORT_LIMIT
 from recon_pipeline.review_desk.users import add_user
 from recon_pipeline.serving import ServerThread
-from recon_pipeline_tests.desk_fixtures import PASSWORD, sign_in
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.desk_fixtures import PASSWORD, sign_in
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 FINDINGS_PER_NIGHT = 20
 ADJUSTMENTS_PER_NIGHT = 5

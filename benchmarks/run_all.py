@@ -30,7 +30,7 @@ from typing import Any
 from benchmarks import datacompy_diff, pipeline, provider_pull, writer
 from benchmarks.environment import load_average, machine, versions
 from benchmarks.report import render
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 BENCHMARKS = Path(__file__).resolve().parent
 SUITES = ("diff", "writer", "pull", "pipeline", "webhooks", "processor")

@@ -52,9 +52,9 @@ from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, PLATFORM_SHARE
 from recon_pipeline.simulation.demo.world import World
 from recon_pipeline.simulation.host.app import build_app
-from recon_pipeline_tests.dagster_processes import recon_env, wait_for_runs
-from recon_pipeline_tests.rate_processes import busiest_second
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.dagster_processes import recon_env, wait_for_runs
+from recon_pipeline_tests.support.rate_processes import busiest_second
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 DEFAULT_RPS = 100  # Stripe's documented live-mode limit
 DEFAULT_MAX_CONCURRENT_RUNS = 4

@@ -47,13 +47,13 @@ from benchmarks.worlds import LAST_NIGHT, nights_ending
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.simulation.demo.fleet import fleet_properties
-from recon_pipeline_tests.browser import CHROMIUM, chromium_page
-from recon_pipeline_tests.dagster_processes import (
+from recon_pipeline_tests.support.browser import CHROMIUM, chromium_page
+from recon_pipeline_tests.support.dagster_processes import (
     REPO_ROOT,
     GraphQL,
     GraphQLError,
 )
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 PARTITION_PLACEHOLDER = "@@partition@@"
 PAGE_TIMEOUT_MS = 300_000

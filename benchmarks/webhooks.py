@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recon_pipeline.db.schema import payment_event_processing, payment_events  # noqa: E402
 from recon_pipeline.providers.stripe.webhook import HEADER, sign  # noqa: E402
-from recon_pipeline_tests.scratch import scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 DEFAULT_POSTGRES_URL = os.environ.get("RECON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 STARTUP_TIMEOUT_S = 60.0

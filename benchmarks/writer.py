@@ -30,7 +30,7 @@ from recon_pipeline.db.schema import adjustments
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 NIGHT = "2025-03-15"  # the generated night (datagen.NIGHT_START)
 FINDING_RATE = 0.5  # of which 4 in 6 propose an adjustment: about n / 3 adjustments

@@ -4,7 +4,7 @@ The crash-window tests must kill a process at an exact place, e.g. after the adj
 before Dagster heard of them. The package only names those places and calls ``reached`` there; what
 happens at a checkpoint is the business of whoever installs ``hook``. Production installs nothing, so a
 call costs one global lookup and a None test: no environment read, no import of test code. The tests'
-hook (``recon_pipeline_tests.crash_points``) SIGKILLs the process at the armed checkpoint.
+hook (``recon_pipeline_tests.support.crash_points``) SIGKILLs the process at the armed checkpoint.
 """
 
 from __future__ import annotations

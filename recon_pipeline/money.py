@@ -36,7 +36,7 @@ THREE_DECIMAL_CURRENCIES = frozenset({"BHD", "JOD", "KWD", "OMR", "TND"})
 # ISO 4217 list one (active codes, 2025), with codes withdrawn since 2023 that still circulate during their
 # changeover (ANG, SLL, ZWL). XTS (testing) and XXX (no currency) are ISO codes but name no money, so a
 # ledger entry in them is as invalid as one in "XXX1". No dependency of ours ships the list; the table is
-# checked by recon_pipeline_tests/test_money.py.
+# checked by recon_pipeline_tests/core/test_money.py.
 ISO_4217_CURRENCIES = frozenset(
     {
         "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT", "BGN",

@@ -14,17 +14,17 @@ from sqlalchemy import Engine
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline_tests.postgres import postgres_database
+from recon_pipeline_tests.support.postgres import postgres_database
 
 # Step retries of provider-bound assets wait seconds in production; tests keep them short.
 os.environ.setdefault("RECON_STEP_RETRY_DELAY_S", "0.05")
 
 pytest_plugins = [
     "pytester",  # test_tiers.py runs pytest on small test files
-    "recon_pipeline_tests.provider_fixtures",  # before pipeline_fixtures, which imports it
-    "recon_pipeline_tests.dagster_processes",
-    "recon_pipeline_tests.pipeline_fixtures",
-    "recon_pipeline_tests.report_fixtures",
+    "recon_pipeline_tests.support.provider_fixtures",  # before pipeline_fixtures, which imports it
+    "recon_pipeline_tests.support.dagster_processes",
+    "recon_pipeline_tests.support.pipeline_fixtures",
+    "recon_pipeline_tests.support.report_fixtures",
 ]
 
 

@@ -1,8 +1,8 @@
 """Which GET requests Stripe documents: per endpoint its query parameters, and which ``expand[]`` paths.
 
 The rule is Stripe's published OpenAPI description, reduced to ``documented_requests.json`` (regenerate it
-with ``python -m recon_pipeline_tests.stripe_openapi_subset SPEC3_JSON``; it came from the spec3.json of
-https://github.com/stripe/openapi at commit e0123a38b40c8d840b4c0469ac0ee1650b6bfea3, with the
+with ``python -m recon_pipeline_tests.support.stripe_openapi_subset SPEC3_JSON``; it came from the spec3.json
+of https://github.com/stripe/openapi at commit e0123a38b40c8d840b4c0469ac0ee1650b6bfea3, with the
 2022-11-15 changes the client pins: a PaymentIntent's ``latest_charge`` in place of ``charges``):
 
 - a query parameter is one the endpoint publishes, spelled as on the wire (``created[gte]``, ``expand[]``

@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.batches``: planning, running and committing batches of property-nights."""

@@ -1,0 +1,1 @@
+"""Tests that the benchmark scripts (``benchmarks/``) still run and their checks hold."""

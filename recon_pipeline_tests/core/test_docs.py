@@ -1,0 +1,79 @@
+"""The README stays a five-minute read, and no page of the documentation names a path that is not there.
+
+A path the README or a page of ``docs/`` names in backticks (``recon_pipeline/...``, ``docs/...``,
+``benchmarks/...``, ``deploy/...``, ``recon_pipeline_tests/...``, a root ``*.yaml`` or ``*.toml``) or links to
+must exist, so that a module moved or renamed takes its documentation with it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+MAX_README_LINES = 200
+
+# TEMPORARY (issue 25): the documentation names the house's target layout, which the other branches of the
+# restructure create. The lead deletes this set, and its use below, once every branch is merged.
+PENDING_MOVES: frozenset[str] = frozenset(
+    {
+        "recon_pipeline/errors.py",
+        "recon_pipeline/properties.py",
+        "recon_pipeline/retry.py",
+        "recon_pipeline/providers/settings.py",
+        "recon_pipeline/providers/ratelimit.py",
+        "recon_pipeline/providers/events.py",
+        "recon_pipeline/batches/nightly.py",
+        "recon_pipeline/simulation",
+        "recon_pipeline/simulation/host",
+        "recon_pipeline/simulation/host/wire.py",
+        "recon_pipeline/simulation/stripe",
+        "recon_pipeline/simulation/razorpay",
+        "recon_pipeline/simulation/adyen",
+        "recon_pipeline/simulation/pms",
+        "recon_pipeline/simulation/demo",
+    }
+)
+
+FENCED = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+REPO_PATH = re.compile(
+    r"(?:recon_pipeline|recon_pipeline_tests|docs|benchmarks|deploy)/[A-Za-z0-9_./-]*|[A-Za-z0-9_.-]+\.(?:yaml|toml)"
+)
+
+
+def documents() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def named_paths(document: Path) -> list[str]:
+    """Repository paths, relative to the root, that ``document`` names in code spans or links, in order."""
+    text = FENCED.sub("", document.read_text(encoding="utf-8"))
+    named: list[tuple[int, str]] = []
+    for span in CODE_SPAN.finditer(text):
+        if REPO_PATH.fullmatch(span.group(1)):
+            named.append((span.start(), span.group(1)))
+    for link in LINK.finditer(text):
+        target = link.group(1).split("#", 1)[0]
+        if not target or re.match(r"[a-z][a-z0-9+.-]*:", target):  # an anchor on the page, or a URL
+            continue
+        resolved = (document.parent / target).resolve()
+        named.append((link.start(), resolved.relative_to(ROOT).as_posix()))
+    return [path for _, path in sorted(named)]
+
+
+def test_the_readme_is_a_five_minute_read() -> None:
+    lines = len(README.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_README_LINES, f"README.md has {lines} lines, more than {MAX_README_LINES}"
+
+
+def test_every_path_the_documentation_names_exists() -> None:
+    missing = [
+        f"{document.relative_to(ROOT)} names {path}, which does not exist"
+        for document in documents()
+        for path in named_paths(document)
+        if path.rstrip("/") not in PENDING_MOVES and not (ROOT / path).exists()
+    ]
+    assert not missing, "\n".join(missing)

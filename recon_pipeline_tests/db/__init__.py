@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.db``: migrations and the idempotent writers."""

@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.events``: parsing, storing, processing and recovering provider events."""

@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.ledger``: reading the PMS ledger."""

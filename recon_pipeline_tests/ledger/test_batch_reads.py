@@ -1,0 +1,91 @@
+"""A batch's PMS input read at once (``ledger/queries.py``): each property gets the rows of its own window,
+whatever time zone, in one statement per table (per ``IN_CLAUSE_CHUNK`` properties)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event, insert
+
+from recon_pipeline.db import migrations
+from recon_pipeline.db.engine import make_engine
+from recon_pipeline.db.schema import ledger_entries, payment_orders, properties
+from recon_pipeline.ledger import queries
+from recon_pipeline.ledger.queries import (
+    ADJACENT_NIGHT_MARGIN,
+    captured_orders_frame,
+    ledger_frame,
+    read_captured_order_rows,
+    read_ledger_rows,
+)
+from recon_pipeline.nights import night_window
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT
+
+ZONES = {"p_utc": "UTC", "p_tokyo": "Asia/Tokyo", "p_la": "America/Los_Angeles"}
+
+
+@pytest.mark.parametrize("chunk", [500, 2])
+def test_each_property_gets_its_own_windows_rows_in_one_statement_per_table(
+    database_url: str, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(queries, "IN_CLAUSE_CHUNK", chunk)
+    engine = make_engine(database_url)
+    migrations.upgrade(engine)
+    windows = {p: night_window(NIGHT, zone, "00:00") for p, zone in ZONES.items()}
+    # Per property: an entry in its night, one in the margin before it, one just past the margin; and a
+    # captured order in its night and one an hour before it. The zones' windows overlap, so a row of one
+    # property inside another's window tells whether the windows were applied per property.
+    offsets = {
+        "in": timedelta(hours=2),
+        "adjacent": -timedelta(hours=3),
+        "outside": ADJACENT_NIGHT_MARGIN * -1 - timedelta(hours=1),
+    }
+    with engine.begin() as connection:
+        connection.execute(
+            insert(properties),
+            [{"property_id": p, "name": p, "timezone": zone, "currency": "EUR"} for p, zone in ZONES.items()],
+        )
+        connection.execute(
+            insert(ledger_entries),
+            [
+                {"entry_id": f"{p}_{where}", "property_id": p, "kind": "payment", "amount_minor": 100,
+                 "currency": "eur", "posted_at": windows[p].start + offset}
+                for p in ZONES
+                for where, offset in offsets.items()
+            ],
+        )  # fmt: skip
+        connection.execute(
+            insert(payment_orders),
+            [
+                {"provider_payment_id": f"ch_{p}_{where}", "property_id": p, "amount_minor": 100,
+                 "currency": "eur", "status": "captured", "captured_at": windows[p].start + offset,
+                 "updated_at": windows[p].start}
+                for p in ZONES
+                for where, offset in (("in", timedelta(hours=2)), ("before", -timedelta(hours=1)))
+            ],
+        )  # fmt: skip
+    asked = {p: windows[p] for p in ("p_utc", "p_tokyo")}  # p_la is not in the batch
+    statements: list[str] = []
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def count(_c: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    with engine.connect() as connection:
+        ledger = read_ledger_rows(connection, asked)
+        captured = read_captured_order_rows(connection, asked)
+    engine.dispose()
+
+    per_table = -(-len(asked) // chunk)  # one statement per chunk of properties
+    assert len(statements) == 2 * per_table
+    assert set(ledger) == set(captured) == set(asked)
+    for p, window in asked.items():
+        frame = ledger_frame(ledger[p], window)
+        assert dict(zip(frame["entry_id"], frame["in_night"], strict=True)) == {
+            f"{p}_in": True,
+            f"{p}_adjacent": False,
+        }
+        assert frame["currency"].tolist() == ["EUR", "EUR"]
+        assert captured_orders_frame(captured[p])["payment_id"].tolist() == [f"ch_{p}_in"]

@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.metrics``: the operational metrics and their checks."""

@@ -1,0 +1,2 @@
+"""Tests of ``recon_pipeline.providers``: the clients, adapters, reports, webhook signatures and rate limits
+of each provider."""

@@ -1,0 +1,194 @@
+"""Orphaned captured payments: money captured, booking still not confirmed after the grace period."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from recon_pipeline.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.providers.objects import records_frame
+from recon_pipeline.providers.stripe.client import charge_rows
+from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.identity import payment_aliases
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline_tests.support.provider_fixtures import make_charge
+
+NOW = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
+GRACE = timedelta(hours=1)
+
+
+def captured(
+    payment_id: str,
+    booking: str | None,
+    ago: timedelta,
+    amount: int = 10_000,
+    currency: str = "EUR",
+    source: str = "provider",
+) -> dict[str, Any]:
+    return {
+        "payment_id": payment_id,
+        "booking_id": booking,
+        "amount_minor": amount,
+        "currency": currency,
+        "captured_at": pd.Timestamp(NOW - ago),
+        "source": source,
+    }
+
+
+def payments(*rows: dict[str, Any]) -> pd.DataFrame:
+    columns = ["payment_id", "booking_id", "amount_minor", "currency", "captured_at", "source"]
+    frame = pd.DataFrame(list(rows), columns=columns)
+    return frame.astype({"amount_minor": "int64", "captured_at": "datetime64[ns, UTC]"})
+
+
+def bookings(**statuses: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "booking_id": list(statuses),
+            "status": list(statuses.values()),
+            "updated_at": [pd.Timestamp(NOW)] * len(statuses),
+        }
+    )
+
+
+def test_captured_payments_of_unconfirmed_or_unknown_bookings_are_orphans() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("pi_1", "bk_1", timedelta(hours=3, minutes=12)),
+            captured("pi_2", "bk_2", timedelta(hours=5)),
+            captured("pi_3", "bk_3", timedelta(days=2, hours=4, minutes=5), amount=30_000, currency="JPY"),
+            captured("pi_4", "bk_4", timedelta(hours=2)),
+            captured("pi_5", "bk_9", timedelta(minutes=90)),
+            captured("pi_6", None, timedelta(minutes=61)),
+        ),
+        bookings(bk_1="confirming", bk_2="confirmed", bk_3="cancelled", bk_4="pending"),
+        NOW,
+        GRACE,
+    )
+    assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+    assert orphans["record_key"].tolist() == [
+        "payment:pi_1",
+        "payment:pi_3",
+        "payment:pi_4",
+        "payment:pi_5",
+        "payment:pi_6",
+    ]
+    assert orphans["detail"].tolist() == [
+        "captured 2025-03-16 08:48 UTC; booking bk_1 is confirming",
+        "captured 2025-03-14 07:55 UTC; booking bk_3 is cancelled",
+        "captured 2025-03-16 10:00 UTC; booking bk_4 is pending",
+        "captured 2025-03-16 10:30 UTC; booking bk_9 does not exist",
+        "captured 2025-03-16 10:59 UTC; it names no booking",
+    ]
+    first = orphans.iloc[1].to_dict()
+    assert first | {"detail": None} == {
+        "category": "orphaned_captured_payment",
+        "record_key": "payment:pi_3",
+        "kind": "payment",
+        "provider_record_id": "pi_3",
+        "ledger_currency": None,
+        "ledger_entry_id": None,
+        "booking_id": "bk_3",
+        "provider_amount_minor": 30_000,
+        "ledger_amount_minor": None,
+        "difference_minor": 30_000,
+        "currency": "JPY",
+        "detail": None,
+    }
+    assert orphans["booking_id"].tolist()[-1] is None
+    assert str(orphans["ledger_amount_minor"].dtype) == "Int64"
+
+
+def test_captures_younger_than_the_grace_period_wait() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(captured("pi_1", "bk_1", timedelta(minutes=59)), captured("pi_2", "bk_1", GRACE)),
+        bookings(bk_1="pending"),
+        NOW,
+        GRACE,
+    )
+    assert orphans["record_key"].tolist() == ["payment:pi_2"]
+
+
+def test_a_payment_seen_by_both_sources_counts_once_as_the_provider_saw_it() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("pi_1", "bk_1", timedelta(hours=2), amount=9_000, source="payment_orders"),
+            captured("pi_1", "bk_1", timedelta(hours=2), amount=10_000, source="provider"),
+            captured("pi_2", "bk_1", timedelta(hours=2), amount=5_000, source="payment_orders"),
+        ),
+        bookings(bk_1="confirming"),
+        NOW,
+        GRACE,
+    )
+    assert orphans["record_key"].tolist() == ["payment:pi_1", "payment:pi_2"]
+    assert orphans["provider_amount_minor"].tolist() == [10_000, 5_000]
+
+
+def test_a_bare_charge_takes_its_booking_from_the_payment_order_that_attributes_it() -> None:
+    """The provider's sighting names no booking (no metadata); the payment_orders row names a confirmed
+    one: no orphan. The same payment whose payment order names an unconfirmed booking is one, under it."""
+    sightings = [
+        captured("ch_bare", None, timedelta(hours=2), source="provider"),
+        captured("ch_bare", "bk_confirmed", timedelta(hours=2), source="payment_orders"),
+        captured("ch_pending", None, timedelta(hours=2), source="provider"),
+        captured("ch_pending", "bk_pending", timedelta(hours=2), source="payment_orders"),
+        captured("ch_nobody", None, timedelta(hours=2), source="provider"),
+    ]
+    orphans = find_orphaned_captured_payments(
+        payments(*sightings), bookings(bk_confirmed="confirmed", bk_pending="pending"), NOW, GRACE
+    )
+    assert orphans["record_key"].tolist() == ["payment:ch_nobody", "payment:ch_pending"]
+    assert orphans["booking_id"].tolist() == [None, "bk_pending"]
+    assert orphans["detail"].str.endswith(("it names no booking", "booking bk_pending is pending")).all()
+
+
+def test_the_providers_booking_wins_over_the_payment_orders() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("ch_1", "bk_pending", timedelta(hours=2), source="provider"),
+            captured("ch_1", "bk_confirmed", timedelta(hours=2), source="payment_orders"),
+        ),
+        bookings(bk_confirmed="confirmed", bk_pending="pending"),
+        NOW,
+        GRACE,
+    )
+    assert orphans["booking_id"].tolist() == ["bk_pending"]
+
+
+def test_no_captures_no_orphans() -> None:
+    orphans = find_orphaned_captured_payments(payments(), bookings(), NOW, GRACE)
+    assert orphans.empty
+    assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+
+
+def test_a_night_whose_every_booking_is_confirmed_has_no_orphan() -> None:
+    orphans = find_orphaned_captured_payments(
+        payments(
+            captured("ch_1", "bk_1", timedelta(hours=3)),
+            captured("pi_2", "bk_2", timedelta(hours=4), source="payment_orders"),
+        ),
+        bookings(bk_1="confirmed", bk_2="confirmed"),
+        NOW,
+        GRACE,
+    )
+    assert orphans.empty and list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("charge_id", "intent_id"), [("ch_1", "pi_1"), ("pay_1", "order_1")], ids=["stripe", "razorpay"]
+)
+def test_a_payment_held_by_charge_id_on_one_side_and_intent_id_on_the_other_is_one_orphan(
+    charge_id: str, intent_id: str
+) -> None:
+    created = int((NOW - timedelta(hours=3)).timestamp())
+    charge = make_charge(charge_id, created, booking_id="bk_1", payment_intent=intent_id)
+    pulled = records_frame(charge_rows(charge, "prop_a"))
+    local = payments(captured(intent_id, "bk_1", timedelta(hours=3), source="payment_orders"))
+    both = captured_payments(pulled, local, payment_aliases(pulled))
+    orphans = find_orphaned_captured_payments(both, bookings(bk_1="confirming"), NOW, GRACE)
+    assert orphans["record_key"].tolist() == [f"payment:{charge_id}"]
+    assert orphans["provider_record_id"].tolist() == [intent_id]  # as payment_orders holds it
+    assert orphans["provider_amount_minor"].tolist() == [10_000]

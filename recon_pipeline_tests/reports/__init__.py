@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.reports``: the report files and exports."""

@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.review``: review rules, adjustments and their approvals."""

@@ -1,0 +1,375 @@
+"""A finding on the review desk, on a real server over SQLite and PostgreSQL: its page (both sides'
+records narrowed to its property, review history, adjustments, Dagster links) and its review through the
+form (acknowledge, resolve, reopen with a comment), with what every refusal leaves unchanged."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, Table, insert, select
+
+from recon_pipeline.db.schema import (
+    adjustments,
+    bookings,
+    discrepancies,
+    discrepancy_reviews,
+    ledger_entries,
+    payment_events,
+    payment_orders,
+    payouts,
+    review_audit,
+)
+from recon_pipeline.review_desk.app import DeskSettings
+from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
+from recon_pipeline_tests.support.desk_fixtures import (
+    NIGHT,
+    NOW,
+    add_user,
+    finding,
+    finding_ids,
+    post_form,
+    served_desk,
+    sign_in,
+)
+
+DAGSTER = "http://dagster.example:3000"
+LEDGER_SCRIPT = "<script>alert('ledger')</script>"
+ADJ_OLD, ADJ_NEW = "adj_" + "0" * 24, "adj_" + "1" * 24
+
+
+@dataclass
+class Desk:
+    engine: Engine
+    base_url: str
+    ids: dict[str, int]  # finding id by record key
+
+    @contextmanager
+    def client(self) -> Iterator[httpx.Client]:
+        """A client signed in as ana (analyst of p1)."""
+        with httpx.Client(base_url=self.base_url) as client:
+            assert sign_in(client, "ana").status_code == 303
+            yield client
+
+    def reviews(self) -> list[tuple[Any, ...]]:
+        with self.engine.connect() as connection:
+            query = select(
+                discrepancy_reviews.c.record_key,
+                discrepancy_reviews.c.action,
+                discrepancy_reviews.c.previous_status,
+                discrepancy_reviews.c.reviewed_by,
+                discrepancy_reviews.c.note,
+                discrepancy_reviews.c.difference_minor,
+            ).order_by(discrepancy_reviews.c.review_id)
+            return [tuple(row) for row in connection.execute(query)]
+
+    def actions(self) -> list[tuple[Any, ...]]:
+        """The audit log's review actions (sign-ins and page views left out)."""
+        with self.engine.connect() as connection:
+            query = (
+                select(
+                    review_audit.c.user_name,
+                    review_audit.c.action,
+                    review_audit.c.target,
+                    review_audit.c.amount_seen,
+                    review_audit.c.detail,
+                )
+                .where(review_audit.c.action.not_in(["sign_in", "view_finding"]))
+                .order_by(review_audit.c.id)
+            )
+            return [tuple(row) for row in connection.execute(query)]
+
+    def findings(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as connection:
+            query = select(discrepancies).order_by(discrepancies.c.discrepancy_id)
+            return [dict(row) for row in connection.execute(query).mappings()]
+
+
+def seed(engine: Engine) -> dict[str, int]:
+    """Findings of p1 (one with both sides stored, one whose ledger entry and booking are p2's, a
+    payout's) and of p2; the records behind them; two revisions of the first one's adjustment."""
+    both_sides = dict(provider_record_id="ch_1", ledger_entry_id="le_1", booking_id="bk_1")
+    rows: list[tuple[Table, dict[str, Any]]] = [
+        (
+            discrepancies,
+            finding(
+                "p1",
+                "r-both",
+                1500,
+                "ledger short",
+                provider_amount_minor=10000,
+                ledger_amount_minor=8500,
+                run_id="run-abc",
+                **both_sides,
+            ),
+        ),
+        (discrepancies, finding("p1", "r-foreign", 700, ledger_entry_id="le_p2", booking_id="bk_p2")),
+        (
+            discrepancies,
+            finding("p1", "po_1:payout", 5000, category="payout_failed", provider_record_id="po_1"),
+        ),
+        (discrepancies, finding("p2", "r-other", 900)),
+        (
+            payment_orders,
+            dict(
+                provider_payment_id="ch_1",
+                property_id="p1",
+                booking_id="bk_1",
+                amount_minor=10000,
+                currency="EUR",
+                status="captured",
+                captured_at=NOW,
+                updated_at=NOW,
+            ),
+        ),
+        (
+            payment_events,
+            dict(
+                event_id="evt_1",
+                provider="stripe",
+                event_type="charge.succeeded",
+                provider_payment_id="ch_1",
+                payload="{}",
+                received_at=NOW,
+            ),
+        ),
+        (
+            ledger_entries,
+            dict(
+                entry_id="le_1",
+                property_id="p1",
+                booking_id="bk_1",
+                provider_record_id="ch_1",
+                kind=LEDGER_SCRIPT,
+                amount_minor=8500,
+                currency="EUR",
+                posted_at=NOW,
+            ),
+        ),
+        (
+            ledger_entries,
+            dict(
+                entry_id="le_p2",
+                property_id="p2",
+                booking_id="bk_p2",
+                kind="payment-of-p2",
+                amount_minor=700,
+                currency="EUR",
+                posted_at=NOW,
+            ),
+        ),
+        *(
+            (
+                bookings,
+                dict(
+                    booking_id=booking_id,
+                    property_id=property_id,
+                    status=status,
+                    amount_minor=10000,
+                    currency="EUR",
+                    created_at=NOW,
+                    updated_at=NOW,
+                ),
+            )
+            for booking_id, property_id, status in (("bk_1", "p1", "checked_in"), ("bk_p2", "p2", "of-p2"))
+        ),
+        (
+            payouts,
+            dict(
+                payout_id="po_1",
+                provider="stripe",
+                amount_minor=5000,
+                currency="EUR",
+                status="failed",
+                failure_code="account_closed",
+                arrival_night=NIGHT,
+                automatic=True,
+                created_at=NOW,
+                traced=True,
+                holder_property_id="p1",
+                last_seen_at=NOW,
+            ),
+        ),
+        *(
+            (
+                adjustments,
+                dict(
+                    adjustment_id=adjustment_id,
+                    idempotency_key=f"key-{revision}",
+                    property_id="p1",
+                    night=NIGHT,
+                    kind="payment",
+                    amount_minor=amount,
+                    currency="EUR",
+                    reason="ledger short",
+                    status=status,
+                    created_at=NOW,
+                    category="amount_mismatch",
+                    record_key="r-both",
+                    revision=revision,
+                    provider_record_id="ch_1",
+                    ledger_entry_id="le_1",
+                ),
+            )
+            for adjustment_id, revision, amount, status in (
+                (ADJ_OLD, 1, 1400, "superseded"),
+                (ADJ_NEW, 2, 1500, "proposed"),
+            )
+        ),
+    ]
+    with engine.begin() as connection:
+        for table, row in rows:
+            connection.execute(insert(table).values(**row))
+        return finding_ids(connection)
+
+
+@pytest.fixture
+def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
+    with served_desk(database_url, monkeypatch, dagster_ui_url=DAGSTER) as served:
+        ids = seed(served.engine)
+        add_user("ana", "analyst", "p1", monkeypatch)
+        yield Desk(served.engine, served.base_url, ids)
+
+
+def review(
+    client: httpx.Client, discrepancy_id: int, action: str, comment: str, **extra: str
+) -> httpx.Response:
+    return post_form(
+        client, f"/findings/{discrepancy_id}/review", {"action": action, "comment": comment, **extra}
+    )
+
+
+def test_acknowledge_resolve_and_reopen_through_the_form_record_who_why_and_the_amount(desk: Desk) -> None:
+    finding_id = desk.ids["r-both"]
+    with desk.client() as client:
+        for action, comment, status in (
+            ("acknowledge", "asking the front desk", "acknowledged"),
+            ("resolve", "booked by hand", "resolved"),
+            ("reopen", "not booked after all", "open"),
+        ):
+            response = review(client, finding_id, action, comment, difference_seen="1500")
+            assert response.status_code == 303 and response.headers["location"] == f"/findings/{finding_id}"
+            page = client.get(f"/findings/{finding_id}")
+            assert f"<dt>Review state</dt><dd>{status} (last reviewed by ana" in page.text
+            assert comment in page.text  # in the history
+        # Acting again changes nothing but is still in the audit log.
+        assert review(client, finding_id, "reopen", "still open").status_code == 303
+    assert desk.reviews() == [
+        ("r-both", "acknowledge", "open", "ana", "asking the front desk", 1500),
+        ("r-both", "resolve", "acknowledged", "ana", "booked by hand", 1500),
+        ("r-both", "reopen", "resolved", "ana", "not booked after all", 1500),
+    ]
+    target = str(finding_id)
+    assert desk.actions() == [
+        ("ana", "acknowledge", target, 1500, "open -> acknowledged"),
+        ("ana", "resolve", target, 1500, "acknowledged -> resolved"),
+        ("ana", "reopen", target, 1500, "resolved -> open"),
+        ("ana", "reopen", target, 1500, "already open, unchanged"),
+    ]
+    row = next(row for row in desk.findings() if row["discrepancy_id"] == finding_id)
+    assert (row["review_status"], row["reviewed_by"], row["review_note"]) == (
+        "open",
+        "ana",
+        "not booked after all",
+    )
+    assert row["reviewed_difference_minor"] == 1500
+
+
+def test_refused_reviews_change_nothing(desk: Desk) -> None:
+    finding_id = desk.ids["r-both"]
+    with desk.client() as client:
+        assert review(client, finding_id, "resolve", "done").status_code == 303
+        before = (desk.findings(), desk.reviews(), desk.actions())
+        path = f"/findings/{finding_id}/review"
+
+        no_csrf = client.post(path, data={"action": "acknowledge", "comment": "x"})
+        assert no_csrf.status_code == 403
+        for comment, message in (
+            ("", "say why with the comment"),
+            ("   \n ", "say why with the comment"),
+            ("x" * 2001, "the comment must be at most 2000 characters"),
+        ):
+            page = review(client, finding_id, "reopen", comment)
+            assert page.status_code == 400 and message in page.text
+        page = review(client, finding_id, "delete", "why not")
+        assert page.status_code == 400 and "unknown action 'delete'" in html.unescape(page.text)
+        page = review(client, finding_id, "reopen", "x", difference_seen="15.00")
+        assert page.status_code == 400 and "not a whole number" in page.text
+        # Another property's finding, an unknown id and a malformed one are the same 404.
+        for target in (desk.ids["r-other"], 999999, "1 OR 1=1"):
+            assert (
+                post_form(
+                    client, f"/findings/{target}/review", {"action": "reopen", "comment": "x"}
+                ).status_code
+                == 404
+            )
+        # A transition the status forbids, and a difference other than the one on the page: 409.
+        page = review(client, finding_id, "acknowledge", "on it")
+        assert page.status_code == 409
+        assert "it is already resolved; a resolved finding cannot be acknowledged" in page.text
+        assert "on it</textarea>" in page.text  # the comment is kept for another try
+        page = review(client, finding_id, "reopen", "wrong amount", difference_seen="-1500")
+        assert (
+            page.status_code == 409
+            and "the difference is now 15.00 EUR, not the -15.00 EUR you saw" in page.text
+        )
+    assert (desk.findings(), desk.reviews(), desk.actions()) == before
+
+
+def test_a_finding_shows_both_sides_its_history_adjustments_and_dagster_links(desk: Desk) -> None:
+    with desk.client() as client:
+        review(client, desk.ids["r-both"], "acknowledge", "asking <b>them</b>")
+        page = client.get(f"/findings/{desk.ids['r-both']}").text
+        foreign = client.get(f"/findings/{desk.ids['r-foreign']}").text
+        payout = client.get(f"/findings/{desk.ids['po_1:payout']}").text
+    provider, pms = page.split('id="provider-side"')[1].split('id="pms-side"')
+    assert "100.00 EUR" in provider and "charge.succeeded" in provider and "evt_1" in provider
+    assert "<dt>status</dt><dd>captured</dd>" in provider
+    assert "85.00 EUR" in pms and "<dt>entry_id</dt><dd>le_1</dd>" in pms and "checked_in" in pms
+    # A ledger description (the PMS's own text) is shown as text, never markup.
+    assert LEDGER_SCRIPT not in page and "&lt;script&gt;alert(&#39;ledger&#39;)&lt;/script&gt;" in page
+    assert "asking &lt;b&gt;them&lt;/b&gt;" in page and "<td>acknowledge</td>" in page
+    assert f'<a href="/adjustments/{ADJ_OLD}">' in page and f'<a href="/adjustments/{ADJ_NEW}">' in page
+    assert "superseded" in page and "14.00 EUR" in page and "proposed" in page
+    assert f'<a href="/nights/p1/{NIGHT}">' in page
+    assert f'<a href="{DAGSTER}/runs/run-abc">' in page
+    assert f'<a href="{DAGSTER}/assets/{FINDINGS_ASSET}?view=partitions&amp;partition={NIGHT}">' in page
+    # Records of another property with the ids the finding names are not shown.
+    assert "payment-of-p2" not in foreign and "of-p2" not in foreign
+    assert "No stored ledger entry or booking." in foreign and "No stored provider record." in foreign
+    assert "No adjustment proposed." in foreign and "Not reviewed yet." in foreign
+    assert f"{DAGSTER}/runs/" not in foreign  # no run recorded: no run link
+    assert "account_closed" in payout
+    assert f'<a href="{DAGSTER}/assets/{PAYOUTS_ASSET}?view=partitions&amp;partition={NIGHT}">' in payout
+
+
+def test_no_dagster_link_without_a_dagster_ui(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with served_desk(database_url, monkeypatch) as served:
+        ids = seed(served.engine)
+        add_user("ana", "analyst", "p1", monkeypatch)
+        with Desk(served.engine, served.base_url, ids).client() as client:
+            page = client.get(f"/findings/{ids['r-both']}")
+    assert page.status_code == 200 and "ledger short" in page.text
+    assert "Dagster" not in page.text and "/runs/" not in page.text and "/assets/" not in page.text
+
+
+def test_the_dagster_ui_url_comes_from_the_environment_and_names_the_real_assets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from recon_pipeline.defs.assets import FINDINGS
+    from recon_pipeline.defs.payouts import PAYOUTS
+
+    assert (FINDINGS.to_user_string(), PAYOUTS.to_user_string()) == (FINDINGS_ASSET, PAYOUTS_ASSET)
+    monkeypatch.setenv("RECON_REVIEW_SECRET", "k" * 32)
+    monkeypatch.delenv("RECON_DAGSTER_UI_URL", raising=False)
+    assert DeskSettings.from_environment().dagster_ui_url is None
+    monkeypatch.setenv("RECON_DAGSTER_UI_URL", "https://dagster.example/ ")
+    assert DeskSettings.from_environment().dagster_ui_url == "https://dagster.example"
+    for bad in ("dagster.example", "javascript:alert(1)", "http://x/?a=1"):
+        with pytest.raises(ValueError, match="^RECON_DAGSTER_UI_URL "):
+            parse_web_root(bad, DAGSTER_UI_URL_ENV)

@@ -1,0 +1,1 @@
+"""Tests of ``recon_pipeline.webhooks``: the webhook receiver."""
