@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from recon_pipeline import cli_args, config
+from recon_pipeline.errors import ServiceUnavailable
 from recon_pipeline.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
@@ -1172,7 +1173,7 @@ def _reported(error: Exception) -> tuple[str, int] | None:
 
     if isinstance(error, SQLAlchemyError):
         error = database_failure(error, config.database_url())
-    if isinstance(error, config.ServiceUnavailable):
+    if isinstance(error, ServiceUnavailable):
         code = FAILED_EXIT
     elif isinstance(error, ValueError | LookupError | OSError):  # ConfigError is a ValueError
         code = BAD_INPUT_EXIT

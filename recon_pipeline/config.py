@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.keys import parse_night
 
 if TYPE_CHECKING:
@@ -27,14 +28,6 @@ DEFAULT_MAX_CONCURRENCY = 8
 DEFAULT_MAX_RETRY_AFTER_S = 30
 # Bound of every integer setting: beyond it a value is a typo, and it still fits an SQL Integer column.
 MAX_INT_SETTING = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """Bad or missing configuration: commands print it as a one-line reason and exit 2."""
-
-
-class ServiceUnavailable(RuntimeError):
-    """A service the configuration names (the database) did not answer: commands exit 1 with one line."""
 
 
 def recon_home() -> Path:

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from sqlalchemy import select, update
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
 from recon_pipeline.demo.world import World
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.ledger.records import empty_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import build_client

@@ -18,10 +18,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, update
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.queue import RetrySchedule, claim_batch, retry_later
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.defs.resources import ProviderResource
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.errors import ProviderUnavailable
 from recon_pipeline.providers.http import ProviderHttp, RequestRateLimiter, RetryPolicy

@@ -33,11 +33,11 @@ from recon_pipeline.batches.work import (
     BatchResult,
     reconcile_batch,
 )
-from recon_pipeline.config import ConfigError
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, BatchConfig
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy, refuse_run_retries
 from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.reconcile.report import combined_report, markdown_table
 from recon_pipeline.review_desk.links import BASE_URL_ENV, night_link, nights_link, web_root_from_env
 

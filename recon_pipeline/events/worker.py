@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from recon_pipeline import cli_args, config
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import ProviderHttp, max_rps_from_env
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = config.provider_settings(base_url=args.provider_base_url)
         rate = deployment_rate(settings, max_rps_from_env())
         engine = make_engine(args.database_url or config.database_url(), pool_size=1)
-    except config.ConfigError as error:
+    except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.reconcile.categories import PAYOUT_CATEGORIES
 
 BASE_URL_ENV: Final = "RECON_REVIEW_BASE_URL"

@@ -14,7 +14,8 @@ from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.config import ConfigError, positive_int_from_env, text_from_env
+from recon_pipeline.config import positive_int_from_env, text_from_env
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (

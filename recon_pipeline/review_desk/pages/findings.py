@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.reconcile.categories import ALL_CATEGORIES
 from recon_pipeline.review import store
 from recon_pipeline.review.render import money
@@ -27,7 +28,6 @@ from recon_pipeline.review.rules import (
     MAX_NOTE_LENGTH,
     REVIEW_STATUSES,
     DiscrepancyFilter,
-    ReviewError,
     validate_note,
 )
 from recon_pipeline.review_desk import findings
