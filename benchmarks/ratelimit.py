@@ -35,8 +35,8 @@ from sqlalchemy import Engine, text
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.providers.ratelimit import SharedRateLimiter
 from recon_pipeline.providers.simulator.app import build_app
-from recon_pipeline.ratelimit import SharedRateLimiter
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.rate_processes import RateFigures, pull_in_processes, puller_store
 from recon_pipeline_tests.scratch import DEFAULT_ADMIN_URL, scratch_database

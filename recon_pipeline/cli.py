@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 from recon_pipeline import cli_args, config
 from recon_pipeline.errors import ServiceUnavailable
 from recon_pipeline.providers import PROVIDER_NAMES
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR, simulator_flavour
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance, RunRequest
@@ -106,7 +107,7 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
     from recon_pipeline.providers.simulator.app import build_app
     from recon_pipeline.providers.simulator.store import SimulatorStore
 
-    flavour = config.simulator_flavour(args.flavour)
+    flavour = simulator_flavour(args.flavour)
     if args.data:
         store = SimulatorStore.from_json(args.data)
     else:
@@ -862,9 +863,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--provider",
         choices=PROVIDER_NAMES,
-        default=config.DEFAULT_FLAVOUR,
+        default=DEFAULT_FLAVOUR,
         help="whose API the simulator speaks and whose demo properties are seeded "
-        f"({config.DEFAULT_FLAVOUR})",
+        f"({DEFAULT_FLAVOUR})",
     )
     demo.add_argument(
         "--bookings",
@@ -892,7 +893,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--flavour",
         choices=PROVIDER_NAMES,
         help="the API to speak and whose demo properties to seed "
-        f"(RECON_PROVIDER_FLAVOUR, else {config.DEFAULT_FLAVOUR})",
+        f"(RECON_PROVIDER_FLAVOUR, else {DEFAULT_FLAVOUR})",
     )
     serve.add_argument("--port", type=cli_args.port, default=12111)
     serve.add_argument("--seed", type=int, default=7)

@@ -31,8 +31,8 @@ import httpx
 
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.ratelimit import SharedRateLimiter
 from recon_pipeline.providers.simulator.store import SimulatorStore
-from recon_pipeline.ratelimit import SharedRateLimiter
 
 # A request over the provider's limit is a 429, never retried here: the log holds first attempts only.
 ONE_ATTEMPT = RetryPolicy(max_attempts=1, timeout_s=10)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from recon_pipeline import config
 from recon_pipeline.defs.concurrency import provider_step_retry_policy
 from recon_pipeline.defs.partitions import first_night
 from recon_pipeline.errors import ConfigError
+from recon_pipeline.providers.settings import provider_settings
 
 PASSWORD = "pw-Secret-7781"
 API_KEY = "sk_test_Secret-4412"
@@ -225,7 +225,7 @@ def test_provider_settings_name_the_variable_not_the_secret(
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError) as raised:
-        config.provider_settings()
+        provider_settings()
     message = str(raised.value)
     assert message.startswith(name) and "\n" not in message
     assert not any(secret in message for secret in SECRETS)

@@ -16,10 +16,10 @@ from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.errors import ProviderUnavailable
 from recon_pipeline.providers.http import ProviderHttp, RequestRateLimiter, RetryPolicy
+from recon_pipeline.providers.ratelimit import SharedRateLimiter, deployment_rate
 from recon_pipeline.providers.simulator.faults import FaultSwitches
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
-from recon_pipeline.ratelimit import SharedRateLimiter, deployment_rate
 from recon_pipeline_tests.provider_fixtures import (
     DAY,
     FAST_RETRY,

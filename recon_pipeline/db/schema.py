@@ -295,8 +295,8 @@ provider_cursors = Table(
     Column("updated_at", UTC_TIMESTAMP, nullable=False),
 )
 
-# The deployment-wide provider rate bound (recon_pipeline/ratelimit.py): per bucket, the next free request
-# slot in Unix seconds by the database's clock. Made by migration 0002 (UNLOGGED on PostgreSQL).
+# The deployment-wide provider rate bound (recon_pipeline/providers/ratelimit.py): per bucket, the next
+# free request slot in Unix seconds by the database's clock. Made by migration 0002 (UNLOGGED on PostgreSQL).
 provider_rate_slots = Table(
     "provider_rate_slots",
     metadata,

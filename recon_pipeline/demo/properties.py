@@ -3,9 +3,9 @@ thresholds of all of them live here."""
 
 from __future__ import annotations
 
-from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.providers import provider_named
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 
 
 def demo_properties(flavour: str) -> tuple[PropertyRow, ...]:

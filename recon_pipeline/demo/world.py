@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from recon_pipeline.config import DEFAULT_FLAVOUR
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
@@ -25,6 +24,7 @@ from recon_pipeline.payouts.deposit import DEFAULT_DEPOSIT_DAYS, arrivals_due_on
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
 from recon_pipeline.providers.razorpay.simulator import SETTLEMENT_TZ, created_days, settlement_id_of
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.providers.simulator.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.simulator import balance_transaction_object, payout_object

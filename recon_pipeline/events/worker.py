@@ -24,7 +24,8 @@ from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import ProviderHttp, max_rps_from_env
-from recon_pipeline.ratelimit import deployment_limiter, deployment_rate
+from recon_pipeline.providers.ratelimit import deployment_limiter, deployment_rate
+from recon_pipeline.providers.settings import provider_settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request at INFO
     try:
-        settings = config.provider_settings(base_url=args.provider_base_url)
+        settings = provider_settings(base_url=args.provider_base_url)
         rate = deployment_rate(settings, max_rps_from_env())
         engine = make_engine(args.database_url or config.database_url(), pool_size=1)
     except ConfigError as error:
