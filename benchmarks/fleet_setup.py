@@ -24,7 +24,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.demo.fleet import PLATFORM_SHARE, fleet_properties, fleet_thresholds, fleet_world
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline_tests.dagster_processes import (
     DagsterDeployment,
     GraphQL,

@@ -48,9 +48,9 @@ from recon_pipeline.defs.batches import BATCH_TAG, batch_tags
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, PLATFORM_SHARE
 from recon_pipeline.demo.world import World
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nightly import nightly_batches
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.dagster_processes import recon_env, wait_for_runs

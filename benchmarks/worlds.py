@@ -12,8 +12,8 @@ from typing import Any
 
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.world import World, build_world, unix
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 
 LAST_NIGHT = date(2026, 11, 30)
 # An ordinary booking yields a payment and a fee row, and one in eight or so gets a refund.

@@ -52,7 +52,7 @@ from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.serving import ServerThread

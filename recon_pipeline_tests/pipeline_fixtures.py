@@ -22,7 +22,7 @@ from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.demo.properties import DEMO_PROPERTIES, demo_properties
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import World, build_world
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.providers.simulator.app import build_app
 from recon_pipeline.serving import ServerThread

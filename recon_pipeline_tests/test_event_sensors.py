@@ -20,7 +20,7 @@ from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.stale import mark_night_stale
 from recon_pipeline.events.store import store_event
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 
 NOW = datetime.now(UTC)
 

@@ -25,7 +25,7 @@ from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries
 from recon_pipeline.defs.resources import ProviderResource
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.demo.world import World
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.categories import FX_DIFFERENCE, MISSING_IN_LEDGER

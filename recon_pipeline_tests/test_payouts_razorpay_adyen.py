@@ -19,10 +19,10 @@ from recon_pipeline.db.schema import discrepancies, payout_transactions, payouts
 from recon_pipeline.demo.properties import demo_properties
 from recon_pipeline.demo.seed import seed_world
 from recon_pipeline.demo.world import build_world
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.deposit import BankCredit, add_business_days
 from recon_pipeline.payouts.night import reconcile_payouts
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.adyen.payouts import payout_id_of
 from recon_pipeline.providers.adyen.simulator import SIMULATOR_MERCHANT_ACCOUNT
 from recon_pipeline.providers.http import ProviderHttp

@@ -16,8 +16,8 @@ from recon_pipeline.defs.batches import batch_properties
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nightly import nightly_batches, nightly_requests
+from recon_pipeline.properties import PropertyRow
 
 FIRST = date(2026, 1, 1)
 LISBON = PropertyRow("lisbon", "L", "Europe/Lisbon", "EUR", "00:00", None)

@@ -9,8 +9,9 @@ from recon_pipeline.defs.batches import batch_run_request, batch_size
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.partitions import first_night
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.ledger.queries import list_properties, split_valid_properties
+from recon_pipeline.ledger.queries import list_properties
 from recon_pipeline.nightly import nightly_batches
+from recon_pipeline.properties import split_valid_properties
 
 DEFAULT_LOOKBACK = 3
 

@@ -15,7 +15,7 @@ from datetime import date
 
 from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.world import World, build_world
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 
 # (timezone, currency): eight distinct UTC offsets on 2026-11-30, so eight distinct night windows.

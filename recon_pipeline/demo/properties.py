@@ -3,7 +3,7 @@ thresholds of all of them live here."""
 
 from __future__ import annotations
 
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 

@@ -38,8 +38,9 @@ from recon_pipeline.defs.payouts import PAYOUTS_JOB
 from recon_pipeline.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.demo.seed import seed_thresholds, seed_world
 from recon_pipeline.demo.world import World, build_world
-from recon_pipeline.ledger.queries import PropertyRow, load_property
+from recon_pipeline.ledger.queries import load_property
 from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.providers.simulator.app import build_app

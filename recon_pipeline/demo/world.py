@@ -18,9 +18,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.payouts.deposit import DEFAULT_DEPOSIT_DAYS, arrivals_due_on
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.interface import DemoWorld
 from recon_pipeline.providers.razorpay.simulator import SETTLEMENT_TZ, created_days, settlement_id_of

@@ -72,15 +72,11 @@ from recon_pipeline.events.queue import (
     retry_later,
 )
 from recon_pipeline.events.stale import mark_night_stale
-from recon_pipeline.ledger.queries import (
-    PropertyRow,
-    UnknownPropertyError,
-    load_payment_order_owners,
-    load_property,
-)
+from recon_pipeline.ledger.queries import UnknownPropertyError, load_payment_order_owners, load_property
 from recon_pipeline.metrics.instruments import ACKNOWLEDGEMENTS, PROCESSING_SECONDS
 from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.errors import ProviderError, is_permanent
 from recon_pipeline.providers.interface import ProviderClient
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from recon_pipeline.events.parse import ProviderEvent
     from recon_pipeline.events.payment_state import PaymentState
-    from recon_pipeline.ledger.queries import PropertyRow
+    from recon_pipeline.properties import PropertyRow
     from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount

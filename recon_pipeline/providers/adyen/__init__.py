@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.adyen.client import DEFAULT_LOOKUP_BATCHES, DEFAULT_SETTLEMENT_DAYS, AdyenClient
 from recon_pipeline.providers.adyen.simulator import report_routes
 from recon_pipeline.providers.adyen.webhook import ACKNOWLEDGEMENT, read_delivery

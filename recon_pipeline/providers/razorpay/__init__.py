@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute
 
 from recon_pipeline.config import positive_int_from_env, text_from_env
 from recon_pipeline.errors import ConfigError
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
     ClientSettings,

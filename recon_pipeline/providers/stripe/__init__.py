@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
     ClientSettings,
