@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 
-from recon_pipeline.events.parse import EventFormatError
 from recon_pipeline.providers.adyen import PROVIDER
 from recon_pipeline.providers.adyen.simulator import (
     notification_body,
@@ -18,6 +17,7 @@ from recon_pipeline.providers.adyen.simulator import (
 )
 from recon_pipeline.providers.adyen.webhook import compute_signature, verify_item
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import EventFormatError
 
 KEY = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 OLD_KEY = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"

@@ -15,11 +15,11 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, properties
 from recon_pipeline.demo.properties import DEMO_PROPERTIES
-from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
 from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import last_closed_night
 from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.events import ProviderEvent
 
 LISBON = PropertyRow("lisbon", "L", "Europe/Lisbon", "EUR", "00:00", None)
 TOKYO = PropertyRow("tokyo", "T", "Asia/Tokyo", "JPY", "00:00", None)

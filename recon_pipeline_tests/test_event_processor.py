@@ -25,12 +25,13 @@ from recon_pipeline.db.schema import (
     stale_nights,
 )
 from recon_pipeline.events.processor import ProcessCounts, process_available
-from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
+from recon_pipeline.events.queue import claim_batch, complete
 from recon_pipeline.events.store import store_event
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.simulator.store import SimulatorStore
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
+from recon_pipeline.retry import RetrySchedule
 from recon_pipeline_tests.provider_fixtures import (
     FAST_RETRY,
     RunningSimulator,

@@ -19,10 +19,10 @@ from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import upper_currency
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.events import CAPTURED_ORDER_STATUSES
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
-CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
 _CAPTURED_ORDER_COLUMNS = ("payment_id", "booking_id", "amount_minor", "currency", "captured_at")
 
 

@@ -24,8 +24,8 @@ from sqlalchemy import ColumnElement, and_, or_
 
 from recon_pipeline import config
 from recon_pipeline.db.schema import posting_outbox as outbox
-from recon_pipeline.events.queue import RetrySchedule
 from recon_pipeline.postings.adapter import PostingOutcome, PostingResult
+from recon_pipeline.retry import RetrySchedule
 
 APPROVED: Final = "approved"
 POSTING: Final = "posting"

@@ -25,9 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from starlette.routing import BaseRoute
 
-    from recon_pipeline.events.parse import ProviderEvent
-    from recon_pipeline.events.payment_state import PaymentState
     from recon_pipeline.properties import PropertyRow
+    from recon_pipeline.providers.events import PaymentState, ProviderEvent
     from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount

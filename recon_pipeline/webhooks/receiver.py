@@ -50,13 +50,13 @@ from starlette.routing import Route
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.errors import ConfigError
-from recon_pipeline.events.parse import EventFormatError, ProviderEvent
 from recon_pipeline.events.store import ReceivedEvent, conflict_count, record_conflicts, store_events
 from recon_pipeline.metrics.exposition import metrics_route
 from recon_pipeline.metrics.instruments import DUPLICATES_SUPPRESSED
 from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.providers import PROVIDERS
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import EventFormatError, ProviderEvent
 from recon_pipeline.providers.interface import Provider, StoreOutcome
 
 logger = logging.getLogger(__name__)
