@@ -634,7 +634,7 @@ def cmd_postings_settle(args: argparse.Namespace) -> int:
 
 
 def _add_postings_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from recon_pipeline.postings.outbox import OUTBOX_STATES
+    from recon_pipeline.db.outbox_states import OUTBOX_STATES
 
     group = commands.add_parser(
         "postings", help="approved adjustments posted to the PMS: list, show, retry, resolve"

@@ -391,7 +391,7 @@ bank_credits = Table(
 
 # The transactional outbox: one row per approved adjustment, written in the approval's transaction and
 # drained by the poster (postings/drain.py). ``state``: approved → posting → posted | failed | unknown
-# (postings/outbox.py). ``attempts`` counts real posts only (a lookup or a claim counts nothing);
+# (db/outbox_states.py). ``attempts`` counts real posts only (a lookup or a claim counts nothing);
 # ``lookups`` paces the lookups that resolve an unknown outcome. ``claimed_by``/``locked_until``: the
 # drainer holding the row and until when; an expired claim of a ``posting`` row is resolved by lookup.
 # ``resolved_by``/``resolution_note``: who settled the row by hand and why (recon postings resolve).

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import timedelta
 
-from recon_pipeline import cli_args, config
+from recon_pipeline import config
+from recon_pipeline.arguments import bounded_integer
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
@@ -28,8 +29,12 @@ from recon_pipeline.providers.ratelimit import deployment_limiter, deployment_ra
 from recon_pipeline.providers.settings import provider_settings
 
 
+def positive(text: str) -> int:
+    """A positive count an SQL Integer column holds (``recon``'s own counts have the same bounds)."""
+    return bounded_integer(text, 1, config.MAX_INT_SETTING, "a count")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    positive = cli_args.count(config.MAX_INT_SETTING)
     parser = argparse.ArgumentParser(
         prog="python -m recon_pipeline.events.worker", description=__doc__.splitlines()[0]
     )
