@@ -182,5 +182,3 @@ recovery_schedules = [
         default_status=dg.DefaultScheduleStatus.RUNNING,
     ),
 ]
-event_jobs = [process_payment_events_job, recover_missed_events_job, enqueue_orphaned_payments_job]
-event_sensors = [pending_events_sensor, stale_nights_sensor]

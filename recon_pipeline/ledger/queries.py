@@ -96,13 +96,6 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     return frame
 
 
-def load_captured_payment_orders(
-    connection: Connection, property_id: str, window: NightWindow
-) -> pd.DataFrame:
-    """Payment orders the PMS itself saw captured during the night (the local half of orphan detection)."""
-    return captured_orders_frame(read_captured_order_rows(connection, {property_id: window})[property_id])
-
-
 def read_captured_order_rows(
     connection: Connection, windows: Mapping[str, NightWindow]
 ) -> dict[str, list[dict[str, Any]]]:
