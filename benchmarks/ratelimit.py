@@ -1,5 +1,5 @@
-"""Benchmark: the deployment-wide provider rate bucket (``ratelimit.py``): what a slot costs, and how much
-of the rate several processes sharing it get.
+"""Benchmark: the deployment-wide provider rate bucket (``providers/ratelimit.py``): what a slot costs, and
+how much of the rate several processes sharing it get.
 
     python -m benchmarks.ratelimit [--acquires 2000] [--threads 8] [--postgres-url URL]
         [--rates 20,50] [--processes 4] [--process-threads 4] [--duration 5] [--json]

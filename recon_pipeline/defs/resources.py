@@ -1,8 +1,9 @@
 """Dagster resources: the reconciliation database and the payment provider.
 
-Fields left unset fall back to the contract's environment variables when a run starts (``config.py``
-reads them then, and a bad value fails the run with a ConfigError naming its variable), so the same
-definitions serve the demo, a developer laptop and a deployment; secrets never appear in run config.
+Fields left unset fall back to the contract's environment variables when a run starts (``config.py`` and
+``providers/settings.py`` read them then, and a bad value fails the run with a ConfigError naming its
+variable), so the same definitions serve the demo, a developer laptop and a deployment; secrets never
+appear in run config.
 """
 
 from __future__ import annotations
