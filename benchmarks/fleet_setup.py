@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.simulation.demo.fleet import (
     PLATFORM_SHARE,
     fleet_properties,

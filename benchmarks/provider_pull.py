@@ -34,8 +34,8 @@ from benchmarks.worlds import (
     build_nights,
     night_record_count,
 )
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter

@@ -1,5 +1,5 @@
-"""Benchmark: the deployment-wide provider rate bucket (``ratelimit.py``): what a slot costs, and how much
-of the rate several processes sharing it get.
+"""Benchmark: the deployment-wide provider rate bucket (``providers/ratelimit.py``): what a slot costs, and
+how much of the rate several processes sharing it get.
 
     python -m benchmarks.ratelimit [--acquires 2000] [--threads 8] [--postgres-url URL]
         [--rates 20,50] [--processes 4] [--process-threads 4] [--duration 5] [--json]
@@ -35,7 +35,7 @@ from sqlalchemy import Engine, text
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.ratelimit import SharedRateLimiter
+from recon_pipeline.providers.ratelimit import SharedRateLimiter
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.support.rate_processes import RateFigures, pull_in_processes, puller_store

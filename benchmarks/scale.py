@@ -40,14 +40,14 @@ from sqlalchemy import Engine, func, select
 
 from benchmarks.fleet_setup import dagster_on_postgres, fleet_night, seed
 from benchmarks.worlds import LAST_NIGHT
+from recon_pipeline.batches.nightly import nightly_batches
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, night_reconciliations
 from recon_pipeline.defs.batches import BATCH_TAG, batch_tags
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nightly import nightly_batches
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, PLATFORM_SHARE
 from recon_pipeline.simulation.demo.world import World

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.world import World, build_world, unix
 

@@ -1,7 +1,8 @@
 """Settings from the environment (the contract's variables), resolved in one place.
 
 Nothing here is read at import time: commands and Dagster resources call these functions when they run,
-so a test or a deployment can set the variables first.
+so a test or a deployment can set the variables first. The provider's own (RECON_PROVIDER*) are read in
+``providers/settings.py``, beside the registry that knows which values are allowed.
 """
 
 from __future__ import annotations
@@ -10,31 +11,12 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import httpx
-
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.keys import parse_night
 
-if TYPE_CHECKING:
-    from recon_pipeline.providers.interface import ClientSettings, Provider
-
-# RECON_PROVIDER is a registered provider's name, or this: the simulator, which speaks any registered
-# provider's API (RECON_PROVIDER_FLAVOUR, default DEFAULT_FLAVOUR).
-SIMULATOR = "simulator"
-DEFAULT_FLAVOUR = "stripe"
-DEFAULT_MAX_CONCURRENCY = 8
-DEFAULT_MAX_RETRY_AFTER_S = 30
 # Bound of every integer setting: beyond it a value is a typo, and it still fits an SQL Integer column.
 MAX_INT_SETTING = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """Bad or missing configuration: commands print it as a one-line reason and exit 2."""
-
-
-class ServiceUnavailable(RuntimeError):
-    """A service the configuration names (the database) did not answer: commands exit 1 with one line."""
 
 
 def recon_home() -> Path:
@@ -49,109 +31,6 @@ def database_url() -> str:
     """SQLAlchemy URL of the reconciliation database; a SQLite file under RECON_HOME by default."""
     url = os.environ.get("RECON_DATABASE_URL", "").strip()
     return url or f"sqlite:///{recon_home() / 'recon.sqlite'}"
-
-
-@dataclass(frozen=True)
-class ProviderSettings:
-    """Where and how to reach the payment provider; ``flavour`` is the API it speaks."""
-
-    kind: str
-    base_url: str
-    api_key: str | None
-    max_concurrency: int
-    flavour: str = DEFAULT_FLAVOUR
-
-    def client_settings(self) -> ClientSettings:
-        """What the provider's client factory is given (no provider-specific options configured here)."""
-        from recon_pipeline.providers.interface import ClientSettings  # see _registered
-
-        return ClientSettings(self.base_url, self.api_key, {})
-
-    def __repr__(self) -> str:  # never show the key
-        return (
-            f"ProviderSettings(kind={self.kind!r}, flavour={self.flavour!r}, base_url={self.base_url!r}, "
-            "api_key=***)"
-        )
-
-
-def provider_settings(
-    kind: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    max_concurrency: int | None = None,
-    flavour: str | None = None,
-) -> ProviderSettings:
-    """Provider settings: each argument given wins, the rest come from the RECON_PROVIDER* variables.
-
-    ``flavour`` only applies to the simulator (a real provider speaks its own API)."""
-    kind = kind or os.environ.get("RECON_PROVIDER", "").strip() or SIMULATOR
-    if kind not in provider_kinds():
-        raise ConfigError(f"RECON_PROVIDER must be one of {', '.join(provider_kinds())}, not {kind[:40]!r}")
-    provider = _registered(kind if kind != SIMULATOR else simulator_flavour(flavour))
-    base_url = base_url or os.environ.get("RECON_PROVIDER_BASE_URL", "").strip()
-    if not base_url:
-        if kind == SIMULATOR:
-            raise ConfigError(
-                "RECON_PROVIDER=simulator needs RECON_PROVIDER_BASE_URL (the simulator's address)"
-            )
-        base_url = provider.public_api_root
-    _check_base_url(base_url)
-    api_key = api_key or os.environ.get("RECON_PROVIDER_API_KEY") or None
-    if kind != SIMULATOR and not api_key:
-        raise ConfigError(f"RECON_PROVIDER={kind} needs RECON_PROVIDER_API_KEY")
-    if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
-        # An HTTP client would refuse the header later, quoting it: say so now, without the key.
-        raise ConfigError("RECON_PROVIDER_API_KEY holds spaces or unprintable characters")
-    reason = None if api_key is None else provider.check_api_key(api_key)
-    if reason is not None:
-        raise ConfigError(reason)
-    flavour = provider.name
-    return ProviderSettings(
-        kind, base_url.rstrip("/"), api_key, max_concurrency or max_concurrency_from_env(), flavour
-    )
-
-
-def _check_base_url(base_url: str) -> None:
-    """An http(s) URL with a host; the value is not repeated, since a URL may carry credentials."""
-    try:
-        url = httpx.URL(base_url)
-    except httpx.InvalidURL:
-        raise ConfigError("RECON_PROVIDER_BASE_URL is not a valid URL") from None
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigError("RECON_PROVIDER_BASE_URL must be an http:// or https:// URL with a host")
-
-
-def simulator_flavour(flavour: str | None = None) -> str:
-    """The API the simulator speaks: ``flavour`` if given, else RECON_PROVIDER_FLAVOUR, else the default."""
-    flavour = flavour or os.environ.get("RECON_PROVIDER_FLAVOUR", "").strip() or DEFAULT_FLAVOUR
-    try:
-        return _registered(flavour).name
-    except ConfigError as error:
-        raise ConfigError(f"RECON_PROVIDER_FLAVOUR: {error}") from None
-
-
-def provider_kinds() -> tuple[str, ...]:
-    """RECON_PROVIDER's allowed values: every registered provider, and the simulator."""
-    from recon_pipeline.providers import PROVIDER_NAMES  # the registry imports this module: import late
-
-    return (SIMULATOR, *PROVIDER_NAMES)
-
-
-def _registered(name: str) -> Provider:
-    from recon_pipeline.providers import provider_named  # the registry imports this module: import late
-
-    return provider_named(name)
-
-
-def max_concurrency_from_env() -> int:
-    """RECON_PROVIDER_MAX_CONCURRENCY as a positive integer."""
-    return positive_int_from_env("RECON_PROVIDER_MAX_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
-
-
-def max_retry_after_s_from_env() -> int:
-    """RECON_PROVIDER_MAX_RETRY_AFTER_S: the longest ``Retry-After`` (seconds) a provider client waits out;
-    a longer one fails the request at once rather than stall the run."""
-    return positive_int_from_env("RECON_PROVIDER_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
 
 
 def text_from_env(name: str, default: str) -> str:

@@ -54,7 +54,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import Queued
 from dagster._utils.error import SerializableErrorInfo
 
 from recon_pipeline.batches import submit
-from recon_pipeline.config import ConfigError, ServiceUnavailable
+from recon_pipeline.errors import ConfigError, ServiceUnavailable
 
 DEFINITIONS_MODULE = "recon_pipeline.definitions"
 DEFINITIONS_ATTRIBUTE = "defs"  # the module's @dg.definitions function

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import groupby
 
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
+from recon_pipeline.properties import PropertyRow
 
 # Measured faster than 100 for a night of 2,000 properties (benchmarks/results.md, "Partitions and
 # batches: why").

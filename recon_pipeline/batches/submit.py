@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from recon_pipeline.batches.plan import NightBatch
-from recon_pipeline.ledger.queries import InvalidPropertyError, PropertyRow, split_valid_properties
+from recon_pipeline.properties import InvalidPropertyError, PropertyRow, split_valid_properties
 
 TRIGGER_TAG = "recon/trigger"
 CLI_TRIGGER = "cli"

@@ -33,7 +33,6 @@ from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, 
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.ledger.queries import (
-    PropertyRow,
     captured_orders_frame,
     ledger_frame,
     list_properties,
@@ -41,11 +40,11 @@ from recon_pipeline.ledger.queries import (
     load_payment_order_owners,
     read_captured_order_rows,
     read_ledger_rows,
-    split_valid_properties,
 )
 from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.postings.store import read_posted_adjustments
+from recon_pipeline.properties import PropertyRow, split_valid_properties
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.providers.errors import is_permanent
 from recon_pipeline.providers.interface import ProviderClient

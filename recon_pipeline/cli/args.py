@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Column, Integer
 
 from recon_pipeline import keys
+from recon_pipeline.arguments import bounded_integer
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 
 MAX_PORT = 65_535
@@ -27,27 +28,27 @@ BIG_INTEGER_MAX = 2**63 - 1
 
 def port(text: str) -> int:
     """A TCP port to listen on: 1-65535 (uvicorn would otherwise bind a port other than the one shown)."""
-    return _integer(text, 1, MAX_PORT, "a port")
+    return bounded_integer(text, 1, MAX_PORT, "a port")
 
 
 def count(maximum: int) -> Callable[[str], int]:
     """A positive count of at most ``maximum`` (how many rows, bookings, workers, bytes...)."""
-    return lambda text: _integer(text, 1, maximum, "a count")
+    return lambda text: bounded_integer(text, 1, maximum, "a count")
 
 
 def database_id(column: Column[Any]) -> Callable[[str], int]:
     """A positive id that ``column`` (Integer or BigInteger) can hold, so the driver never overflows."""
-    return lambda text: _integer(text, 1, column_maximum(column), f"a {column.name}")
+    return lambda text: bounded_integer(text, 1, column_maximum(column), f"a {column.name}")
 
 
 def amount(column: Column[Any]) -> Callable[[str], int]:
     """A non-negative amount of minor units that ``column`` can hold (JPY: yen, EUR: cents)."""
-    return lambda text: _integer(text, 0, column_maximum(column), "an amount in minor units")
+    return lambda text: bounded_integer(text, 0, column_maximum(column), "an amount in minor units")
 
 
 def signed_amount(text: str) -> int:
     """A signed amount of minor units within the contract's bound (an adjustment reverses with -700)."""
-    return _integer(text, -MAX_AMOUNT_MINOR, MAX_AMOUNT_MINOR, "an amount in minor units")
+    return bounded_integer(text, -MAX_AMOUNT_MINOR, MAX_AMOUNT_MINOR, "an amount in minor units")
 
 
 def column_maximum(column: Column[Any]) -> int:
@@ -104,12 +105,3 @@ def trusted_proxies(text: str) -> str:
                 f"'*' or comma-separated IP addresses or networks, not {entry!r}"
             ) from None
     return ",".join(entries)
-
-
-def _integer(text: str, minimum: int, maximum: int, what: str) -> int:
-    # Digits only (int() would also take ' 7' and '7_000'), and no more of them than the maximum has.
-    digits = text.removeprefix("-")
-    short = digits.isascii() and digits.isdigit() and len(digits) <= len(str(maximum))
-    if not short or not minimum <= int(text) <= maximum:
-        raise argparse.ArgumentTypeError(f"{what} is an integer from {minimum} to {maximum}, not {text!r}")
-    return int(text)

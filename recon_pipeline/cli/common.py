@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeAlias
 
 from recon_pipeline import config
+from recon_pipeline.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -41,7 +42,7 @@ def reported(error: Exception) -> tuple[str, int] | None:
 
     if isinstance(error, SQLAlchemyError):
         error = database_failure(error, config.database_url())
-    if isinstance(error, config.ServiceUnavailable):
+    if isinstance(error, ServiceUnavailable):
         code = FAILED_EXIT
     elif isinstance(error, ValueError | LookupError | OSError):  # ConfigError is a ValueError
         code = BAD_INPUT_EXIT

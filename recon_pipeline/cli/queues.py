@@ -88,7 +88,7 @@ def _add_events_commands(commands: Commands) -> None:
 
 
 def _add_postings_commands(commands: Commands) -> None:
-    from recon_pipeline.postings.outbox import OUTBOX_STATES
+    from recon_pipeline.db.outbox_states import OUTBOX_STATES
 
     group = commands.add_parser(
         "postings", help="approved adjustments posted to the PMS: list, show, retry, resolve"

@@ -8,10 +8,10 @@ import os
 import sys
 from datetime import UTC, datetime
 
-from recon_pipeline import config
 from recon_pipeline.cli import args as cli_args
 from recon_pipeline.cli.common import Commands, recon_database
 from recon_pipeline.providers import PROVIDER_NAMES
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR, simulator_flavour
 
 MAX_BOOKINGS = 1_000_000  # per property and night: beyond it the demo world would not fit in memory
 
@@ -57,7 +57,7 @@ def cmd_simulator_serve(args: argparse.Namespace) -> int:
     from recon_pipeline.simulation.host.app import build_app
     from recon_pipeline.simulation.host.store import SimulatorStore
 
-    flavour = config.simulator_flavour(args.flavour)
+    flavour = simulator_flavour(args.flavour)
     if args.data:
         store = SimulatorStore.from_json(args.data)
     else:
@@ -85,9 +85,9 @@ def add_commands(commands: Commands) -> None:
     demo.add_argument(
         "--provider",
         choices=PROVIDER_NAMES,
-        default=config.DEFAULT_FLAVOUR,
+        default=DEFAULT_FLAVOUR,
         help="whose API the simulator speaks and whose demo properties are seeded "
-        f"({config.DEFAULT_FLAVOUR})",
+        f"({DEFAULT_FLAVOUR})",
     )
     demo.add_argument(
         "--bookings",
@@ -115,7 +115,7 @@ def add_commands(commands: Commands) -> None:
         "--flavour",
         choices=PROVIDER_NAMES,
         help="the API to speak and whose demo properties to seed "
-        f"(RECON_PROVIDER_FLAVOUR, else {config.DEFAULT_FLAVOUR})",
+        f"(RECON_PROVIDER_FLAVOUR, else {DEFAULT_FLAVOUR})",
     )
     serve.add_argument("--port", type=cli_args.port, default=12111)
     serve.add_argument("--seed", type=int, default=7)

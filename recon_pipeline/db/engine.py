@@ -9,7 +9,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from recon_pipeline.config import ConfigError, ServiceUnavailable
+from recon_pipeline.errors import ConfigError, ServiceUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

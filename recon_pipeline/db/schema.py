@@ -295,8 +295,8 @@ provider_cursors = Table(
     Column("updated_at", UTC_TIMESTAMP, nullable=False),
 )
 
-# The deployment-wide provider rate bound (recon_pipeline/ratelimit.py): per bucket, the next free request
-# slot in Unix seconds by the database's clock. Made by migration 0002 (UNLOGGED on PostgreSQL).
+# The deployment-wide provider rate bound (recon_pipeline/providers/ratelimit.py): per bucket, the next
+# free request slot in Unix seconds by the database's clock. Made by migration 0002 (UNLOGGED on PostgreSQL).
 provider_rate_slots = Table(
     "provider_rate_slots",
     metadata,
@@ -391,7 +391,7 @@ bank_credits = Table(
 
 # The transactional outbox: one row per approved adjustment, written in the approval's transaction and
 # drained by the poster (postings/drain.py). ``state``: approved → posting → posted | failed | unknown
-# (postings/outbox.py). ``attempts`` counts real posts only (a lookup or a claim counts nothing);
+# (db/outbox_states.py). ``attempts`` counts real posts only (a lookup or a claim counts nothing);
 # ``lookups`` paces the lookups that resolve an unknown outcome. ``claimed_by``/``locked_until``: the
 # drainer holding the row and until when; an expired claim of a ``posting`` row is resolved by lookup.
 # ``resolved_by``/``resolution_note``: who settled the row by hand and why (recon postings resolve).

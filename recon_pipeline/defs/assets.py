@@ -27,14 +27,14 @@ from datetime import timedelta
 import dagster as dg
 
 from recon_pipeline.batches.work import FINDING_COUNTS, BatchRequest, BatchResult, reconcile_batch
-from recon_pipeline.config import ConfigError
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, BatchConfig
 from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy, refuse_run_retries
 from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.reconcile.lifecycle import ADJUSTMENT_COUNTS
 from recon_pipeline.reconcile.report import combined_report, markdown_table
-from recon_pipeline.review_desk.links import BASE_URL_ENV, night_link, nights_link, web_root_from_env
+from recon_pipeline.review.links import BASE_URL_ENV, night_link, nights_link, web_root_from_env
 
 GROUP = "reconciliation"
 PROPERTIES_LISTED = 250  # per-property rows shown in the report's metadata (a batch is ≤ 100 by default)

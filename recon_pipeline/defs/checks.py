@@ -31,6 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 import dagster as dg
 from sqlalchemy import Connection, RowMapping
 
+from recon_pipeline.batches.nightly import late_night, previous_nights
 from recon_pipeline.batches.outcomes import succeeded_nights
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.config import text_from_env
@@ -38,11 +39,11 @@ from recon_pipeline.defs.assets import DISCREPANCY_REPORT
 from recon_pipeline.defs.batches import batch_properties
 from recon_pipeline.defs.partitions import partition_night
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.ledger.queries import PropertyRow, list_properties, load_property, split_valid_properties
+from recon_pipeline.ledger.queries import list_properties, load_property
 from recon_pipeline.metrics.queues import QueueState, read_events_queue, read_postings_queue
 from recon_pipeline.metrics.slo import SloLevel, judge_oldest_age, queue_slo_s
-from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import night_window, parse_cutoff
+from recon_pipeline.properties import PropertyRow, split_valid_properties
 from recon_pipeline.review.limits import OrphanVerdict, judge_orphans, judge_unexplained, orphan_error_after
 from recon_pipeline.review.render import findings_markdown, money
 from recon_pipeline.review.rules import OPEN, DiscrepancyFilter

@@ -18,8 +18,9 @@ from recon_pipeline.events.backlog import events_run_key, read_backlog
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.recovery import enqueue_orphaned_payments, recover_missed_events
 from recon_pipeline.events.stale import recent_stale_nights
-from recon_pipeline.ledger.queries import PropertyRow, list_properties, split_valid_properties
+from recon_pipeline.ledger.queries import list_properties
 from recon_pipeline.metrics.queues import read_events_queue
+from recon_pipeline.properties import PropertyRow, split_valid_properties
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -181,5 +182,3 @@ recovery_schedules = [
         default_status=dg.DefaultScheduleStatus.RUNNING,
     ),
 ]
-event_jobs = [process_payment_events_job, recover_missed_events_job, enqueue_orphaned_payments_job]
-event_sensors = [pending_events_sensor, stale_nights_sensor]

@@ -17,7 +17,8 @@ from typing import Any
 
 import dagster as dg
 
-from recon_pipeline.config import ConfigError, text_from_env
+from recon_pipeline.config import text_from_env
+from recon_pipeline.errors import ConfigError
 
 EXTERNAL_EXECUTORS = {
     "k8s": ("dagster_k8s", "k8s_job_executor"),

@@ -14,9 +14,10 @@ import dagster as dg
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL, provider_step_retry_policy
 from recon_pipeline.defs.partitions import first_night, night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.ledger.queries import list_properties, split_valid_properties
+from recon_pipeline.ledger.queries import list_properties
 from recon_pipeline.payouts.deposit import bank_holidays, deposit_days
 from recon_pipeline.payouts.night import reconcile_payouts
+from recon_pipeline.properties import split_valid_properties
 
 PAYOUTS = dg.AssetKey("payouts")
 PAYOUTS_JOB = "payouts_night"

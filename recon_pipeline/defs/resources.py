@@ -1,8 +1,9 @@
 """Dagster resources: the reconciliation database and the payment provider.
 
-Fields left unset fall back to the contract's environment variables when a run starts (``config.py``
-reads them then, and a bad value fails the run with a ConfigError naming its variable), so the same
-definitions serve the demo, a developer laptop and a deployment; secrets never appear in run config.
+Fields left unset fall back to the contract's environment variables when a run starts (``config.py`` and
+``providers/settings.py`` read them then, and a bad value fails the run with a ConfigError naming its
+variable), so the same definitions serve the demo, a developer laptop and a deployment; secrets never
+appear in run config.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from recon_pipeline.postings.factory import ADAPTER_VARIABLE, build_adapter
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import MAX_RPS_VARIABLE, ProviderHttp, RetryPolicy, max_rps_from_env
 from recon_pipeline.providers.interface import ProviderClient
-from recon_pipeline.ratelimit import deployment_limiter, deployment_rate
+from recon_pipeline.providers.ratelimit import deployment_limiter, deployment_rate
+from recon_pipeline.providers.settings import ProviderSettings, provider_settings
 
 
 @functools.cache
@@ -63,7 +65,7 @@ class ProviderResource(dg.ConfigurableResource):
 
     One HTTP client per process and settings, shared by every step of the process (one connection pool,
     one concurrency bound) and closed at exit; its rate is taken from a bucket in the reconciliation
-    database (``recon_pipeline.ratelimit``), which every process and run shares."""
+    database (``recon_pipeline.providers.ratelimit``), which every process and run shares."""
 
     database_url: str | None = None  # where the rate bucket lives: RECON_DATABASE_URL's database
     provider: str | None = None
@@ -76,12 +78,12 @@ class ProviderResource(dg.ConfigurableResource):
     base_delay_s: float = 0.25
     max_delay_s: float = 8.0
 
-    def settings(self) -> config.ProviderSettings:
-        return config.provider_settings(
+    def settings(self) -> ProviderSettings:
+        return provider_settings(
             self.provider, self.base_url, self.api_key, self.max_concurrency, self.flavour
         )
 
-    def rate(self, settings: config.ProviderSettings) -> float | None:
+    def rate(self, settings: ProviderSettings) -> float | None:
         """Requests a second for the deployment, validated (a ConfigError naming RECON_PROVIDER_MAX_RPS);
         unset, the provider's documented limit (``deployment_rate``)."""
         if self.max_rps is not None:

@@ -4,13 +4,14 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
+from recon_pipeline.batches.nightly import nightly_batches
 from recon_pipeline.config import positive_int, text_from_env
 from recon_pipeline.defs.batches import batch_run_request, batch_size
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.partitions import first_night
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.ledger.queries import list_properties, split_valid_properties
-from recon_pipeline.nightly import nightly_batches
+from recon_pipeline.ledger.queries import list_properties
+from recon_pipeline.properties import split_valid_properties
 
 DEFAULT_LOOKBACK = 3
 

@@ -1,8 +1,9 @@
-"""A payment's current provider state in the contract's terms, and what it means for its booking: pure.
+"""What a payment's current provider state means for its booking: pure.
 
 The processor never acts on an event's payload (it may be stale, duplicated or out of order); it reads the
 payment by id from the provider (``ProviderClient.payment_state``), whose package maps the provider's
-objects to a ``PaymentState``. Everything after that is the same for every provider:
+objects to a ``PaymentState`` (``providers/events.py``). Everything after that is the same for every
+provider:
 
 - attribution: ``property_id`` is what the payment's own metadata names; the processor falls back to
   ``payment_orders`` and to the property that alone owns the event's provider account.
@@ -17,41 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
 
-from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
 from recon_pipeline.nights import night_window, parse_cutoff, property_zone
+from recon_pipeline.providers.events import CAPTURED_ORDER_STATUSES
 
 CONFIRMABLE_BOOKING_STATUSES = ("pending", "confirming")
-
-
-@dataclass(frozen=True)
-class PaymentState:
-    """What the provider says about one payment now, in the contract's terms."""
-
-    provider_payment_id: str
-    status: str  # a payment_orders status
-    amount_minor: int
-    amount_refunded_minor: int
-    currency: str  # ISO 4217 upper case
-    captured_at: datetime | None
-    occurred_at: datetime
-    property_id: str | None  # from metadata; None when the payment must be attributed by account
-    booking_id: str | None
-
-    def order_row(self, property_id: str, as_of: datetime) -> dict[str, Any]:
-        """The ``payment_orders`` row; ``updated_at`` is when the provider was read (newer reads win)."""
-        return {
-            "provider_payment_id": self.provider_payment_id,
-            "property_id": property_id,
-            "booking_id": self.booking_id,
-            "amount_minor": self.amount_minor,
-            "amount_refunded_minor": self.amount_refunded_minor,
-            "currency": self.currency,
-            "status": self.status,
-            "captured_at": self.captured_at,
-            "updated_at": as_of,
-        }
 
 
 @dataclass(frozen=True)

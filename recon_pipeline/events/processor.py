@@ -56,15 +56,9 @@ from sqlalchemy import Connection, Engine, select, update
 from recon_pipeline.checkpoints import EVENT_BEFORE_COMMIT, EVENT_COMMITTED, reached
 from recon_pipeline.db.schema import booking_confirmations, bookings, payment_orders, properties
 from recon_pipeline.db.upsert import dialect_insert, insert_new
-from recon_pipeline.events.payment_state import (
-    CONFIRMABLE_BOOKING_STATUSES,
-    PaymentState,
-    booking_action,
-    night_of,
-)
+from recon_pipeline.events.payment_state import CONFIRMABLE_BOOKING_STATUSES, booking_action, night_of
 from recon_pipeline.events.queue import (
     ClaimedEvent,
-    RetrySchedule,
     claim_batch,
     complete,
     dead_letter,
@@ -72,17 +66,15 @@ from recon_pipeline.events.queue import (
     retry_later,
 )
 from recon_pipeline.events.stale import mark_night_stale
-from recon_pipeline.ledger.queries import (
-    PropertyRow,
-    UnknownPropertyError,
-    load_payment_order_owners,
-    load_property,
-)
+from recon_pipeline.ledger.queries import UnknownPropertyError, load_payment_order_owners, load_property
 from recon_pipeline.metrics.instruments import ACKNOWLEDGEMENTS, PROCESSING_SECONDS
 from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.errors import ProviderError, is_permanent
+from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.interface import ProviderClient
+from recon_pipeline.retry import RetrySchedule
 
 logger = logging.getLogger(__name__)
 

@@ -35,41 +35,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, Connection, Engine, and_, case, or_, select, update
 
-from recon_pipeline import config
 from recon_pipeline.db.schema import payment_event_processing as processing
+from recon_pipeline.retry import RetrySchedule
 
 AWAITING_STATUSES = ("pending", "failed")
 _RNG = random.Random()
-
-
-@dataclass(frozen=True)
-class RetrySchedule:
-    """How long a failing event is retried (``budget``, from its first failed try), and how long to wait
-    before each retry."""
-
-    budget: timedelta = timedelta(hours=6)
-    base_delay: timedelta = timedelta(seconds=30)
-    max_delay: timedelta = timedelta(minutes=30)
-
-    @classmethod
-    def configured(cls) -> RetrySchedule:
-        """The schedule the RECON_EVENT_RETRY_* settings describe (read now, not at import)."""
-        settings = config.event_retry_settings()
-        return cls(
-            budget=timedelta(seconds=settings.budget_s),
-            base_delay=timedelta(seconds=settings.base_delay_s),
-            max_delay=timedelta(seconds=settings.max_delay_s),
-        )
-
-    def delay(self, tries: int, rng: random.Random) -> timedelta:
-        """Wait after the ``tries``-th failed try (1-based): half the capped exponential step plus up
-        to as much again at random, so the wait is never zero yet retries of one outage spread out."""
-        step = min(self.max_delay, self.base_delay * 2 ** min(max(0, tries - 1), 32))
-        return step / 2 + step * (rng.random() / 2)
-
-    def spent(self, first_failed_at: datetime, now: datetime) -> bool:
-        """Whether a failure at ``now`` is past the budget that started at ``first_failed_at``."""
-        return now - first_failed_at >= self.budget
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,8 @@ from sqlalchemy import Connection, Engine, and_, or_, select
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.db.schema import bookings, discrepancies, payment_orders, properties, provider_cursors
 from recon_pipeline.db.upsert import upsert
-from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
-from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
+from recon_pipeline.providers.events import CAPTURED_ORDER_STATUSES, ProviderEvent
 from recon_pipeline.providers.interface import ProviderClient
 
 logger = logging.getLogger(__name__)

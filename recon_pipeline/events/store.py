@@ -17,7 +17,7 @@ from sqlalchemy import Connection, func, select
 
 from recon_pipeline.db.schema import payment_event_conflicts, payment_event_processing, payment_events
 from recon_pipeline.db.upsert import insert_new, inserted_keys
-from recon_pipeline.events.parse import ProviderEvent
+from recon_pipeline.providers.events import ProviderEvent
 
 
 @dataclass(frozen=True)

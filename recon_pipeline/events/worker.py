@@ -19,16 +19,22 @@ from dataclasses import asdict
 from datetime import timedelta
 
 from recon_pipeline import config
-from recon_pipeline.cli import args as cli_args
+from recon_pipeline.arguments import bounded_integer
 from recon_pipeline.db.engine import make_engine
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.processor import DEFAULT_LEASE, process_available
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.http import ProviderHttp, max_rps_from_env
-from recon_pipeline.ratelimit import deployment_limiter, deployment_rate
+from recon_pipeline.providers.ratelimit import deployment_limiter, deployment_rate
+from recon_pipeline.providers.settings import provider_settings
+
+
+def positive(text: str) -> int:
+    """A positive count an SQL Integer column holds (``recon``'s own counts have the same bounds)."""
+    return bounded_integer(text, 1, config.MAX_INT_SETTING, "a count")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    positive = cli_args.count(config.MAX_INT_SETTING)
     parser = argparse.ArgumentParser(
         prog="python -m recon_pipeline.events.worker", description=__doc__.splitlines()[0]
     )
@@ -55,10 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs every request at INFO
     try:
-        settings = config.provider_settings(base_url=args.provider_base_url)
+        settings = provider_settings(base_url=args.provider_base_url)
         rate = deployment_rate(settings, max_rps_from_env())
         engine = make_engine(args.database_url or config.database_url(), pool_size=1)
-    except config.ConfigError as error:
+    except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:

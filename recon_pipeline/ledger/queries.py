@@ -8,7 +8,6 @@ alone; ``load_*`` is the one-property form of the same two steps."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,101 +15,19 @@ import pandas as pd
 from sqlalchemy import ColumnElement, Connection, Select, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
-from recon_pipeline.keys import validate_property_id
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
-from recon_pipeline.money import BASIS_POINTS, normalize_currency, upper_currency
-from recon_pipeline.nights import NightWindow, parse_cutoff, property_zone
+from recon_pipeline.money import upper_currency
+from recon_pipeline.nights import NightWindow
+from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.events import CAPTURED_ORDER_STATUSES
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
-CAPTURED_ORDER_STATUSES = ("captured", "partially_refunded")
 _CAPTURED_ORDER_COLUMNS = ("payment_id", "booking_id", "amount_minor", "currency", "captured_at")
 
 
 class UnknownPropertyError(LookupError):
     """A partition names a property that the ``properties`` table does not hold."""
-
-
-class InvalidPropertyError(ValueError):
-    """A ``properties`` row the contract forbids; one line naming the property and everything wrong.
-
-    A ValueError, so the CLI prints it as its one-line ``error:``; schedules, sensors and checks skip
-    the property it names and carry on with the others."""
-
-    def __init__(self, property_id: str, problems: Sequence[str]) -> None:
-        self.property_id = property_id
-        self.problems = tuple(problems)
-        super().__init__(f"property {property_id!r} is invalid: {'; '.join(problems)}")
-
-
-@dataclass(frozen=True)
-class PropertyRow:
-    """One row of ``properties``: what the pipeline needs to know about a property."""
-
-    property_id: str
-    name: str
-    timezone: str
-    currency: str
-    night_cutoff: str
-    provider_account: str | None
-    # how far an entry booked at a conversion's settlement figure may be off it, in basis points of the
-    # settlement amount (``fx_tolerance``); NULL, as the PMS inserts rows that name no such column, is 0
-    fx_tolerance_bps: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "currency", upper_currency(self.currency))  # the PMS may store "usd"
-
-    def row(self) -> dict[str, str | int | None]:
-        """The ``properties`` row this was read from (or is to be written as)."""
-        return asdict(self)
-
-    @property
-    def fx_tolerance(self) -> int:
-        """The diff's FX tolerance in basis points: the row's, else 0 (exact)."""
-        return self.fx_tolerance_bps or 0
-
-    def validated(self) -> PropertyRow:
-        """This row with its currency upper-cased, or InvalidPropertyError listing every problem.
-
-        The one place a ``properties`` row is judged: the PMS writes the table, so a bad row must fail
-        its own property with its name on it, never whichever schedule or check met it first."""
-        problems = []
-        for check in (
-            lambda: validate_property_id(self.property_id),
-            lambda: property_zone(self.timezone),
-            lambda: parse_cutoff(self.night_cutoff),
-        ):
-            try:
-                check()
-            except ValueError as error:
-                problems.append(str(error))
-        try:
-            currency = normalize_currency(self.currency)
-        except (ValueError, AttributeError):
-            problems.append(f"currency must be a three-letter ISO 4217 code, not {self.currency!r}")
-        tolerance = self.fx_tolerance_bps
-        if tolerance is not None and not (
-            isinstance(tolerance, int) and not isinstance(tolerance, bool) and 0 <= tolerance <= BASIS_POINTS
-        ):
-            problems.append(
-                f"fx_tolerance_bps must be whole basis points from 0 to {BASIS_POINTS}, not {tolerance!r}"
-            )
-        if problems:
-            raise InvalidPropertyError(self.property_id, problems)
-        return replace(self, currency=currency)
-
-
-def split_valid_properties(
-    rows: Iterable[PropertyRow],
-) -> tuple[list[PropertyRow], list[InvalidPropertyError]]:
-    """The valid rows (validated) and one error per invalid row: callers act on each property alone."""
-    valid, invalid = [], []
-    for row in rows:
-        try:
-            valid.append(row.validated())
-        except InvalidPropertyError as error:
-            invalid.append(error)
-    return valid, invalid
 
 
 def load_property(connection: Connection, property_id: str) -> PropertyRow:
@@ -177,13 +94,6 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     )
     frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
     return frame
-
-
-def load_captured_payment_orders(
-    connection: Connection, property_id: str, window: NightWindow
-) -> pd.DataFrame:
-    """Payment orders the PMS itself saw captured during the night (the local half of orphan detection)."""
-    return captured_orders_frame(read_captured_order_rows(connection, {property_id: window})[property_id])
 
 
 def read_captured_order_rows(

@@ -7,8 +7,6 @@ loaded too (``in_night=False``) so that a record the provider created at 23:59 a
 
 from __future__ import annotations
 
-import pandas as pd
-
 LEDGER_RECORD_COLUMNS: dict[str, str] = {
     "entry_id": "object",
     "property_id": "object",
@@ -20,8 +18,3 @@ LEDGER_RECORD_COLUMNS: dict[str, str] = {
     "posted_at": "datetime64[ns, UTC]",
     "in_night": "bool",
 }
-
-
-def empty_ledger_records() -> pd.DataFrame:
-    """A zero-row frame with the contract's columns and dtypes."""
-    return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in LEDGER_RECORD_COLUMNS.items()})

@@ -15,10 +15,10 @@ from typing import Final
 
 from sqlalchemy import Connection, func, select
 
+from recon_pipeline.db.outbox_states import OPEN_STATES, OUTBOX_STATES, UNKNOWN
 from recon_pipeline.db.schema import payment_event_processing as processing
 from recon_pipeline.db.schema import payment_events
 from recon_pipeline.db.schema import posting_outbox as outbox
-from recon_pipeline.postings.outbox import OPEN_STATES, OUTBOX_STATES, UNKNOWN
 
 EVENTS: Final = "events"
 POSTINGS: Final = "postings"

@@ -11,7 +11,8 @@ import enum
 import os
 from dataclasses import dataclass
 
-from recon_pipeline.config import ConfigError, positive_int_from_env
+from recon_pipeline.config import positive_int_from_env
+from recon_pipeline.errors import ConfigError
 
 QUEUE_SLO_ENV = "RECON_QUEUE_SLO_S"
 RENAMED_ENV = "RECON_MAX_PENDING_AGE_S"  # the events queue's own SLO before both queues shared one

@@ -20,7 +20,6 @@ from datetime import UTC, date, datetime, timedelta
 from sqlalchemy import Engine
 
 from recon_pipeline.categories import PAYOUT_CATEGORIES
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.deposit import arrivals_due_on
 from recon_pipeline.payouts.findings import (
@@ -30,6 +29,7 @@ from recon_pipeline.payouts.findings import (
     not_deposited_finding,
 )
 from recon_pipeline.payouts.trace import finding_holder, fully_traced, sum_difference, trace
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.payouts import Payout
 from recon_pipeline.review.store import save_discrepancies

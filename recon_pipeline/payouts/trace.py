@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_of
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 
 

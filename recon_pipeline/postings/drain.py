@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, RowMapping, Update, and_, case, select, update
 
 from recon_pipeline.checkpoints import POSTING_ANSWERED, POSTING_BEFORE_SEND, POSTING_COMMITTED, reached
+from recon_pipeline.db.outbox_states import APPROVED, POSTED, POSTING, UNKNOWN
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.metrics.instruments import (
@@ -48,10 +49,6 @@ from recon_pipeline.postings.adapter import (
     PostingResult,
 )
 from recon_pipeline.postings.outbox import (
-    APPROVED,
-    POSTED,
-    POSTING,
-    UNKNOWN,
     Claimed,
     PostingPolicy,
     Settlement,

@@ -7,7 +7,7 @@ from typing import Final
 
 from sqlalchemy import Engine
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.postings.adapter import PostingAdapter
 from recon_pipeline.postings.sql_adapter import SqlPostingAdapter
 

@@ -18,23 +18,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Final
 
 from sqlalchemy import ColumnElement, and_, or_
 
 from recon_pipeline import config
+from recon_pipeline.db.outbox_states import APPROVED, FAILED, POSTED, POSTING, UNKNOWN
 from recon_pipeline.db.schema import posting_outbox as outbox
-from recon_pipeline.events.queue import RetrySchedule
 from recon_pipeline.postings.adapter import PostingOutcome, PostingResult
-
-APPROVED: Final = "approved"
-POSTING: Final = "posting"
-POSTED: Final = "posted"
-FAILED: Final = "failed"
-UNKNOWN: Final = "unknown"
-OUTBOX_STATES: Final = (APPROVED, POSTING, POSTED, FAILED, UNKNOWN)
-# The states a drainer still has work in (the outbox's depth).
-OPEN_STATES: Final = (APPROVED, POSTING, UNKNOWN)
+from recon_pipeline.retry import RetrySchedule
 
 
 def _default_backoff() -> RetrySchedule:

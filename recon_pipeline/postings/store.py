@@ -15,16 +15,16 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, func, select, update
 
+from recon_pipeline.db.outbox_states import APPROVED, FAILED, OPEN_STATES, OUTBOX_STATES, POSTED, UNKNOWN
 from recon_pipeline.db.schema import adjustments, ledger_entries
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.db.upsert import insert_new
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
-from recon_pipeline.postings.outbox import APPROVED, FAILED, OPEN_STATES, OUTBOX_STATES, POSTED, UNKNOWN
 from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.reconcile.lifecycle import POSTED as ADJUSTMENT_POSTED
 from recon_pipeline.reconcile.posted import PostedAdjustment
-from recon_pipeline.review.rules import ReviewError
 
 
 class UnknownPostingError(LookupError):

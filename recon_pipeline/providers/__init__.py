@@ -7,7 +7,7 @@ and its ``ProviderClient``.
 
 from __future__ import annotations
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers.adyen import PROVIDER as ADYEN
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ClientSettings, Provider, ProviderClient

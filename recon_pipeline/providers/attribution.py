@@ -94,13 +94,6 @@ def _first_owner(owners: PaymentOwners, charge: Any, intent: Any, otherwise: str
     return otherwise
 
 
-def reported_split(provider_records: pd.DataFrame) -> Attribution:
-    """The ``provider_records`` asset's frame split again: the property's records, and the ones nobody
-    owns that it carries because this property reports them (``property_id`` None)."""
-    owned = provider_records["property_id"].notna().to_numpy()
-    return Attribution(own=provider_records[owned], unattributed=provider_records[~owned])
-
-
 def _owned_by(records: pd.DataFrame, property_id: str) -> pd.DataFrame:
     """``records`` with ``property_id`` set, kept in the frame contract's dtype (object, not str)."""
     return records.assign(property_id=pd.Series(property_id, index=records.index, dtype="object"))

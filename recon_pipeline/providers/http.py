@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -42,11 +42,11 @@ from recon_pipeline.providers.errors import (
     RetryAfterTooLong,
     is_permanent_status,
 )
-from recon_pipeline.ratelimit import RateLimiter
 
 logger = logging.getLogger(__name__)
 
 MAX_RPS_VARIABLE = "RECON_PROVIDER_MAX_RPS"
+DEFAULT_MAX_RETRY_AFTER_S = 30
 PROVIDER_MESSAGE_CHARS = 300  # a provider's error message, cut: the line stays one line in a table
 T = TypeVar("T")
 
@@ -55,6 +55,25 @@ def max_rps_from_env() -> float | None:
     """RECON_PROVIDER_MAX_RPS as a positive integer, None (no client-side limit) when unset or empty."""
     raw = os.environ.get(MAX_RPS_VARIABLE, "").strip()
     return float(config.positive_int(MAX_RPS_VARIABLE, raw)) if raw else None
+
+
+def max_retry_after_s_from_env() -> int:
+    """RECON_PROVIDER_MAX_RETRY_AFTER_S: the longest ``Retry-After`` (seconds) a provider client waits out;
+    a longer one fails the request at once rather than stall the run."""
+    return config.positive_int_from_env("RECON_PROVIDER_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
+
+
+class RateLimiter(Protocol):
+    """What a provider client needs of a limiter: wait for the next request's slot (``RequestRateLimiter``
+    in one process, ``providers/ratelimit.SharedRateLimiter`` for the whole deployment)."""
+
+    def acquire(self) -> float:
+        """Block until a request may start; returns the seconds waited."""
+        ...
+
+    def hold(self, count: int) -> None:
+        """Reserve slots for the next ``count`` requests at once, where reserving costs a round trip."""
+        ...
 
 
 class RequestRateLimiter:
@@ -105,7 +124,7 @@ class RetryPolicy:
     max_attempts: int = 5
     base_delay_s: float = 0.25
     max_delay_s: float = 8.0
-    max_retry_after_s: float = field(default_factory=config.max_retry_after_s_from_env)
+    max_retry_after_s: float = field(default_factory=max_retry_after_s_from_env)
     timeout_s: float = 15.0
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
@@ -119,7 +138,7 @@ class ProviderHttp:
     ``max_rps`` caps request starts per second (retries included) for this client and every thread using
     it; None reads ``RECON_PROVIDER_MAX_RPS`` (unset: no cap), ``math.inf`` means no cap whatever the
     environment says. The cap is per client; ``limiter`` replaces it with one shared beyond the client
-    (``recon_pipeline.ratelimit.SharedRateLimiter``: one rate for every process of the deployment).
+    (``recon_pipeline.providers.ratelimit.SharedRateLimiter``: one rate for every process of the deployment).
     ``provider`` is the name its errors give the API (the registered provider whose API it speaks).
     """
 

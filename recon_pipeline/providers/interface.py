@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     import pandas as pd
 
-    from recon_pipeline.events.parse import ProviderEvent
-    from recon_pipeline.events.payment_state import PaymentState
+    from recon_pipeline.providers.events import PaymentState, ProviderEvent
     from recon_pipeline.providers.holds import AuthorizationHold
     from recon_pipeline.providers.http import ProviderHttp
     from recon_pipeline.providers.objects import PropertyAccount

@@ -30,9 +30,9 @@ import pandas as pd
 
 from recon_pipeline.categories import ALL_CATEGORIES, CURRENCY_MISMATCH
 from recon_pipeline.keys import parse_night
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.report import (
     category_summary,
     finding_amounts,

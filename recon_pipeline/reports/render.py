@@ -30,15 +30,9 @@ import pandas as pd
 from sqlalchemy import Connection
 
 from recon_pipeline.keys import parse_night
-from recon_pipeline.ledger.queries import (
-    InvalidPropertyError,
-    PropertyRow,
-    UnknownPropertyError,
-    list_properties,
-    load_property,
-    split_valid_properties,
-)
+from recon_pipeline.ledger.queries import UnknownPropertyError, list_properties, load_property
 from recon_pipeline.money import format_minor
+from recon_pipeline.properties import InvalidPropertyError, PropertyRow, split_valid_properties
 from recon_pipeline.reports.exports import write_csv, write_parquet, write_text
 from recon_pipeline.reports.html import ReportPage, first_night_shown, render_report_html
 from recon_pipeline.reports.overview import open_overview, orphans_overview

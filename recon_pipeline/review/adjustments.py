@@ -26,6 +26,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, select, update
 
 from recon_pipeline.db.schema import adjustment_reviews, adjustments
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.postings.store import enqueue
 from recon_pipeline.reconcile.lifecycle import (
@@ -37,7 +38,6 @@ from recon_pipeline.reconcile.lifecycle import (
 )
 from recon_pipeline.review.four_eyes import four_eyes_threshold
 from recon_pipeline.review.results import lock_partition
-from recon_pipeline.review.rules import ReviewError
 
 APPROVE = "approve"
 REJECT = "reject"

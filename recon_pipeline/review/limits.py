@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from recon_pipeline.config import ConfigError, positive_int_from_env
+from recon_pipeline.config import positive_int_from_env
+from recon_pipeline.errors import ConfigError
 
 THRESHOLD_ENV: Final = "RECON_UNEXPLAINED_THRESHOLD_MINOR"
 # 1,000,000 minor units: 10,000.00 EUR/USD or ¥1,000,000 in one night before the run fails.

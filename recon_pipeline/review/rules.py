@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from recon_pipeline.categories import ALL_CATEGORIES
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.keys import parse_night, validate_property_id
 
 OPEN: Final = "open"
@@ -33,10 +34,6 @@ PIPELINE_REVIEWER: Final = "recon"
 
 MAX_REVIEWER_LENGTH = 200
 MAX_NOTE_LENGTH = 2000
-
-
-class ReviewError(ValueError):
-    """A review the finding's status does not allow, or a malformed reviewer or note."""
 
 
 def next_status(action: str, current: str) -> str | None:

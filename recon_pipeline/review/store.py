@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, inse
 from recon_pipeline.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.review.limits import default_threshold_minor
 from recon_pipeline.review.results import WriteCounts, lock_partition
@@ -33,7 +34,6 @@ from recon_pipeline.review.rules import (
     PIPELINE_REVIEWER,
     REOPEN,
     DiscrepancyFilter,
-    ReviewError,
     next_status,
     reopens,
 )

@@ -15,9 +15,9 @@ from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Connection, RowMapping, Select, func, select
 
+from recon_pipeline.db.outbox_states import FAILED, POSTING, UNKNOWN
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, discrepancies, posting_outbox
 from recon_pipeline.keys import parse_night
-from recon_pipeline.postings.outbox import FAILED, POSTING, UNKNOWN
 from recon_pipeline.reconcile.lifecycle import (
     APPROVED,
     POSTED,

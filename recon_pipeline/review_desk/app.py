@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, web_root_from_env
+from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, web_root_from_env
 from recon_pipeline.review_desk.pages import adjustments, exports, findings, nights, payouts, signin
 from recon_pipeline.review_desk.sessions import SessionLimits
 from recon_pipeline.review_desk.signin import SignInLimit

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from recon_pipeline.ledger.queries import PropertyRow
+    from recon_pipeline.properties import PropertyRow
     from recon_pipeline.simulation.host.store import SimulatorStore
     from recon_pipeline.simulation.host.wire import ApiWrapper
 

@@ -49,13 +49,14 @@ from starlette.routing import Route
 
 from recon_pipeline import config
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.events.parse import EventFormatError, ProviderEvent
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.store import ReceivedEvent, conflict_count, record_conflicts, store_events
 from recon_pipeline.metrics.exposition import metrics_route
 from recon_pipeline.metrics.instruments import DUPLICATES_SUPPRESSED
 from recon_pipeline.metrics.queues import EVENTS
 from recon_pipeline.providers import PROVIDERS
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import EventFormatError, ProviderEvent
 from recon_pipeline.providers.interface import Provider, StoreOutcome
 
 logger = logging.getLogger(__name__)
@@ -178,7 +179,7 @@ def webhook_secrets_from_env() -> list[str]:
     """
     secrets = [part.strip() for part in os.environ.get(SECRET_ENV, "").split(",") if part.strip()]
     if not secrets:
-        raise config.ConfigError(f"{SECRET_ENV} is not set: the receiver needs the webhook signing secret")
+        raise ConfigError(f"{SECRET_ENV} is not set: the receiver needs the webhook signing secret")
     return secrets
 
 
@@ -223,7 +224,7 @@ def build_receiver(
     ``GET /healthz`` and ``GET /metrics`` (``recon_pipeline.metrics``); disposes ``engine`` on shutdown.
     Every provider's deliveries are checked against ``secrets``."""
     if not secrets:
-        raise config.ConfigError("the webhook receiver needs at least one signing secret")
+        raise ConfigError("the webhook receiver needs at least one signing secret")
     secret_list = list(secrets)
     writers = {name: EventWriter(engine, name) for name in providers}
 

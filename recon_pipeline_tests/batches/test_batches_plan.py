@@ -8,10 +8,10 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from recon_pipeline.batches.nightly import NightlyBatch, nightly_batches
 from recon_pipeline.batches.plan import NightBatch, plan_batches
-from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nightly import NightlyBatch, nightly_batches
 from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.properties import PropertyRow
 
 NIGHT = date(2026, 11, 30)
 FIRST = date(2026, 1, 1)

@@ -84,7 +84,7 @@ from recon_pipeline.definitions import build_definitions
 from recon_pipeline.defs.batches import BATCH_OP, batch_run_config
 from recon_pipeline.events.processor import process_available
 from recon_pipeline.events.store import ReceivedEvent, store_events
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event

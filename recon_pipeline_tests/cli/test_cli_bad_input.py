@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from recon_pipeline import config
 from recon_pipeline.defs.concurrency import provider_step_retry_policy
 from recon_pipeline.defs.partitions import first_night
+from recon_pipeline.errors import ConfigError
+from recon_pipeline.providers.settings import provider_settings
 
 PASSWORD = "pw-Secret-7781"
 API_KEY = "sk_test_Secret-4412"
@@ -193,12 +194,12 @@ def test_ids_beyond_the_column_are_refused_on_a_real_database(database_url: str)
 def test_settings_read_by_dagster_definitions_name_their_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     for value in ("abc", "nan", "-1", "inf"):
         monkeypatch.setenv("RECON_STEP_RETRY_DELAY_S", value)
-        with pytest.raises(config.ConfigError, match="^RECON_STEP_RETRY_DELAY_S must be"):
+        with pytest.raises(ConfigError, match="^RECON_STEP_RETRY_DELAY_S must be"):
             provider_step_retry_policy()
     monkeypatch.setenv("RECON_STEP_RETRY_DELAY_S", "0.5")
     assert provider_step_retry_policy().delay == 0.5
     monkeypatch.setenv("RECON_FIRST_NIGHT", "2026-1-1")
-    with pytest.raises(config.ConfigError, match="^RECON_FIRST_NIGHT: night must be 'YYYY-MM-DD'"):
+    with pytest.raises(ConfigError, match="^RECON_FIRST_NIGHT: night must be 'YYYY-MM-DD'"):
         first_night()
     monkeypatch.setenv("RECON_FIRST_NIGHT", "2025-06-01")
     assert first_night() == "2025-06-01"
@@ -223,8 +224,8 @@ def test_provider_settings_name_the_variable_not_the_secret(
     monkeypatch.setenv("RECON_PROVIDER", "simulator")
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
-    with pytest.raises(config.ConfigError) as raised:
-        config.provider_settings()
+    with pytest.raises(ConfigError) as raised:
+        provider_settings()
     message = str(raised.value)
     assert message.startswith(name) and "\n" not in message
     assert not any(secret in message for secret in SECRETS)

@@ -44,7 +44,7 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, NIGHT_TAG, PROPERTIES_TAG
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.support.dagster_processes import start_process
 

@@ -304,7 +304,7 @@ def test_revision_0010_adds_the_desk_sessions_and_sign_in_failures_and_downgrade
 
 
 def test_the_rate_bucket_is_unlogged_on_postgresql(postgres_url: str) -> None:
-    """Revision 0002: a slot reservation pays no WAL flush (``recon_pipeline/ratelimit.py``)."""
+    """Revision 0002: a slot reservation pays no WAL flush (``recon_pipeline/providers/ratelimit.py``)."""
     engine = make_engine(postgres_url)
     migrations.upgrade(engine)
     with engine.connect() as connection:

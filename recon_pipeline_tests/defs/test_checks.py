@@ -10,15 +10,15 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, insert, update
 
+from recon_pipeline.batches.nightly import late_night, previous_nights
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, properties
-from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
-from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nightly import late_night, previous_nights
 from recon_pipeline.nights import last_closed_night
+from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.events import ProviderEvent
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 
 LISBON = PropertyRow("lisbon", "L", "Europe/Lisbon", "EUR", "00:00", None)

@@ -16,10 +16,10 @@ from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.batches import batch_properties, batch_size
 from recon_pipeline.defs.events import pending_events_sensor, stale_nights_sensor
 from recon_pipeline.defs.resources import ReconDatabase
-from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.stale import mark_night_stale
 from recon_pipeline.events.store import store_event
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.events import ProviderEvent
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 
 NOW = datetime.now(UTC)

@@ -113,8 +113,8 @@ def assert_pull_failed_and_nothing_written(pipeline: SeededPipeline) -> str:
 
 
 def test_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from recon_pipeline.config import ConfigError
     from recon_pipeline.defs.executor import celery_config, executor_from_env
+    from recon_pipeline.errors import ConfigError
 
     assert executor_from_env() is dg.in_process_executor
     monkeypatch.setenv("RECON_EXECUTOR", "multiprocess")

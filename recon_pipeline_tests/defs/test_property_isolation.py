@@ -20,8 +20,8 @@ from recon_pipeline.db.schema import adjustments, discrepancies, properties
 from recon_pipeline.defs.batches import PROPERTIES_TAG, batch_properties
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
-from recon_pipeline.ledger.queries import InvalidPropertyError, PropertyRow
 from recon_pipeline.nights import last_closed_night
+from recon_pipeline.properties import InvalidPropertyError, PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 

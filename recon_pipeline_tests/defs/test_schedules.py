@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 from sqlalchemy import insert
 
+from recon_pipeline.batches.nightly import nightly_batches, nightly_requests
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -15,8 +16,7 @@ from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.batches import batch_properties
 from recon_pipeline.defs.resources import ReconDatabase
 from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
-from recon_pipeline.ledger.queries import PropertyRow
-from recon_pipeline.nightly import nightly_batches, nightly_requests
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 
 FIRST = date(2026, 1, 1)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from recon_pipeline.events.parse import EventFormatError
+from recon_pipeline.providers.events import EventFormatError
 from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_event
 
 

@@ -23,9 +23,10 @@ from recon_pipeline.db.schema import (
     stale_nights,
 )
 from recon_pipeline.events.processor import ProcessCounts, process_available
-from recon_pipeline.events.queue import RetrySchedule, claim_batch, complete
+from recon_pipeline.events.queue import claim_batch, complete
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.retry import RetrySchedule
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.support.processor_harness import CREATED, NIGHT, Harness
 from recon_pipeline_tests.support.provider_fixtures import (

@@ -10,8 +10,8 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing
 from recon_pipeline.events.backlog import events_run_key, read_backlog
-from recon_pipeline.events.parse import ProviderEvent
 from recon_pipeline.events.store import store_event
+from recon_pipeline.providers.events import ProviderEvent
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -18,18 +18,19 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, update
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.events.processor import process_available
-from recon_pipeline.events.queue import RetrySchedule, claim_batch, retry_later
+from recon_pipeline.events.queue import claim_batch, retry_later
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.metrics.slo import SloLevel, judge_oldest_age, queue_slo_s
 from recon_pipeline.postings.adapter import Posting
 from recon_pipeline.postings.drain import drain
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.stripe.webhook import sign
+from recon_pipeline.retry import RetrySchedule
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
 from recon_pipeline_tests.support.dagster_processes import free_port, wait_until

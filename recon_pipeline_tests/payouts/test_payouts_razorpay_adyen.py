@@ -17,10 +17,10 @@ from recon_pipeline.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, payout_transactions, payouts, properties
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.payouts import store
 from recon_pipeline.payouts.deposit import BankCredit, add_business_days
 from recon_pipeline.payouts.night import reconcile_payouts
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.adyen.payouts import payout_id_of
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ProviderClient

@@ -336,8 +336,8 @@ def test_the_sensor_requests_post_adjustments_for_due_rows_and_the_job_posts_the
 
 
 def test_an_unknown_posting_adapter_fails_naming_its_variable(sqlite_url: str) -> None:
-    from recon_pipeline.config import ConfigError
     from recon_pipeline.defs.resources import PostingResource
+    from recon_pipeline.errors import ConfigError
 
     engine = make_engine(sqlite_url)
     with pytest.raises(ConfigError, match="^RECON_POSTING_ADAPTER must be one of sql, http, not 'ftp'$"):

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, insert
 
+from recon_pipeline.db.outbox_states import APPROVED
 from recon_pipeline.db.schema import ledger_entries
 from recon_pipeline.postings.drain import drain, posting_of
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
-from recon_pipeline.postings.outbox import APPROVED, Claimed
+from recon_pipeline.postings.outbox import Claimed
 from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline_tests.support.pms_server import API_KEY, Pms, serve_pms
 from recon_pipeline_tests.support.posting_fixtures import NOW, POLICY, Clock, approve, posting

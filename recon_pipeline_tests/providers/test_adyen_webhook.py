@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 
-from recon_pipeline.events.parse import EventFormatError
 from recon_pipeline.providers.adyen import PROVIDER
 from recon_pipeline.providers.adyen.webhook import compute_signature, verify_item
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import EventFormatError
 from recon_pipeline.simulation.adyen.api import notification_item, report_available_item, signed
 from recon_pipeline_tests.support.provider_fixtures import notification_body
 

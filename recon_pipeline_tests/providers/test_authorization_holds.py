@@ -15,9 +15,10 @@ import pytest
 from sqlalchemy import select, update
 
 from recon_pipeline.categories import AUTHORIZATION_EXPIRING
-from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments, discrepancies, payment_orders
-from recon_pipeline.ledger.records import empty_ledger_records
+from recon_pipeline.errors import ConfigError
+from recon_pipeline.frames import typed_frame
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.holds import CAPTURED, LAPSED, OPEN, RELEASED, AuthorizationHold, HoldState
@@ -425,7 +426,7 @@ def test_an_uncaptured_hold_in_the_nights_pull_is_neither_missing_in_the_ledger_
     charge, _ = stripe_hold_objects(T0 + 7 * 86_400)
     records = records_frame(charge_rows(charge, PROPERTY))
     assert records["settled"].tolist() == [False]
-    assert diff_night(records, empty_ledger_records()).discrepancies.empty
+    assert diff_night(records, typed_frame({}, LEDGER_RECORD_COLUMNS, 0)).discrepancies.empty
     captured = captured_payments_from_provider(records)
     bookings = pd.DataFrame({"booking_id": ["bk_h1"], "status": ["confirming"], "updated_at": [None]})
     later = datetime.fromtimestamp(T0, UTC) + timedelta(days=1)

@@ -37,7 +37,7 @@ from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import BATCH_OP, batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.errors import IncompletePullError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount

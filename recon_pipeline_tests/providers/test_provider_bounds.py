@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 from recon_pipeline.providers.errors import (
     IncompletePullError,

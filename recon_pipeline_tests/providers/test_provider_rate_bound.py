@@ -1,4 +1,5 @@
-"""The provider rate bound holds for the whole deployment, not per client (``recon_pipeline/ratelimit.py``).
+"""The provider rate bound holds for the whole deployment, not per client
+(``recon_pipeline/providers/ratelimit.py``).
 
 The acceptance test runs 4 concurrent ``reconcile_night`` runs (real run worker processes launched by the
 daemon) against the simulator with RECON_PROVIDER_MAX_RPS=5 and reads the simulator's own request log:
@@ -25,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
-from recon_pipeline.ratelimit import SharedRateLimiter, bucket_name
+from recon_pipeline.providers.ratelimit import SharedRateLimiter, bucket_name
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.support.dagster_processes import DagsterDeployment, StartWorld, wait_for_runs
 from recon_pipeline_tests.support.rate_processes import busiest_second

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.defs.resources import ProviderResource
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.errors import ProviderUnavailable
 from recon_pipeline.providers.http import ProviderHttp, RequestRateLimiter, RetryPolicy
+from recon_pipeline.providers.ratelimit import SharedRateLimiter, deployment_rate
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
-from recon_pipeline.ratelimit import SharedRateLimiter, deployment_rate
 from recon_pipeline.simulation.host.faults import FaultSwitches
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.support.provider_fixtures import (

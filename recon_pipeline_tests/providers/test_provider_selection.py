@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from recon_pipeline.config import ConfigError, provider_settings
 from recon_pipeline.defs.resources import ProviderResource
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers.razorpay.client import RazorpayAdapter
+from recon_pipeline.providers.settings import provider_settings
 from recon_pipeline.providers.stripe.client import StripeAdapter
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.errors import ProviderDataError

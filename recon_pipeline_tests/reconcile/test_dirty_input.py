@@ -18,10 +18,11 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, payment_orders, properties
 from recon_pipeline.ledger.queries import (
+    captured_orders_frame,
     list_properties,
-    load_captured_payment_orders,
     load_ledger_records,
     load_property,
+    read_captured_order_rows,
 )
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.ledger.validation import split_ledger_records
@@ -186,7 +187,8 @@ def test_currencies_are_upper_cased_on_read(database_url: str) -> None:
     with engine.connect() as connection:
         assert load_property(connection, "p").currency == "EUR"
         assert [row.currency for row in list_properties(connection)] == ["EUR"]
-        assert load_captured_payment_orders(connection, "p", window)["currency"].tolist() == ["EUR"]
+        captured = captured_orders_frame(read_captured_order_rows(connection, {"p": window})["p"])
+        assert captured["currency"].tolist() == ["EUR"]
         ledger = split_ledger_records(load_ledger_records(connection, "p", window))
     engine.dispose()
     assert ledger.valid["currency"].tolist() == ["EUR", "EUR"]

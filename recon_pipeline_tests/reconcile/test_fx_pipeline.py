@@ -24,7 +24,7 @@ from sqlalchemy import select, update
 from recon_pipeline.categories import FX_DIFFERENCE, MISSING_IN_LEDGER
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries
 from recon_pipeline.defs.resources import ProviderResource
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.lifecycle import PROPOSED, SUPERSEDED, WITHDRAWN

@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, UNATTRIBUTED_PAYMENT
 from recon_pipeline.db.schema import adjustments, discrepancies
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import night_window
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.simulation.demo.world import World
 from recon_pipeline_tests.support.pipeline_fixtures import (

@@ -19,9 +19,9 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, approval_thresholds, properties
 from recon_pipeline.db.schema import posting_outbox as outbox
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.review.adjustments import APPROVE, REJECT, review_adjustment
 from recon_pipeline.review.four_eyes import UNEXPLAINED, four_eyes_threshold, set_four_eyes_threshold
-from recon_pipeline.review.rules import ReviewError
 from recon_pipeline.review.store import Threshold, set_threshold, threshold_for
 from recon_pipeline_tests.support.posting_fixtures import NOW, propose
 

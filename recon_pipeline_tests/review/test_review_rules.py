@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError, ReviewError
 from recon_pipeline.review import render
 from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
 from recon_pipeline.review.rules import (
@@ -12,7 +12,6 @@ from recon_pipeline.review.rules import (
     REOPEN,
     RESOLVE,
     DiscrepancyFilter,
-    ReviewError,
     next_status,
     reopens,
     validate_note,

@@ -25,8 +25,8 @@ from recon_pipeline.db.schema import (
     payouts,
     review_audit,
 )
+from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
 from recon_pipeline.review_desk.app import DeskSettings
-from recon_pipeline.review_desk.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
 from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,

@@ -7,10 +7,10 @@ import dagster as dg
 import pytest
 from sqlalchemy import func, select
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import night_reconciliations
 from recon_pipeline.defs.assets import ADJUSTMENTS, DISCREPANCY_REPORT, FINDINGS
-from recon_pipeline.review_desk.links import BASE_URL_ENV, night_link, nights_link, parse_web_root
+from recon_pipeline.errors import ConfigError
+from recon_pipeline.review.links import BASE_URL_ENV, night_link, nights_link, parse_web_root
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
 
 BASE = "https://desk.example.test/recon"

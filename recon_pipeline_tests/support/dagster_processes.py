@@ -49,7 +49,7 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, empty_ledger_records
+from recon_pipeline.frames import typed_frame
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS, empty_provider_records
 from recon_pipeline.reconcile.diff import DiffResult
 
@@ -71,7 +72,7 @@ def providers(*rows: dict[str, Any]) -> pd.DataFrame:
 
 def ledger(*rows: dict[str, Any]) -> pd.DataFrame:
     if not rows:
-        return empty_ledger_records()
+        return typed_frame({}, LEDGER_RECORD_COLUMNS, 0)
     return pd.DataFrame(list(rows), columns=list(LEDGER_RECORD_COLUMNS)).astype(LEDGER_RECORD_COLUMNS)
 
 

@@ -16,10 +16,9 @@ from sqlalchemy import Engine, insert
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import ledger_entries, properties
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.stripe.client import StripeAdapter
-from recon_pipeline.providers.stripe.payouts import arrival_timestamp
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.stripe.api import balance_transaction_object, payout_object
 from recon_pipeline_tests.support.provider_fixtures import FAST_RETRY, RunningSimulator
@@ -49,7 +48,7 @@ def payout(
     failure_code: str | None = None,
 ) -> dict[str, Any]:
     """A EUR payout created two days before it arrives."""
-    arrives = arrival_timestamp(arrival)
+    arrives = unix(arrival.isoformat())  # Stripe's arrival_date: the day's midnight UTC
     return payout_object(
         payout_id,
         amount,

@@ -19,7 +19,7 @@ from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties

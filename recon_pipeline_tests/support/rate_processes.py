@@ -31,7 +31,7 @@ import httpx
 
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
-from recon_pipeline.ratelimit import SharedRateLimiter
+from recon_pipeline.providers.ratelimit import SharedRateLimiter
 from recon_pipeline.simulation.host.store import SimulatorStore
 
 # A request over the provider's limit is a 429, never retried here: the log holds first attempts only.

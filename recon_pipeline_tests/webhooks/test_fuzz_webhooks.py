@@ -31,7 +31,7 @@ from sqlalchemy import select
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
-from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH
+from recon_pipeline.providers.events import MAX_CREATED, MAX_ID_LENGTH
 from recon_pipeline.providers.stripe.webhook import DEFAULT_TOLERANCE_S, HEADER, compute_signature, sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver

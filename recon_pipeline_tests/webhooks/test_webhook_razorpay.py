@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import select
 
 from recon_pipeline.db.schema import payment_event_processing, payment_events
-from recon_pipeline.events.parse import EventFormatError
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import EventFormatError
 from recon_pipeline.providers.razorpay.webhook import compute_signature, verify
 from recon_pipeline.providers.razorpay.webhook import parse_event as parse_razorpay_event
 from recon_pipeline_tests.support import webhook_receiver as stripe_receiver

@@ -42,7 +42,6 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.providers.adyen.payouts import (
     batch_of_payout,
     payout_of,
@@ -58,6 +57,7 @@ from recon_pipeline.providers.adyen.report import (
 )
 from recon_pipeline.providers.attribution import named_by_ledger
 from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
+from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents

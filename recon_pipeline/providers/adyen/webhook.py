@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from recon_pipeline.events.parse import MAX_CREATED, MAX_ID_LENGTH, EventFormatError, ProviderEvent
 from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import MAX_CREATED, MAX_ID_LENGTH, EventFormatError, ProviderEvent
 from recon_pipeline.providers.interface import ReceivedEvent
 
 EVENT_CODES = (

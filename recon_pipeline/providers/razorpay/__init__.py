@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
-from recon_pipeline.config import ConfigError, positive_int_from_env, text_from_env
+from recon_pipeline.config import positive_int_from_env, text_from_env
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
     ClientSettings,

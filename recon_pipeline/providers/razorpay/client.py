@@ -58,13 +58,13 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
 from recon_pipeline.providers.errors import (
     ProviderDataError,
     ProviderRequestRejected,
     incomplete_pull,
 )
+from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents

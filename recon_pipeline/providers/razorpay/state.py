@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from recon_pipeline.events.payment_state import PaymentState
 from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.objects import (
     ProviderObject,
     amount_field,

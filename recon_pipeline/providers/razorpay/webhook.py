@@ -16,7 +16,8 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from recon_pipeline.events.parse import (
+from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import (
     MAX_ID_LENGTH,
     EventFormatError,
     ProviderEvent,
@@ -25,7 +26,6 @@ from recon_pipeline.events.parse import (
     required_id,
     unix_time,
 )
-from recon_pipeline.providers.errors import SignatureError
 
 HEADER = "X-Razorpay-Signature"
 EVENT_ID_HEADER = "x-razorpay-event-id"

@@ -9,7 +9,7 @@ payout's negated); it is left out, so that the transactions' net sums to the pay
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any
 
 from recon_pipeline.providers.errors import ProviderDataError
@@ -112,8 +112,3 @@ def payout_transactions(list_all: Lister, payout: Payout) -> list[PayoutTransact
         for obj in listed
         if not (obj.get("type") in PAYOUT_TRANSACTION_TYPES and obj.get("source") == payout.payout_id)
     ]
-
-
-def arrival_timestamp(day: date) -> int:
-    """Stripe's ``arrival_date`` of a day: its midnight UTC in unix seconds."""
-    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())

@@ -19,9 +19,8 @@ PaymentIntent (or, for a payment without one, the charge) by id and reads it her
 
 from __future__ import annotations
 
-from recon_pipeline.events.payment_state import PaymentState
-from recon_pipeline.ledger.queries import CAPTURED_ORDER_STATUSES
 from recon_pipeline.providers.errors import ProviderDataError
+from recon_pipeline.providers.events import CAPTURED_ORDER_STATUSES, PaymentState
 from recon_pipeline.providers.objects import (
     ProviderObject,
     amount_field,

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recon_pipeline.events.parse import (
+from recon_pipeline.providers.errors import SignatureError
+from recon_pipeline.providers.events import (
     EventFormatError,
     ProviderEvent,
     json_object,
@@ -26,7 +27,6 @@ from recon_pipeline.events.parse import (
     required_id,
     unix_time,
 )
-from recon_pipeline.providers.errors import SignatureError
 
 HEADER = "Stripe-Signature"
 SCHEME = "v1"

@@ -18,9 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.review.adjustments import APPROVE, REJECT, parse_adjustment_id, review_adjustment
 from recon_pipeline.review.adjustments import review_history as adjustment_history
-from recon_pipeline.review.rules import ReviewError, validate_note
+from recon_pipeline.review.rules import validate_note
 from recon_pipeline.review_desk import adjustments
 from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS, may
 from recon_pipeline.review_desk.audit import record_audit

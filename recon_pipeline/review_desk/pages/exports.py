@@ -25,7 +25,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.keys import parse_night
-from recon_pipeline.ledger.queries import InvalidPropertyError, UnknownPropertyError, load_property
+from recon_pipeline.ledger.queries import UnknownPropertyError, load_property
+from recon_pipeline.properties import InvalidPropertyError
 from recon_pipeline.reports.exports import csv_bytes, xlsx_bytes
 from recon_pipeline.reports.html import served_content_security_policy
 from recon_pipeline.reports.queries import read_frame

@@ -20,14 +20,15 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from recon_pipeline.categories import ALL_CATEGORIES
+from recon_pipeline.errors import ReviewError
 from recon_pipeline.review import store
+from recon_pipeline.review.links import finding_links
 from recon_pipeline.review.render import money
 from recon_pipeline.review.rules import (
     ACTION_STATUS,
     MAX_NOTE_LENGTH,
     REVIEW_STATUSES,
     DiscrepancyFilter,
-    ReviewError,
     validate_note,
 )
 from recon_pipeline.review_desk import findings
@@ -35,7 +36,6 @@ from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.finding_records import finding_records
 from recon_pipeline.review_desk.findings import PAGE_SIZE
-from recon_pipeline.review_desk.links import finding_links
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.adyen.client import DEFAULT_SETTLEMENT_DAYS
 from recon_pipeline.simulation.adyen.api import report_routes
 from recon_pipeline.simulation.host.store import SimulatorStore

@@ -20,9 +20,9 @@ from datetime import datetime
 
 from sqlalchemy import Engine, func, select
 
-from recon_pipeline.config import ConfigError
 from recon_pipeline.db.schema import adjustments
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.errors import ConfigError
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.lifecycle import PROPOSED
 from recon_pipeline.review.four_eyes import set_four_eyes_threshold
 from recon_pipeline.review.render import money

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from datetime import date
 
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.simulation.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline.simulation.demo.world import World, build_world

@@ -3,8 +3,8 @@ the analyst thresholds of all of them live here."""
 
 from __future__ import annotations
 
-from recon_pipeline.config import DEFAULT_FLAVOUR
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.simulation.registry import simulation_named
 
 

@@ -36,8 +36,10 @@ from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledg
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.payouts import PAYOUTS_JOB
-from recon_pipeline.ledger.queries import PropertyRow, load_property
+from recon_pipeline.ledger.queries import load_property
 from recon_pipeline.nights import last_closed_night, night_window
+from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.reports.paths import HTML
 from recon_pipeline.reports.render import RenderedNight, render_night
 from recon_pipeline.serving import ServerThread
@@ -73,7 +75,7 @@ class NightOutcome:
     top_discrepancies: str
 
 
-def demo_nights(now: datetime, flavour: str = config.DEFAULT_FLAVOUR) -> dict[str, date]:
+def demo_nights(now: datetime, flavour: str = DEFAULT_FLAVOUR) -> dict[str, date]:
     """The newest night of every demo property of ``flavour`` that ended ``DemoWorld.published_after``
     before ``now`` (the last closed night where the provider publishes at once), each in its own timezone
     and cutoff: the provider has published all of its money, where a later night's pull may be incomplete."""
@@ -108,7 +110,7 @@ def run_demo(
     bookings_per_night: int = 1000,
     seed: int = 7,
     echo: Callable[[str], None] = print,
-    flavour: str = config.DEFAULT_FLAVOUR,
+    flavour: str = DEFAULT_FLAVOUR,
 ) -> list[NightOutcome]:
     """Seed, serve, reconcile and report ``flavour``'s demo properties; one outcome per property.
 

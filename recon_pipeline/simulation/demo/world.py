@@ -18,10 +18,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from recon_pipeline import categories as c
-from recon_pipeline.config import DEFAULT_FLAVOUR
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.payouts.deposit import DEFAULT_DEPOSIT_DAYS, arrivals_due_on
+from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.host.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.simulation.host.store import SimulatorStore

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 from recon_pipeline.simulation.host.faults import FaultSwitches, faulty_page, without_cursor
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.host.wire import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.ledger.queries import PropertyRow
+from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.host.wire import ApiWrapper

@@ -1,4 +1,4 @@
-"""provider_rate_slots: the deployment-wide provider rate bucket (``recon_pipeline/ratelimit.py``).
+"""provider_rate_slots: the deployment-wide provider rate bucket (``recon_pipeline/providers/ratelimit.py``).
 
 Per bucket, the next free request slot in Unix seconds by the database's clock. UNLOGGED on PostgreSQL: a
 slot needs no WAL flush (a crash empties the table, and the next request simply starts a fresh schedule),

@@ -29,12 +29,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 from sqlalchemy import Connection, Engine, text
 
-from recon_pipeline.config import SIMULATOR, ProviderSettings
 from recon_pipeline.db.schema import provider_rate_slots
+from recon_pipeline.providers import provider_named
+from recon_pipeline.providers.settings import SIMULATOR, ProviderSettings
 
 # statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the first
 # slot is the later of now and the bucket's next slot, and the bucket moves ``span_s`` (one interval per
@@ -58,18 +58,6 @@ _RESERVE_SQLITE = text(
     RETURNING next_slot_s - :span_s - {_SQLITE_NOW_S}
     """
 )
-
-
-class RateLimiter(Protocol):
-    """What a provider client needs of a limiter: wait for the next request's slot."""
-
-    def acquire(self) -> float:
-        """Block until a request may start; returns the seconds waited."""
-        ...
-
-    def hold(self, count: int) -> None:
-        """Reserve slots for the next ``count`` requests at once, where reserving costs a round trip."""
-        ...
 
 
 class SharedRateLimiter:
@@ -187,8 +175,6 @@ def deployment_rate(settings: ProviderSettings, configured: float | None) -> flo
     it an unset rate stays unbounded (None), whatever API it speaks."""
     if configured is not None or settings.kind == SIMULATOR:
         return configured
-    from recon_pipeline.providers import provider_named  # the registry imports this module: import late
-
     return provider_named(settings.kind).default_max_rps
 
 

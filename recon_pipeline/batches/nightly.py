@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from recon_pipeline.batches.plan import NightBatch, plan_batches
-from recon_pipeline.ledger.queries import PropertyRow
 from recon_pipeline.nights import last_closed_night, night_window, property_zone
+from recon_pipeline.properties import PropertyRow
 
 
 @dataclass(frozen=True)

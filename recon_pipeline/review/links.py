@@ -23,7 +23,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from recon_pipeline.categories import PAYOUT_CATEGORIES
-from recon_pipeline.config import ConfigError
+from recon_pipeline.errors import ConfigError
 
 BASE_URL_ENV: Final = "RECON_REVIEW_BASE_URL"
 DAGSTER_UI_URL_ENV: Final = "RECON_DAGSTER_UI_URL"
