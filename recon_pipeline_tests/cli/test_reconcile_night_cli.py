@@ -21,6 +21,8 @@ import pytest
 import yaml
 from dagster._core.events import DagsterEvent, DagsterEventType
 from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, PARTITION_NAME_TAG
+from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
+from dagster._daemon.types import DaemonHeartbeat
 from sqlalchemy import insert
 
 from recon_pipeline import cli
@@ -264,12 +266,16 @@ def test_in_process_names_a_failed_run_with_its_steps_own_error_and_exits_1(
 
 
 def finish_runs_when_queued(home: Path, expected: int, fail: str) -> threading.Thread:
-    """A thread that, once ``expected`` runs of the night are queued, ends them as a run worker would:
-    the one reconciling property ``fail`` fails (with its outcome recorded), the others succeed."""
+    """A thread that stands in for the daemon: it beats the run queue's heartbeat (so the command never
+    takes it for a missing daemon, however slowly a loaded machine queues the runs) and, once ``expected``
+    runs of the night are queued, ends them as a run worker would: the one reconciling property ``fail``
+    fails (with its outcome recorded), the others succeed."""
 
     def finish() -> None:
         deadline = time.monotonic() + 60
         with dg.DagsterInstance.from_config(str(home)) as instance:
+            beat = DaemonHeartbeat(time.time(), QueuedRunCoordinatorDaemon.daemon_type(), "test-finisher")
+            instance.add_daemon_heartbeat(beat)
             while time.monotonic() < deadline:
                 runs = instance.get_runs(dg.RunsFilter(tags={NIGHT_TAG: NIGHT}))
                 if len(runs) == expected:

@@ -34,6 +34,7 @@ from recon_pipeline.retry import RetrySchedule
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
 from recon_pipeline_tests.support.dagster_processes import free_port, wait_until
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.posting_fixtures import NOW, POLICY, Clock, FaultyPms, approve
 
 SECRET = "whsec_metrics_0123456789"
@@ -83,7 +84,7 @@ class NeverAsked:
 def test_a_scrape_of_the_receiver_shows_each_metric_as_predicted(engine: Engine) -> None:
     n, k = 5, 3
     app = build_receiver(engine, [SECRET])
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
         before = scrape(client)
         for i in range(n):
             if i == k:
@@ -140,7 +141,7 @@ def test_a_scrape_of_the_receiver_shows_each_metric_as_predicted(engine: Engine)
 def test_an_unreadable_database_is_a_scrape_saying_so(tmp_path: Any) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.sqlite'}")  # no tables: every query fails
     app = build_receiver(engine, [SECRET])
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
         samples = scrape(client)
     assert value(samples, "recon_metrics_database_up") == 0
     assert not any(name == "recon_queue_depth" for name, _ in samples)
@@ -157,7 +158,7 @@ def test_recon_metrics_serve_reads_the_queues_from_the_database(sqlite_url: str)
     command = [sys.executable, "-m", "recon_pipeline.cli", "metrics", "serve", "--port", str(port)]
     with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as server:
         try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            with loopback_client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
 
                 def answered() -> Samples | None:
                     try:

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
@@ -17,6 +16,7 @@ from recon_pipeline.postings.http_adapter import HttpPostingAdapter, folio_id
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.pms.app import build_pms_app
 from recon_pipeline_tests.support.dagster_processes import free_port, wait_until
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.pms_server import API_KEY, Pms, serve_pms
 
 CHARGES = "/finance/v1/folio-actions/hotel_1-2026-11-30/charges"
@@ -264,7 +264,7 @@ def test_simulator_faults_are_checked_and_set_at_construction() -> None:
     app = build_pms_app(API_KEY, faults={"rate_limit_rps": 5, "conflict_on_repeat": True})
     assert app.state.faults.state()["rate_limit_rps"] == 5.0
     assert app.state.pms_faults.state()["conflict_on_repeat"] is True
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url) as control:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url) as control:
         refused = control.post("/_simulator/faults", json={"accept_then_hang": -1})
         assert refused.status_code == 400
         assert "accept_then_hang" in refused.json()["messages"][0]
@@ -273,7 +273,7 @@ def test_simulator_faults_are_checked_and_set_at_construction() -> None:
 def test_rate_limited_post_carries_retry_after() -> None:
     app = build_pms_app(API_KEY, faults={"rate_limit_rps": 1, "rate_limit_burst": 1})
     auth = {"Authorization": f"Bearer {API_KEY}"}
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url) as client:
         statuses = [client.post(CHARGES, json={}, headers=auth) for _ in range(2)]
     assert [r.status_code for r in statuses] == [400, 429]
     assert statuses[1].headers["Retry-After"] == "1"

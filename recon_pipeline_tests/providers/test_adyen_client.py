@@ -44,6 +44,7 @@ from recon_pipeline.simulation.adyen.api import (
 )
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
@@ -117,7 +118,7 @@ def client_fixture(served: tuple[str, SimulatorStore, Counted], http: ProviderHt
 @pytest.fixture(name="web")
 def web_fixture() -> Iterator[httpx.Client]:
     """A plain HTTP client (one per test: each costs a TLS context)."""
-    with httpx.Client(timeout=5) as web:
+    with loopback_client(timeout=5) as web:
         yield web
 
 

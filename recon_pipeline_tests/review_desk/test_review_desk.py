@@ -27,6 +27,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
+from recon_pipeline_tests.support.loopback import loopback_client
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -83,7 +84,7 @@ def test_users_add_reads_the_password_from_stdin(desk: Desk, monkeypatch: pytest
         cli.main(["users", "add", "bob", "--role", "approver", "--properties", "p2,p1", "--password-stdin"])
         == 0
     )
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         assert sign_in(client, "bob", "another long passphrase").status_code == 303
         listing = client.get("/findings")
         assert "r-other" in listing.text and "r-script" in listing.text
@@ -102,7 +103,7 @@ def test_users_are_listed_changed_and_removed_and_a_session_follows_or_ends(
     ]
     assert all("\tadded 20" in line for line in listed.splitlines()[:2])
     assert listed.splitlines()[2] == "2 users" and "argon2" not in listed
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         assert sign_in(client).status_code == 303
         assert client.get(f"/findings/{desk.ids['r-script']}").status_code == 200
         assert "Approve selected" not in client.get("/adjustments").text
@@ -128,7 +129,7 @@ def test_users_are_listed_changed_and_removed_and_a_session_follows_or_ends(
     monkeypatch.setenv("RECON_NEW_USER_PASSWORD", "a brand new passphrase")
     assert cli.main(["users", "change", "bob", "--new-password"]) == 0
     assert capsys.readouterr().out == "bob is approver for p2; password changed\n"
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         assert sign_in(client, "bob").status_code == 401
         assert sign_in(client, "bob", "a brand new passphrase").status_code == 303
     for argv, named in (
@@ -143,7 +144,7 @@ def test_users_are_listed_changed_and_removed_and_a_session_follows_or_ends(
 
 
 def test_sign_in_shows_only_the_users_findings_and_filters_them(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         assert client.get("/findings").headers["location"] == "/signin"
         assert sign_in(client).status_code == 303
         listing = client.get("/findings")
@@ -159,7 +160,7 @@ def test_sign_in_shows_only_the_users_findings_and_filters_them(desk: Desk) -> N
 
 
 def test_a_wrong_password_does_not_sign_in_and_attempts_are_rate_limited(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         for _ in range(5):
             assert sign_in(client, password="wrong password!").status_code == 401
         assert client.get("/findings").status_code == 303
@@ -169,7 +170,7 @@ def test_a_wrong_password_does_not_sign_in_and_attempts_are_rate_limited(desk: D
 
 
 def test_a_post_without_the_csrf_token_is_refused(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         client.get("/signin")
         assert client.post("/signin", data={"name": "ana", "password": PASSWORD}).status_code == 403
         assert (
@@ -185,7 +186,7 @@ def test_a_post_without_the_csrf_token_is_refused(desk: Desk) -> None:
 
 
 def test_another_propertys_finding_is_not_found_and_a_script_renders_as_text(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         sign_in(client)
         assert client.get(f"/findings/{desk.ids['r-other']}").status_code == 404
         assert client.get("/findings/999999").status_code == 404
@@ -196,7 +197,7 @@ def test_another_propertys_finding_is_not_found_and_a_script_renders_as_text(des
 
 
 def test_a_session_cookie_altered_by_one_byte_signs_out(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         sign_in(client)
         cookie = client.cookies[SESSION_COOKIE]
         assert client.get("/findings").status_code == 200
@@ -208,7 +209,7 @@ def test_a_session_cookie_altered_by_one_byte_signs_out(desk: Desk) -> None:
 
 
 def test_every_response_has_the_security_headers_and_a_strict_cookie(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         signin_page = client.get("/signin")
         cookie = signin_page.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie

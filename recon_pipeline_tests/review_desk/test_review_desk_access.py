@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import Engine, func, insert, select
 from starlette.routing import Route
@@ -27,6 +26,7 @@ from recon_pipeline.db.schema import (
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline_tests.support.desk_fixtures import NIGHT, add_user, csrf_of, finding, served_desk, sign_in
 from recon_pipeline_tests.support.desk_rows import payout_row
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.posting_fixtures import propose
 
 THEIRS = "theirs"  # every p2 record's id starts with it: no answer to a p1 user may contain it
@@ -148,7 +148,7 @@ def changes(engine: Engine) -> tuple[int, ...]:
 
 
 def test_no_page_export_or_action_reaches_another_propertys_records(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as client:
+    with loopback_client(base_url=desk.base_url) as client:
         assert sign_in(client, "alice").status_code == 303
         for route, requests in get_cases(desk).items():
             for path, params, status in requests:

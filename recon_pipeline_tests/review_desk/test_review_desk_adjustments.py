@@ -26,6 +26,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.posting_fixtures import propose
 
 THRESHOLD = 1000  # p1's own four-eyes threshold: above it, two approvers
@@ -41,7 +42,7 @@ class Desk:
     @contextmanager
     def client(self, name: str) -> Iterator[httpx.Client]:
         """A client signed in as ``name``."""
-        with httpx.Client(base_url=self.base_url) as client:
+        with loopback_client(base_url=self.base_url) as client:
             assert sign_in(client, name).status_code == 303
             yield client
 

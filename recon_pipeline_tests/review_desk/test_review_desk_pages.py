@@ -25,6 +25,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     sign_in,
 )
 from recon_pipeline_tests.support.desk_rows import adjustment, payout_row
+from recon_pipeline_tests.support.loopback import loopback_client
 
 P1_FINDINGS = 450
 P1_NIGHTS = 150  # p1's findings spread over this many nights, three a night
@@ -46,7 +47,7 @@ class Desk:
 
     @contextmanager
     def client(self, name: str = "ana") -> Iterator[httpx.Client]:
-        with httpx.Client(base_url=self.base_url) as client:
+        with loopback_client(base_url=self.base_url) as client:
             assert sign_in(client, name).status_code == 303
             yield client
 

@@ -29,6 +29,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     sign_in,
     wait_for_desk,
 )
+from recon_pipeline_tests.support.loopback import loopback_client
 
 PROXY = "127.0.0.2"  # the deployment's reverse proxy (Linux answers on all of 127.0.0.0/8)
 DIRECT = "127.0.0.1"  # a client that reaches the desk without the proxy
@@ -82,7 +83,7 @@ def attempt(base_url: str, source: str, forwarded_for: str, name: str = "", pass
     name per wrong guess, so only the per-client budget can run out."""
     transport = httpx.HTTPTransport(local_address=source)
     headers = {"X-Forwarded-For": forwarded_for}
-    with httpx.Client(base_url=base_url, transport=transport, headers=headers, timeout=10) as client:
+    with loopback_client(base_url=base_url, transport=transport, headers=headers, timeout=10) as client:
         return sign_in(client, name or f"guess{next(_guesses)}", password).status_code
 
 

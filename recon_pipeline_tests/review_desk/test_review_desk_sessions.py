@@ -31,6 +31,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
+from recon_pipeline_tests.support.loopback import loopback_client
 
 LOCK = timedelta(seconds=SignInLimit().lock_s)
 IDLE = timedelta(seconds=SessionLimits().idle_s)
@@ -67,7 +68,7 @@ class Desk:
     def client(self, address: str | None = None) -> httpx.Client:
         """A client from its own loopback address (a new one unless ``address``)."""
         transport = httpx.HTTPTransport(local_address=address or new_address())
-        return httpx.Client(base_url=self.base_url, transport=transport, timeout=10)
+        return loopback_client(base_url=self.base_url, transport=transport, timeout=10)
 
     def audit(self) -> list[tuple[str, str, str | None]]:
         c = review_audit.c
@@ -199,7 +200,7 @@ def test_a_lock_is_shared_by_two_desk_servers_and_lifted_by_users_unlock(
             with desk.client() as guesser:  # a new address each time: only the name's count runs out
                 assert sign_in(guesser, "ana", "wrong password!").status_code == 401
         transport = httpx.HTTPTransport(local_address=new_address())
-        with httpx.Client(base_url=other_server.base_url, transport=transport) as ana:
+        with loopback_client(base_url=other_server.base_url, transport=transport) as ana:
             assert sign_in(ana).status_code == 429  # the other desk process counts the same failures
             capsys.readouterr()
             assert cli.main(["users", "unlock", "ana", "--by", "root"]) == 0

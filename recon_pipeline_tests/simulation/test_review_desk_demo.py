@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from recon_pipeline import cli
@@ -21,6 +20,7 @@ from recon_pipeline.simulation.demo.desk import DEMO_USERS
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
 from recon_pipeline_tests.support.dagster_processes import free_port
 from recon_pipeline_tests.support.desk_fixtures import sign_in, wait_for_desk
+from recon_pipeline_tests.support.loopback import loopback_client
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PASSWORD_LINE = re.compile(r"^demo password \(shown once; [^)]*\): (\S+)$", re.MULTILINE)
@@ -107,7 +107,7 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
     try:
         base_url = f"http://127.0.0.1:{port}"
         wait_for_desk(base_url, log_path)
-        with httpx.Client(base_url=base_url, timeout=10) as client:
+        with loopback_client(base_url=base_url, timeout=10) as client:
             assert sign_in(client, "demo-analyst", generated).status_code == 401  # reset by the re-run
             assert sign_in(client, "demo-analyst", CHOSEN_PASSWORD).status_code == 303
             findings = client.get("/findings")
@@ -115,7 +115,7 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
             for prop in DEMO_PROPERTIES:
                 assert prop.property_id in findings.text
             assert "missing_in_ledger" in findings.text
-        with httpx.Client(base_url=base_url, timeout=10) as client:
+        with loopback_client(base_url=base_url, timeout=10) as client:
             assert sign_in(client, "demo-approver2", CHOSEN_PASSWORD).status_code == 303
             assert client.get("/findings").status_code == 200
     finally:

@@ -22,6 +22,7 @@ from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.web import Clock, utc_now
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.dagster_processes import wait_until
+from recon_pipeline_tests.support.loopback import loopback_client
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 NIGHT = "2026-12-02"
@@ -35,7 +36,7 @@ class ServedDesk:
     base_url: str
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url)
+        return loopback_client(base_url=self.base_url)
 
 
 def finding(

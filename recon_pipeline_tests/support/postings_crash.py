@@ -55,6 +55,7 @@ from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.pms.app import build_pms_app
 from recon_pipeline_tests.support.crash_points import crash_env
 from recon_pipeline_tests.support.dagster_processes import wait_until
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.postgres import postgres_database
 from recon_pipeline_tests.support.posting_fixtures import approve
 from recon_pipeline_tests.support.warm_children import (
@@ -181,7 +182,7 @@ def posting_crash_harness(tmp_path: Path, adapter: str) -> Iterator[PostingCrash
     with (
         postgres_database("recon_postcrash") as url,
         ServerThread(build_pms_app(API_KEY)) as pms,
-        httpx.Client(base_url=pms.base_url) as control,
+        loopback_client(base_url=pms.base_url) as control,
     ):
         engine = make_engine(url)
         try:

@@ -32,6 +32,7 @@ from recon_pipeline.simulation.adyen import api as adyen_simulator
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.razorpay.api import render_payment
+from recon_pipeline_tests.support.loopback import loopback_client
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY = 86_400
@@ -344,7 +345,7 @@ def simulator_fixture(simulator_server: tuple[ServerThread, _CurrentApp]) -> Ite
 
     def start(store: SimulatorStore, api_key: str | None = None, flavour: str = "stripe") -> RunningSimulator:
         current.app = build_app(store, api_key=api_key, flavour=flavour)
-        clients.append(httpx.Client(base_url=server.base_url, timeout=5))
+        clients.append(loopback_client(base_url=server.base_url, timeout=5))
         return RunningSimulator(server=server, store=store, client=clients[-1])
 
     yield start

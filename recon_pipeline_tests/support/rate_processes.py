@@ -27,12 +27,11 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import TypeVar
 
-import httpx
-
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
 from recon_pipeline.providers.ratelimit import SharedRateLimiter
 from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline_tests.support.loopback import loopback_client
 
 # A request over the provider's limit is a 429, never retried here: the log holds first attempts only.
 ONE_ATTEMPT = RetryPolicy(max_attempts=1, timeout_s=10)
@@ -197,7 +196,7 @@ def pull_in_processes(
     """``processes`` spawned pullers of ``threads`` threads on one bucket of ``database_url`` (migrated to
     head) at ``rate`` for ``duration_s``, against a simulator serving ``puller_store(processes)``; the
     figures from its request log and counters, reset first. Raises if a puller fails or overruns."""
-    sim = httpx.Client(base_url=simulator_url, timeout=10)
+    sim = loopback_client(base_url=simulator_url, timeout=10)
     try:
         sim.post("/_simulator/reset-stats").raise_for_status()
         context = multiprocessing.get_context("spawn")

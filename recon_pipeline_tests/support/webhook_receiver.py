@@ -19,6 +19,7 @@ from recon_pipeline.db.schema import payment_event_processing, payment_events
 from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
+from recon_pipeline_tests.support.loopback import loopback_client
 
 SECRET = "whsec_test_current_0123456789"
 
@@ -73,6 +74,6 @@ def receiver(database_url: str) -> Iterator[Receiver]:
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     app = build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY)
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
         yield Receiver(engine, client, server)
     engine.dispose()

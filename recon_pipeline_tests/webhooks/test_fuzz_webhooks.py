@@ -22,7 +22,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -45,6 +44,7 @@ from recon_pipeline_tests.support.fuzzing import (
     json_values,
     long_integer,
 )
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.postgres import postgres_database
 from recon_pipeline_tests.support.webhook_receiver import OLD_SECRET, PATH, SECRET, Receiver, counts
 
@@ -75,7 +75,7 @@ def fuzz_receiver(
         server = stack.enter_context(
             ServerThread(build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY))
         )
-        client = stack.enter_context(httpx.Client(base_url=server.base_url, timeout=30))
+        client = stack.enter_context(loopback_client(base_url=server.base_url, timeout=30))
         yield Receiver(engine, client, server)
 
 

@@ -23,6 +23,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_conflicts, payment_event_processing, payment_events
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.throwaway_postgres import ThrowawayCluster, free_port, throwaway_cluster
 from recon_pipeline_tests.support.webhook_receiver import PATH, SECRET, event_body, signed
 
@@ -257,7 +258,7 @@ def test_a_reused_event_id_with_another_body_is_kept_as_evidence_and_counted(dat
     tampered = event_body("evt_twice", type="charge.refunded")
     reserialised = original.replace(b"\n  ", b"\n    ")  # other bytes, same JSON: no conflict
     app = build_receiver(engine, [SECRET])
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url) as client:
         assert client.post(PATH, content=original, headers=signed(original)).json()["duplicate"] is False
         assert client.post(PATH, content=reserialised, headers=signed(reserialised)).json() == {
             "received": True,

@@ -28,6 +28,7 @@ from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
 from recon_pipeline_tests.support import webhook_receiver
+from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.provider_fixtures import (
     WEBHOOK_SECRET,
     Flavour,
@@ -233,7 +234,7 @@ def test_unreachable_database_is_503_everywhere_and_logs_no_payload(
     caplog.set_level(logging.INFO, logger="recon_pipeline")
     body = event_body("evt_down")
     app = build_receiver(unreachable_engine, [SECRET])
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
         health = client.get("/healthz")
         delivery = client.post(PATH, content=body, headers=signed(body))
     assert health.status_code == 503
@@ -330,7 +331,7 @@ def test_every_registered_provider_stores_its_signed_delivery_once_and_acknowled
     intent = make_payment_intent(charge)
     body, headers = provider.payment_delivery("evt_hook", charge, intent, int(time.time()))
     app = build_receiver(engine, [WEBHOOK_SECRET], max_body_bytes=64 * 1024)
-    with ServerThread(app) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+    with ServerThread(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
         answers = [client.post(f"/webhooks/{provider.name}", content=body, headers=headers) for _ in range(2)]
     expected = [provider_named(provider.name).acknowledgement([outcome]) for outcome in ("new", "duplicate")]
     assert [(a.status_code, a.text, a.headers["content-type"].split(";")[0]) for a in answers] == [
