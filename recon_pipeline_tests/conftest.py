@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from recon_pipeline.db import migrations
-from recon_pipeline.db.engine import make_engine
+from recon_pipeline_tests.support.migrated import migrated_engine
 from recon_pipeline_tests.support.postgres import postgres_database
 
 # Step retries of provider-bound assets wait seconds in production; tests keep them short.
@@ -87,7 +86,6 @@ def database_url(request: pytest.FixtureRequest) -> str:
 def engine(database_url: str) -> Iterator[Engine]:
     """An engine on ``database_url`` migrated to head, disposed afterwards. A module that runs on one
     backend only narrows ``database_url`` (``def database_url(postgres_url)``) rather than copy this."""
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
+    engine = migrated_engine(database_url)
     yield engine
     engine.dispose()

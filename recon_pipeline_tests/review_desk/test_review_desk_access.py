@@ -68,7 +68,7 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
             finding_id = connection.execute(
                 select(discrepancies.c.discrepancy_id).where(discrepancies.c.property_id == "p2")
             ).scalar_one()
-        add_user("alice", "approver", "p1", monkeypatch)  # may act: only the property stops her
+        add_user("alice", "approver", "p1")  # may act: only the property stops her
         yield Desk(served.engine, served.base_url, finding_id, adjustment_id, own_adjustment_id)
 
 

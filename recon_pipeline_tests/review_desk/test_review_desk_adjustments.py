@@ -81,9 +81,9 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
                 insert(discrepancies), [finding("p1", "r-big", 5000, category="missing_in_ledger")]
             )
             finding_id = connection.execute(select(discrepancies.c.discrepancy_id)).scalar_one()
-        add_user("ana", "analyst", "p1", monkeypatch)
-        add_user("alice", "approver", "p1", monkeypatch)
-        add_user("bob", "approver", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
+        add_user("alice", "approver", "p1")
+        add_user("bob", "approver", "p1")
         yield Desk(served.engine, served.base_url, ids, finding_id)
 
 

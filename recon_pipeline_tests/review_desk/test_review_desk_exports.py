@@ -82,7 +82,7 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
                     adjustment("p2", "a3", 900, "proposed", "other property"),
                 ],
             )
-        add_user("ana", "analyst", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
         yield Desk(served.engine, served.base_url)
 
 

@@ -233,7 +233,7 @@ def seed(engine: Engine) -> dict[str, int]:
 def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
     with served_desk(database_url, monkeypatch, dagster_ui_url=DAGSTER) as served:
         ids = seed(served.engine)
-        add_user("ana", "analyst", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
         yield Desk(served.engine, served.base_url, ids)
 
 
@@ -352,7 +352,7 @@ def test_a_finding_shows_both_sides_its_history_adjustments_and_dagster_links(de
 def test_no_dagster_link_without_a_dagster_ui(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with served_desk(database_url, monkeypatch) as served:
         ids = seed(served.engine)
-        add_user("ana", "analyst", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
         with Desk(served.engine, served.base_url, ids).client() as client:
             page = client.get(f"/findings/{ids['r-both']}")
     assert page.status_code == 200 and "ledger short" in page.text

@@ -56,9 +56,9 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedD
                     ),
                 ],
             )
-        add_user("ana", "analyst", "p1", monkeypatch)
-        add_user("alice", "approver", "p1", monkeypatch)
-        add_user("bob", "approver", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
+        add_user("alice", "approver", "p1")
+        add_user("bob", "approver", "p1")
         yield served
 
 

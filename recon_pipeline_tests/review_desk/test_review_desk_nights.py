@@ -132,8 +132,8 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
                     {"property_id": "p2", "night": EARLIER, "reason": "late event", "marked_at": NOW},
                 ],
             )
-        add_user("ana", "analyst", "p1", monkeypatch)
-        add_user("ada", "admin", "p1,p2", monkeypatch)
+        add_user("ana", "analyst", "p1")
+        add_user("ada", "admin", "p1,p2")
         yield Desk(served.engine, served.base_url)
 
 

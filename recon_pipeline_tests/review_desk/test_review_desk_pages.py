@@ -67,8 +67,8 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
                 + [finding("p2", f"s-{i:03d}", 10 * i, night=night_before(i)) for i in range(P2_FINDINGS)],
             )
             ids = finding_ids(connection)
-        add_user("ana", "analyst", "p1", monkeypatch)
-        add_user("root", "admin", "p1,p2", monkeypatch)
+        add_user("ana", "analyst", "p1")
+        add_user("root", "admin", "p1,p2")
         yield Desk(served.engine, served.base_url, ids)
 
 

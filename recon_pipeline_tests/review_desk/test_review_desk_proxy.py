@@ -45,7 +45,7 @@ def recon_review_serve(
     port = free_port()
     log_path = tmp_path / "serve.log"
     with desk_database(database_url, monkeypatch), log_path.open("wb") as log:
-        add_user("ana", "analyst", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
         command = ["review", "serve", "--port", str(port), *options]
         server = subprocess.Popen(
             [sys.executable, "-m", "recon_pipeline.cli", *command],

@@ -83,8 +83,8 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
         with served.engine.begin() as connection:
             connection.execute(insert(discrepancies), [finding("p1", "r-1", 1500)])
             ids = finding_ids(connection)
-        add_user("ana", "analyst", "p1", monkeypatch)
-        add_user("bob", "analyst", "p1", monkeypatch)
+        add_user("ana", "analyst", "p1")
+        add_user("bob", "analyst", "p1")
         yield Desk(served.engine, served.base_url, clock, ids["r-1"])
 
 

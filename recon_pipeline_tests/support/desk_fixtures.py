@@ -3,6 +3,8 @@ loopback server, and signing in through its form (CSRF token included)."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,17 +14,18 @@ from pathlib import Path
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from sqlalchemy import Connection, Engine, insert, select
 
-from recon_pipeline import cli
-from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import discrepancies, properties
+from recon_pipeline.db.schema import discrepancies, properties, review_users
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
+from recon_pipeline.review_desk.users import parse_properties
 from recon_pipeline.review_desk.web import Clock, utc_now
-from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.dagster_processes import wait_until
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.migrated import migrated_engine
+from recon_pipeline_tests.support.shared_servers import serving
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 NIGHT = "2026-12-02"
@@ -73,18 +76,41 @@ def wait_for_desk(base_url: str, log_path: Path) -> None:
     assert wait_until("recon review serve", signin_page, timeout_s=60) == 200, log_path.read_text()
 
 
-def add_user(name: str, role: str, property_ids: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``recon users add`` with ``PASSWORD`` (RECON_DATABASE_URL must name the desk's database)."""
-    monkeypatch.setenv("RECON_NEW_USER_PASSWORD", PASSWORD)
-    assert cli.main(["users", "add", name, "--role", role, "--properties", property_ids]) == 0
+@functools.cache
+def cheap_password_hash() -> str:
+    """An argon2id hash of ``PASSWORD`` at the lowest cost argon2 allows, made once per process.
+
+    The desk verifies whatever parameters a stored hash names, so its sign-in works the same on it; at
+    the desk's own cost (~0.09 s to hash, as much to verify) the fast tier's few hundred users and
+    sign-ins would spend ~20 s of CPU on hashing. `recon users add` itself, with the real cost, is
+    tested in ``review_desk/test_review_desk.py``."""
+    return PasswordHasher(time_cost=1, memory_cost=8, parallelism=1).hash(PASSWORD)
+
+
+def add_user(name: str, role: str, property_ids: str) -> None:
+    """A desk user with ``PASSWORD``, as `recon users add` stores one, in the database RECON_DATABASE_URL
+    names (the desk's)."""
+    engine = make_engine(os.environ["RECON_DATABASE_URL"])
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                insert(review_users).values(
+                    name=name,
+                    role=role,
+                    properties=",".join(parse_properties(property_ids)),
+                    password_hash=cheap_password_hash(),
+                    created_at=datetime.now(UTC),
+                )
+            )
+    finally:
+        engine.dispose()
 
 
 @contextmanager
 def desk_database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     """A migrated database with ``PROPERTIES``, for a desk in this process or a `recon review serve`
     child; RECON_DATABASE_URL names it."""
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
+    engine = migrated_engine(database_url)
     with engine.begin() as connection:
         connection.execute(
             insert(properties),
@@ -111,7 +137,7 @@ def served_desk(
     timing sessions and sign-in locks by ``clock``); RECON_DATABASE_URL names it."""
     with (
         desk_database(database_url, monkeypatch) as engine,
-        ServerThread(
+        serving(
             review_desk_app(engine, DeskSettings("s" * 40, dagster_ui_url=dagster_ui_url), clock)
         ) as server,
     ):

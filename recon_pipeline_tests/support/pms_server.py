@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 
 from recon_pipeline.postings.http_adapter import HttpPostingAdapter
-from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.pms.app import build_pms_app
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.shared_servers import serving
 
 API_KEY = "pms_secret_key_4f1c"
 
@@ -35,5 +35,5 @@ class Pms:
 @contextmanager
 def serve_pms() -> Iterator[Pms]:
     """The PMS simulator on 127.0.0.1 and a client for its control endpoints."""
-    with ServerThread(build_pms_app(API_KEY)) as server, loopback_client(base_url=server.base_url) as control:
+    with serving(build_pms_app(API_KEY)) as server, loopback_client(base_url=server.base_url) as control:
         yield Pms(server.base_url, control)

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recon_pipeline.providers import PROVIDER_NAMES, build_client
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
@@ -33,6 +32,7 @@ from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.razorpay.api import render_payment
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.shared_servers import CurrentApp
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY = 86_400
@@ -311,33 +311,15 @@ class RunningSimulator:
 StartSimulator = Callable[..., RunningSimulator]
 
 
-class _CurrentApp:
-    """Forwards to the app the current test installed: one server serves the whole session (a uvicorn
-    stop costs ~0.1 s), while every test still gets a fresh app with fresh faults and counters."""
-
-    def __init__(self) -> None:
-        self.app: ASGIApp | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":  # the simulator has no startup work: acknowledge it here
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        if self.app is None:
-            raise RuntimeError("no simulator installed")
-        await self.app(scope, receive, send)
-
-
 @pytest.fixture(scope="session", name="simulator_server")
-def simulator_server_fixture() -> Iterator[tuple[ServerThread, _CurrentApp]]:
-    current = _CurrentApp()
+def simulator_server_fixture() -> Iterator[tuple[ServerThread, CurrentApp]]:
+    current = CurrentApp()
     with ServerThread(current) as server:
         yield server, current
 
 
 @pytest.fixture(name="simulator")
-def simulator_fixture(simulator_server: tuple[ServerThread, _CurrentApp]) -> Iterator[StartSimulator]:
+def simulator_fixture(simulator_server: tuple[ServerThread, CurrentApp]) -> Iterator[StartSimulator]:
     """``simulator(store, api_key=None, flavour="stripe")`` serves ``store`` on 127.0.0.1 until the test
     ends, speaking ``flavour``'s API."""
     server, current = simulator_server

@@ -13,13 +13,13 @@ import httpx
 import pytest
 from sqlalchemy import Engine, func, select
 
-from recon_pipeline.db import migrations
-from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, payment_events
 from recon_pipeline.providers.stripe.webhook import sign
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.webhooks.receiver import build_receiver
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.migrated import migrated_engine
+from recon_pipeline_tests.support.shared_servers import serving
 
 SECRET = "whsec_test_current_0123456789"
 
@@ -71,9 +71,8 @@ def counts(engine: Engine) -> tuple[int, int]:
 
 @pytest.fixture
 def receiver(database_url: str) -> Iterator[Receiver]:
-    engine = make_engine(database_url)
-    migrations.upgrade(engine)
+    engine = migrated_engine(database_url)
     app = build_receiver(engine, [SECRET, OLD_SECRET], max_body_bytes=MAX_BODY)
-    with ServerThread(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
+    with serving(app) as server, loopback_client(base_url=server.base_url, timeout=10) as client:
         yield Receiver(engine, client, server)
     engine.dispose()
