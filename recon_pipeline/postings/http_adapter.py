@@ -34,7 +34,7 @@ from recon_pipeline.postings.adapter import (
     PostingOutcome,
     PostingResult,
 )
-from recon_pipeline.providers.http import _retry_after_s
+from recon_pipeline.providers.http import _retry_after_s, tls_context
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ class HttpPostingAdapter:
             base_url=base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout_s,
+            verify=tls_context(),
         )
         self._rate_limit_budget_s = rate_limit_budget_s
         self._sleep = sleep

@@ -176,7 +176,7 @@ class ProviderHttp:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             base_url=base_url,
-            verify=_tls_context(),
+            verify=tls_context(),
             headers=headers,
             timeout=httpx.Timeout(self.retry.timeout_s),
             limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
@@ -313,9 +313,10 @@ class ProviderHttp:
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """httpx's default verifying TLS context, built once per process: building one reads the CA bundle
-    (~0.1 s), which every client (one per asset that calls the provider) would otherwise pay again."""
+    (~0.1 s), which every client (one per asset that calls the provider, the PMS adapter's, the tests')
+    would otherwise pay again."""
     return httpx.create_ssl_context()
 
 

@@ -99,6 +99,7 @@ from recon_pipeline_tests.support.dagster_processes import (
     build_nights_world,
     recon_env,
     seed_database,
+    wait_until,
 )
 from recon_pipeline_tests.support.postgres import postgres_database
 from recon_pipeline_tests.support.provider_fixtures import FAST_RETRY, make_charge, make_payment_intent
@@ -178,12 +179,14 @@ def wait_for_dead_sessions(engine: Engine) -> None:
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
         "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
     )
-    deadline = time.monotonic() + CHILD_TIMEOUT_S
     with engine.connect() as connection:
-        while connection.execute(query).scalar_one() > 0:
-            assert time.monotonic() < deadline, "the killed child's database session never ended"
-            time.sleep(0.02)
+
+        def ended() -> bool | None:
+            busy = connection.execute(query).scalar_one()
             connection.rollback()  # a fresh snapshot of pg_stat_activity per poll
+            return True if busy == 0 else None
+
+        wait_until("the killed child's database sessions to end", ended, CHILD_TIMEOUT_S, interval_s=0.02)
 
 
 def test_checkpoints_are_inert_unless_a_test_arms_them_and_a_misspelt_switch_is_an_error() -> None:
