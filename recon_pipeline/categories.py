@@ -34,6 +34,10 @@ FX_DIFFERENCE: Final = "fx_difference"
 AUTHORIZATION_EXPIRING: Final = "authorization_expiring"
 PAYOUT_FAILED: Final = "payout_failed"
 PAYOUT_NOT_DEPOSITED: Final = "payout_not_deposited"
+# A payout's fees against the ledger's ``fee`` entries under the payout id, for a property whose PMS books
+# fees per payout (``properties.fee_booking``; payouts/fees.py): the amounts differ, or it booked none.
+PAYOUT_FEE_MISMATCH: Final = "payout_fee_mismatch"
+PAYOUT_FEE_MISSING: Final = "payout_fee_missing"
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -49,11 +53,13 @@ ALL_CATEGORIES: Final = (
     AUTHORIZATION_EXPIRING,
     PAYOUT_FAILED,
     PAYOUT_NOT_DEPOSITED,
+    PAYOUT_FEE_MISMATCH,
+    PAYOUT_FEE_MISSING,
 )
 
 # Findings of the payouts asset (recon_pipeline/payouts), written by their own writer: the night's
 # reconciliation neither makes nor clears them, and the payouts asset touches no other category.
-PAYOUT_CATEGORIES: Final = (PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED)
+PAYOUT_CATEGORIES: Final = (PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, PAYOUT_FEE_MISMATCH, PAYOUT_FEE_MISSING)
 RECONCILIATION_CATEGORIES: Final = tuple(c for c in ALL_CATEGORIES if c not in PAYOUT_CATEGORIES)
 
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.
