@@ -37,6 +37,10 @@ properties = Table(
     # basis points of a conversion's settlement amount that a ledger entry booked at it may be off before
     # it is an fx_difference; NULL is 0 (revision 0004)
     Column("fx_tolerance_bps", Integer, nullable=True),
+    # how the hotel books the provider's fees: per_movement (NULL, today's) | per_payout | none; and the
+    # matcher's policy as JSON (MatchPolicy.parse; NULL is the default policy) (revision 0011)
+    Column("fee_booking", Text, nullable=True),
+    Column("match_policy", Text, nullable=True),
 )
 
 bookings = Table(
@@ -91,6 +95,12 @@ ledger_entries = Table(
     Column("amount_minor", BigInteger, nullable=False),
     Column("currency", Text, nullable=False),
     Column("posted_at", UTC_TIMESTAMP, nullable=False),
+    # what a PMS records of a card payment when it never learns the provider's id: the matcher's keys
+    # (revision 0011; the PMS may leave them all NULL)
+    Column("card_brand", Text, nullable=True),
+    Column("card_last4", Text, nullable=True),
+    Column("approval_code", Text, nullable=True),
+    Column("reference", Text, nullable=True),
     Index("ix_ledger_entries_property_posted", "property_id", "posted_at"),
 )
 
@@ -175,6 +185,64 @@ discrepancies = Table(
     Column("cleared_at", UTC_TIMESTAMP, nullable=True),
     UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
+)
+
+# The matcher's matches and suggestions (reconcile/matching; revision 0011), one row per property-night and
+# match_key (the sides' sorted ids: stable across runs), kept true across re-runs as findings are
+# (review/matches.py): not seen again, cleared_at is set; seen again, NULL. A person's decision (status
+# confirmed or rejected, decided_by/decided_at/decision_reason) is never rewritten by a run.
+# provider_record_ids / ledger_entry_ids: the ids joined by a single space.
+matches = Table(
+    "matches",
+    metadata,
+    Column("match_id", Integer, primary_key=True, autoincrement=True),
+    Column("property_id", Text, nullable=False),
+    Column("night", Text, nullable=False),
+    Column("match_key", Text, nullable=False),
+    Column("rule", Text, nullable=False),
+    Column("score", Float(precision=53), nullable=True),
+    Column("status", Text, nullable=False),  # matched | suggested | confirmed | rejected
+    Column("kind", Text, nullable=True),
+    Column("provider_record_ids", Text, nullable=False),
+    Column("ledger_entry_ids", Text, nullable=False),
+    Column("booking_id", Text, nullable=True),
+    Column("provider_amount_minor", BigInteger, nullable=True),
+    Column("ledger_amount_minor", BigInteger, nullable=True),
+    Column("currency", Text, nullable=True),
+    Column("keys_agree", Text, nullable=True),
+    Column("keys_differ", Text, nullable=True),
+    Column("detail", Text, nullable=True),
+    Column("run_id", Text, nullable=True),
+    Column("detected_at", UTC_TIMESTAMP, nullable=False),
+    Column("cleared_at", UTC_TIMESTAMP, nullable=True),
+    Column("decided_by", Text, nullable=True),
+    Column("decided_at", UTC_TIMESTAMP, nullable=True),
+    Column("decision_reason", Text, nullable=True),
+    UniqueConstraint("property_id", "night", "match_key", name="uq_matches_match"),
+    # a property-night's rows come by the unique key; the suggestions waiting for a person, by this
+    Index("ix_matches_status", "status", "property_id", "night"),
+)
+
+# Append-only history of every decision on a match (recon matches confirm|reject|pair, the review desk):
+# who, when, why, the ids and the amounts they saw.
+match_decisions = Table(
+    "match_decisions",
+    metadata,
+    Column("decision_id", Integer, primary_key=True, autoincrement=True),
+    Column("property_id", Text, nullable=False),
+    Column("night", Text, nullable=False),
+    Column("match_key", Text, nullable=False),
+    Column("action", Text, nullable=False),  # confirm | reject | pair
+    Column("previous_status", Text, nullable=True),  # NULL: a pair by hand made the row
+    Column("decided_by", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("provider_record_ids", Text, nullable=False),
+    Column("ledger_entry_ids", Text, nullable=False),
+    Column("provider_amount_minor", BigInteger, nullable=True),  # the amounts seen when deciding
+    Column("ledger_amount_minor", BigInteger, nullable=True),
+    Column("currency", Text, nullable=True),
+    Column("decided_at", UTC_TIMESTAMP, nullable=False),
+    Index("ix_match_decisions_match", "property_id", "night", "match_key"),
 )
 
 # Append-only history of every review action on a finding, human (acknowledge, resolve, reopen) or

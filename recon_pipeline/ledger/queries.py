@@ -8,6 +8,7 @@ alone; ``load_*`` is the one-property form of the same two steps."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ import pandas as pd
 from sqlalchemy import ColumnElement, Connection, Select, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.ledger.records import LEDGER_MATCH_KEY_COLUMNS, LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import upper_currency
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.properties import PropertyRow
@@ -32,7 +33,8 @@ class UnknownPropertyError(LookupError):
 
 def load_property(connection: Connection, property_id: str) -> PropertyRow:
     """The property's validated row; UnknownPropertyError or InvalidPropertyError naming it."""
-    row = connection.execute(select(properties).where(properties.c.property_id == property_id)).first()
+    query = select(*_property_columns()).where(properties.c.property_id == property_id)
+    row = connection.execute(query).first()
     if row is None:
         raise UnknownPropertyError(f"property {property_id!r} is not in the properties table")
     return PropertyRow(**row._asdict()).validated()
@@ -40,8 +42,14 @@ def load_property(connection: Connection, property_id: str) -> PropertyRow:
 
 def list_properties(connection: Connection) -> list[PropertyRow]:
     """Every property's row as stored (not validated: see ``split_valid_properties``), sorted by id."""
-    rows = connection.execute(select(properties).order_by(properties.c.property_id))
+    rows = connection.execute(select(*_property_columns()).order_by(properties.c.property_id))
     return [PropertyRow(**row._asdict()) for row in rows]
+
+
+def _property_columns() -> list[ColumnElement[Any]]:
+    """The ``properties`` columns :class:`PropertyRow` declares: the table may carry columns the row does
+    not know (yet), and the row is built from its own fields only."""
+    return [properties.c[field.name] for field in fields(PropertyRow) if field.name in properties.c]
 
 
 def load_ledger_records(
@@ -76,24 +84,37 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     """The ledger-record frame of one property's rows (:func:`read_ledger_rows`), ``in_night`` per
     ``window``.
 
-    Currencies are upper-cased (the PMS may store ``usd``); amounts, kinds and currencies are otherwise
+    Currencies are upper-cased (the PMS may store ``usd``), card brands lower-cased (``VISA`` is ``visa``);
+    the other card keys are as read; amounts, kinds and currencies are otherwise
     unchecked (``amount_minor`` is object): :func:`~recon_pipeline.ledger.validation.split_ledger_records`
     turns the rows the contract forbids into findings.
     """
     frame = pd.DataFrame(
         {
-            name: pd.Series([row[name] for row in rows], dtype="object")
+            name: pd.Series([row.get(name) for row in rows], dtype="object")
+            if name in LEDGER_MATCH_KEY_COLUMNS  # a row read before the PMS had them: null
+            else pd.Series([row[name] for row in rows], dtype="object")
             for name in LEDGER_RECORD_COLUMNS
             if name != "in_night"
         }
     )
     # Column by column, each to its dtype (a whole-frame astype costs as much again as building it).
     frame["currency"] = frame["currency"].map(upper_currency).astype("object")
+    # the PMS may store "VISA"; a list, not Series.map, which would turn None into NaN
+    frame["card_brand"] = pd.Series([_lower_brand(brand) for brand in frame["card_brand"]], dtype="object")
     frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True).astype(
         LEDGER_RECORD_COLUMNS["posted_at"]
     )
     frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
     return frame
+
+
+def _lower_brand(brand: object) -> object:
+    """A card brand as the matcher compares it: lower case, surrounding blanks dropped; NULL, blank or a
+    non-text value (the PMS wrote it) is null."""
+    if isinstance(brand, str):
+        return brand.strip().lower() or None
+    return None
 
 
 def read_captured_order_rows(

@@ -7,6 +7,8 @@ loaded too (``in_night=False``) so that a record the provider created at 23:59 a
 
 from __future__ import annotations
 
+import pandas as pd
+
 LEDGER_RECORD_COLUMNS: dict[str, str] = {
     "entry_id": "object",
     "property_id": "object",
@@ -17,4 +19,24 @@ LEDGER_RECORD_COLUMNS: dict[str, str] = {
     "currency": "object",  # ISO 4217 upper case
     "posted_at": "datetime64[ns, UTC]",
     "in_night": "bool",
+    # What a PMS records of a card payment when it never learns the provider's id (the matcher's keys):
+    "card_brand": "object",  # nullable, lower case: visa, mastercard, amex…
+    "card_last4": "object",  # nullable, as read
+    "approval_code": "object",  # nullable, the issuer's authorization code as read
+    "reference": "object",  # nullable, free text as the PMS recorded it
 }
+
+# The columns a ledger frame may lack when it is built by hand (tests, benchmarks, the adjustments posted):
+# read as all null (:func:`with_match_keys`).
+LEDGER_MATCH_KEY_COLUMNS: tuple[str, ...] = ("card_brand", "card_last4", "approval_code", "reference")
+
+
+def with_match_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every :data:`LEDGER_MATCH_KEY_COLUMNS` column it lacks added as all null (object):
+    a ledger frame built before the PMS recorded card keys is still a ledger frame."""
+    missing = [name for name in LEDGER_MATCH_KEY_COLUMNS if name not in frame.columns]
+    if not missing:
+        return frame
+    return frame.assign(
+        **{name: pd.Series([None] * len(frame), index=frame.index, dtype="object") for name in missing}
+    )

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import pandas as pd
 
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.ledger.records import LEDGER_MATCH_KEY_COLUMNS, LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import upper_currency
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
 
@@ -103,7 +103,12 @@ def _standing_entry(adjustment: PostedAdjustment, kind: str) -> dict[str, Any]:
     """The adjustment's entry as the ledger entry of kind ``kind`` it posted, for the provider record
     the finding named (the adjustment's id, as the diff keys the record) and in the night."""
     return {
-        **{name: adjustment.entry[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"},
+        **{name: adjustment.entry.get(name) for name in LEDGER_MATCH_KEY_COLUMNS},  # null if never read
+        **{
+            name: adjustment.entry[name]
+            for name in LEDGER_RECORD_COLUMNS
+            if name != "in_night" and name not in LEDGER_MATCH_KEY_COLUMNS
+        },
         "provider_record_id": adjustment.provider_record_id,
         "kind": kind,
         "in_night": True,

@@ -46,7 +46,16 @@ TABLES_0006 = {"posting_outbox"}
 TABLES_0008 = {"review_users", "review_audit"}
 TABLES_0009 = {"approval_thresholds"}
 TABLES_0010 = {"review_sessions", "review_signin_failures"}
-ADDED_AFTER_ALEMBIC = {TABLE_0003, *TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009, *TABLES_0010}
+TABLES_0011 = {"matches", "match_decisions"}
+ADDED_AFTER_ALEMBIC = {
+    TABLE_0003,
+    *TABLES_0005,
+    *TABLES_0006,
+    *TABLES_0008,
+    *TABLES_0009,
+    *TABLES_0010,
+    *TABLES_0011,
+}
 
 
 def schema_differences(engine: Engine) -> list[Any]:
@@ -180,7 +189,8 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
         [
             table
             for table in metadata.sorted_tables
-            if table.name not in {*TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009, *TABLES_0010}
+            if table.name
+            not in {*TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009, *TABLES_0010, *TABLES_0011}
         ],
     )
     [old_properties] = [table for table in at_0003 if table.name == "properties"]
@@ -270,7 +280,9 @@ def test_revision_0010_adds_the_desk_sessions_and_sign_in_failures_and_downgrade
     engine = make_engine(database_url)
     with engine.begin() as connection:
         command.upgrade(migrations.alembic_config(connection), "0009")
-    at_0009 = [table for table in metadata.sorted_tables if table.name not in TABLES_0010]
+    at_0009 = as_of(
+        engine, [table for table in metadata.sorted_tables if table.name not in TABLES_0010 | TABLES_0011]
+    )
     with engine.begin() as connection:
         for table in at_0009:
             connection.execute(table.insert(), [sample_row(table, 1), sample_row(table, 2)])
@@ -299,6 +311,60 @@ def test_revision_0010_adds_the_desk_sessions_and_sign_in_failures_and_downgrade
     assert every_row(engine, at_0009) == before
 
     assert migrations.upgrade(engine) == migrations.Upgrade("0009", migrations.head())
+    assert schema_differences(engine) == []
+    engine.dispose()
+
+
+def test_revision_0011_adds_the_match_keys_and_the_match_tables_and_downgrades(database_url: str) -> None:
+    """A database at 0010 with rows in every table upgrades to head: no row changes, the four ledger keys
+    and the two property columns are NULL in every old row, ``matches`` and ``match_decisions`` exist with
+    their unique key and indexes as ``db/schema.py`` declares, and the properties still list; the
+    downgrade to 0010 drops the tables and columns and keeps every row as it was; upgrading again is head
+    once more."""
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        command.upgrade(migrations.alembic_config(connection), "0010")
+    at_0010 = as_of(engine, [table for table in metadata.sorted_tables if table.name not in TABLES_0011])
+    shapes = {table.name: table for table in at_0010}
+    assert "card_brand" not in shapes["ledger_entries"].columns
+    assert "fee_booking" not in shapes["properties"].columns
+    with engine.begin() as connection:
+        for table in at_0010:
+            connection.execute(table.insert(), [sample_row(table, 1), sample_row(table, 2)])
+    before = every_row(engine, at_0010)
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0010", migrations.head())
+    assert every_row(engine, at_0010) == before
+    assert schema_differences(engine) == []
+    added = every_row(engine, [metadata.tables["ledger_entries"], metadata.tables["properties"]])
+    keys = ("card_brand", "card_last4", "approval_code", "reference")
+    assert [[row[key] for key in keys] for row in added["ledger_entries"]] == [[None] * 4] * 2
+    assert [[row["fee_booking"], row["match_policy"]] for row in added["properties"]] == [[None] * 2] * 2
+    indexes = {
+        name: {index["name"]: index["column_names"] for index in inspect(engine).get_indexes(name)}
+        for name in sorted(TABLES_0011)
+    }
+    assert indexes["match_decisions"] == {"ix_match_decisions_match": ["property_id", "night", "match_key"]}
+    assert indexes["matches"]["ix_matches_status"] == ["status", "property_id", "night"]
+    uniques = {u["name"]: u["column_names"] for u in inspect(engine).get_unique_constraints("matches")}
+    assert uniques == {"uq_matches_match": ["property_id", "night", "match_key"]}
+    for name in sorted(TABLES_0011):
+        table = metadata.tables[name]
+        with engine.begin() as connection:
+            connection.execute(table.insert(), sample_row(table, 1))
+        assert every_row(engine, [table])[name] == [sample_row(table, 1)]
+    with engine.connect() as connection:
+        assert [row.property_id for row in list_properties(connection)] == ["property_id-1", "property_id-2"]
+
+    with engine.begin() as connection:
+        command.downgrade(migrations.alembic_config(connection), "0010")
+    assert recorded_revision(engine) == ["0010"]
+    assert TABLES_0011.isdisjoint(inspect(engine).get_table_names())
+    assert every_row(engine, at_0010) == before
+    assert "card_brand" not in {c["name"] for c in inspect(engine).get_columns("ledger_entries")}
+    assert "match_policy" not in {c["name"] for c in inspect(engine).get_columns("properties")}
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0010", migrations.head())
     assert schema_differences(engine) == []
     engine.dispose()
 

@@ -89,3 +89,45 @@ def test_each_property_gets_its_own_windows_rows_in_one_statement_per_table(
         }
         assert frame["currency"].tolist() == ["EUR", "EUR"]
         assert captured_orders_frame(captured[p])["payment_id"].tolist() == [f"ch_{p}_in"]
+
+
+def test_the_ledger_frame_carries_the_card_keys_brand_lower_cased(engine: Any) -> None:
+    """The four match keys a PMS records of a card payment reach the frame: the brand lower-cased (a PMS
+    writes ``VISA`` or `` Visa ``), the last four, approval code and reference as read; an entry that
+    names none has them null; a property's row still lists with the two columns it gained."""
+    window = night_window(NIGHT, "UTC", "00:00")
+    keyed = {
+        "card_brand": " VISA ",
+        "card_last4": "0042",
+        "approval_code": "a1B2c3",
+        "reference": "ch_1 / B-17",
+    }
+    bare = dict.fromkeys(keyed)
+    blank = {**bare, "card_brand": " "}
+    with engine.begin() as connection:
+        connection.execute(
+            insert(properties),
+            {
+                "property_id": "p",
+                "name": "P",
+                "timezone": "UTC",
+                "currency": "EUR",
+                "fee_booking": "per_payout",
+            },
+        )
+        connection.execute(
+            insert(ledger_entries),
+            [
+                {"entry_id": entry_id, "property_id": "p", "kind": "payment", "amount_minor": 100,
+                 "currency": "EUR", "posted_at": window.start + timedelta(hours=1), **keys}
+                for entry_id, keys in (("le_keyed", keyed), ("le_bare", bare), ("le_blank", blank))
+            ],
+        )  # fmt: skip
+        frame = ledger_frame(read_ledger_rows(connection, {"p": window})["p"], window)
+        assert [row.property_id for row in queries.list_properties(connection)] == ["p"]
+        assert queries.load_property(connection, "p").property_id == "p"
+    keys = frame.set_index("entry_id")[["card_brand", "card_last4", "approval_code", "reference"]]
+    assert keys.loc["le_keyed"].tolist() == ["visa", "0042", "a1B2c3", "ch_1 / B-17"]
+    assert keys.loc["le_bare"].tolist() == [None] * 4
+    assert keys.loc["le_blank"].tolist() == [None] * 4
+    assert (frame[list(keys.columns)].dtypes == "object").all()

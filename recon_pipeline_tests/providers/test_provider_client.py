@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from recon_pipeline.errors import ConfigError
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, with_match_keys
 from recon_pipeline.money import normalize_currency
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
@@ -804,7 +804,9 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
     sim = simulator(SimulatorStore(charges=charges, refunds=refunds), flavour=provider.name)
     pulled = _adapter(sim, clients, provider).pull_night(PROP_A, *NIGHT)
     books = pulled.assign(entry_id=[f"le_{i}" for i in range(len(pulled))], posted_at=pulled.created_at)
-    booked = books.assign(in_night=True)[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS)
+    booked = with_match_keys(books.assign(in_night=True))[list(LEDGER_RECORD_COLUMNS)].astype(
+        LEDGER_RECORD_COLUMNS
+    )
     result = diff_night(pulled, booked)
     assert result.discrepancies.empty and result.matched_count == len(pulled) == 62
     confirmed = pd.DataFrame(

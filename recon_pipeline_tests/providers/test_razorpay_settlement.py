@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from recon_pipeline.errors import ConfigError
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, with_match_keys
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
@@ -409,7 +409,8 @@ def test_a_lost_and_a_won_dispute_are_the_exact_frame_rows(
         in_night=True,
         amount_minor=[-19_000, -30_000],
     )
-    result = diff_night(disputed_night, books[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS))
+    booked = with_match_keys(books)[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS)
+    result = diff_night(disputed_night, booked)
     assert result.matched_count == 1
     found = result.discrepancies[["category", "provider_record_id", "kind", "difference_minor"]]
     assert found.values.tolist() == [["amount_mismatch", "disp_lost", "dispute", -1_000]]

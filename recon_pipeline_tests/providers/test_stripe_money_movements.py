@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, with_match_keys
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.errors import IncompletePullError, ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
@@ -428,7 +428,7 @@ def _ledger(entries: list[tuple[str, str, int, str, datetime]]) -> pd.DataFrame:
             for i, (record_id, kind, amount, currency, posted) in enumerate(entries)
         ]
     )
-    return frame.astype(LEDGER_RECORD_COLUMNS)
+    return with_match_keys(frame).astype(LEDGER_RECORD_COLUMNS)
 
 
 def test_a_dispute_booked_a_night_late_is_a_timing_difference_found_by_id(

@@ -24,7 +24,7 @@ from recon_pipeline.ledger.queries import (
     load_property,
     read_captured_order_rows,
 )
-from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
+from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, with_match_keys
 from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.money import MAX_AMOUNT_MINOR
 from recon_pipeline.nights import night_window
@@ -39,7 +39,7 @@ START = pd.Timestamp("2026-11-30T00:00:00Z")
 def raw(*rows: dict[str, Any]) -> pd.DataFrame:
     """Ledger rows as load_ledger_records returns them: amounts unchecked (object)."""
     frame = pd.DataFrame(
-        {name: pd.Series([r[name] for r in rows], dtype=object) for name in LEDGER_RECORD_COLUMNS}
+        {name: pd.Series([r.get(name) for r in rows], dtype=object) for name in LEDGER_RECORD_COLUMNS}
     )
     return frame.astype({**LEDGER_RECORD_COLUMNS, "amount_minor": "object"})
 
@@ -134,15 +134,19 @@ def test_totals_are_exact_at_the_bound_and_where_int64_sums_wrap() -> None:
     takes any int64, so its sums must not rely on the bound)."""
     n = 100_000
     amounts = [MAX_AMOUNT_MINOR] * (n - 3_000) + [-MAX_AMOUNT_MINOR] * 3_000 + [2**62] * 3
-    frame = pd.DataFrame(
-        {
-            **{name: [value] * len(amounts) for name, value in row("x").items()},
-            "entry_id": [f"le_{i}" for i in range(len(amounts))],
-            "provider_record_id": [f"ch_{i}" for i in range(len(amounts))],
-            "amount_minor": amounts,
-            "currency": ["EUR"] * n + ["GBP"] * 3,
-        }
-    ).astype(LEDGER_RECORD_COLUMNS)
+    frame = (
+        pd.DataFrame(
+            {
+                **{name: [value] * len(amounts) for name, value in row("x").items()},
+                "entry_id": [f"le_{i}" for i in range(len(amounts))],
+                "provider_record_id": [f"ch_{i}" for i in range(len(amounts))],
+                "amount_minor": amounts,
+                "currency": ["EUR"] * n + ["GBP"] * 3,
+            }
+        )
+        .pipe(with_match_keys)
+        .astype(LEDGER_RECORD_COLUMNS)
+    )
     result = diff_night(empty_provider_records(), frame)
     assert result.ledger_total_by_currency == {"EUR": (n - 6_000) * MAX_AMOUNT_MINOR, "GBP": 3 * 2**62}
     summary = category_summary(result.discrepancies).set_index("currency")
