@@ -39,6 +39,10 @@ PAYOUT_NOT_DEPOSITED: Final = "payout_not_deposited"
 # held back until a person confirms it. Neither proposes money.
 AMBIGUOUS_MATCH: Final = "ambiguous_match"
 SUGGESTED_MATCH: Final = "suggested_match"
+# A payout's fees against the ledger's ``fee`` entries under the payout id, for a property whose PMS books
+# fees per payout (``properties.fee_booking``; payouts/fees.py): the amounts differ, or it booked none.
+PAYOUT_FEE_MISMATCH: Final = "payout_fee_mismatch"
+PAYOUT_FEE_MISSING: Final = "payout_fee_missing"
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -56,11 +60,13 @@ ALL_CATEGORIES: Final = (
     SUGGESTED_MATCH,
     PAYOUT_FAILED,
     PAYOUT_NOT_DEPOSITED,
+    PAYOUT_FEE_MISMATCH,
+    PAYOUT_FEE_MISSING,
 )
 
 # Findings of the payouts asset (recon_pipeline/payouts), written by their own writer: the night's
 # reconciliation neither makes nor clears them, and the payouts asset touches no other category.
-PAYOUT_CATEGORIES: Final = (PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED)
+PAYOUT_CATEGORIES: Final = (PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, PAYOUT_FEE_MISMATCH, PAYOUT_FEE_MISSING)
 RECONCILIATION_CATEGORIES: Final = tuple(c for c in ALL_CATEGORIES if c not in PAYOUT_CATEGORIES)
 
 # Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.

@@ -9,10 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Final
 
 from recon_pipeline.keys import validate_property_id
 from recon_pipeline.money import BASIS_POINTS, normalize_currency, upper_currency
 from recon_pipeline.nights import parse_cutoff, property_zone
+
+# How the property's PMS books the provider's fees (``properties.fee_booking``; NULL is per_movement):
+# - per_movement: one ``fee`` entry per provider fee, under its movement's id, compared in the night's diff;
+# - per_payout: one ``fee`` entry per payout, under the payout id, compared with the sum of that payout's
+#   fees by the payouts asset (``payouts/fees.py``), not in the night's diff;
+# - none: the ledger books gross and no fee at all; the night's report shows the fees the provider took.
+FEE_PER_MOVEMENT: Final = "per_movement"
+FEE_PER_PAYOUT: Final = "per_payout"
+FEE_NONE: Final = "none"
+FEE_BOOKINGS: Final = (FEE_PER_MOVEMENT, FEE_PER_PAYOUT, FEE_NONE)
 
 
 class InvalidPropertyError(ValueError):
@@ -40,6 +51,10 @@ class PropertyRow:
     # how far an entry booked at a conversion's settlement figure may be off it, in basis points of the
     # settlement amount (``fx_tolerance``); NULL, as the PMS inserts rows that name no such column, is 0
     fx_tolerance_bps: int | None = None
+    # one of FEE_BOOKINGS; NULL (the PMS inserts rows that name no such column) is per_movement
+    fee_booking: str | None = None
+    # the matcher's tiers, threshold and window as JSON (``reconcile/matching``); NULL is its defaults
+    match_policy: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "currency", upper_currency(self.currency))  # the PMS may store "usd"
@@ -52,6 +67,11 @@ class PropertyRow:
     def fx_tolerance(self) -> int:
         """The diff's FX tolerance in basis points: the row's, else 0 (exact)."""
         return self.fx_tolerance_bps or 0
+
+    @property
+    def fee_booking_mode(self) -> str:
+        """How the PMS books the provider's fees: the row's ``fee_booking``, else per_movement (today's)."""
+        return self.fee_booking or FEE_PER_MOVEMENT
 
     def validated(self) -> PropertyRow:
         """This row with its currency upper-cased, or InvalidPropertyError listing every problem.
@@ -79,6 +99,8 @@ class PropertyRow:
             problems.append(
                 f"fx_tolerance_bps must be whole basis points from 0 to {BASIS_POINTS}, not {tolerance!r}"
             )
+        if self.fee_booking is not None and self.fee_booking not in FEE_BOOKINGS:
+            problems.append(f"fee_booking must be one of {', '.join(FEE_BOOKINGS)}, not {self.fee_booking!r}")
         if problems:
             raise InvalidPropertyError(self.property_id, problems)
         return replace(self, currency=currency)

@@ -13,8 +13,11 @@ from sqlalchemy import Connection, bindparam, select, update
 from recon_pipeline.categories import UNATTRIBUTED_PAYMENT
 from recon_pipeline.db.schema import bank_credits, discrepancies, ledger_entries, payout_transactions, payouts
 from recon_pipeline.db.upsert import insert_new, upsert
+from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.payouts.deposit import BankCredit, ExpectedDeposit, match_deposits
+from recon_pipeline.payouts.fees import FEE_KIND, BookedFee, booked_fees_of
 from recon_pipeline.payouts.trace import TracedTransaction
+from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline.providers.payouts import Payout
 
 DEPOSITED_STATUSES = ("paid", "in_transit")  # a payout that should reach (or has reached) the bank
@@ -37,6 +40,50 @@ def source_owners(connection: Connection, source_ids: Collection[str]) -> dict[s
     for query in (found, booked):  # the ledger's word last: it wins
         owners.update({source: owner for source, owner in connection.execute(query).tuples()})
     return owners
+
+
+# The corrections a payout fee finding proposes (ADJUSTMENT_POLICY): once posted, the PMS's entry of one
+# books (part of) the payout's fee, wherever the PMS filed it.
+PAYOUT_FEE_CORRECTIONS = (f"post_missing_{FEE_KIND}", f"correct_amount_{FEE_KIND}")
+
+
+def booked_payout_fees(
+    connection: Connection, property_ids: Collection[str], payout_ids: Collection[str], night: str
+) -> list[BookedFee]:
+    """What the ledger of ``property_ids`` books as the fees of ``payout_ids``, whatever night it was
+    posted in: every ``fee`` entry under a payout id, and the PMS's entry of each posted payout fee
+    correction of ``night`` (the payouts' arrival night, where their findings live)."""
+    properties_, payouts_ = sorted(set(property_ids)), sorted(set(payout_ids))
+    if not properties_ or not payouts_:
+        return []
+    rows: list[Mapping[str, Any]] = []
+    for chunk in in_chunks(payouts_):
+        query = select(
+            ledger_entries.c.entry_id,
+            ledger_entries.c.property_id,
+            ledger_entries.c.provider_record_id.label("payout_id"),
+            ledger_entries.c.amount_minor,
+            ledger_entries.c.currency,
+        ).where(
+            ledger_entries.c.kind == FEE_KIND,
+            ledger_entries.c.provider_record_id.in_(chunk),
+            ledger_entries.c.property_id.in_(properties_),
+        )
+        rows.extend(dict(row) for row in connection.execute(query).mappings())
+    wanted = set(payouts_)
+    for property_id, posted in read_posted_adjustments(connection, properties_, night).items():
+        rows.extend(
+            {
+                "entry_id": adjustment.entry["entry_id"],
+                "property_id": property_id,
+                "payout_id": adjustment.provider_record_id,
+                "amount_minor": adjustment.entry["amount_minor"],
+                "currency": adjustment.entry["currency"],
+            }
+            for adjustment in posted
+            if adjustment.kind in PAYOUT_FEE_CORRECTIONS and adjustment.provider_record_id in wanted
+        )
+    return booked_fees_of(rows)
 
 
 def save_payout(

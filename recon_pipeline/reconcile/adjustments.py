@@ -31,6 +31,10 @@ ADJUSTMENT_POLICY: dict[str, tuple[str, str, str, int]] = {
     # correction in the presentment currency of the same movement
     c.FX_DIFFERENCE: ("correct_fx", "provider_record_id", "difference_minor", 1),
     c.DUPLICATE_IN_LEDGER: ("reverse_duplicate", "ledger_entry_id", "ledger_amount_minor", -1),
+    # a payout's fees, where the PMS books them per payout (payouts/fees.py): the same two corrections of
+    # a ``fee`` entry, under the payout id (the payouts asset proposes them, its own categories' writer)
+    c.PAYOUT_FEE_MISSING: ("post_missing", "provider_record_id", "provider_amount_minor", 1),
+    c.PAYOUT_FEE_MISMATCH: ("correct_amount", "provider_record_id", "difference_minor", 1),
 }
 
 

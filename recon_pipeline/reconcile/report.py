@@ -8,6 +8,10 @@ count 0, amount 0 and an empty currency.
 Amounts shown to people are in major units with their currency (``format_minor``); counts stay ints. Each
 side of a finding is shown in its own currency: a currency mismatch has no difference in any currency,
 so it shows none (never "0.00 EUR").
+
+A property whose PMS does not book the provider's fees per movement (``fee_booking`` per_payout or none,
+``reconcile/fees.py``) has the fees the provider took in its report (``fees_taken``); one booking them per
+movement has none, and its report reads exactly as it always did.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pandas as pd
 from recon_pipeline.categories import ALL_CATEGORIES, CURRENCY_MISMATCH, empty_discrepancies
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.diff import DiffResult
+from recon_pipeline.reconcile.fees import FeesTaken
 
 SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
 _NONE = "—"
@@ -46,6 +51,8 @@ class NightReport:
     matched_amount_by_currency: dict[str, int] = field(default_factory=dict)
     provider_total_by_currency: dict[str, int] = field(default_factory=dict)
     ledger_total_by_currency: dict[str, int] = field(default_factory=dict)
+    # the fees the provider took, where the ledger does not book them per movement (None: it does)
+    fees_taken: FeesTaken | None = None
 
     def category_summary(self) -> pd.DataFrame:
         """One row per (category, currency): findings and the sum of |difference| in minor units."""
@@ -83,10 +90,13 @@ class NightReport:
         ]
         header = ["currency", "provider total", "ledger total", "provider − ledger", "matched amount"]
         table = markdown_table(header, rows) if rows else "_No provider records or ledger entries._"
-        return (
+        text = (
             f"{table}\n\n**{self.matched_count}** records matched, "
             f"**{self.timing_difference_count}** timing differences, **{len(self.findings)}** findings."
         )
+        if self.fees_taken is not None:
+            text += f"\n\n{self.fees_taken.as_text()}."
+        return text
 
     def top_discrepancies_markdown(self, limit: int = 10) -> str:
         """A markdown table of the largest findings, amounts in major units of their currency."""
@@ -131,6 +141,15 @@ class NightReport:
                     for currency, total in sorted(totals.items())
                 }
             )
+        if self.fees_taken is not None:
+            taken = self.fees_taken
+            metadata["fees_taken"] = taken.count
+            metadata.update(
+                {
+                    f"fees_taken/{currency}": format_minor(amount, currency)
+                    for currency, amount in sorted(taken.amount_by_currency.items())
+                }
+            )
         return metadata
 
     def as_text(self, limit: int = 10) -> str:
@@ -144,6 +163,8 @@ class NightReport:
             f"ledger {format_minor(t.ledger, t.currency)}"
             for t in self.totals()
         ]
+        if self.fees_taken is not None:
+            lines.append(f"  {self.fees_taken.as_text()}")
         summary = [
             [category, currency or "-", str(count), summed_difference(category, amount, currency, "-")]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
@@ -174,8 +195,11 @@ class NightReport:
         ]
 
 
-def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport:
-    """The report over the diff's findings and the orphaned captured payments."""
+def build_night_report(
+    result: DiffResult, orphans: pd.DataFrame, fees_taken: FeesTaken | None = None
+) -> NightReport:
+    """The report over the diff's findings and the orphaned captured payments, with the fees the provider
+    took when the ledger does not book them per movement (``fees_for_diff``'s third value)."""
     parts = [frame for frame in (result.discrepancies, orphans) if len(frame)]
     findings = pd.concat(parts, ignore_index=True) if parts else empty_discrepancies()
     return NightReport(
@@ -185,6 +209,7 @@ def build_night_report(result: DiffResult, orphans: pd.DataFrame) -> NightReport
         matched_amount_by_currency=dict(result.matched_amount_by_currency),
         provider_total_by_currency=dict(result.provider_total_by_currency),
         ledger_total_by_currency=dict(result.ledger_total_by_currency),
+        fees_taken=fees_taken,
     )
 
 
@@ -292,6 +317,7 @@ def combined_report(reports: Sequence[NightReport]) -> NightReport:
         return out
 
     parts = [r.findings for r in reports if len(r.findings)]
+    taken = [r.fees_taken for r in reports if r.fees_taken is not None]
     return NightReport(
         findings=pd.concat(parts, ignore_index=True) if parts else empty_discrepancies(),
         matched_count=sum(r.matched_count for r in reports),
@@ -299,4 +325,5 @@ def combined_report(reports: Sequence[NightReport]) -> NightReport:
         matched_amount_by_currency=summed(r.matched_amount_by_currency for r in reports),
         provider_total_by_currency=summed(r.provider_total_by_currency for r in reports),
         ledger_total_by_currency=summed(r.ledger_total_by_currency for r in reports),
+        fees_taken=FeesTaken.combined(taken) if taken else None,
     )

@@ -9,7 +9,7 @@ it decides what to change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -49,6 +49,7 @@ def sync_adjustments(
     night: str,
     proposals: Sequence[Mapping[str, Any]],
     now: datetime,
+    categories: Collection[str] | None = None,
 ) -> LifecyclePlan:
     """Make the partition's adjustments follow its current findings (``proposals``, as
     ``plan_adjustments`` makes them): apply ``plan_lifecycle``'s plan, the rule of
@@ -57,13 +58,21 @@ def sync_adjustments(
     Under the partition's lock, which reviewers (``recon adjustments approve|reject``) take too, so a
     concurrent identical run finds this one's rows and changes nothing, and an approval never races a
     supersession. The status guard on each update is the rule's second line in the database.
+
+    ``categories``: the finding categories whose proposals this writer owns (default: all), as
+    ``save_discrepancies`` scopes findings: the payouts asset proposes for its payout-fee findings in
+    property-nights the night's reconciliation writes too, and neither may withdraw the other's proposals.
     """
     lock_partition(connection, property_id, night)
-    existing = connection.execute(
-        select(*(adjustments.c[name] for name in LIFECYCLE_COLUMNS)).where(
-            adjustments.c.property_id == property_id, adjustments.c.night == night
-        )
-    ).mappings()
+    query = select(*(adjustments.c[name] for name in LIFECYCLE_COLUMNS)).where(
+        adjustments.c.property_id == property_id, adjustments.c.night == night
+    )
+    if categories is not None:
+        foreign = {str(proposal["category"]) for proposal in proposals} - set(categories)
+        if foreign:
+            raise ValueError(f"proposals of {sorted(foreign)} are not this writer's ({sorted(categories)})")
+        query = query.where(adjustments.c.category.in_(sorted(categories)))
+    existing = connection.execute(query).mappings()
     plan = plan_lifecycle(proposals, existing)
     write_adjustments(connection, plan.inserts)
     if plan.transitions:

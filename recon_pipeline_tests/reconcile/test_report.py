@@ -71,6 +71,8 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
                 "authorization_expiring",
                 "payout_failed",
                 "payout_not_deposited",
+                "payout_fee_mismatch",
+                "payout_fee_missing",
             )
         ),
     ]
@@ -120,6 +122,8 @@ def test_metadata_counts_are_ints_and_amounts_are_major_units_with_their_currenc
         "count/authorization_expiring": 0,
         "count/payout_failed": 0,
         "count/payout_not_deposited": 0,
+        "count/payout_fee_mismatch": 0,
+        "count/payout_fee_missing": 0,
     }
     assert metadata["amount/missing_in_ledger/JPY"] == "70,000 JPY"
     assert metadata["amount/missing_in_ledger/EUR"] == "5.00 EUR"
