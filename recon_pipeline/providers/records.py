@@ -12,6 +12,12 @@ amount and currency in ``amount_minor``/``currency`` and carries the balance tra
 ``settlement_amount_minor``/``settlement_currency``: the ledger may book either (docs/design.md, "Money
 movements").
 Both are null when the movement settled in its own currency or has not settled.
+
+A card payment also carries what a hotel's folio records of the card when it has no provider id: the card's
+brand (lower case, one vocabulary for every provider: ``cards.py``), its last four digits, and the issuer's
+authorization (approval) code. A refund, fee or dispute row carries those of the payment it belongs to.
+They are null where the provider does not say (not a card, a field the provider leaves out): the matcher
+pairs on them only when both sides have them (docs/providers.md, "Card keys").
 """
 
 from __future__ import annotations
@@ -35,12 +41,18 @@ PROVIDER_RECORD_COLUMNS: dict[str, str] = {
     # currency conversion: the signed amount in the account's settlement currency (nullable, see above)
     "settlement_amount_minor": "Int64",
     "settlement_currency": "object",  # ISO 4217 upper case, nullable
+    # the card's keys, all nullable (see above)
+    "card_brand": "object",  # lower case: visa, mastercard, amex, ... (cards.CARD_BRANDS)
+    "card_last4": "object",  # four digits
+    "approval_code": "object",  # the issuer's authorization code, as the provider gives it
 }
 
-# Columns a provider's row builder may leave out (they default to null): only conversions carry them.
+# Columns a provider's row builder may leave out (they default to null): only conversions carry the
+# settlement figures, only card payments (and the rows that follow them) the card's keys.
 OPTIONAL_PROVIDER_RECORD_COLUMNS: frozenset[str] = frozenset(
-    {"settlement_amount_minor", "settlement_currency"}
+    {"settlement_amount_minor", "settlement_currency", "card_brand", "card_last4", "approval_code"}
 )
+CARD_KEY_COLUMNS: tuple[str, ...] = ("card_brand", "card_last4", "approval_code")
 
 
 def empty_provider_records() -> pd.DataFrame:

@@ -37,6 +37,7 @@ from recon_pipeline.providers.razorpay.settlement import (
     recon_days,
 )
 from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.simulation.host.cards import card_of
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.razorpay.api import render_payment
 from recon_pipeline_tests.support.provider_fixtures import (
@@ -247,7 +248,8 @@ def test_night_movements_keep_the_night_and_merge_one_dispute_kind() -> None:
 
 
 def test_dispute_row() -> None:
-    payment = render_payment(make_charge("pay_1", 1_769_140_000, currency="inr"))
+    charge = make_charge("pay_1", 1_769_140_000, currency="inr")
+    payment, card = render_payment(charge, expand_card=True), card_of(charge)
     dispute = {"id": "disp_1", "entity": "dispute", "payment_id": "pay_1", "status": "lost"}
     created = datetime(2026, 1, 23, 12, tzinfo=UTC)
     row = dispute_row(DisputeMovement("adj_1", "disp_1", -10_000, "INR", created), dispute, payment, "prop_a")
@@ -263,6 +265,10 @@ def test_dispute_row() -> None:
         "status": "lost",
         "settled": True,
         "created_at": created,
+        # the disputed payment's card
+        "card_brand": card.brand,
+        "card_last4": card.last4,
+        "approval_code": card.approval_code,
     }
     with pytest.raises(ProviderDataError, match="dispute 'disp_1': unknown status 'needs_response'"):
         dispute_row(

@@ -25,6 +25,7 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.host.cards import card_of
 from recon_pipeline.simulation.host.money import DISPUTE_FEE_MINOR, convert, dispute, settle_refund
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.host.wire import Accepts, array_param
@@ -415,6 +416,12 @@ def test_the_stripe_sdk_reads_the_simulator(simulator: StartSimulator) -> None:
     assert paid.balance_transaction.reporting_category == "charge"
     assert paid.outcome is not None and paid.outcome.type == "authorized" and paid.livemode is False
     assert paid.billing_details.address is not None and paid.disputed is False
+    card, simulated = paid.payment_method_details.card, card_of(_world().get("charges", "ch_paid") or {})
+    assert (card.brand, card.last4, card.authorization_code) == (
+        simulated.brand,
+        simulated.last4,
+        simulated.approval_code,
+    )
     intent = client.v1.payment_intents.retrieve("pi_held")
     assert intent.latest_charge == "ch_held" and intent.capture_method == "manual"
     refund = client.v1.refunds.retrieve("re_earlier")
@@ -458,9 +465,24 @@ def test_the_razorpay_sdk_reads_the_simulator(simulator: StartSimulator) -> None
     assert failed_payment["error_source"] == "bank" and failed_payment["vpa"] is None
     fetched = client.payment.fetch("pay_paid0000000001")
     assert fetched["fee"] == 300 and fetched["tax"] == 46 and fetched["acquirer_data"]["auth_code"]
+    assert "card" not in fetched  # only when expanded, as Razorpay documents
+    with_cards = client.payment.all({"from": T0, "to": T0 + 10, "count": 10, "expand[]": "card"})
+    card = with_cards["items"][1]["card"]
+    assert (card["entity"], card["last4"]) == ("card", card_of(paid).last4)
+    assert card["network"] in ("Visa", "MasterCard", "American Express")
     assert client.refund.fetch("rfnd_paid000000001")["payment_id"] == "pay_paid0000000001"
     with pytest.raises(razorpay.errors.BadRequestError, match="limit is/are not required"):
         client.payment.all({"limit": 5})
+
+
+def test_a_served_card_has_only_properties_stripe_documents(subset: dict[str, Any]) -> None:
+    """The schema does not forbid extra properties, so the served card is held to the documented ones:
+    the issuer's ``authorization_code`` among them (``stripe_openapi_subset.apply_later_additions``)."""
+    documented = subset["components"]["schemas"]["payment_method_details_card"]["properties"]
+    assert documented["authorization_code"] == {"maxLength": 5000, "nullable": True, "type": "string"}
+    for stored in _world().charges:
+        served = rendering.charge(stored, API_VERSION, lambda _: [])["payment_method_details"]
+        assert served["type"] == "card" and set(served["card"]) <= set(documented), stored["id"]
 
 
 # --- pure parts -----------------------------------------------------------------------------------------

@@ -14,7 +14,14 @@ That description is of API version 2020-08-27; the client pins 2022-11-15
 applied below (``apply_pinned_changes``):
 a PaymentIntent no longer has ``charges`` but has ``latest_charge`` (an id, expandable to the charge, and
 among its ``x-expandableFields`` in place of ``charges``), and a
-charge's ``refunds`` is no longer included unless expanded. Everything else is Stripe's text as published.
+charge's ``refunds`` is no longer included unless expanded. Everything else is Stripe's text as published,
+but for one backward-compatible addition Stripe made after that description (``apply_later_additions``):
+a card charge's ``payment_method_details.card.authorization_code`` (the issuer's authorization code, a
+nullable string), which Stripe's changelog lists under 2024-09-30.acacia ("Displays authorization_code for
+Charges") and its published ``openapi/fixtures3.json`` carries on the charge fixture since 2024-08-16
+(stripe/openapi commit a559b609b676220126ef4bc797db8c3e6a5bb53f). Stripe counts a new response property
+as backward-compatible (its "API upgrades" page); the spec3.json of those commits could not be had here,
+so the property is written as Stripe writes ``card_present.receipt.authorization_code`` in this one.
 
 Trimmed: only the GET operations of ``SERVED_PATHS`` (their query parameters by name, their 200 and error
 responses), and the component schemas those reach. An expandable field (``x-expansionResources``) that
@@ -83,6 +90,17 @@ def apply_pinned_changes(schemas: dict[str, Any]) -> None:
     charge["required"] = [name for name in charge["required"] if name != "refunds"]
 
 
+_AUTHORIZATION_CODE = {"maxLength": 5000, "nullable": True, "type": "string"}
+
+
+def apply_later_additions(schemas: dict[str, Any]) -> None:
+    """The backward-compatible additions to the served objects made after the published description (the
+    module's docstring): a card charge's ``authorization_code``."""
+    card = schemas["payment_method_details_card"]["properties"]
+    card["authorization_code"] = dict(_AUTHORIZATION_CODE)
+    schemas["payment_method_details_card"]["properties"] = dict(sorted(card.items()))
+
+
 def _schema_name(ref: str) -> str:
     return ref.rsplit("/", 1)[1]
 
@@ -126,6 +144,7 @@ def pinned_schemas(spec: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"spec is of version {version}, expected {expected}")
     schemas: dict[str, Any] = json.loads(json.dumps(spec["components"]["schemas"]))
     apply_pinned_changes(schemas)
+    apply_later_additions(schemas)
     return schemas
 
 
@@ -159,7 +178,11 @@ def subset(spec: dict[str, Any]) -> dict[str, Any]:
         "info": {
             "title": "Stripe API (the subset the simulator serves)",
             "version": PINNED_VERSION,
-            "x-provenance": {**SOURCE, "changes": "2022-11-15 upgrade notes: see stripe_openapi_subset.py"},
+            "x-provenance": {
+                **SOURCE,
+                "changes": "2022-11-15 upgrade notes, and a card charge's authorization_code: see "
+                "stripe_openapi_subset.py",
+            },
         },
         "paths": paths,
         "components": {"schemas": dict(sorted(kept.items()))},

@@ -49,6 +49,12 @@ ISO 4217 exponent), never through float, and a value with more decimals than its
 The report carries no payment metadata: ``property_id`` is None on every row (attribution is by merchant
 account, else ``payment_orders``), and ``Merchant Reference`` (the hotel's booking reference) is the
 ``booking_id``. Any malformed value raises ``ProviderDataError`` naming the file, the line and the column.
+
+Card keys: the report's ``Payment Method`` (Adyen's payment method type: ``visa``, ``mc``, ``amex``…) is the
+row's ``card_brand`` in the shared vocabulary (``cards.py``: ``mc`` is ``mastercard``); a method that is
+no card scheme (``paypal``, ``ideal``…) gives none. The report documents no column for the card's last
+four digits or the issuer's authorization code (those are in a notification's ``additionalData``:
+``cardSummary``, ``authCode``, which the client does not read into the frame), so both stay null.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from decimal import Decimal, InvalidOperation
 import pandas as pd
 
 from recon_pipeline.money import MAX_AMOUNT_MINOR, minor_unit_exponent, normalize_currency
+from recon_pipeline.providers.cards import card_brand
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.objects import Row, records_frame
 
@@ -97,6 +104,12 @@ SETTLED, REFUNDED, MERCHANT_PAYOUT = "Settled", "Refunded", "MerchantPayout"
 CHARGEBACK, SECOND_CHARGEBACK, CHARGEBACK_REVERSED = "Chargeback", "SecondChargeback", "ChargebackReversed"
 GROSS_DEBIT, GROSS_CREDIT = "Gross Debit (GC)", "Gross Credit (GC)"
 NET_DEBIT, NET_CREDIT = "Net Debit (NC)", "Net Credit (NC)"
+# Adyen's payment method types that are card schemes (its ``Payment Method`` column), as Adyen spells them;
+# ``cards.card_brand`` maps each onto the shared vocabulary. Any other method is no card.
+CARD_PAYMENT_METHODS = frozenset(
+    {"visa", "mc", "amex", "diners", "discover", "jcb", "cup", "maestro", "cartebancaire", "eftpos_australia",
+     "interac_card", "bcmc", "dankort", "elo", "hipercard", "rupay"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -295,6 +308,7 @@ def _movement_rows(line: _Line, movement: Movement, keys: set[tuple[str, str]]) 
         "payment_intent_id": None,
         "settled": True,
         "created_at": line.created_at(),
+        "card_brand": _card_brand(line),
     }
     rows: list[Row] = [
         {"provider_record_id": record_id, "kind": movement.kind, "amount_minor": amount,
@@ -313,6 +327,15 @@ def _movement_rows(line: _Line, movement: Movement, keys: set[tuple[str, str]]) 
             raise line.error(id_column, f"a second {key[1]} row of {record_id!r} in one report")
         keys.add(key)
     return rows
+
+
+def _card_brand(line: _Line) -> str | None:
+    """The line's card brand from its ``Payment Method``, None for a method that is no card scheme."""
+    method = line.text("Payment Method")
+    if method is None or method.lower() not in CARD_PAYMENT_METHODS:
+        return None
+    brand = {"eftpos_australia": "eftpos_au", "interac_card": "interac"}.get(method.lower(), method)
+    return card_brand(brand, f"{line.file_name} line {line.number}, column 'Payment Method'")
 
 
 def _net(line: _Line) -> tuple[int, str | None]:

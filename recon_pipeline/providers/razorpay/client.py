@@ -59,6 +59,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.cards import NO_CARD_KEYS, card_keys
 from recon_pipeline.providers.errors import (
     ProviderDataError,
     ProviderRequestRejected,
@@ -129,6 +130,9 @@ DISPUTE_ID_PREFIX = "disp_"
 DISPUTE_STATUSES = frozenset({"open", "under_review", "won", "lost", "closed"})
 PAYMENT_STATUSES = frozenset({"created", "authorized", "captured", "refunded", "failed"})
 REFUND_STATUSES = frozenset({"pending", "processed", "failed"})
+# A payment's card comes inline only when expanded (``expand[]=card``, documented on the payments list and
+# on a fetch by id): on the requests already made, so the card's keys cost no request of their own.
+PAYMENT_EXPANSIONS = {"expand[]": "card"}
 # Razorpay's answer to a by-id fetch of an id it does not know (HTTP 400, not 404).
 UNKNOWN_ID_DESCRIPTION = "The id provided does not exist"
 
@@ -150,6 +154,23 @@ def booking_id_of(payment: ProviderObject) -> str | None:
     """``notes.booking_id`` of a payment, None when absent; anything but a printable id is a data error."""
     notes = notes_field(payment, "payment")
     return optional_id_field(notes, "booking_id", f"notes of payment {payment.get('id')!r}")
+
+
+def card_keys_of(payment: ProviderObject) -> Row:
+    """The payment's card keys: the expanded ``card``'s ``network`` (as a brand) and ``last4``, and
+    ``acquirer_data.auth_code``; null where Razorpay gives none (not a card payment, a card not expanded,
+    as on an order's payments)."""
+    what = f"payment {payment.get('id')!r}"
+    card, acquirer = payment.get("card"), payment.get("acquirer_data")
+    if card is not None and not isinstance(card, dict):
+        raise ProviderDataError(f"{what}: field 'card' is {str(card)[:80]!r}")
+    if acquirer is not None and not isinstance(acquirer, dict | list):  # an empty object may come as []
+        raise ProviderDataError(f"{what}: field 'acquirer_data' is {str(acquirer)[:80]!r}")
+    if payment.get("method") != "card" and card is None:
+        return dict(NO_CARD_KEYS)
+    card = card or {}
+    code = acquirer.get("auth_code") if isinstance(acquirer, dict) else None
+    return card_keys(card.get("network"), card.get("last4"), code, what)
 
 
 def payment_rows(
@@ -177,6 +198,7 @@ def payment_rows(
         "status": status,
         "settled": captured and status in ("captured", "refunded"),
         "created_at": created_at_field(payment, "payment", "created_at"),
+        **card_keys_of(payment),
     }
     amount = amount_field(payment, "amount", "payment")
     rows = [{**base, "kind": "payment", "amount_minor": amount, "currency": currency}]
@@ -215,6 +237,7 @@ def refund_row(refund: ProviderObject, payment: ProviderObject, property_id: str
         "status": status,
         "settled": status == "processed",
         "created_at": created_at_field(refund, "refund", "created_at"),
+        **card_keys_of(payment),
     }
 
 
@@ -250,6 +273,7 @@ def dispute_row(
         "status": status,
         "settled": True,
         "created_at": movement.created_at,
+        **card_keys_of(payment),
     }
 
 
@@ -335,7 +359,7 @@ class RazorpayAdapter:
             abort = threading.Event()
             payments, refunds, *recon = gather(
                 [
-                    lambda: self._list_all("/v1/payments", params, abort),
+                    lambda: self._list_all("/v1/payments", {**params, **PAYMENT_EXPANSIONS}, abort),
                     lambda: self._list_all("/v1/refunds", params, abort),
                     *(self._recon_day(day, abort) for day in days),
                 ],
@@ -552,17 +576,19 @@ class RazorpayAdapter:
 
         return list_all(path, read_page, abort, self.max_pages, id_name)
 
-    def _read(self, path: str) -> ProviderObject | None:
+    def _read(self, path: str, params: dict[str, Any] | None = None) -> ProviderObject | None:
         """``GET path``; None when Razorpay answers that the id in it does not exist."""
         try:
-            return self._http.get_json(path, headers=self._headers)
+            return self._http.get_json(path, params=params, headers=self._headers)
         except ProviderRequestRejected as error:
             if "HTTP 400" in str(error) and UNKNOWN_ID_DESCRIPTION in str(error):
                 return None
             raise
 
     def _get_by_id(self, path: str, object_id: str) -> ProviderObject | None:
-        obj = self._read(f"{path}/{quote(object_id, safe='')}")
+        """``GET path/id`` (a payment with its card expanded), None when Razorpay does not know the id."""
+        params = PAYMENT_EXPANSIONS if path == "/v1/payments" else None
+        obj = self._read(f"{path}/{quote(object_id, safe='')}", params)
         if obj is not None and obj.get("id") != object_id:
             raise ProviderDataError(f"{path}/{object_id}: answered with id {obj.get('id')!r}")
         return obj

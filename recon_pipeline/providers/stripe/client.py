@@ -36,6 +36,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.cards import NO_CARD_KEYS, card_keys
 from recon_pipeline.providers.errors import (
     ProviderDataError,
     incomplete_pull,
@@ -156,6 +157,7 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
         "status": status,
         "settled": settled,
         "created_at": moved_at(charge),
+        **card_keys_of(charge),
     }
     currency = currency_field(charge, "charge")
     transaction = expanded_balance_transaction(charge, "charge")
@@ -177,6 +179,34 @@ def charge_rows(charge: StripeObject, property_id: str | None) -> list[Row]:
             {**base, "kind": "fee", "amount_minor": -fee, "currency": currency_field(transaction, what)}
         )
     return rows
+
+
+# The payment method details that describe a card, and where each puts the issuer's authorization code:
+# an online card's ``card.authorization_code`` (Stripe's changelog adds it in 2024-09-30.acacia, a
+# backward-compatible addition: docs/providers.md), a terminal's ``receipt.authorization_code``.
+_CARD_DETAILS = ("card", "card_present", "interac_present")
+
+
+def card_keys_of(charge: StripeObject) -> Row:
+    """The charge's card keys (brand, last four, authorization code) from ``payment_method_details``;
+    all null for a payment that is no card, or a charge without details (a failed attempt may lack them)."""
+    details = charge.get("payment_method_details")
+    if details is None:
+        return dict(NO_CARD_KEYS)
+    what = f"payment_method_details of charge {charge.get('id')!r}"
+    if not isinstance(details, dict):
+        raise ProviderDataError(f"{what}: is {str(details)[:80]!r}")
+    kind = details.get("type")
+    card = details.get(kind) if kind in _CARD_DETAILS else None
+    if card is None:
+        return dict(NO_CARD_KEYS)
+    if not isinstance(card, dict):
+        raise ProviderDataError(f"{what}: {kind!r} is {str(card)[:80]!r}")
+    receipt = card.get("receipt")
+    code = card.get("authorization_code")
+    if code is None and isinstance(receipt, dict):
+        code = receipt.get("authorization_code")
+    return card_keys(card.get("brand"), card.get("last4"), code, what)
 
 
 def booking_id_of(charge: StripeObject) -> str | None:
@@ -214,6 +244,7 @@ def refund_row(refund: StripeObject, charge: StripeObject, property_id: str | No
         "settled": status == "succeeded",
         "created_at": created_at_field(refund, "refund"),
         **settlement_columns(transaction, currency, f"balance transaction of refund {refund_id!r}"),
+        **card_keys_of(charge),
     }
 
 
@@ -229,7 +260,10 @@ def claimed_dispute_rows(
         if charge is None:
             raise ProviderDataError(f"dispute {dispute.get('id')!r}: its charge {charge_id!r} is unknown")
         if claimable(claim := claimed_property(charge), account):
-            rows += dispute_movement_rows(transaction, dispute, charge, claim, booking_id_of(charge))
+            rows += [
+                {**row, **card_keys_of(charge)}
+                for row in dispute_movement_rows(transaction, dispute, charge, claim, booking_id_of(charge))
+            ]
     return rows
 
 

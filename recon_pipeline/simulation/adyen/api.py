@@ -57,6 +57,7 @@ from recon_pipeline.providers.adyen.report import (
     SETTLEMENT_DETAIL_COLUMNS,
 )
 from recon_pipeline.providers.adyen.webhook import compute_signature
+from recon_pipeline.simulation.host.cards import adyen_payment_method, card_of
 from recon_pipeline.simulation.host.faults import FaultSwitches
 from recon_pipeline.simulation.host.store import SimulatorStore, StripeObject
 
@@ -134,7 +135,7 @@ def settled_line(charge: StripeObject, merchant: str) -> dict[str, str]:
     return _line(
         merchant, **money, **{
             "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
-            "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
+            **_methods(charge), "Creation Date": created,
             "TimeZone": zone, "Type": SETTLED, "Modification Reference": charge["id"],
         }
     )  # fmt: skip
@@ -148,7 +149,7 @@ def refunded_line(refund: StripeObject, charge: StripeObject, merchant: str) -> 
     return _line(
         merchant, **{
             "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
-            "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
+            **_methods(charge), "Creation Date": created,
             "TimeZone": zone, "Type": REFUNDED, "Modification Reference": refund["id"],
             "Gross Currency": currency, "Gross Debit (GC)": amount, "Exchange Rate": "1",
             "Net Currency": currency, "Net Debit (NC)": amount,
@@ -173,7 +174,7 @@ def dispute_line(
     line = _line(
         merchant, **{
             "Psp Reference": charge["id"], "Merchant Reference": _merchant_reference(charge),
-            "Payment Method": "visa", "Payment Method Variant": "visa", "Creation Date": created,
+            **_methods(charge), "Creation Date": created,
             "TimeZone": zone, "Type": CHARGEBACK if dispute_withdrawal else CHARGEBACK_REVERSED,
             "Modification Reference": dispute["id"], "Gross Currency": currency,
             gross_column: decimal_text(amount, currency), "Exchange Rate": "1", "Net Currency": currency,
@@ -181,6 +182,13 @@ def dispute_line(
         }
     )  # fmt: skip
     return line, net
+
+
+def _methods(charge: StripeObject) -> dict[str, str]:
+    """The charge's card (``host/cards.py``) as Adyen's payment method type (``visa``, ``mc``, ``amex``),
+    in both of the report's method columns."""
+    method = adyen_payment_method(card_of(charge).brand)
+    return {"Payment Method": method, "Payment Method Variant": method}
 
 
 def _merchant_reference(charge: StripeObject) -> str:

@@ -13,7 +13,9 @@ upper-case currency, ``notes`` from ``metadata``, ``[]`` when empty as Razorpay 
 ``created`` / ``authorized`` / ``captured`` / ``refunded`` / ``failed``, ``fee`` from the balance
 transaction with its 18% GST as ``tax``, ``order_id`` from ``payment_intent`` when that names an
 ``order_`` as a Razorpay world's charges may); a refund becomes a refund of ``payment_id`` (status
-``processed`` / ``pending`` / ``failed``). ``GET /v1/orders/{id}/payments`` lists an order's payments
+``processed`` / ``pending`` / ``failed``). A payment's card (``host/cards.py``) gives its
+``acquirer_data.auth_code`` and, with ``expand[]=card``, its inline ``card`` entity (``network``,
+``last4``). ``GET /v1/orders/{id}/payments`` lists an order's payments
 (all of them, unpaged, as Razorpay does); an order no payment names is unknown.
 
 The settlement recon (``GET /v1/settlements/recon/combined?year&month[&day]``, ``count`` at most 1000,
@@ -54,6 +56,7 @@ from starlette.routing import BaseRoute, Route
 
 from recon_pipeline.providers.razorpay import documented
 from recon_pipeline.providers.razorpay.settlement import SettlementCalendar
+from recon_pipeline.simulation.host.cards import card_of, razorpay_network
 from recon_pipeline.simulation.host.store import Kind, SimulatorStore, StripeObject
 from recon_pipeline.simulation.host.wire import (
     Accepts,
@@ -63,6 +66,7 @@ from recon_pipeline.simulation.host.wire import (
     Dialect,
     Endpoint,
     InvalidRequest,
+    array_param,
     int_param,
 )
 
@@ -133,9 +137,28 @@ def gst_of(fee: int) -> int:
     return round(fee * GST_RATE / (1 + GST_RATE))
 
 
-def render_payment(charge: StripeObject) -> StripeObject:
+def render_card(charge: StripeObject) -> StripeObject:
+    """The card entity of a store charge's payment (``host/cards.py``), as ``expand[]=card`` inlines it."""
+    card = card_of(charge)
+    return {
+        "id": f"card_{charge['id']}",
+        "entity": "card",
+        "name": "Guest",
+        "last4": card.last4,
+        "network": razorpay_network(card.brand),
+        "type": "credit",
+        "issuer": None,
+        "international": False,
+        "emi": False,
+        "sub_type": "consumer",
+        "token_iin": None,
+    }
+
+
+def render_payment(charge: StripeObject, expand_card: bool = False) -> StripeObject:
     """A store charge as Razorpay renders a payment, with every field Razorpay always sends (a card
-    payment's: ``bank``, ``wallet`` and ``vpa`` null, the error fields null unless it failed)."""
+    payment's: ``bank``, ``wallet`` and ``vpa`` null, the error fields null unless it failed, the
+    issuer's ``acquirer_data.auth_code``), its ``card`` inline when expanded (``expand[]=card``)."""
     fee = charge_fee(charge)
     refunded = charge.get("amount_refunded", 0)
     status = payment_status(charge)
@@ -155,6 +178,7 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "captured": bool(charge["captured"]) and status in ("captured", "refunded"),
         "description": None,
         "card_id": f"card_{charge['id']}",
+        **({"card": render_card(charge)} if expand_card else {}),
         "bank": None,
         "wallet": None,
         "vpa": None,
@@ -168,7 +192,7 @@ def render_payment(charge: StripeObject) -> StripeObject:
         "error_source": "bank" if failed else None,
         "error_step": "payment_authorization" if failed else None,
         "error_reason": "payment_failed" if failed else None,
-        "acquirer_data": {"auth_code": None if failed else "123456"},
+        "acquirer_data": {"auth_code": None if failed else card_of(charge).approval_code},
         "created_at": charge["created"],
     }
 
@@ -448,6 +472,13 @@ _RENDER: dict[Kind, Callable[[StripeObject], StripeObject]] = {
 }
 
 
+def _render(kind: Kind, obj: StripeObject, request: Request) -> StripeObject:
+    """``obj`` as Razorpay renders it, a payment's card inline when the request expands it."""
+    if kind == "charges":
+        return render_payment(obj, expand_card="card" in array_param(request, "expand"))
+    return _RENDER[kind](obj)
+
+
 def _collection(
     store: SimulatorStore, kind: Kind, request: Request, field_name: str | None = None, value: Any = None
 ) -> ApiResult:
@@ -461,14 +492,15 @@ def _collection(
     gte, to = int_param(request, "from"), int_param(request, "to")
     view = store.view(kind, None, field_name, value)
     items = view.skipped_page(gte, None if to is None else to + 1, skip, count)
-    return 200, {"entity": "collection", "count": len(items), "items": [_RENDER[kind](i) for i in items]}
+    rendered = [_render(kind, item, request) for item in items]
+    return 200, {"entity": "collection", "count": len(items), "items": rendered}
 
 
-def _retrieve(store: SimulatorStore, kind: Kind, object_id: str) -> ApiResult:
-    obj = store.get(kind, object_id)
+def _retrieve(store: SimulatorStore, kind: Kind, request: Request) -> ApiResult:
+    obj = store.get(kind, request.path_params["object_id"])
     if obj is None or obj.get("account") is not None:
         return 400, razorpay_error(UNKNOWN_ID)
-    return 200, _RENDER[kind](obj)
+    return 200, _render(kind, obj, request)
 
 
 def documented_accepts(endpoint: str) -> Accepts:
@@ -489,14 +521,13 @@ def razorpay_routes(store: SimulatorStore, wrap: ApiWrapper) -> list[BaseRoute]:
         return wrap(RAZORPAY_DIALECT, handler, documented_accepts(endpoint))
 
     def by_id(kind: Kind) -> ApiHandler:
-        return lambda request, _account: _retrieve(store, kind, request.path_params["object_id"])
+        return lambda request, _account: _retrieve(store, kind, request)
 
     def payment_refunds(request: Request, _account: str | None) -> ApiResult:
-        payment_id = request.path_params["object_id"]
-        status, body = _retrieve(store, "charges", payment_id)
+        status, body = _retrieve(store, "charges", request)
         if status != 200:
             return status, body
-        return _collection(store, "refunds", request, "charge", payment_id)
+        return _collection(store, "refunds", request, "charge", request.path_params["object_id"])
 
     def order_payments(request: Request, _account: str | None) -> ApiResult:
         order_id = request.path_params["object_id"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from recon_pipeline.simulation.host.cards import card_of
 from recon_pipeline.simulation.host.store import StripeObject, defaults_of
 
 ACCOUNT_DEFAULT_VERSION = "2020-08-27"
@@ -87,20 +88,40 @@ def _outcome(charge: StripeObject) -> StripeObject:
 
 _NO_ADDRESS = dict.fromkeys(("city", "country", "line1", "line2", "postal_code", "state"))
 _CARD = {
-    "brand": "visa",
     "checks": {"address_line1_check": None, "address_postal_code_check": None, "cvc_check": "pass"},
     "country": "US",
     "exp_month": 12,
     "exp_year": 2030,
-    "fingerprint": "SimulatorCard0001",
     "funding": "credit",
     "installments": None,
-    "last4": "4242",
     "mandate": None,
-    "network": "visa",
     "three_d_secure": None,
     "wallet": None,
 }
+
+
+def _payment_method_details(charge: StripeObject) -> StripeObject:
+    """A card payment's details: the charge's card (``host/cards.py``: brand, last four, the issuer's
+    ``authorization_code``, null when declined), the rest a plain credit card's; what the world seeded in
+    the charge's own details (a hold's ``capture_before``) kept."""
+    stored = charge.get("payment_method_details")
+    if isinstance(stored, dict) and stored.get("type", "card") != "card":
+        return stored
+    card = card_of(charge)
+    seeded = stored.get("card") if isinstance(stored, dict) else None
+    return {
+        **(stored if isinstance(stored, dict) else {}),
+        "card": {
+            **_CARD,
+            "authorization_code": card.approval_code,
+            "brand": card.brand,
+            "fingerprint": card.fingerprint,
+            "last4": card.last4,
+            "network": card.brand,
+            **(seeded if isinstance(seeded, dict) else {}),
+        },
+        "type": "card",
+    }
 
 
 def charge(
@@ -133,7 +154,7 @@ def charge(
         "paid": obj.get("status") == "succeeded",
         "payment_intent": None,
         "payment_method": f"pm_{charge_id}",
-        "payment_method_details": {"card": dict(_CARD), "type": "card"},
+        "payment_method_details": _payment_method_details(obj),
         "receipt_email": None,
         "receipt_number": None,
         "receipt_url": None,
@@ -149,7 +170,7 @@ def charge(
     if not has_latest_charge(version):
         refunds = [refund(r) for r in refunds_of(str(charge_id))]
         defaults["refunds"] = _sublist(refunds, f"/v1/charges/{charge_id}/refunds")
-    return {**defaults, **obj}
+    return {**defaults, **obj, "payment_method_details": defaults["payment_method_details"]}
 
 
 def refund(stored: StripeObject, expand_balance_transaction: bool = False) -> StripeObject:
