@@ -1,11 +1,16 @@
 """Benchmark of ``diff_night`` alone on a generated night: median seconds, rows/s and peak RSS.
 
-    python benchmarks/diff.py --n 1000000 --repeat 3 [--json]
+    python benchmarks/diff.py --n 1000000 --repeat 3 [--json] [--matcher]
 
 Also timed apart: the identity mapping the ``reconciliation`` asset runs before the diff
 (``payment_aliases`` + ``canonical_ledger``), on the same ledger rewritten to name every payment and fee
 by its PaymentIntent id, as most current Stripe integrations book; the diff of the mapped ledger must find
 exactly what the charge-id ledger finds.
+
+With ``--matcher``, also timed: the matcher then the diff (``match_night``, then ``diff_night`` on what it
+hands on, plus its findings), as a night of a property whose ledger needs matching runs, against the diff
+alone, when ``recon_pipeline.reconcile.matching`` is importable (issue 26's target: within 2x of the diff
+alone). The night is keyed (every payment and fee under its provider id), so the two must find the same.
 
 Rows/s counts ``n`` (the provider records; the ledger holds about as many entries) over the median
 time; input rows/s counts both sides (provider records + ledger entries), which is what the diff reads.
@@ -22,11 +27,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.datagen import SyntheticNight, generate_night  # noqa: E402
-from recon_pipeline.reconcile.diff import DiffResult, diff_night  # noqa: E402
+from recon_pipeline.reconcile.diff import DiffResult, diff_night, with_findings  # noqa: E402
 from recon_pipeline.reconcile.identity import canonical_ledger, payment_aliases  # noqa: E402
 
 
@@ -58,6 +64,41 @@ def time_identity(night: SyntheticNight, repeat: int) -> tuple[list[float], Diff
     return seconds, diff_night(provider, mapped, night.provider_elsewhere)
 
 
+def time_matcher(night: SyntheticNight, repeat: int) -> tuple[list[float], DiffResult] | None:
+    """Seconds of each run of the matcher then the diff on the night, and the last run's result (with the
+    matcher's findings); None when the matcher is not there to time."""
+    try:
+        from recon_pipeline.reconcile.matching import match_night  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    seconds = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        outcome = match_night(night.provider_records, night.ledger_records)
+        result = diff_night(outcome.provider_records, outcome.ledger, night.provider_elsewhere)
+        result = with_findings(result, outcome.findings)
+        seconds.append(time.perf_counter() - started)
+    return seconds, result
+
+
+def _matcher_figures(
+    night: SyntheticNight, repeat: int, diff_median: float, diff: DiffResult
+) -> dict[str, Any]:
+    timed = time_matcher(night, repeat)
+    if timed is None:
+        return {"matcher_median_seconds": None}
+    seconds, result = timed
+    median = statistics.median(seconds)
+    return {
+        "matcher_median_seconds": round(median, 4),
+        "matcher_runs": [round(run, 4) for run in seconds],
+        "matcher_ratio": round(median / diff_median, 3),
+        "matcher_same_findings": result.discrepancies[["category", "record_key"]].equals(
+            diff.discrepancies[["category", "record_key"]]
+        ),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="provider records in the night")
@@ -65,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=0.01, help="share of rows with an injected finding")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of text")
+    parser.add_argument(
+        "--matcher", action="store_true", help="also time match_night + diff_night against the diff alone"
+    )
     args = parser.parse_args(argv)
     if args.n < 1 or args.repeat < 1:
         parser.error("--n and --repeat must be positive")
@@ -87,8 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         "identity_same_findings": by_intent.discrepancies[["category", "record_key"]].equals(
             result.discrepancies[["category", "record_key"]]
         ),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+    if args.matcher:
+        figures |= _matcher_figures(night, args.repeat, median, result)
+    figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -106,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
             f"identity mapping   {figures['identity_median_seconds']:.3f} s median (ledger booked by "
             f"PaymentIntent id; same findings as by charge id: {figures['identity_same_findings']})"
         )
+        if args.matcher and figures["matcher_median_seconds"] is None:
+            print("matcher + diff     not timed: recon_pipeline.reconcile.matching is not importable")
+        elif args.matcher:
+            print(
+                f"matcher + diff     {figures['matcher_median_seconds']:.3f} s median, "
+                f"{figures['matcher_ratio']:.2f}x the diff alone "
+                f"(same findings: {figures['matcher_same_findings']})"
+            )
         print(f"peak RSS           {figures['peak_rss_mb']:,} MB")
     return 0
 

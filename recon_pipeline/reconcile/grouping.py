@@ -143,9 +143,9 @@ def _group(words: np.ndarray) -> tuple[np.ndarray, int]:
     same_hash = hashes[1:] == hashes[:-1]
     sorted_words = np.take(words, order, axis=0)
     same_key = _adjacent_equal(sorted_words)
-    if (same_hash & ~same_key).any():
-        order, sorted_words = _untangle(order, sorted_words, same_hash, same_key)
-        same_key = _adjacent_equal(sorted_words)
+    collisions = np.flatnonzero(same_hash & ~same_key)
+    if len(collisions):
+        _untangle(order, sorted_words, same_key, hashes, collisions)
     starts = np.empty(size, dtype=bool)
     starts[0] = True
     np.logical_not(same_key, out=starts[1:])
@@ -164,16 +164,31 @@ def _adjacent_equal(words: np.ndarray) -> np.ndarray:
 
 
 def _untangle(
-    order: np.ndarray, words: np.ndarray, same_hash: np.ndarray, same_key: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sort the runs of equal hash that hold different keys exactly, so that equal keys are adjacent."""
-    run = np.concatenate([[0], np.cumsum(~same_hash)])
-    rows = np.flatnonzero(np.isin(run, run[1:][same_hash & ~same_key]))
-    sort_keys = [*(words[rows, column] for column in reversed(range(words.shape[1]))), run[rows]]
-    rows_sorted = rows[np.lexsort(sort_keys)]
-    order, words = order.copy(), words.copy()
-    order[rows], words[rows] = order[rows_sorted], words[rows_sorted]
-    return order, words
+    order: np.ndarray, words: np.ndarray, same_key: np.ndarray, hashes: np.ndarray, collisions: np.ndarray
+) -> None:
+    """Sort exactly, in place, the runs of equal hash that hold different keys, so equal keys are adjacent.
+
+    ``collisions`` are the positions ``i`` where rows ``i`` and ``i + 1`` share a hash but not a key.
+    Only the colliding runs are touched: ``hashes`` is sorted, so each run's bounds are two binary searches,
+    and ``order``, ``words`` and ``same_key`` are rewritten on those rows alone. A pass over every row (or
+    a copy of the key matrix) here would cost a whole grouping's time for one collision in 10^7 keys.
+    """
+    colliding = np.unique(hashes[collisions])
+    starts = np.searchsorted(hashes, colliding, side="left")
+    lengths = np.searchsorted(hashes, colliding, side="right") - starts
+    run = np.repeat(np.arange(len(colliding)), lengths)
+    rows = np.arange(len(run)) + np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+    block = words[rows]
+    exact = np.lexsort([*(block[:, column] for column in reversed(range(words.shape[1]))), run])
+    order[rows] = order[rows[exact]]
+    words[rows] = block[exact]
+    pairs = rows[np.flatnonzero(run[1:] == run[:-1])]  # each row followed by one of its own run
+    same_key[pairs] = _adjacent_equal_at(words, pairs)
+
+
+def _adjacent_equal_at(words: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Whether row ``i + 1`` equals row ``i``, for each ``i`` of ``rows``."""
+    return (words[rows] == words[rows + 1]).all(axis=1)
 
 
 def position_by_group(groups: np.ndarray, count: int) -> np.ndarray:

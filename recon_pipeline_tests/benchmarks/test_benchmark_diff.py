@@ -68,3 +68,20 @@ def test_generation_is_seeded() -> None:
     pd.testing.assert_frame_equal(first.provider_records, second.provider_records)
     pd.testing.assert_frame_equal(first.ledger_records, second.ledger_records)
     assert set(first.injected) == set(DIFF_CATEGORIES)
+
+
+@pytest.mark.slow  # runs the benchmark script
+def test_benchmark_script_times_the_matcher_when_asked() -> None:
+    """On a keyed night the matcher changes nothing: the same findings as the diff alone (or, before the
+    matcher exists, a null figure saying it was not timed)."""
+    completed = subprocess.run(
+        [sys.executable, str(SCRIPT), "--n", "2000", "--repeat", "1", "--json", "--matcher"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    figures = json.loads(completed.stdout)
+    if figures["matcher_median_seconds"] is not None:
+        assert figures["matcher_same_findings"] is True
+        assert figures["matcher_ratio"] > 0
