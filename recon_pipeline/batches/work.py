@@ -53,11 +53,14 @@ from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
-from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
+from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
+from recon_pipeline.reconcile.identity import PaymentAliases, canonical_ledger, name_booked_ids, payment_aliases
+from recon_pipeline.reconcile.matching import KnownMatch, MatchOutcome, MatchPolicy, match_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline.reconcile.unattributed import unattributed_findings
+from recon_pipeline.review.matches import known_matches, save_matches
 from recon_pipeline.review.results import sync_adjustments
 from recon_pipeline.review.store import save_discrepancies
 
@@ -90,6 +93,8 @@ class PropertyNightResult:
     found_elsewhere: int
     invalid_entries: int
     fees_by_status: dict[str, int]  # where a provider settles fees later: settled vs provisional
+    matches_by_rule: dict[str, int]  # movements matched per rule ("exact_id" included), suggestions apart
+    matches_saved: dict[str, int]  # the matches table's changes: new, unchanged, updated, cleared...
     report: NightReport
     adjustments: dict[str, int]
     findings: dict[str, int]
@@ -176,12 +181,14 @@ class _PmsInput:
     captured_orders: dict[str, list[dict[str, Any]]]
     holds: dict[str, dict[str, str | None]]  # payment id → booking id of the holds to look at
     posted: dict[str, list[PostedAdjustment]]  # the night's posted adjustments, credited to their entries
+    # matches decided before this run (people's, and the adjacent nights'), as the matcher takes them
+    known: dict[str, list[KnownMatch]]
 
 
 def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _PmsInput:
     """The ledger entries (with the adjacent nights') and captured payment orders of every target's
-    window, the holds to look at, and the night's posted adjustments: one statement per table, not one
-    per property."""
+    window, the holds to look at, the night's posted adjustments and the matches decided before: one
+    statement per table, not one per property."""
     windows = {target.row.property_id: target.window for target in targets}
     with engine.connect() as connection:
         return _PmsInput(
@@ -189,6 +196,7 @@ def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _
             read_captured_order_rows(connection, windows),
             hold_payments(connection, list(windows), night),
             read_posted_adjustments(connection, list(windows), night),
+            known_matches(connection, list(windows), night),
         )
 
 
@@ -239,18 +247,30 @@ def reconcile_property_night(
     # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
-    # The night's posted corrections are credited to the entries they correct (keyed by charge, as the
-    # findings they answer were), so a corrected movement is matched and its finding clears.
-    posted = pms.posted[property_id]
-    unmatched = unmatched_ledger_record_ids(
-        own, fold_posted_adjustments(canonical_ledger(entries.valid, aliases), posted)
-    )
+    # A bad match_policy fails this property alone, with its name (the policy's own one line).
+    policy = _match_policy(target.row)
+    posted, decided = pms.posted[property_id], pms.known[property_id]
+
+    def matched(aliases: PaymentAliases) -> tuple[MatchOutcome, FeesTaken | None]:
+        """The frames the diff compares: the ledger keyed by charge, the night's posted corrections
+        credited to the entries they correct (so a corrected movement is matched and its finding clears),
+        the fees the property does not book per movement set aside, then the matcher's pairs of what
+        names no provider id (reconcile/matching)."""
+        ledger = fold_posted_adjustments(canonical_ledger(entries.valid, aliases), posted)
+        compared, ledger, taken = fees_for_diff(own, ledger, target.row.fee_booking_mode)
+        return match_night(compared, ledger, policy, decided), taken
+
+    matching, taken = matched(aliases)
+    unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)
     elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
-    known = payment_aliases(own, elsewhere) if len(elsewhere) else aliases
-    ledger = fold_posted_adjustments(canonical_ledger(entries.valid, known), posted)
-    result = diff_night(own, ledger, elsewhere, target.row.fx_tolerance, target.row.currency)
+    if len(elsewhere):
+        matching, taken = matched(payment_aliases(own, elsewhere))
+    result = diff_night(
+        matching.provider_records, matching.ledger, elsewhere, target.row.fx_tolerance, target.row.currency
+    )
     result = with_findings(
         replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
+        matching.findings,
         unattributed_findings(nobody),
         entries.invalid,
     )
@@ -274,6 +294,7 @@ def reconcile_property_night(
         saved = save_discrepancies(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )
+        matches_saved = save_matches(connection, property_id, night, matching.matches, run_id, now)
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     return PropertyNightResult(
@@ -288,7 +309,9 @@ def reconcile_property_night(
             str(status): int(n)
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
-        report=build_night_report(result, orphans),
+        matches_by_rule=matching.counts_by_rule,
+        matches_saved=matches_saved.as_dict(),
+        report=build_night_report(result, orphans, taken, matching.counts_by_rule),
         adjustments=plan.counts(),
         findings={
             "new": saved.new,
@@ -298,6 +321,15 @@ def reconcile_property_night(
         },
         proposed=len(proposals),
     )
+
+
+def _match_policy(row: PropertyRow) -> MatchPolicy:
+    """The property's matching policy (``properties.match_policy``, the defaults when NULL); a bad one is
+    a ValueError naming the property, which fails that property alone."""
+    try:
+        return MatchPolicy.parse(row.match_policy)
+    except ValueError as error:
+        raise ValueError(f"property {row.property_id!r} has an invalid match_policy: {error}") from None
 
 
 def _one_line(error: BaseException) -> str:

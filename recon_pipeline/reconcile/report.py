@@ -26,6 +26,8 @@ from recon_pipeline.categories import ALL_CATEGORIES, CURRENCY_MISMATCH, empty_d
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.diff import DiffResult
 from recon_pipeline.reconcile.fees import FeesTaken
+from recon_pipeline.reconcile.matching.policy import EXACT_ID
+from recon_pipeline.reconcile.matching.words import matches_sentence
 
 SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
 _NONE = "—"
@@ -53,6 +55,8 @@ class NightReport:
     ledger_total_by_currency: dict[str, int] = field(default_factory=dict)
     # the fees the provider took, where the ledger does not book them per movement (None: it does)
     fees_taken: FeesTaken | None = None
+    # provider records matched per rule (reconcile/matching; "exact_id": by the provider's id)
+    matches_by_rule: dict[str, int] = field(default_factory=dict)
 
     def category_summary(self) -> pd.DataFrame:
         """One row per (category, currency): findings and the sum of |difference| in minor units."""
@@ -96,7 +100,13 @@ class NightReport:
         )
         if self.fees_taken is not None:
             text += f"\n\n{self.fees_taken.as_text()}."
+        if self._matched_beyond_ids():
+            text += f"\n\n{matches_sentence(self.matches_by_rule)}."
         return text
+
+    def _matched_beyond_ids(self) -> bool:
+        """Whether any record was matched otherwise than by its id (a keyed night's report reads as it did)."""
+        return any(n for rule, n in self.matches_by_rule.items() if rule != EXACT_ID)
 
     def top_discrepancies_markdown(self, limit: int = 10) -> str:
         """A markdown table of the largest findings, amounts in major units of their currency."""
@@ -141,6 +151,7 @@ class NightReport:
                     for currency, total in sorted(totals.items())
                 }
             )
+        metadata.update({f"matches/{rule}": n for rule, n in self.matches_by_rule.items()})
         if self.fees_taken is not None:
             taken = self.fees_taken
             metadata["fees_taken"] = taken.count
@@ -165,6 +176,8 @@ class NightReport:
         ]
         if self.fees_taken is not None:
             lines.append(f"  {self.fees_taken.as_text()}")
+        if self._matched_beyond_ids():
+            lines.append(f"  {matches_sentence(self.matches_by_rule)}")
         summary = [
             [category, currency or "-", str(count), summed_difference(category, amount, currency, "-")]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
@@ -196,10 +209,14 @@ class NightReport:
 
 
 def build_night_report(
-    result: DiffResult, orphans: pd.DataFrame, fees_taken: FeesTaken | None = None
+    result: DiffResult,
+    orphans: pd.DataFrame,
+    fees_taken: FeesTaken | None = None,
+    matches_by_rule: Mapping[str, int] | None = None,
 ) -> NightReport:
     """The report over the diff's findings and the orphaned captured payments, with the fees the provider
-    took when the ledger does not book them per movement (``fees_for_diff``'s third value)."""
+    took when the ledger does not book them per movement (``fees_for_diff``'s third value) and the
+    records matched per rule (``MatchOutcome.counts_by_rule``)."""
     parts = [frame for frame in (result.discrepancies, orphans) if len(frame)]
     findings = pd.concat(parts, ignore_index=True) if parts else empty_discrepancies()
     return NightReport(
@@ -210,6 +227,7 @@ def build_night_report(
         provider_total_by_currency=dict(result.provider_total_by_currency),
         ledger_total_by_currency=dict(result.ledger_total_by_currency),
         fees_taken=fees_taken,
+        matches_by_rule=dict(matches_by_rule or {}),
     )
 
 
@@ -326,4 +344,5 @@ def combined_report(reports: Sequence[NightReport]) -> NightReport:
         provider_total_by_currency=summed(r.provider_total_by_currency for r in reports),
         ledger_total_by_currency=summed(r.ledger_total_by_currency for r in reports),
         fees_taken=FeesTaken.combined(taken) if taken else None,
+        matches_by_rule=summed(r.matches_by_rule for r in reports),
     )
