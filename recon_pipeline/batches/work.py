@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,7 +54,12 @@ from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
-from recon_pipeline.reconcile.identity import PaymentAliases, canonical_ledger, name_booked_ids, payment_aliases
+from recon_pipeline.reconcile.identity import (
+    PaymentAliases,
+    canonical_ledger,
+    name_booked_ids,
+    payment_aliases,
+)
 from recon_pipeline.reconcile.matching import KnownMatch, MatchOutcome, MatchPolicy, match_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
@@ -310,7 +315,7 @@ def reconcile_property_night(
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
         matches_by_rule=matching.counts_by_rule,
-        matches_saved=matches_saved.as_dict(),
+        matches_saved=asdict(matches_saved),
         report=build_night_report(result, orphans, taken, matching.counts_by_rule),
         adjustments=plan.counts(),
         findings={

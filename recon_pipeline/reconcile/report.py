@@ -105,7 +105,7 @@ class NightReport:
         return text
 
     def _matched_beyond_ids(self) -> bool:
-        """Whether any record was matched otherwise than by its id (a keyed night's report reads as it did)."""
+        """Whether a record was matched otherwise than by its id (a keyed night's report reads as before)."""
         return any(n for rule, n in self.matches_by_rule.items() if rule != EXACT_ID)
 
     def top_discrepancies_markdown(self, limit: int = 10) -> str:
