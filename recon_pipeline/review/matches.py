@@ -11,7 +11,7 @@ findings; this is the same rule for matches):
   score, status, amounts, the keys that agree) refreshes them and keeps ``detected_at`` and ``run_id``,
   the run that first found it.
 - A person's decision is never rewritten by a run: a ``confirmed`` or ``rejected`` row is neither
-  refreshed nor cleared. The next run is told of it (``known_matches``): a confirmed pairing is matched
+  refreshed nor cleared, and a run writes no ``confirmed`` row (only a person confirms). The next run is told of it (``known_matches``): a confirmed pairing is matched
   (its findings clear, their proposals are withdrawn), a rejected one is never proposed again.
 
 Every decision appends a ``match_decisions`` row: who, when, why, the ids and the amounts they saw. A
@@ -72,7 +72,7 @@ class MatchSaveCounts:
     updated: int  # found again with other facts (rule, score, status, amounts, keys)
     reappeared: int  # cleared by an earlier run, found again
     cleared: int  # no longer found
-    decided: int  # found again, but a person decided them: left as they are
+    decided: int  # a person's decisions the run found (status confirmed, or stored as decided): not written
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,9 @@ def save_matches(
 ) -> MatchSaveCounts:
     """Make the property-night's current machine matches equal ``found`` (MATCH_COLUMNS, one row per match
     or suggestion the matcher found): insert the new ones, refresh the ones found with other facts, clear
-    the ones no longer found, and leave every person's decision as it is (see the module's rule).
+    the ones no longer found, and leave every person's decision as it is (see the module's rule). A row
+    the run hands over as ``confirmed`` (rule ``person``: the matcher applied a known match) is not
+    written: the decision is stored where the person made it, on this night or a night either side.
 
     Under the partition's lock (the one ``save_discrepancies`` and ``sync_adjustments`` take, so the three
     are one step of a night's run), so each writer's read of what is there is current: two identical runs
@@ -176,12 +178,12 @@ def save_matches(
     unchanged = updated = reappeared = decided = 0
     for row in rows:
         stored = present.get(row["match_key"])
-        if stored is None:
+        if row["status"] == CONFIRMED or (stored is not None and stored["status"] in DECIDED_STATUSES):
+            decided += 1  # a person's decision, here or on a night either side: only a person writes it
+        elif stored is None:
             new_rows.append(
                 {**row, "property_id": property_id, "night": night, "run_id": run_id, "detected_at": now}
             )
-        elif stored["status"] in DECIDED_STATUSES:
-            decided += 1
         elif stored["cleared_at"] is None and all(_same(stored[name], row[name]) for name in MATCH_FACTS):
             unchanged += 1
         else:

@@ -100,11 +100,15 @@ def test_a_persons_decision_is_never_rewritten_by_a_run(engine: Engine) -> None:
         reject_match(connection, PROPERTY, NIGHT, A["match_key"], "ana", "other guest", LATER[0])
     decided = rows_by_key(engine)
 
-    # The run finds B again with other facts, A again, and a new C: B and A are decided, left alone.
+    # The run finds B again with other facts, A again, and a new C; it applied a person's match of the
+    # night before (status confirmed, rule person): B and A are decided, left alone, and the applied
+    # decision is not written here (it is stored where the person made it).
     c = match_row(["ch_c"], ["le_c"])
-    assert save(engine, {**B, "score": 0.3}, A, c, run="run-2", now=LATER[1]) == MatchSaveCounts(
-        1, 0, 0, 0, 0, 2
+    applied = match_row(["ch_d"], ["le_d"], rule="person", score=float("nan"), status="confirmed")
+    assert save(engine, {**B, "score": 0.3}, A, c, applied, run="run-2", now=LATER[1]) == MatchSaveCounts(
+        1, 0, 0, 0, 0, 3
     )
+    assert "ch_d=le_d" not in rows_by_key(engine)
     # The run no longer finds them: a decision is not cleared either.
     assert save(engine, c, run="run-3", now=LATER[2]) == MatchSaveCounts(0, 1, 0, 0, 0, 0)
     after = rows_by_key(engine)
