@@ -11,8 +11,9 @@ findings; this is the same rule for matches):
   score, status, amounts, the keys that agree) refreshes them and keeps ``detected_at`` and ``run_id``,
   the run that first found it.
 - A person's decision is never rewritten by a run: a ``confirmed`` or ``rejected`` row is neither
-  refreshed nor cleared, and a run writes no ``confirmed`` row (only a person confirms). The next run is told of it (``known_matches``): a confirmed pairing is matched
-  (its findings clear, their proposals are withdrawn), a rejected one is never proposed again.
+  refreshed nor cleared, and a run writes no ``confirmed`` row (only a person confirms). The next run
+  is told of it (``known_matches``): a confirmed pairing is matched (its findings clear, their proposals
+  are withdrawn), a rejected one is never proposed again.
 
 Every decision appends a ``match_decisions`` row: who, when, why, the ids and the amounts they saw. A
 decision locks the property-night (``lock_partition``, as the run that saves its matches does) and the
@@ -438,7 +439,9 @@ def pair_by_hand(
             _record(connection, decision, by, reason, now)
         return decision
     currencies = sorted({row["currency"].upper() for row in entry_rows})
-    kinds = sorted({row["kind"] for row in entry_rows})
+    provider_amount, record_kinds = _provider_facts(connection, property_id, night, records)
+    # the records' kind, as their findings state it (else the entries'): what the matcher finds them by
+    kinds = sorted(record_kinds or {row["kind"] for row in entry_rows})
     bookings = sorted({row["booking_id"] for row in entry_rows if row["booking_id"]})
     facts = {
         "rule": PERSON_RULE,
@@ -448,7 +451,7 @@ def pair_by_hand(
         "provider_record_ids": " ".join(sorted(records)),
         "ledger_entry_ids": " ".join(sorted(entries)),
         "booking_id": bookings[0] if len(bookings) == 1 else None,
-        "provider_amount_minor": _provider_amount(connection, property_id, night, records),
+        "provider_amount_minor": provider_amount,
         "ledger_amount_minor": sum(int(row["amount_minor"]) for row in entry_rows),
         "currency": currencies[0] if len(currencies) == 1 else None,
         "keys_agree": None,
@@ -568,26 +571,32 @@ def _refuse_matched(
                 )
 
 
-def _provider_amount(
+def _provider_facts(
     connection: Connection, property_id: str, night: str, record_ids: Sequence[str]
-) -> int | None:
-    """The records' amount as the night's current findings state it (summed); None if one is not stated."""
+) -> tuple[int | None, set[str]]:
+    """The records' amount as the night's current findings state it (summed; None if one is not stated),
+    and the kinds those findings give them (the matcher finds a known match's records by id and kind)."""
     amounts: dict[str, int] = {}
-    for record_id, amount in connection.execute(
-        select(discrepancies.c.provider_record_id, discrepancies.c.provider_amount_minor)
+    kinds: set[str] = set()
+    for record_id, amount, kind in connection.execute(
+        select(
+            discrepancies.c.provider_record_id,
+            discrepancies.c.provider_amount_minor,
+            discrepancies.c.kind,
+        )
         .where(
             discrepancies.c.property_id == property_id,
             discrepancies.c.night == night,
             discrepancies.c.cleared_at.is_(None),
             discrepancies.c.provider_record_id.in_(record_ids),
-            discrepancies.c.provider_amount_minor.is_not(None),
         )
         .order_by(discrepancies.c.discrepancy_id)
     ):
-        amounts.setdefault(record_id, int(amount))
-    if set(amounts) != set(record_ids):
-        return None
-    return sum(amounts.values())
+        if amount is not None:
+            amounts.setdefault(record_id, int(amount))
+        if kind:
+            kinds.add(kind)
+    return (sum(amounts.values()) if set(amounts) == set(record_ids) else None), kinds
 
 
 def _decision(row: Mapping[Any, Any], action: str, previous: str | None, status: str) -> MatchDecision:

@@ -26,6 +26,8 @@ from recon_pipeline.review.matches import (
     reject_match,
     save_matches,
 )
+from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline_tests.support.finding_rows import finding, findings_frame
 from recon_pipeline_tests.support.match_rows import (
     NIGHT,
     NOW,
@@ -291,3 +293,26 @@ def test_pairing_a_stored_suggestion_confirms_it(engine: Engine) -> None:
         "ana",
     )
     assert [(d["action"], d["previous_status"]) for d in decisions(engine)] == [("pair", "suggested")]
+
+
+def test_a_pair_by_hand_takes_its_records_kind_from_their_findings(engine: Engine) -> None:
+    """The matcher finds a known match's records by id and kind: a refund the provider reported, paired
+    with an entry the PMS posted as a payment, is a refund's match."""
+    refund = finding(
+        "missing_in_ledger", "re_3:refund", -8_000, kind="refund", provider_record_id="re_3",
+        provider_amount_minor=-8_000,
+    )  # fmt: skip
+    with engine.begin() as connection:
+        seed_pairable_night(connection)
+        save_discrepancies(
+            connection, PROPERTY, NIGHT, findings_frame(refund), "run-1", NOW, ["missing_in_ledger"]
+        )
+        pair_by_hand(connection, PROPERTY, NIGHT, ["re_3"], ["le_2"], "ana", "refund posted as -80", LATER[0])
+        known = known_matches(connection, [PROPERTY], NIGHT)[PROPERTY]
+    row = rows_by_key(engine)["re_3=le_2"]
+    assert (row["kind"], row["provider_amount_minor"], row["ledger_amount_minor"]) == (
+        "refund",
+        -8_000,
+        8_000,
+    )
+    assert known == [KnownMatch(("re_3",), ("le_2",), "refund", "person")]
