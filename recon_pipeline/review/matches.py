@@ -58,6 +58,9 @@ _ACTION_STATUS: Final = {CONFIRM: CONFIRMED, REJECT: REJECTED, PAIR: CONFIRMED}
 # What a run may refresh of a row it finds again (not a person's): every fact but the key.
 MATCH_FACTS: Final = tuple(name for name in MATCH_COLUMNS if name != "match_key")
 _INTEGER_FACTS: Final = ("provider_amount_minor", "ledger_amount_minor")
+# The record keys of the matcher's held-back findings (an ambiguity, a suggestion): they name every record
+# they hold, ``<prefix><records joined by +>=<entries joined by +>``.
+HELD_BACK_PREFIXES: Final = ("ambiguous:", "match:")
 
 
 class UnknownMatchError(LookupError):
@@ -417,7 +420,7 @@ def pair_by_hand(
     lock_partition(connection, property_id, night)
     key = match_key(records, entries)
     entry_rows = _ledger_entries(connection, property_id, night, entries)
-    _refuse_unknown_records(connection, property_id, night, records)
+    provider_amount, record_kinds = _night_records(connection, property_id, night, records)
     _refuse_matched(connection, property_id, night, key, records, entries)
     stored = (
         connection.execute(
@@ -439,7 +442,6 @@ def pair_by_hand(
             _record(connection, decision, by, reason, now)
         return decision
     currencies = sorted({row["currency"].upper() for row in entry_rows})
-    provider_amount, record_kinds = _provider_facts(connection, property_id, night, records)
     # the records' kind, as their findings state it (else the entries'): what the matcher finds them by
     kinds = sorted(record_kinds or {row["kind"] for row in entry_rows})
     bookings = sorted({row["booking_id"] for row in entry_rows if row["booking_id"]})
@@ -508,20 +510,49 @@ def _ledger_entries(
     return [rows[entry_id] for entry_id in entry_ids]
 
 
-def _refuse_unknown_records(
+def _night_records(
     connection: Connection, property_id: str, night: str, record_ids: Sequence[str]
-) -> None:
-    """A LookupError naming the first record no current finding or stored match of the night names."""
-    named = set(
-        connection.execute(
-            select(discrepancies.c.provider_record_id).where(
-                discrepancies.c.property_id == property_id,
-                discrepancies.c.night == night,
-                discrepancies.c.cleared_at.is_(None),
+) -> tuple[int | None, set[str]]:
+    """The records' amount as the night's current findings state it (summed; None if one is not stated)
+    and the kinds those findings give them (the matcher finds a known match's records by id and kind); a
+    LookupError naming the first record no current finding or stored match of the night names.
+
+    A finding names its record in ``provider_record_id``; the matcher's held-back findings (an ambiguity,
+    a suggestion) name all of theirs in the record key, ``ambiguous:<records>=<entries>``."""
+    wanted = set(record_ids)
+    amounts: dict[str, int] = {}
+    kinds: set[str] = set()
+    named: set[str] = set()
+    query = (
+        select(
+            discrepancies.c.provider_record_id,
+            discrepancies.c.provider_amount_minor,
+            discrepancies.c.kind,
+            discrepancies.c.record_key,
+        )
+        .where(
+            discrepancies.c.property_id == property_id,
+            discrepancies.c.night == night,
+            discrepancies.c.cleared_at.is_(None),
+            or_(
                 discrepancies.c.provider_record_id.in_(record_ids),
-            )
-        ).scalars()
+                *(discrepancies.c.record_key.startswith(prefix) for prefix in HELD_BACK_PREFIXES),
+            ),
+        )
+        .order_by(discrepancies.c.discrepancy_id)
     )
+    for record_id, amount, kind, record_key in connection.execute(query):
+        held = _held_back_records(record_key) & wanted
+        if held:  # its amount is the sum of all the records it holds: not one record's
+            named |= held
+        elif record_id in wanted:
+            named.add(record_id)
+            if amount is not None:
+                amounts.setdefault(record_id, int(amount))
+        else:
+            continue
+        if kind:
+            kinds.add(kind)
     for cell in connection.execute(
         select(matches.c.provider_record_ids).where(
             matches.c.property_id == property_id, matches.c.night == night
@@ -533,6 +564,15 @@ def _refuse_unknown_records(
             raise LookupError(
                 f"provider record {record_id!r} is in no current finding or match of {property_id} on {night}"
             )
+    return (sum(amounts.values()) if set(amounts) == wanted else None), kinds
+
+
+def _held_back_records(record_key: str) -> set[str]:
+    """The provider record ids a held-back finding's record key names (none for another finding)."""
+    prefix = next((prefix for prefix in HELD_BACK_PREFIXES if record_key.startswith(prefix)), None)
+    if prefix is None or "=" not in record_key:
+        return set()
+    return {i for i in record_key.removeprefix(prefix).split("=", 1)[0].split("+") if i}
 
 
 def _refuse_matched(
@@ -569,34 +609,6 @@ def _refuse_matched(
                 raise ReviewError(
                     f"{what} {taken[0]!r} is already matched (match {row['match_key']!r} on {row['night']})"
                 )
-
-
-def _provider_facts(
-    connection: Connection, property_id: str, night: str, record_ids: Sequence[str]
-) -> tuple[int | None, set[str]]:
-    """The records' amount as the night's current findings state it (summed; None if one is not stated),
-    and the kinds those findings give them (the matcher finds a known match's records by id and kind)."""
-    amounts: dict[str, int] = {}
-    kinds: set[str] = set()
-    for record_id, amount, kind in connection.execute(
-        select(
-            discrepancies.c.provider_record_id,
-            discrepancies.c.provider_amount_minor,
-            discrepancies.c.kind,
-        )
-        .where(
-            discrepancies.c.property_id == property_id,
-            discrepancies.c.night == night,
-            discrepancies.c.cleared_at.is_(None),
-            discrepancies.c.provider_record_id.in_(record_ids),
-        )
-        .order_by(discrepancies.c.discrepancy_id)
-    ):
-        if amount is not None:
-            amounts.setdefault(record_id, int(amount))
-        if kind:
-            kinds.add(kind)
-    return (sum(amounts.values()) if set(amounts) == set(record_ids) else None), kinds
 
 
 def _decision(row: Mapping[Any, Any], action: str, previous: str | None, status: str) -> MatchDecision:

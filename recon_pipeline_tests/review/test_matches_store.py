@@ -316,3 +316,24 @@ def test_a_pair_by_hand_takes_its_records_kind_from_their_findings(engine: Engin
         8_000,
     )
     assert known == [KnownMatch(("re_3",), ("le_2",), "refund", "person")]
+
+
+def test_a_record_an_ambiguity_holds_back_can_be_paired_by_hand(engine: Engine) -> None:
+    """An ambiguity's finding names its first record in provider_record_id and all of them in its record
+    key: each of them can be paired; its amount (the sum of all) is not taken for one record's."""
+    ambiguity = finding(
+        "ambiguous_match", "ambiguous:ch_8+ch_9=le_2", 0, provider_record_id="ch_8",
+        provider_amount_minor=16_000, ledger_entry_id="le_2", ledger_amount_minor=8_000,
+    )  # fmt: skip
+    with engine.begin() as connection:
+        seed_pairable_night(connection)
+        save_discrepancies(
+            connection, PROPERTY, NIGHT, findings_frame(ambiguity), "run-1", NOW, ["ambiguous_match"]
+        )
+        pair_by_hand(
+            connection, PROPERTY, NIGHT, ["ch_9"], ["le_2"], "ana", "approval code on the slip", LATER[0]
+        )
+    row = rows_by_key(engine)["ch_9=le_2"]
+    assert (row["status"], row["kind"], row["provider_amount_minor"], row["ledger_amount_minor"]) == (
+        "confirmed", "payment", None, 8_000,
+    )  # fmt: skip
