@@ -4,26 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pandas as pd
-
 from recon_pipeline.categories import AMBIGUOUS_MATCH, DISCREPANCY_COLUMNS, SUGGESTED_MATCH
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchOutcome, MatchPolicy, match_night
-from recon_pipeline_tests.support.match_frames import charge, folio, posting, pull
-
-
-def matched(outcome: MatchOutcome) -> list[tuple[str, str, str]]:
-    """(match_key, rule, status) of every match and suggestion."""
-    frame = outcome.matches
-    return sorted(zip(frame["match_key"], frame["rule"], frame["status"], strict=True))
-
-
-def night(outcome: MatchOutcome) -> list[tuple[str, str]]:
-    """(category, record_key) of the night's findings: the matcher's and the diff's of what it hands on."""
-    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
-    both = pd.concat([outcome.findings, diff], ignore_index=True)
-    return sorted(zip(both["category"], both["record_key"], strict=True))
-
+from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchPolicy, match_night
+from recon_pipeline_tests.support.match_frames import charge, folio, matched, night, posting, pull
 
 # --- reference ----------------------------------------------------------------------------------------
 
