@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
-from recon_pipeline.reconcile.matching import KnownMatch, match_night
+from recon_pipeline.reconcile.matching import KnownMatch, MatchPolicy, match_night
 from recon_pipeline_tests.support.match_frames import charge, folio, matched, night, posting, pull
 
 
@@ -94,3 +94,20 @@ def test_a_person_pairs_two_records_with_one_entry_and_the_first_decision_stands
     assert matched(outcome) == [("ch_1+ch_2=le_1", "person", "confirmed")]
     assert sorted(outcome.ledger["provider_record_id"]) == ["ch_1", "ch_2"]
     assert night(outcome) == []
+
+
+def test_an_earlier_night_s_match_is_applied_as_it_was_made() -> None:
+    """Yesterday paired tonight's charge with yesterday's posting by booking and amount; tonight the
+    posting is an adjacent-night row, paired again verbatim (no tier needed)."""
+    outcome = match_night(
+        pull(charge("ch_1", minute=2)),
+        folio(posting("le_1", minute=-3, in_night=False)),
+        MatchPolicy(tiers=()),
+        known=[KnownMatch(("ch_1",), ("le_1",), "payment", "booking_amount")],
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert outcome.matches.iloc[0]["detail"] == (
+        "ledger entry le_1 of 100.00 EUR books provider payment ch_1 of 100.00 EUR by booking_amount, as an "
+        "earlier run matched them (score 0.95): booking bk_1 and amount 100.00 EUR agree"
+    )
+    assert diff_night(outcome.provider_records, outcome.ledger).timing_difference_count == 1
