@@ -51,7 +51,7 @@ from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
 from recon_pipeline.reconcile.identity import (
@@ -281,6 +281,8 @@ def reconcile_property_night(
     )
     now = datetime.now(UTC)
     captured = captured_payments(own, captured_orders_frame(pms.captured_orders[property_id]), aliases)
+    # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
+    captured = with_ledger_bookings(captured, matching.ledger)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
     booking_of = pms.holds[property_id]
     holds = open_holds(client, account, booking_of)
