@@ -70,6 +70,11 @@ def with_ledger_bookings(captured: pd.DataFrame, ledger: pd.DataFrame) -> pd.Dat
     ].drop_duplicates("provider_record_id")
     if payments.empty:
         return captured
-    booking_of = pd.Series(payments["booking_id"].to_numpy(), index=payments["provider_record_id"].to_numpy())
-    found = captured["payment_id"].map(booking_of)
-    return captured.assign(booking_id=captured["booking_id"].where(~unbooked, found))
+    booking_of = dict(zip(payments["provider_record_id"], payments["booking_id"], strict=True))
+    filled = [
+        booking_of.get(payment_id) if missing else booking
+        for payment_id, booking, missing in zip(
+            captured["payment_id"], captured["booking_id"], unbooked, strict=True
+        )
+    ]
+    return captured.assign(booking_id=pd.Series(filled, index=captured.index, dtype="object"))
