@@ -389,7 +389,7 @@ def test_a_keyed_world_reconciles_exactly_as_before(
     row, and the matcher hands the diff the very frames it was given."""
     properties = demo_properties("stripe")
     world = build_world(
-        {p.property_id: NIGHT for p in properties}, bookings_per_night=60, properties=properties
+        {p.property_id: NIGHT for p in properties}, bookings_per_night=30, properties=properties
     )
     seed_world(engine, world)
     served = simulator(flavour_of("stripe").served(world.store))
