@@ -10,7 +10,7 @@ test runs per property-night: ``match_night`` then ``diff_night`` on its outputs
 alone, today's. Scored:
 
 - precision: the share of findings that state a planted discrepancy (its ``(category, record_key)``, or
-  an ambiguity or suggestion naming one of its records or entries);
+  an ambiguity or suggestion naming one of its records or entries) that no other finding has stated;
 - recall: the share of planted discrepancies some finding states;
 - money proposed for matched movements: the adjustments ``plan_adjustments`` draws from the findings
   that touch a record or entry the ground truth says is matched (or a fee the hotel books per payout or
@@ -128,15 +128,20 @@ class Score:
         return self.found / self.planted if self.planted else 1.0
 
     def add_night(self, night: HotelNight, reconciled: Reconciled) -> None:
+        """Each finding claims the planted discrepancies it states that no finding has claimed yet, those
+        stating one movement first: a finding is real when it claims one, so a second finding of the same
+        discrepancy (both of two identical charges reported missing, when one is posted) is not."""
         findings = reconciled.findings
+        rows = findings.to_dict("records")
+        rows.sort(key=lambda finding: finding["category"] in CANDIDATE_CATEGORIES)
         hit: set[int] = set()
-        for finding in findings.to_dict("records"):
-            stated = _planted_stated(finding, night.planted)
+        for finding in rows:
+            claimed = _planted_stated(finding, night.planted) - hit
             self.findings += 1
             self.by_category[finding["category"]] += 1
-            if stated:
+            if claimed:
                 self.real_findings += 1
-                hit.update(stated)
+                hit |= claimed
             else:
                 self.false_by_category[finding["category"]] += 1
         self.planted += len(night.planted)

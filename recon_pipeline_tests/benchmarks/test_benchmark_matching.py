@@ -88,3 +88,21 @@ def test_the_matcher_is_scored_when_it_is_there(world: HotelWorld) -> None:
     scored = matching.score(world, matching.matcher_then_diff)
     assert scored.findings == sum(scored.by_category.values())
     assert isinstance(scored.matches_by_rule, dict) and pd.notna(scored.precision)
+
+
+def test_a_discrepancy_stated_twice_is_one_real_finding(world: HotelWorld) -> None:
+    """Both of two identical charges reported missing when one is posted: one finding is real, one not."""
+    night = next(n for n in world.nights if any(p.label == "identical_short" for p in n.planted))
+    plant = next(p for p in night.planted if p.label == "identical_short")
+    findings = _perfect(night).findings
+    row = findings[findings["record_key"] == plant.key]
+    other = sorted(key for _, key in plant.accepted if key != plant.key)[0]
+    twice = pd.concat([findings, row.assign(record_key=other)], ignore_index=True)
+    scored = matching.Score()
+    scored.add_night(night, matching.Reconciled(twice))
+    assert (scored.findings, scored.real_findings, scored.found) == (
+        len(twice),
+        len(twice) - 1,
+        len(night.planted),
+    )
+    assert scored.false_by_category == {"missing_in_ledger": 1}
