@@ -34,6 +34,11 @@ FX_DIFFERENCE: Final = "fx_difference"
 AUTHORIZATION_EXPIRING: Final = "authorization_expiring"
 PAYOUT_FAILED: Final = "payout_failed"
 PAYOUT_NOT_DEPOSITED: Final = "payout_not_deposited"
+# Matching without the provider's id (docs/matching.md): several equally good candidates, of which the
+# matcher paired what is certain and held the rest back; one candidate below the confidence threshold,
+# held back until a person confirms it. Neither proposes money.
+AMBIGUOUS_MATCH: Final = "ambiguous_match"
+SUGGESTED_MATCH: Final = "suggested_match"
 
 ALL_CATEGORIES: Final = (
     MISSING_IN_LEDGER,
@@ -47,6 +52,8 @@ ALL_CATEGORIES: Final = (
     UNATTRIBUTED_PAYMENT,
     FX_DIFFERENCE,
     AUTHORIZATION_EXPIRING,
+    AMBIGUOUS_MATCH,
+    SUGGESTED_MATCH,
     PAYOUT_FAILED,
     PAYOUT_NOT_DEPOSITED,
 )

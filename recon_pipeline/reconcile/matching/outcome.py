@@ -1,0 +1,380 @@
+"""What the matcher hands on: the frames the diff sees, the matches as data, and the held-back findings.
+
+The diff keys on (provider_record_id, kind), so a match is handed over by writing the record's id onto its
+entry: one entry for one record is re-keyed; N entries for one record become one row (the first entry's,
+the amounts summed); one entry for N records becomes N rows (the same entry_id, each record's amount in the
+entry's currency). What is held back (a suggestion, an ambiguity) leaves both frames, so that the diff
+proposes no money for it; its finding here says why, with a difference of zero.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+from recon_pipeline.categories import AMBIGUOUS_MATCH, SUGGESTED_MATCH, discrepancy_frame
+from recon_pipeline.frames import present, typed_frame
+from recon_pipeline.reconcile.matching.known import Applied
+from recon_pipeline.reconcile.matching.policy import (
+    EXACT_ID,
+    MATCHED,
+    PERSON,
+    SUGGESTED,
+    TIERS,
+    match_key,
+)
+from recon_pipeline.reconcile.matching.resolve import SUGGESTION, Hold, Pool
+from recon_pipeline.reconcile.matching.sentences import figure, say_ambiguity, say_held, say_match
+from recon_pipeline.reconcile.matching.sides import Sides, entry_keys, record_keys
+
+MATCH_COLUMNS: Final = (
+    "match_key",  # "<sorted record ids joined by +>=<sorted entry ids joined by +>": stable across runs
+    "rule",  # exact_id is the diff's and never a row; person, or one of TIERS
+    "score",  # 0..1 (policy.SCORES)
+    "status",  # matched (score >= threshold) | suggested (below) | confirmed (a person's)
+    "kind",
+    "provider_record_ids",  # ids joined by a single space, sorted
+    "ledger_entry_ids",  # ids joined by a single space, sorted
+    "booking_id",  # nullable
+    "provider_amount_minor",  # nullable Int64: the records' figure in the entries' currency, summed
+    "ledger_amount_minor",  # nullable Int64: the entries' amounts, summed
+    "currency",  # the entries' (the figure compared), else the records'
+    "keys_agree",  # words an analyst reads: "booking B-17, amount 120.00 EUR, card visa 4242"
+    "keys_differ",  # the same for what differs: "amount 120.00 EUR vs 115.00 EUR"
+    "detail",  # one sentence: what pairs with what, by which rule, and why
+)
+MATCH_DTYPES: Final[Mapping[str, str]] = {name: "object" for name in MATCH_COLUMNS} | {
+    "score": "float64",
+    "provider_amount_minor": "Int64",
+    "ledger_amount_minor": "Int64",
+}
+
+
+def match_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """A matches frame from column values (None is null), in MATCH_COLUMNS order and dtypes."""
+    rows = max((len(values) for values in columns.values()), default=0)
+    return typed_frame(columns, MATCH_DTYPES, rows)
+
+
+def empty_matches() -> pd.DataFrame:
+    return match_frame({})
+
+
+@dataclass(frozen=True, eq=False)
+class MatchOutcome:
+    """What the matcher made of one night (see the module docstring for the two frames)."""
+
+    provider_records: pd.DataFrame  # what the diff sees: records held back removed
+    ledger: pd.DataFrame  # what the diff sees: matched entries carry their record's id; held ones removed
+    matches: pd.DataFrame  # MATCH_COLUMNS, one row per match or suggestion (not exact-id ones)
+    findings: pd.DataFrame  # discrepancy frame: ambiguous_match and suggested_match findings
+    _rule_counts: Mapping[str, int] = field(repr=False)
+    _exact_id: Callable[[], int] = field(repr=False)
+
+    @functools.cached_property
+    def counts_by_rule(self) -> dict[str, int]:
+        """Matches per rule (suggestions are no match), "exact_id" counting the records the diff will
+        match by id. That count is taken on first read: a fully keyed night pays for it only if asked."""
+        return {EXACT_ID: self._exact_id(), **self._rule_counts}
+
+
+def zero_counts() -> dict[str, int]:
+    return dict.fromkeys((PERSON, *TIERS), 0)
+
+
+def unchanged(
+    provider_records: pd.DataFrame, ledger: pd.DataFrame, exact_id: Callable[[], int]
+) -> MatchOutcome:
+    """Nothing to match: both frames as they came."""
+    return MatchOutcome(
+        provider_records, ledger, empty_matches(), discrepancy_frame({}), zero_counts(), exact_id
+    )
+
+
+def build_outcome(
+    provider_records: pd.DataFrame,
+    ledger: pd.DataFrame,
+    sides: Sides,
+    pool: Pool,
+    known: list[Applied],
+    holds: list[Hold],
+    threshold: float,
+) -> MatchOutcome:
+    """The outcome of the tiers' pool and the decided matches."""
+    matches = [*known, *_pool_matches(sides, pool)]
+    record_at, entry_at = sides.records["at"].to_numpy(), sides.entries["at"].to_numpy()
+    placed = [
+        (
+            hold,
+            tuple(sorted(int(record_at[r]) for r in hold.records)),
+            tuple(sorted(int(entry_at[e]) for e in hold.entries)),
+        )
+        for hold in holds
+    ]
+    held_records = [r for _, records, _ in placed for r in records] + [
+        r for m in matches if m.held for r in m.records
+    ]
+    held_entries = [e for _, _, entries in placed for e in entries]
+    ledger_out = _rewritten_ledger(ledger, provider_records, matches, held_entries)
+    provider_out = provider_records
+    if held_records:
+        keep = np.ones(len(provider_records), dtype=bool)
+        keep[held_records] = False
+        provider_out = provider_records[keep].reset_index(drop=True)
+
+    named_r = {int(record_at[r]) for hold in holds for r in hold.named_records}
+    named_e = {int(entry_at[e]) for hold in holds for e in hold.named_entries}
+    records = _rows(record_keys, provider_records, {p for m in matches for p in m.records} | named_r)
+    entries = _rows(entry_keys, ledger, {p for m in matches for p in m.entries} | named_e)
+
+    rows: dict[str, list[Any]] = {name: [] for name in MATCH_COLUMNS}
+    found: dict[str, list[Any]] = {}
+    counts = zero_counts()
+    for match in matches:
+        _add_match(rows, match, records, entries, threshold)
+        counts[match.rule] = counts.get(match.rule, 0) + 1
+    suggestions = [(hold, r, e) for hold, r, e in placed if hold.kind == SUGGESTION]
+    ambiguities = [(hold, r, e) for hold, r, e in placed if hold.kind != SUGGESTION]
+    for hold, at_r, at_e in suggestions:
+        kind = records[at_r[0]].kind
+        suggestion = Applied(at_r, (), at_e, kind, hold.rules[0], hold.score, SUGGESTED)
+        said = _add_match(rows, suggestion, records, entries, threshold)
+        _add_finding(
+            found,
+            SUGGESTED_MATCH,
+            f"match:{rows['match_key'][-1]}",
+            kind,
+            [records[p] for p in at_r],
+            [entries[p] for p in at_e],
+            said,
+        )
+    for hold, at_r, at_e in ambiguities:
+        named_records = [records[int(record_at[r])] for r in sorted(hold.named_records)]
+        named_entries = [entries[int(entry_at[e])] for e in sorted(hold.named_entries)]
+        kind = (named_records or named_entries)[0].kind
+        detail = say_ambiguity(
+            named_records,
+            named_entries,
+            [records[p] for p in at_r],
+            [entries[p] for p in at_e],
+            kind,
+            hold.rules,
+        )
+        key = match_key([r.record_id for r in named_records], [e.entry_id for e in named_entries])
+        _add_finding(
+            found,
+            AMBIGUOUS_MATCH,
+            f"ambiguous:{key}",
+            kind,
+            [records[p] for p in at_r],
+            [entries[p] for p in at_e],
+            detail,
+        )
+    findings = discrepancy_frame(found)
+    if len(findings) > 1:
+        findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
+    return MatchOutcome(provider_out, ledger_out, match_frame(rows), findings, counts, lambda: sides.exact_id)
+
+
+def _pool_matches(sides: Sides, pool: Pool) -> list[Applied]:
+    """The tiers' pairings in positions of the input frames."""
+    record_at, entry_at = sides.records["at"].to_numpy(), sides.entries["at"].to_numpy()
+    kinds = sides.records["kind"].to_numpy()
+    out: list[Applied] = []
+    for r, e, rule, score in pool.pairs:
+        for record, entry, value in zip(r.tolist(), e.tolist(), score.tolist(), strict=True):
+            out.append(
+                Applied(
+                    (int(record_at[record]),),
+                    (),
+                    (int(entry_at[entry]),),
+                    kinds[record],
+                    rule,
+                    value,
+                    MATCHED,
+                )
+            )
+    for group in pool.groups:
+        out.append(
+            Applied(
+                tuple(int(record_at[r]) for r in group.records),
+                (),
+                tuple(int(entry_at[e]) for e in group.entries),
+                kinds[group.records[0]],
+                group.rule,
+                group.score,
+                MATCHED,
+            )
+        )
+    return out
+
+
+def _rows(
+    read: Callable[[pd.DataFrame, np.ndarray], pd.DataFrame], frame: pd.DataFrame, at: set[int]
+) -> dict[int, Any]:
+    """The rows at ``at`` with their normalised keys, by position (namedtuples)."""
+    if not at:
+        return {}
+    positions = np.array(sorted(at), dtype=np.int64)
+    return dict(zip(positions.tolist(), read(frame, positions).itertuples(index=False), strict=True))
+
+
+def _add_match(
+    rows: dict[str, list[Any]],
+    match: Applied,
+    records: dict[int, Any],
+    entries: dict[int, Any],
+    threshold: float,
+) -> str:
+    """One row of the matches frame; returns its detail (a suggestion's finding says the same)."""
+    recs = sorted((records[p] for p in match.records), key=lambda r: (r.created, str(r.record_id)))
+    ents = sorted(
+        (entries[p] for p in match.entries), key=lambda e: (not e.in_night, e.posted, str(e.entry_id))
+    )
+    record_ids = [str(r.record_id) for r in recs] + list(match.absent)
+    entry_ids = [str(e.entry_id) for e in ents] + list(match.absent_entries)
+    currency = str(ents[0].currency if ents else recs[0].currency)
+    figures = [figure(r, currency) for r in recs] if ents else [None]
+    if match.held:
+        said = say_held(record_ids, entry_ids, match.kind)
+    else:
+        said = say_match(
+            recs,
+            match.absent,
+            ents,
+            match.kind,
+            match.rule,
+            match.score,
+            match.status,
+            threshold,
+            earlier=match.earlier,
+        )
+    bookings = [r.booking for r in recs if present(r.booking)] + [
+        e.booking for e in ents if present(e.booking)
+    ]
+    values = {
+        "match_key": match_key(record_ids, entry_ids),
+        "rule": match.rule,
+        "score": float(match.score),
+        "status": match.status,
+        "kind": match.kind,
+        "provider_record_ids": " ".join(sorted(record_ids)),
+        "ledger_entry_ids": " ".join(sorted(entry_ids)),
+        "booking_id": bookings[0] if bookings else None,
+        "provider_amount_minor": None
+        if match.absent or None in figures
+        else sum(f for f in figures if f is not None),
+        "ledger_amount_minor": sum(int(e.amount) for e in ents) if ents else None,
+        "currency": currency,
+        "keys_agree": said.keys_agree,
+        "keys_differ": said.keys_differ,
+        "detail": said.detail,
+    }
+    for name, value in values.items():
+        rows[name].append(value)
+    return said.detail
+
+
+def _add_finding(
+    found: dict[str, list[Any]],
+    category: str,
+    record_key: str,
+    kind: str,
+    recs: list[Any],
+    ents: list[Any],
+    detail: str,
+) -> None:
+    """A held-back finding: the rows it holds, no money (difference 0, no proposal in ADJUSTMENT_POLICY)."""
+    bookings = [r.booking for r in recs if present(r.booking)] + [
+        e.booking for e in ents if present(e.booking)
+    ]
+    values = {
+        "category": category,
+        "record_key": record_key,
+        "kind": kind,
+        "provider_record_id": str(recs[0].record_id) if recs else None,
+        "ledger_entry_id": str(ents[0].entry_id) if ents else None,
+        "booking_id": bookings[0] if bookings else None,
+        "provider_amount_minor": sum(int(r.amount) for r in recs) if recs else None,
+        "ledger_amount_minor": sum(int(e.amount) for e in ents) if ents else None,
+        "difference_minor": 0,
+        "currency": recs[0].currency if recs else ents[0].currency,
+        "ledger_currency": ents[0].currency if ents else None,
+        "detail": detail,
+    }
+    for name, value in values.items():
+        found.setdefault(name, []).append(value)
+
+
+def _rewritten_ledger(
+    ledger: pd.DataFrame, provider_records: pd.DataFrame, matches: list[Applied], held: list[int]
+) -> pd.DataFrame:
+    """The ledger the diff sees (module docstring); the very frame when nothing changes."""
+    if not matches and not held:
+        return ledger
+    ids = ledger["provider_record_id"].to_numpy(dtype=object, copy=True)
+    amounts = ledger["amount_minor"].to_numpy(dtype=np.int64)
+    drop = np.zeros(len(ledger), dtype=bool)
+    drop[held] = True
+    record_ids = provider_records["provider_record_id"].to_numpy(dtype=object)
+    simple: list[tuple[int, str]] = []
+    extra_from: list[int] = []
+    extra_ids: list[str] = []
+    extra_amounts: list[int] = []
+    for match in matches:
+        if match.held:
+            drop[list(match.entries)] = True
+            continue
+        names = [str(record_ids[p]) for p in match.records] + list(match.absent)
+        if len(match.entries) == 1 and len(names) == 1:
+            simple.append((match.entries[0], names[0]))
+            continue
+        first = _first_entry(ledger, match.entries)
+        currency = ledger["currency"].iat[first]
+        total = int(amounts[list(match.entries)].sum())
+        shares = [_figure_at(provider_records, p, currency) for p in match.records]
+        rest = total - sum(shares)
+        if match.absent:  # an absent record's figure is unknown: it takes what the present ones leave
+            names, shares = names[: len(match.records) + 1], [*shares, rest]
+        else:
+            shares[0] += rest
+        drop[list(match.entries)] = True
+        extra_from += [first] * len(names)
+        extra_ids += names
+        extra_amounts += shares
+    if simple:
+        at, named = zip(*simple, strict=True)
+        ids[list(at)] = list(named)
+    column = ledger["provider_record_id"]
+    out = ledger.assign(provider_record_id=pd.Series(ids, index=ledger.index, dtype=column.dtype))
+    parts = [out[~drop]]
+    if extra_from:
+        extra = out.iloc[extra_from].assign(
+            provider_record_id=pd.Series(extra_ids, index=out.index[extra_from], dtype=column.dtype),
+            amount_minor=np.array(extra_amounts, dtype=np.int64),
+        )
+        parts.append(extra)
+    return pd.concat(parts).reset_index(drop=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+
+
+def _first_entry(ledger: pd.DataFrame, entries: Sequence[int]) -> int:
+    """The entry a combined row stands as: in-night first, then the earliest posted, then the smallest id."""
+    in_night = ledger["in_night"].to_numpy()
+    posted = ledger["posted_at"].to_numpy(dtype="datetime64[ns]").view(np.int64)
+    ids = ledger["entry_id"].to_numpy(dtype=object)
+    return min(entries, key=lambda p: (not in_night[p], posted[p], str(ids[p])))
+
+
+def _figure_at(provider_records: pd.DataFrame, position: int, currency: str) -> int:
+    """The record's figure in ``currency`` (presentment, or a conversion's settlement), else its amount."""
+    row = provider_records.iloc[position]
+    if row["currency"] == currency:
+        return int(row["amount_minor"])
+    if present(row.get("settlement_amount_minor")) and row.get("settlement_currency") == currency:
+        return int(row["settlement_amount_minor"])
+    return int(row["amount_minor"])

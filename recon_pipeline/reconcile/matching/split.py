@@ -1,0 +1,123 @@
+"""Split folios: N ledger entries that sum exactly to one provider record, or one entry to N records.
+
+A hotel posts a deposit and a balance against one card charge, or one folio payment for a guest who paid
+twice. The search runs within one booking both sides know (and one kind and currency), over what the
+one-to-one tiers left, and is bounded: a side with more than ``max_split`` unmatched rows in a booking is
+not searched (2^max_split subsets at most, summed in one matrix product). Only a unique solution pairs:
+two solutions that share a row (two subsets summing to one charge, or one subset fitting two charges) are
+an ambiguity, never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from recon_pipeline.reconcile.matching.policy import match_key
+from recon_pipeline.reconcile.matching.sides import Sides
+
+Rows = tuple[int, ...]
+
+
+@dataclass
+class SplitFound:
+    """Unique solutions (record rows, entry rows), and groups of rows whose solutions overlap."""
+
+    solutions: list[tuple[Rows, Rows]] = field(default_factory=list)
+    ambiguous: list[tuple[Rows, Rows]] = field(default_factory=list)
+
+
+def split_search(
+    sides: Sides, free_r: np.ndarray, free_e: np.ndarray, max_split: int, banned: frozenset[str]
+) -> SplitFound:
+    """Every booking's unique splits among the free rows (settled records only)."""
+    found = SplitFound()
+    records = sides.records
+    usable = free_r & records["settled"].to_numpy() & pd.notna(records["booking"].to_numpy())
+    figures = sides.figures[usable[sides.figures["r"].to_numpy()]]
+    figures = figures.assign(booking=records["booking"].to_numpy()[figures["r"].to_numpy()])
+    entries = sides.entries.assign(e=np.arange(len(sides.entries)))
+    entries = entries[free_e & entries["booking"].notna().to_numpy()]
+    if figures.empty or entries.empty:
+        return found
+    key = ["kind", "booking", "currency"]
+    sizes = pd.merge(
+        figures.groupby(key).size().rename("records").reset_index(),
+        entries.groupby(key).size().rename("entries").reset_index(),
+        on=key,
+    )
+    wanted = sizes[(sizes["records"] >= 2) | (sizes["entries"] >= 2)][key]
+    if wanted.empty:
+        return found
+    figure_groups = dict(list(figures.merge(wanted, on=key).groupby(key, sort=True)))
+    entry_groups = dict(list(entries.merge(wanted, on=key).groupby(key, sort=True)))
+    record_ids = records["record_id"].to_numpy()
+    entry_ids = sides.entries["entry_id"].to_numpy()
+    for group in sorted(figure_groups):
+        in_records, in_entries = figure_groups[group], entry_groups[group]
+        r = in_records["r"].to_numpy(dtype=np.int64)
+        amounts = in_records["amount"].to_numpy(dtype=np.int64)
+        e = in_entries["e"].to_numpy(dtype=np.int64)
+        posted = in_entries["amount"].to_numpy(dtype=np.int64)
+        solutions: list[tuple[Rows, Rows]] = []
+        if 2 <= len(e) <= max_split:
+            for subset, target in _sums_hitting(posted, amounts):
+                solutions.append(((int(r[target]),), tuple(int(x) for x in e[subset])))
+        if 2 <= len(r) <= max_split:
+            for subset, target in _sums_hitting(amounts, posted):
+                solutions.append((tuple(int(x) for x in r[subset]), (int(e[target]),)))
+        solutions = [
+            (rs, es)
+            for rs, es in solutions
+            if match_key(record_ids[list(rs)], entry_ids[list(es)]) not in banned
+        ]
+        _sort_out(solutions, found)
+    return found
+
+
+def _sums_hitting(parts: np.ndarray, targets: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """Every subset of two or more ``parts`` (as a boolean mask) whose sum equals a target, with the
+    target's position."""
+    count = len(parts)
+    masks = np.arange(1, 1 << count, dtype=np.int64)
+    bits = ((masks[:, None] >> np.arange(count)) & 1).astype(bool)
+    bits = bits[bits.sum(axis=1) >= 2]
+    sums = bits.astype(np.int64) @ parts
+    subset, target = np.nonzero(sums[:, None] == targets[None, :])
+    return [(bits[s], int(t)) for s, t in zip(subset, target, strict=True)]
+
+
+def _sort_out(solutions: list[tuple[Rows, Rows]], found: SplitFound) -> None:
+    """Solutions sharing no row with another are unique; overlapping ones form ambiguous groups."""
+    if not solutions:
+        return
+    parent = list(range(len(solutions)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple[str, int], int] = {}
+    for index, (rs, es) in enumerate(solutions):
+        for row in [("r", x) for x in rs] + [("e", x) for x in es]:
+            if row in owner:
+                parent[root(index)] = root(owner[row])
+            else:
+                owner[row] = index
+    clusters: dict[int, list[int]] = {}
+    for index in range(len(solutions)):
+        clusters.setdefault(root(index), []).append(index)
+    for members in clusters.values():
+        if len(members) == 1:
+            found.solutions.append(solutions[members[0]])
+        else:
+            found.ambiguous.append(
+                (
+                    tuple(sorted({x for i in members for x in solutions[i][0]})),
+                    tuple(sorted({x for i in members for x in solutions[i][1]})),
+                )
+            )

@@ -1,0 +1,375 @@
+"""Every tier of the matcher and every rule the tiers obey, each on the smallest night that shows it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+
+from recon_pipeline.categories import AMBIGUOUS_MATCH, DISCREPANCY_COLUMNS, SUGGESTED_MATCH
+from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchOutcome, MatchPolicy, match_night
+from recon_pipeline_tests.support.match_frames import charge, folio, posting, pull
+
+
+def matched(outcome: MatchOutcome) -> list[tuple[str, str, str]]:
+    """(match_key, rule, status) of every match and suggestion."""
+    frame = outcome.matches
+    return sorted(zip(frame["match_key"], frame["rule"], frame["status"], strict=True))
+
+
+def night(outcome: MatchOutcome) -> list[tuple[str, str]]:
+    """(category, record_key) of the night's findings: the matcher's and the diff's of what it hands on."""
+    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
+    both = pd.concat([outcome.findings, diff], ignore_index=True)
+    return sorted(zip(both["category"], both["record_key"], strict=True))
+
+
+# --- reference ----------------------------------------------------------------------------------------
+
+
+def test_a_reference_naming_the_charge_pairs_whatever_else_differs() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=10_000), charge("ch_2", amount=10_000)),
+        folio(
+            posting("le_1", amount=9_500, booking=None, reference="Stripe ch_2 / front desk"),
+            posting("le_2", booking=None, reference="terminal ch_1-deposit"),
+        ),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_2", "reference", "matched"),
+        ("ch_2=le_1", "reference", "matched"),
+    ]
+    assert night(outcome) == [("amount_mismatch", "ch_2:payment")]  # one finding, not two
+
+
+def test_a_reference_names_an_id_only_as_a_whole_token() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", booking="bk_1"), charge("ch_9", booking="bk_9", intent="pi_9")),
+        folio(
+            posting("le_1", booking=None, reference="ch_12"),  # not ch_1
+            posting("le_2", booking=None, amount=700, reference="paid via pi_9."),  # the intent of ch_9
+        ),
+        MatchPolicy(tiers=("reference",)),
+    )
+    assert matched(outcome) == [("ch_9=le_2", "reference", "matched")]
+
+
+# --- booking + amount ---------------------------------------------------------------------------------
+
+
+def test_booking_amount_pairs_the_unique_candidate_of_the_same_booking_and_amount() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", booking="bk_1"), charge("ch_2", booking="bk_2", amount=5_000)),
+        folio(posting("le_1", booking="bk_1"), posting("le_2", booking="bk_2", amount=5_000)),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("ch_2=le_2", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == []
+    assert outcome.counts_by_rule["booking_amount"] == 2
+    assert list(outcome.matches.columns) == list(MATCH_COLUMNS)
+    row = outcome.matches.iloc[0]
+    assert row["detail"] == (
+        "ledger entry le_1 of 100.00 EUR books provider payment ch_1 of 100.00 EUR by booking_amount "
+        "(score 0.95): booking bk_1 and amount 100.00 EUR agree"
+    )
+    assert (row["keys_agree"], row["keys_differ"], row["score"]) == (
+        "booking bk_1, amount 100.00 EUR",
+        "",
+        0.95,
+    )
+    assert (row["provider_record_ids"], row["ledger_entry_ids"], row["booking_id"]) == (
+        "ch_1",
+        "le_1",
+        "bk_1",
+    )
+    assert (row["provider_amount_minor"], row["ledger_amount_minor"], row["currency"]) == (
+        10_000,
+        10_000,
+        "EUR",
+    )
+
+
+def test_identical_candidates_pair_in_time_order_when_the_money_is_certain() -> None:
+    outcome = match_night(
+        pull(charge("ch_a", minute=30), charge("ch_b", minute=10), charge("ch_c", minute=20)),
+        folio(posting("le_3", minute=70), posting("le_1", minute=50), posting("le_2", minute=60)),
+    )
+    assert matched(outcome) == [
+        ("ch_a=le_3", "booking_amount", "matched"),
+        ("ch_b=le_1", "booking_amount", "matched"),
+        ("ch_c=le_2", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == []
+
+
+def test_the_remainder_of_equally_good_candidates_is_one_ambiguity_without_money() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", minute=10), charge("ch_2", minute=20), charge("ch_3", minute=30)),
+        folio(posting("le_1", minute=40)),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == [(AMBIGUOUS_MATCH, "ambiguous:ch_1+ch_2+ch_3=le_1")]
+    finding = outcome.findings.iloc[0]
+    assert finding["difference_minor"] == 0
+    assert finding["provider_amount_minor"] == 20_000  # ch_2 and ch_3, held back from the diff
+    assert finding["detail"] == (
+        "provider payments ch_1 (100.00 EUR), ch_2 (100.00 EUR) and ch_3 (100.00 EUR) and ledger entry le_1 "
+        "(100.00 EUR) of booking bk_1 are equally good candidates by booking_amount: ch_2 and ch_3 stay "
+        "unpaired, and nothing is proposed until a person pairs them by hand"
+    )
+    assert list(outcome.findings.columns) == list(DISCREPANCY_COLUMNS)
+    assert sorted(outcome.provider_records["provider_record_id"]) == ["ch_1"]
+
+
+def test_a_card_tells_apart_candidates_a_booking_and_amount_cannot() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", card="visa 4242", minute=10), charge("ch_2", card="mastercard 5555", minute=20)),
+        folio(
+            posting("le_1", card="mastercard 5555", minute=30), posting("le_2", card="visa 4242", minute=40)
+        ),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_2", "booking_amount", "matched"),
+        ("ch_2=le_1", "booking_amount", "matched"),
+    ]
+
+
+def test_a_differing_card_makes_a_booking_and_amount_pair_a_suggestion() -> None:
+    outcome = match_night(pull(charge("ch_1", card="visa 4242")), folio(posting("le_1", card="amex 0005")))
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "suggested")]
+    assert night(outcome) == [(SUGGESTED_MATCH, "match:ch_1=le_1")]
+    row = outcome.matches.iloc[0]
+    assert (row["score"], row["keys_differ"]) == (0.6, "card visa 4242 vs amex 0005")
+    assert outcome.provider_records.empty and outcome.ledger.empty  # held back: no money either way
+
+
+# --- the booking rule and look-alikes -----------------------------------------------------------------
+
+
+def test_look_alikes_of_different_bookings_are_never_paired() -> None:
+    """Two charges of the same amount on the same card, for two bookings: each pairs only with its own
+    booking's posting; a posting of a third booking pairs with neither."""
+    outcome = match_night(
+        pull(
+            charge("ch_1", booking="bk_1", card="visa 4242", minute=10),
+            charge("ch_2", booking="bk_2", card="visa 4242", minute=11),
+        ),
+        folio(
+            posting("le_1", booking="bk_1", card="visa 4242"),
+            posting("le_3", booking="bk_3", card="visa 4242"),
+        ),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == [("missing_at_provider", "entry:le_3"), ("missing_in_ledger", "ch_2:payment")]
+
+
+def test_different_bookings_pair_when_the_approval_code_agrees() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", booking="bk_1", approval="A1B2C3")),
+        folio(posting("le_1", booking="bk_7", approval=" a1b2c3 ")),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "strong_keys", "matched")]
+    assert outcome.matches.iloc[0]["keys_differ"] == "booking bk_1 vs bk_7"
+
+
+# --- strong keys --------------------------------------------------------------------------------------
+
+
+def test_strong_keys_pair_despite_the_amount_and_the_diff_reports_one_amount_mismatch() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=12_000, card="visa 4242", approval="123456")),
+        folio(posting("le_1", amount=11_500, card="VISA **** 4242", approval="123456")),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "strong_keys", "matched")]
+    row = outcome.matches.iloc[0]
+    assert row["keys_agree"] == "booking bk_1, card visa 4242, approval code 123456"
+    assert row["keys_differ"] == "amount 120.00 EUR vs 115.00 EUR"
+    assert night(outcome) == [("amount_mismatch", "ch_1:payment")]
+
+
+def test_card_and_booking_pair_when_no_approval_code_is_known() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=12_000, card="mastercard 5555")),
+        folio(posting("le_1", amount=12_500, card="MC 5555")),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "strong_keys", "matched")]
+    assert outcome.matches.iloc[0]["score"] == 0.9
+    assert night(outcome) == [("amount_mismatch", "ch_1:payment")]
+
+
+def test_strong_keys_prefer_the_candidate_whose_amount_agrees() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=10_000, approval="777777")),
+        folio(
+            posting("le_1", amount=10_000, approval="777777"),
+            posting("le_2", amount=9_000, approval="777777"),
+        ),
+        MatchPolicy(tiers=("strong_keys",)),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "strong_keys", "matched")]
+    assert night(outcome) == [("missing_at_provider", "entry:le_2")]
+
+
+# --- split --------------------------------------------------------------------------------------------
+
+
+def test_a_split_folio_of_two_postings_books_one_charge_as_one_row() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=30_000)),
+        folio(posting("le_2", amount=10_000, minute=90), posting("le_1", amount=20_000, minute=80)),
+    )
+    assert matched(outcome) == [("ch_1=le_1+le_2", "split", "matched")]
+    assert outcome.ledger[["entry_id", "provider_record_id", "amount_minor"]].values.tolist() == [
+        ["le_1", "ch_1", 30_000]  # the first posted entry stands for both, their amounts summed
+    ]
+    assert night(outcome) == []
+    assert outcome.matches.iloc[0]["detail"] == (
+        "ledger entries le_1 and le_2 (200.00 EUR + 100.00 EUR) together book provider payment ch_1 of "
+        "300.00 EUR by split (score 0.90): booking bk_1 and amount 300.00 EUR agree"
+    )
+
+
+def test_one_posting_for_two_charges_becomes_a_row_per_charge() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=4_000), charge("ch_2", amount=6_000), charge("ch_3", amount=99_900)),
+        folio(posting("le_1", amount=10_000)),
+    )
+    assert matched(outcome) == [("ch_1+ch_2=le_1", "split", "matched")]
+    rows = outcome.ledger[["entry_id", "provider_record_id", "amount_minor"]].values.tolist()
+    assert sorted(rows) == [["le_1", "ch_1", 4_000], ["le_1", "ch_2", 6_000]]
+    assert night(outcome) == [("missing_in_ledger", "ch_3:payment")]
+
+
+def test_the_split_search_is_bounded_per_booking() -> None:
+    postings = [posting(f"le_{i}", amount=100 << i, minute=60 + i) for i in range(9)]  # unique sums
+    records = pull(charge("ch_1", amount=100 + 200 + 400))
+    assert matched(match_night(records, folio(*postings), MatchPolicy(max_split=9))) == [
+        ("ch_1=le_0+le_1+le_2", "split", "matched")
+    ]
+    outcome = match_night(records, folio(*postings), MatchPolicy(max_split=8))  # 9 postings: not searched
+    assert matched(outcome) == []
+    assert len(night(outcome)) == 10
+
+
+def test_two_subsets_summing_to_one_charge_are_an_ambiguity() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=5_000)),
+        folio(posting("le_1", amount=2_000), posting("le_2", amount=3_000), posting("le_3", amount=3_000)),
+    )
+    assert matched(outcome) == []
+    assert night(outcome) == [(AMBIGUOUS_MATCH, "ambiguous:ch_1=le_1+le_2+le_3")]
+
+
+# --- card + window ------------------------------------------------------------------------------------
+
+
+def test_card_window_pairs_a_posting_without_booking_by_amount_card_and_time() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", card="visa 4242", minute=60), charge("ch_2", card="visa 1111", minute=62)),
+        folio(posting("le_1", booking=None, card="visa 4242", minute=100)),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "card_window", "matched")]
+    assert outcome.matches.iloc[0]["keys_agree"] == "amount 100.00 EUR, card visa 4242, time (40 min apart)"
+    assert night(outcome) == [("missing_in_ledger", "ch_2:payment")]
+
+
+def test_card_window_needs_the_time_window() -> None:
+    records = pull(charge("ch_1", card="visa 4242", minute=60))
+    entries = folio(posting("le_1", booking=None, card="visa 4242", minute=60 + 181))
+    assert matched(match_night(records, entries)) == []
+    assert matched(match_night(records, entries, MatchPolicy(window=timedelta(hours=4)))) == [
+        ("ch_1=le_1", "card_window", "matched")
+    ]
+
+
+def test_amount_and_time_without_a_card_are_only_a_suggestion() -> None:
+    outcome = match_night(pull(charge("ch_1", minute=60)), folio(posting("le_1", booking=None, minute=70)))
+    assert matched(outcome) == [("ch_1=le_1", "card_window", "suggested")]
+    assert night(outcome) == [(SUGGESTED_MATCH, "match:ch_1=le_1")]
+    assert outcome.findings.iloc[0]["detail"] == (
+        "ledger entry le_1 of 100.00 EUR may book provider payment ch_1 of 100.00 EUR by card_window "
+        "(score 0.50, below the threshold 0.80, so nothing is proposed until a person confirms it): "
+        "amount 100.00 EUR and time (10 min apart) agree, the card is unknown on a side"
+    )
+    assert outcome.counts_by_rule["card_window"] == 0  # a suggestion is no match
+    lowered = match_night(
+        pull(charge("ch_1", minute=60)), folio(posting("le_1", booking=None)), MatchPolicy(threshold=0.5)
+    )
+    assert matched(lowered) == [("ch_1=le_1", "card_window", "matched")]
+
+
+def test_a_card_that_differs_rules_out_card_window() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", card="visa 4242")), folio(posting("le_1", booking=None, card="visa 9999"))
+    )
+    assert matched(outcome) == []
+
+
+# --- nights, kinds and currencies ---------------------------------------------------------------------
+
+
+def test_an_unkeyed_posting_of_the_next_night_is_a_timing_difference() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", minute=23 * 60 + 58)),
+        folio(
+            posting("le_1", minute=5, in_night=False),
+            posting("le_9", booking="bk_9", amount=1, in_night=False),
+        ),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    result = diff_night(outcome.provider_records, outcome.ledger)
+    assert result.discrepancies.empty and result.timing_difference_count == 1
+
+
+def test_in_night_postings_are_preferred_to_adjacent_ones_and_the_rest_is_no_finding() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", minute=600)),
+        folio(posting("le_0", minute=590 - 24 * 60, in_night=False), posting("le_1", minute=610)),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == []
+
+
+def test_refunds_disputes_and_fees_go_through_the_same_matcher_and_adjustments_never_match() -> None:
+    outcome = match_night(
+        pull(
+            charge("ch_1"),
+            charge("ch_1", "fee", -320),
+            charge("re_1", "refund", -2_500, charge_id="ch_1"),
+            charge("du_1", "dispute", -4_000),
+        ),
+        folio(
+            posting("le_1"),
+            posting("le_2", "fee", -320),
+            posting("le_3", "refund", -2_500),
+            posting("le_4", "dispute", -4_000),
+            posting("le_5", "adjustment", -4_000),
+        ),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("ch_1=le_2", "booking_amount", "matched"),
+        ("du_1=le_4", "booking_amount", "matched"),
+        ("re_1=le_3", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == []
+
+
+def test_a_posting_in_the_settlement_currency_pairs_at_the_settlement_figure() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", amount=10_000, currency="USD", settled_as=(9_200, "EUR"))),
+        folio(posting("le_1", amount=9_200, currency="EUR"), posting("le_2", amount=10_000, currency="GBP")),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == [("missing_at_provider", "entry:le_2")]
+
+
+def test_a_failed_charge_is_paired_only_by_a_reference() -> None:
+    records = pull(charge("ch_1", status="failed"), charge("ch_2", minute=61))
+    outcome = match_night(records, folio(posting("le_1")))
+    assert matched(outcome) == [("ch_2=le_1", "booking_amount", "matched")]
+    named = match_night(records, folio(posting("le_1", reference="ch_1")))
+    assert matched(named)[0] == ("ch_1=le_1", "reference", "matched")
