@@ -69,6 +69,8 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
             for category in (
                 "fx_difference",
                 "authorization_expiring",
+                "ambiguous_match",
+                "suggested_match",
                 "payout_failed",
                 "payout_not_deposited",
             )
@@ -118,6 +120,8 @@ def test_metadata_counts_are_ints_and_amounts_are_major_units_with_their_currenc
         "count/unattributed_payment": 0,
         "count/fx_difference": 0,
         "count/authorization_expiring": 0,
+        "count/ambiguous_match": 0,
+        "count/suggested_match": 0,
         "count/payout_failed": 0,
         "count/payout_not_deposited": 0,
     }

@@ -6,12 +6,13 @@ units (``format_minor``): the analyst compares them with the folio and the provi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from recon_pipeline.frames import present
-from recon_pipeline.money import format_minor
+from recon_pipeline.money import minor_unit_exponent
 from recon_pipeline.reconcile.matching.policy import CARD_WINDOW, CONFIRMED, PERSON, SUGGESTED
 from recon_pipeline.reconcile.matching.tiers import reference_tokens
 
@@ -49,6 +50,8 @@ class Keys:
 
 def compare(records: Sequence[Row], absent: Sequence[str], entries: Sequence[Row], rule: str) -> Keys:
     """The keys of a pairing as words: ``booking B-17``, ``amount 120.00 EUR vs 115.00 EUR``..."""
+    if len(records) == 1 and len(entries) == 1 and not absent:
+        return _pair_keys(records[0], entries[0], rule)
     keys = Keys()
     if not entries:
         return keys
@@ -62,9 +65,9 @@ def compare(records: Sequence[Row], absent: Sequence[str], entries: Sequence[Row
     elif not absent:
         total = sum(f for f in figures if f is not None)
         if total == posted:
-            keys.agree.append(f"amount {format_minor(total, currency)}")
+            keys.agree.append(f"amount {money(total, currency)}")
         else:
-            keys.differ.append(f"amount {format_minor(total, currency)} vs {format_minor(posted, currency)}")
+            keys.differ.append(f"amount {money(total, currency)} vs {money(posted, currency)}")
     _compare_cards(keys, records, entries)
     _compare_set(keys, "approval code", [r.approval for r in records], [e.approval for e in entries])
     named = _named_in_reference(records, entries)
@@ -76,6 +79,58 @@ def compare(records: Sequence[Row], absent: Sequence[str], entries: Sequence[Row
         if "card" not in " ".join(keys.agree + keys.differ):
             keys.unknown.append("the card")
     return keys
+
+
+def _pair_keys(record: Row, entry: Row, rule: str) -> Keys:
+    """``compare`` of one record and one entry: the same words, at a fraction of the cost (a night of
+    10^5 unkeyed entries states 10^5 of these)."""
+    keys = Keys()
+    _compare_one(keys, "booking", record.booking, entry.booking)
+    currency = entry.currency
+    value = figure(record, currency)
+    if value is None:
+        keys.differ.append(f"currency {record.currency} vs {currency}")
+    elif value == entry.amount:
+        keys.agree.append(f"amount {money(value, currency)}")
+    else:
+        keys.differ.append(f"amount {money(value, currency)} vs {money(int(entry.amount), currency)}")
+    if (record.last4 is not None or record.brand is not None) and (
+        entry.last4 is not None or entry.brand is not None
+    ):
+        _compare_cards(keys, [record], [entry])
+    _compare_one(keys, "approval code", record.approval, entry.approval)
+    if entry.reference is not None:
+        named = _named_in_reference([record], [entry])
+        if named:
+            keys.agree.append(f"reference naming {listed(named)}")
+    if rule == CARD_WINDOW:
+        minutes = abs(int(entry.posted) - int(record.created)) // 60_000_000_000
+        keys.agree.append(f"time ({minutes} min apart)")
+        if "card" not in " ".join(keys.agree + keys.differ):
+            keys.unknown.append("the card")
+    return keys
+
+
+def _compare_one(keys: Keys, name: str, theirs: Any, ours: Any) -> None:
+    if theirs is None or ours is None:
+        return
+    if theirs == ours:
+        keys.agree.append(f"{name} {theirs}")
+    else:
+        keys.differ.append(f"{name} {theirs} vs {ours}")
+
+
+@functools.cache
+def _exponent(currency: str) -> int:
+    return minor_unit_exponent(currency)
+
+
+def money(amount: int, currency: str) -> str:
+    """``format_minor``, its currency's exponent looked up once per currency."""
+    exponent = _exponent(currency)
+    major = abs(int(amount)) / (10**exponent)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}{major:,.{exponent}f} {currency.upper()}"
 
 
 def _compare_set(keys: Keys, name: str, theirs: Sequence[Any], ours: Sequence[Any]) -> None:
@@ -120,8 +175,8 @@ def _named_in_reference(records: Sequence[Row], entries: Sequence[Row]) -> list[
 def _entries_phrase(entries: Sequence[Row]) -> str:
     if len(entries) == 1:
         entry = entries[0]
-        return f"ledger entry {entry.entry_id} of {format_minor(int(entry.amount), entry.currency)}"
-    amounts = " + ".join(format_minor(int(e.amount), e.currency) for e in entries)
+        return f"ledger entry {entry.entry_id} of {money(int(entry.amount), entry.currency)}"
+    amounts = " + ".join(money(int(e.amount), e.currency) for e in entries)
     return f"ledger entries {listed([str(e.entry_id) for e in entries])} ({amounts})"
 
 
@@ -129,9 +184,9 @@ def _records_phrase(records: Sequence[Row], absent: Sequence[str], kind: str) ->
     ids = [str(r.record_id) for r in records] + [f"{rid} (not in this night's pull)" for rid in absent]
     noun = f"provider {kind}" if len(ids) == 1 else f"provider {kind}s"
     if len(records) == 1 and not absent:
-        return f"{noun} {ids[0]} of {format_minor(int(records[0].amount), records[0].currency)}"
+        return f"{noun} {ids[0]} of {money(int(records[0].amount), records[0].currency)}"
     if records and not absent:
-        amounts = " + ".join(format_minor(int(r.amount), r.currency) for r in records)
+        amounts = " + ".join(money(int(r.amount), r.currency) for r in records)
         return f"{noun} {listed(ids)} ({amounts})"
     return f"{noun} {listed(ids)}"
 
@@ -231,7 +286,7 @@ def say_ambiguity(
 
 
 def _with_amount(name: Any, row: Row) -> str:
-    return f"{name} ({format_minor(int(row.amount), row.currency)})"
+    return f"{name} ({money(int(row.amount), row.currency)})"
 
 
 def _sentence(text: str) -> str:
