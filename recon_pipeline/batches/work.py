@@ -295,7 +295,7 @@ def reconcile_property_night(
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
-        plan = sync_adjustments(connection, property_id, night, proposals, now)
+        plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
         saved = save_discrepancies(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )
