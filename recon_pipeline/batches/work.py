@@ -298,7 +298,7 @@ def reconcile_property_night(
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
     tonights_matches, tonights_counts = _tonights(matching, decided)
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
-        plan = sync_adjustments(connection, property_id, night, proposals, now)
+        plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
         saved = save_discrepancies(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )

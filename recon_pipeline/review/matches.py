@@ -23,7 +23,7 @@ row, and writes the row and its audit row in the caller's one transaction.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -37,17 +37,23 @@ from recon_pipeline.errors import ReviewError
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import ADJACENT_NIGHT_MARGIN, in_chunks, load_property
 from recon_pipeline.nights import night_window
-from recon_pipeline.reconcile.matching import MATCH_COLUMNS, KnownMatch
+from recon_pipeline.reconcile.matching import (
+    CONFIRMED,
+    MATCH_COLUMNS,
+    MATCHED,
+    PERSON,
+    SUGGESTED,
+    KnownMatch,
+    match_key,
+)
 from recon_pipeline.review.results import lock_partition
 from recon_pipeline.review.rules import validate_note, validate_reviewer
 
-MATCHED: Final = "matched"  # the matcher's, at or above the property's threshold
-SUGGESTED: Final = "suggested"  # the matcher's, below it: nothing is proposed until a person confirms
-CONFIRMED: Final = "confirmed"  # a person's: a suggestion confirmed, or a pair by hand
-REJECTED: Final = "rejected"  # a person's: never proposed again
+# The matcher's statuses (reconcile/matching/policy.py: matched at or above the property's threshold,
+# suggested below it, confirmed by a person) and the one only a person gives: never proposed again.
+REJECTED: Final = "rejected"
 MATCH_STATUSES: Final = (MATCHED, SUGGESTED, CONFIRMED, REJECTED)
 DECIDED_STATUSES: Final = (CONFIRMED, REJECTED)  # never rewritten by a run
-PERSON_RULE: Final = "person"
 
 CONFIRM: Final = "confirm"
 REJECT: Final = "reject"
@@ -120,12 +126,6 @@ class MatchFilter:
             parse_night(self.night)
         if self.status is not None and self.status not in MATCH_STATUSES:
             raise ValueError(f"unknown match status {self.status!r}: use one of {', '.join(MATCH_STATUSES)}")
-
-
-def match_key(provider_record_ids: Collection[str], ledger_entry_ids: Collection[str]) -> str:
-    """A match's key, from its sides only (stable across runs): ``<sorted record ids joined by +>=<sorted
-    entry ids joined by +>``."""
-    return f"{'+'.join(sorted(provider_record_ids))}={'+'.join(sorted(ledger_entry_ids))}"
 
 
 def ids_of(text: str | None) -> tuple[str, ...]:
@@ -264,7 +264,7 @@ def known_matches(
                     provider_record_ids=ids_of(row["provider_record_ids"]),
                     ledger_entry_ids=ids_of(row["ledger_entry_ids"]),
                     kind=row["kind"] or "",
-                    rule=PERSON_RULE if row["status"] == CONFIRMED else row["rule"],
+                    rule=PERSON if row["status"] == CONFIRMED else row["rule"],
                     confirmed=row["status"] != REJECTED,
                 )
             )
@@ -446,7 +446,7 @@ def pair_by_hand(
     kinds = sorted(record_kinds or {row["kind"] for row in entry_rows})
     bookings = sorted({row["booking_id"] for row in entry_rows if row["booking_id"]})
     facts = {
-        "rule": PERSON_RULE,
+        "rule": PERSON,
         "score": None,
         "status": CONFIRMED,
         "kind": kinds[0] if len(kinds) == 1 else None,

@@ -41,6 +41,19 @@ def test_a_reference_names_an_id_only_as_a_whole_token() -> None:
     assert matched(outcome) == [("ch_9=le_2", "reference", "matched")]
 
 
+def test_a_reference_naming_an_intent_pairs_the_charge_that_succeeded() -> None:
+    outcome = match_night(
+        pull(
+            charge("ch_1", status="failed", intent="pi_1", minute=10),
+            charge("ch_2", intent="pi_1", minute=12),
+        ),
+        folio(posting("le_1", booking=None, reference="pi_1")),
+        MatchPolicy(tiers=("reference",)),
+    )
+    assert matched(outcome) == [("ch_2=le_1", "reference", "matched")]
+    assert night(outcome) == []
+
+
 # --- booking + amount ---------------------------------------------------------------------------------
 
 
@@ -353,12 +366,20 @@ def test_a_posting_in_the_settlement_currency_pairs_at_the_settlement_figure() -
     assert night(outcome) == [("missing_at_provider", "entry:le_2")]
 
 
-def test_a_failed_charge_is_paired_only_by_a_reference() -> None:
-    records = pull(charge("ch_1", status="failed"), charge("ch_2", minute=61))
+def test_a_failed_attempt_never_takes_the_posting_of_the_charge_that_succeeded() -> None:
+    records = pull(charge("ch_1", status="failed", minute=10), charge("ch_2", minute=12))
     outcome = match_night(records, folio(posting("le_1")))
     assert matched(outcome) == [("ch_2=le_1", "booking_amount", "matched")]
-    named = match_night(records, folio(posting("le_1", reference="ch_1")))
-    assert matched(named)[0] == ("ch_1=le_1", "reference", "matched")
+    assert night(outcome) == []
+
+
+def test_a_posting_only_a_failed_attempt_fits_is_a_status_mismatch_as_when_keyed() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", status="failed", minute=10), charge("ch_2", status="failed", minute=12)),
+        folio(posting("le_1")),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == [("status_mismatch", "ch_1:payment")]  # the other attempt: no finding
 
 
 # --- holds across tiers, sentences --------------------------------------------------------------------

@@ -152,7 +152,10 @@ class Pool:
                     rule,
                     np.array([score for _, _, score in paired], dtype=np.float64),
                 )
-        left_r = [r for r in records if self.free_r[r]]
+        # left over: records that moved money, and in-night entries (a failed attempt or an adjacent
+        # night's posting nobody pairs is no finding of this night, as for the diff)
+        settled = self.sides.records["settled"]
+        left_r = [r for r in records if self.free_r[r] and settled[r]]
         left_e = self.in_night(e for e in entries if self.free_e[e])
         if left_r or left_e:
             self.hold(AMBIGUITY, left_r, left_e, rule, named=(records, entries))

@@ -56,10 +56,11 @@ def no_edges() -> Table:
     return edges_of(empty, empty, empty, 0.0)
 
 
-def _figures(sides: Sides, free_r: np.ndarray, settled_only: bool) -> Table:
-    """The free records' figures (of settled records only, but for the reference tier)."""
-    usable = free_r & sides.records["settled"] if settled_only else free_r
-    return sides.figures.take(usable[sides.figures["r"]])
+def _figures(sides: Sides, free_r: np.ndarray) -> Table:
+    """The free records' figures. Records that moved no money (a failed attempt) are candidates too: a
+    posting only they fit is the diff's status mismatch, as a keyed one would be; ``qualify`` ranks them
+    below a record that moved money, so a failed attempt never takes the posting of its successful retry."""
+    return sides.figures.take(free_r[sides.figures["r"]])
 
 
 def _entries(sides: Sides, free_e: np.ndarray) -> np.ndarray:
@@ -68,8 +69,7 @@ def _entries(sides: Sides, free_e: np.ndarray) -> np.ndarray:
 
 def reference_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -> Table:
     """The entry's reference names the record's provider_record_id, charge_id or payment_intent_id as a
-    whole token (``direct`` when it names the record's own id). Unsettled records count: the reference
-    says which record the PMS meant, and the diff reports a status mismatch if it did not move money."""
+    whole token (``direct`` when it names the record's own id)."""
     references = sides.entries["reference"]
     said_e: list[int] = []
     said: list[str] = []
@@ -135,7 +135,7 @@ def _join(
 def booking_amount_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -> Table:
     """Same booking, kind, currency and amount (at the figure of the entry's currency)."""
     r, e, figure = _join(
-        _figures(sides, free_r, True),
+        _figures(sides, free_r),
         sides,
         _entries(sides, free_e),
         ("kind", "booking", "currency", "amount"),
@@ -147,7 +147,7 @@ def booking_amount_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -
 def strong_key_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -> Table:
     """The issuer's approval code agrees; or, in one booking, the card (brand + last four) agrees. The
     amounts may differ: the pair then stands, and the diff reports one amount mismatch, not two findings."""
-    figures, entries = _figures(sides, free_r, True), _entries(sides, free_e)
+    figures, entries = _figures(sides, free_r), _entries(sides, free_e)
     by_approval = _join(
         figures, sides, entries, ("kind", "approval", "currency"), ("kind", "approval", "currency")
     )
@@ -177,7 +177,7 @@ def card_window_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray, wind
     """No booking to compare (unknown on a side): same kind, currency and amount, posted within the time
     window of the record's creation; the card agrees (a match) or is unknown on a side (a suggestion
     only). A card both sides know and that differs rules the pair out."""
-    figures, entries = _figures(sides, free_r, True), _entries(sides, free_e)
+    figures, entries = _figures(sides, free_r), _entries(sides, free_e)
     booked_entry = pd.notna(sides.entries["booking"][entries])
     booked_record = pd.notna(sides.records["booking"][figures["r"]])
     keys = ("kind", "currency", "amount")
@@ -215,8 +215,9 @@ def qualify(edges: Table, sides: Sides, banned: frozenset[str]) -> Table:
 
     Two bookings both sides know and that differ are never paired unless the approval codes agree; a
     card or approval code that differs caps the score at CONFLICT_SCORE (a suggestion); a pairing a
-    person rejected is dropped. ``rank`` orders a row's candidates: score first, then an equal amount,
-    then each further key that agrees; equal ranks are equally good candidates.
+    person rejected is dropped. ``rank`` orders a row's candidates: score first, then a record that moved
+    money (a failed attempt of the same intent is no rival of the charge that succeeded), then an equal
+    amount, then each further key that agrees; equal ranks are equally good candidates.
     """
     r, e = edges["r"], edges["e"]
     records, entries = sides.records, sides.entries
@@ -235,6 +236,7 @@ def qualify(edges: Table, sides: Sides, banned: frozenset[str]) -> Table:
     same_amount = edges["figure"] == entries["amount"][e]
     rank = (
         (np.round(score * 1000).astype(np.int64) << 8)
+        | (records["settled"][r].astype(np.int64) << 5)
         | (same_amount.astype(np.int64) << 4)
         | (approval_agrees.astype(np.int64) << 3)
         | ((card > 0).astype(np.int64) << 2)
