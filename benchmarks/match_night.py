@@ -7,8 +7,10 @@ Two shapes of the same generated night (benchmarks/datagen.py):
 - *keyed*: every entry names its provider record (the night's few manual entries dropped). The matcher
   must hand the frames on at the cost of a null check: ``match_seconds`` next to ``diff_seconds``.
 - *unkeyed*: the PMS kept no provider id at all (every payment, fee and refund entry's id removed; the
-  booking, amount and time stay), so every pairing goes through the tiers. The diff of the matcher's
-  output must find what the keyed diff finds (``same_findings``) but for the few the tiers hold back.
+  booking, amount and time stay), so every pairing goes through the tiers. Its findings differ from the
+  keyed night's where only an id told them apart (a duplicate posting is an ambiguity; an amount or
+  currency mismatch without card or approval code is a missing pair): the counts are reported, not
+  compared.
 """
 
 from __future__ import annotations

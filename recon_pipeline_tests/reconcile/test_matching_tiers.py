@@ -10,6 +10,7 @@ from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchPolicy, match_night
 from recon_pipeline.reconcile.matching.sentences import money
 from recon_pipeline_tests.support.match_frames import charge, folio, matched, night, posting, pull
+from recon_pipeline_tests.support.night_frames import entry, ledger, providers, record
 
 # --- reference ----------------------------------------------------------------------------------------
 
@@ -440,3 +441,23 @@ def test_one_posting_in_the_settlement_currency_for_two_converted_charges() -> N
     assert matched(outcome) == [("ch_1+ch_2=le_1", "split", "matched")]
     assert sorted(outcome.ledger["amount_minor"]) == [2_760, 4_600]
     assert night(outcome) == []
+
+
+def test_frames_without_the_optional_columns_are_matched_on_what_they_have() -> None:
+    """A provider without cards and a ledger without cards or references (the columns absent)."""
+    outcome = match_night(
+        providers(record("ch_1"), record("ch_2", amount=5_000, booking="bk_2")),
+        ledger(entry("le_1", None), entry("le_2", None, amount=5_000, booking="bk_2"), entry("le_3", "ch_9")),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("ch_2=le_2", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == [("missing_at_provider", "ch_9:payment")]
+
+
+def test_a_reference_to_a_charge_of_another_booking_is_not_enough() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", booking="bk_1")), folio(posting("le_1", booking="bk_2", reference="ch_1"))
+    )
+    assert matched(outcome) == []

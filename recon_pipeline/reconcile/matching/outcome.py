@@ -30,7 +30,15 @@ from recon_pipeline.reconcile.matching.policy import (
     match_key,
 )
 from recon_pipeline.reconcile.matching.resolve import SUGGESTION, Hold, Pool
-from recon_pipeline.reconcile.matching.sentences import figure, say_ambiguity, say_held, say_match
+from recon_pipeline.reconcile.matching.sentences import (
+    PAIR_ENTRY_FIELDS,
+    PAIR_RECORD_FIELDS,
+    figure,
+    say_ambiguity,
+    say_held,
+    say_match,
+    state_pairs,
+)
 from recon_pipeline.reconcile.matching.sides import Sides, Table, entry_keys, record_keys
 
 MATCH_COLUMNS: Final = (
@@ -240,32 +248,47 @@ def _add_pairs(
     scores: np.ndarray,
     threshold: float,
 ) -> None:
-    """The rows of the tiers' one-to-one pairs, stated from the sides' own rows."""
+    """The rows of the tiers' one-to-one pairs, stated column by column from the sides' own rows."""
     if not len(r):
         return
-    records, entries = _table_rows(sides.records, r), _table_rows(sides.entries, e)
-    for record, entry, rule, score in zip(records, entries, rules.tolist(), scores.tolist(), strict=True):
-        said = say_match([record], (), [entry], record.kind, rule, score, MATCHED, threshold)
-        value = figure(record, entry.currency)
-        rid, eid = str(record.record_id), str(entry.entry_id)
-        booking = record.booking if record.booking is not None else entry.booking
-        for name, item in (
-            ("match_key", f"{rid}={eid}"),
-            ("rule", rule),
-            ("score", score),
-            ("status", MATCHED),
-            ("kind", record.kind),
-            ("provider_record_ids", rid),
-            ("ledger_entry_ids", eid),
-            ("booking_id", booking),
-            ("provider_amount_minor", value),
-            ("ledger_amount_minor", int(entry.amount)),
-            ("currency", entry.currency),
-            ("keys_agree", said.keys_agree),
-            ("keys_differ", said.keys_differ),
-            ("detail", said.detail),
-        ):
-            rows[name].append(item)
+    records = {name: sides.records[name][r].tolist() for name in PAIR_RECORD_FIELDS}
+    entries = {name: sides.entries[name][e].tolist() for name in PAIR_ENTRY_FIELDS}
+    size = len(r)
+    agree, differ, detail = state_pairs(
+        list(records.values()),
+        list(entries.values()),
+        rules.tolist(),
+        scores.tolist(),
+        [MATCHED] * size,
+        [False] * size,
+        threshold,
+    )
+    rids, eids = records["record_id"], entries["entry_id"]
+    currency = entries["currency"]
+    converted = sides.records["converted"][r] & (
+        sides.records["settlement_currency"][r] == sides.entries["currency"][e]
+    )
+    figures = np.where(converted, sides.records["settlement_amount"][r], sides.records["amount"][r])
+    presented = sides.records["currency"][r] == sides.entries["currency"][e]
+    rows["match_key"] += [f"{rid}={eid}" for rid, eid in zip(rids, eids, strict=True)]
+    rows["rule"] += rules.tolist()
+    rows["score"] += scores.tolist()
+    rows["status"] += [MATCHED] * size
+    rows["kind"] += records["kind"]
+    rows["provider_record_ids"] += rids
+    rows["ledger_entry_ids"] += eids
+    rows["booking_id"] += [
+        b if b is not None else eb for b, eb in zip(records["booking"], entries["booking"], strict=True)
+    ]
+    rows["provider_amount_minor"] += [
+        int(value) if ok or conv else None
+        for value, ok, conv in zip(figures.tolist(), presented.tolist(), converted.tolist(), strict=True)
+    ]
+    rows["ledger_amount_minor"] += entries["amount"]
+    rows["currency"] += currency
+    rows["keys_agree"] += agree
+    rows["keys_differ"] += differ
+    rows["detail"] += detail
 
 
 def _rows(
