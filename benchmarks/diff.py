@@ -9,9 +9,9 @@ exactly what the charge-id ledger finds.
 
 With ``--matcher``, also timed: the matcher then the diff (``match_night``, then ``diff_night`` on what it
 hands on, plus its findings), as a night of a property whose ledger needs matching runs, against the diff
-alone, when ``recon_pipeline.reconcile.matching`` is importable (issue 26's target: within 2x of the diff
-alone). The two run in turns, and the ratio is the median of each turn's. The night is keyed (every
-payment and fee under its provider id), so the two must find the same.
+alone (issue 26's target: within 2x of the diff alone). The two run in turns, and the ratio is the median
+of each turn's. The night is keyed (every payment and fee under its provider id), so the two must find the
+same.
 
 Rows/s counts ``n`` (the provider records; the ledger holds about as many entries) over the median
 time; input rows/s counts both sides (provider records + ledger entries), which is what the diff reads.
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.datagen import SyntheticNight, generate_night  # noqa: E402
 from recon_pipeline.reconcile.diff import DiffResult, diff_night, with_findings  # noqa: E402
 from recon_pipeline.reconcile.identity import canonical_ledger, payment_aliases  # noqa: E402
+from recon_pipeline.reconcile.matching import match_night  # noqa: E402
 
 
 def time_diff(night: SyntheticNight, repeat: int) -> tuple[list[float], DiffResult]:
@@ -65,14 +66,9 @@ def time_identity(night: SyntheticNight, repeat: int) -> tuple[list[float], Diff
     return seconds, diff_night(provider, mapped, night.provider_elsewhere)
 
 
-def time_matcher(night: SyntheticNight, repeat: int) -> tuple[list[float], list[float], DiffResult] | None:
+def time_matcher(night: SyntheticNight, repeat: int) -> tuple[list[float], list[float], DiffResult]:
     """Seconds of each run of the diff alone and of the matcher then the diff, run in turns (so that a
-    shared host's load weighs on both alike), and the last matcher run's result with its findings; None
-    when the matcher is not there to time."""
-    try:
-        from recon_pipeline.reconcile.matching import match_night  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
+    shared host's load weighs on both alike), and the last matcher run's result with its findings."""
     alone, matched = [], []
     for _ in range(repeat):
         alone.extend(time_diff(night, 1)[0])
@@ -86,10 +82,7 @@ def time_matcher(night: SyntheticNight, repeat: int) -> tuple[list[float], list[
 
 def _matcher_figures(night: SyntheticNight, repeat: int, diff: DiffResult) -> dict[str, Any]:
     """The matcher's median, and its ratio to the diff alone: the median of each turn's ratio."""
-    timed = time_matcher(night, repeat)
-    if timed is None:
-        return {"matcher_median_seconds": None}
-    alone, matched, result = timed
+    alone, matched, result = time_matcher(night, repeat)
     return {
         "matcher_median_seconds": round(statistics.median(matched), 4),
         "matcher_runs": [round(run, 4) for run in matched],
@@ -154,9 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             f"identity mapping   {figures['identity_median_seconds']:.3f} s median (ledger booked by "
             f"PaymentIntent id; same findings as by charge id: {figures['identity_same_findings']})"
         )
-        if args.matcher and figures["matcher_median_seconds"] is None:
-            print("matcher + diff     not timed: recon_pipeline.reconcile.matching is not importable")
-        elif args.matcher:
+        if args.matcher:
             print(
                 f"matcher + diff     {figures['matcher_median_seconds']:.3f} s median, "
                 f"{figures['matcher_ratio']:.2f}x the diff alone in the same turns "

@@ -5,9 +5,9 @@
 The world is ``recon_pipeline/simulation/hotel_ledger.py``'s: property-nights whose ledgers are kept the
 way hotels keep them (most postings without the provider's id, split folios, identical and look-alike
 charges, late postings, the three fee bookings), each with its ground truth. The reconciliation under
-test runs per property-night: ``match_night`` then ``diff_night`` on its outputs plus its findings when
-``recon_pipeline.reconcile.matching`` is importable, else (or with ``--without-matcher``) ``diff_night``
-alone, today's. Scored:
+test runs per property-night, on the frames the property's fee booking compares (``fees_for_diff``):
+``match_night`` then ``diff_night`` on its outputs plus its findings, or with ``--without-matcher``
+``diff_night`` alone, as before the matcher. Scored:
 
 - precision: the share of findings that state a planted discrepancy (its ``(category, record_key)``, or
   an ambiguity or suggestion naming one of its records or entries) that no other finding has stated;
@@ -40,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from recon_pipeline.money import format_minor  # noqa: E402
 from recon_pipeline.reconcile.adjustments import plan_adjustments  # noqa: E402
 from recon_pipeline.reconcile.diff import diff_night, with_findings  # noqa: E402
+from recon_pipeline.reconcile.fees import fees_for_diff  # noqa: E402
+from recon_pipeline.reconcile.matching import match_night  # noqa: E402
 from recon_pipeline.simulation.hotel_ledger import HotelNight, HotelWorld, Planted, build_hotel_world  # noqa: E402
 
 Reconcile = Callable[[HotelNight], "Reconciled"]
@@ -59,19 +61,8 @@ class Reconciled:
 
 
 def fees_compared(night: HotelNight) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The provider records and ledger entries the night compares under its fee booking.
-
-    Uses ``recon_pipeline.reconcile.fees.fees_for_diff`` when it exists. TO BE REPLACED by that call alone
-    once it has landed on main: the fallback below only drops the provider's fee rows of a hotel that
-    books fees per payout or not at all (the world books none of its own then).
-    """
-    try:
-        from recon_pipeline.reconcile.fees import fees_for_diff  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        if night.fee_booking == "per_movement":
-            return night.provider_records, night.ledger_records
-        kept = night.provider_records["kind"] != "fee"
-        return night.provider_records[kept].reset_index(drop=True), night.ledger_records
+    """The provider records and ledger entries the night compares under its fee booking, as the night's
+    work sees them (``reconcile/fees.py``)."""
     provider, ledger, _taken = fees_for_diff(night.provider_records, night.ledger_records, night.fee_booking)
     return provider, ledger
 
@@ -85,22 +76,12 @@ def diff_alone(night: HotelNight) -> Reconciled:
 
 def matcher_then_diff(night: HotelNight) -> Reconciled:
     """The matcher, then the diff on what it hands on, plus the matcher's own findings."""
-    from recon_pipeline.reconcile.matching import match_night  # type: ignore[import-not-found,unused-ignore]
-
     provider, ledger = fees_compared(night)
     outcome = match_night(provider, ledger)
     result = diff_night(
         outcome.provider_records, outcome.ledger, night.provider_elsewhere, property_currency=night.currency
     )
     return Reconciled(with_findings(result, outcome.findings).discrepancies, dict(outcome.counts_by_rule))
-
-
-def matcher_available() -> bool:
-    try:
-        from recon_pipeline.reconcile.matching import match_night  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 @dataclass
@@ -234,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.property_nights < 1:
         parser.error("--property-nights must be positive")
-    use_matcher = matcher_available() and not args.without_matcher
+    use_matcher = not args.without_matcher
 
     started = time.perf_counter()
     world = build_hotel_world(args.property_nights, args.seed)

@@ -82,6 +82,5 @@ def test_benchmark_script_times_the_matcher_when_asked() -> None:
         timeout=120,
     )
     figures = json.loads(completed.stdout)
-    if figures["matcher_median_seconds"] is not None:
-        assert figures["matcher_same_findings"] is True
-        assert figures["matcher_ratio"] > 0
+    assert figures["matcher_same_findings"] is True
+    assert figures["matcher_ratio"] > 0
