@@ -20,6 +20,8 @@ from sqlalchemy import Engine, insert, select
 
 from recon_pipeline.db.schema import discrepancies, ledger_entries, match_decisions, matches, review_audit
 from recon_pipeline.review.matches import match_key, save_matches
+from recon_pipeline.review_desk import matches as desk_matches
+from recon_pipeline.review_desk.pages.matches import split_ids
 from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,
@@ -151,6 +153,21 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
         add_user("ana", "analyst", "p1")
         add_user("alice", "approver", "p1")
         yield Desk(served.engine, served.base_url, ids)
+
+
+@pytest.mark.fast
+def test_a_findings_ids_are_its_columns_and_the_sides_its_record_key_names() -> None:
+    def ids(record_key: str, record: str | None = None, entry: str | None = None) -> tuple[set[str], ...]:
+        return desk_matches.finding_ids(
+            {"record_key": record_key, "provider_record_id": record, "ledger_entry_id": entry}
+        )
+
+    assert ids("match:ch_1+ch_2=le_1", "ch_1", "le_1") == ({"ch_1", "ch_2"}, {"le_1"})
+    assert ids("ambiguous:ch_9=le_a+le_b", "ch_9") == ({"ch_9"}, {"le_a", "le_b"})
+    assert ids("ambiguous:=le_a", None, "le_a") == (set(), {"le_a"})
+    assert ids("ch_3:payment", "ch_3") == ({"ch_3"}, set())
+    assert ids("entry:le_7", None, "le_7") == (set(), {"le_7"})
+    assert split_ids(" ch_1, ch_2\tch_3 ,") == ["ch_1", "ch_2", "ch_3"]
 
 
 def text_of(page: httpx.Response) -> str:
