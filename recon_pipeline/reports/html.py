@@ -33,6 +33,7 @@ from recon_pipeline.keys import parse_night
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
 from recon_pipeline.properties import PropertyRow
+from recon_pipeline.reconcile.matching.words import RULE_WORDS, matches_sentence
 from recon_pipeline.reconcile.report import (
     category_summary,
     finding_amounts,
@@ -42,6 +43,7 @@ from recon_pipeline.reconcile.report import (
 
 NIGHTS_SHOWN = 30
 TOP_SHOWN = 20
+MATCHES_SHOWN = 200  # a PMS-style night matches most of its movements: the desk lists them all
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class ReportPage:
     cleared: int  # the night's rows a later run no longer saw (in the exports, not on the page)
     recent: pd.DataFrame  # night, category, currency, difference_minor of the last NIGHTS_SHOWN nights
     files: Sequence[str]  # names of the exports beside the page, linked from it
+    matches: pd.DataFrame | None = None  # the night's current rows of ``matches``; None: none read
 
 
 def first_night_shown(night: str) -> date:
@@ -91,6 +94,7 @@ def render_report_html(page: ReportPage) -> str:
         top=_top_table(page.findings),
         top_shown=TOP_SHOWN,
         files=_files_paragraph(page.files),
+        matches=_matches_section(page.matches),
         data=_json_for_script(report_data(page)),
         script=_SCRIPT,
     )
@@ -197,6 +201,59 @@ def _top_table(findings: pd.DataFrame) -> str:
     return _table("top-discrepancies", header, rows)
 
 
+def _matches_section(matches: pd.DataFrame | None) -> str:
+    """The night's matches beyond the provider's id: how many each rule made, in words, what waits for a
+    person, and each match (rule, records, entries, amounts, detail). Matches by the provider's id are the
+    run's figure, not stored, so the page leaves them out (see the module's docstring)."""
+    if matches is None:
+        return ""
+    statuses = matches["status"].astype("object").tolist()
+    rules = matches["rule"].astype("object").tolist()
+    counts: dict[str, int] = {}
+    for rule, status in zip(rules, statuses, strict=True):
+        if status in ("matched", "confirmed"):
+            counted = "person" if status == "confirmed" else str(rule)
+            counts[counted] = counts.get(counted, 0) + 1
+    said = [matches_sentence(counts) or "Nothing matched beyond the provider's id"]
+    for status, words in (("suggested", "waiting for a person"), ("rejected", "rejected by a person")):
+        waiting = statuses.count(status)
+        if waiting:
+            said.append(f"{waiting} suggestion{'' if waiting == 1 else 's'} {words}")
+    rows = [
+        _tr(
+            [
+                RULE_WORDS.get(str(match["rule"]), str(match["rule"])),
+                str(match["status"]),
+                ""
+                if match["score"] is None or bool(pd.isna(match["score"]))
+                else f"{float(match['score']):.2f}",
+                _text(match["provider_record_ids"]),
+                _text(match["ledger_entry_ids"]),
+                _amount(match["provider_amount_minor"], match["currency"]),
+                _amount(match["ledger_amount_minor"], match["currency"]),
+                _text(match["detail"]),
+            ],
+            {"data-rule": str(match["rule"]), "data-status": str(match["status"])},
+        )
+        for match in matches.head(MATCHES_SHOWN).to_dict("records")
+    ]
+    more = len(matches) - len(rows)
+    header = ["rule", "status", "score", "provider records", "ledger entries", "provider", "ledger", "detail"]
+    return (
+        f'<h2>Matches</h2>\n<p id="matches-by-rule">{_e("; ".join(said))}.</p>\n'
+        + _table("matches", header, rows)
+        + (f'\n<p class="note">and {more} more in the review desk</p>' if more > 0 else "")
+    )
+
+
+def _amount(minor: object, currency: object) -> str:
+    if minor is None or bool(pd.isna(minor)):
+        return ""
+    if currency is None or bool(pd.isna(currency)):
+        return f"{int(minor):,}"  # type: ignore[call-overload]
+    return format_minor(int(minor), str(currency))  # type: ignore[call-overload]
+
+
 def _table(table_id: str, header: Sequence[str], rows: Sequence[str]) -> str:
     head = "".join(f"<th>{_e(name)}</th>" for name in header)
     body = "\n".join(rows) or f'<tr><td colspan="{len(header)}">none</td></tr>'
@@ -247,6 +304,7 @@ the number above a bar counts its findings.</p>
 <svg id="chart-by-night" viewBox="0 0 760 240" role="img" aria-label="discrepancy amounts per night"></svg>
 <h2>Largest discrepancies (up to {top_shown})</h2>
 {top}
+{matches}
 {files}
 <script type="application/json" id="report-data">{data}</script>
 <script>{script}</script>
@@ -263,6 +321,8 @@ th, td { border-bottom: 1px solid #dde1e7; padding: .3em .5em; text-align: left;
 td { font-variant-numeric: tabular-nums; }
 #top-discrepancies td:nth-child(-n+2) { word-break: break-all; }
 #top-discrepancies td:nth-child(n+4):nth-child(-n+6) { white-space: nowrap; text-align: right; }
+#matches td:nth-child(4), #matches td:nth-child(5) { word-break: break-all; }
+#matches td:nth-child(6), #matches td:nth-child(7) { white-space: nowrap; text-align: right; }
 svg { width: 100%; height: auto; background: #f7f8fa; border-radius: 4px; }
 rect.bar { fill: #3b6fb6; } rect.bar[data-current="true"] { fill: #c2410c; }
 text { font: 11px system-ui, sans-serif; fill: #1d2430; } text.axis { fill: #5b6472; }

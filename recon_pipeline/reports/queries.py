@@ -15,7 +15,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import Integer, String
 
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
-from recon_pipeline.db.schema import bookings, discrepancies, payment_orders
+from recon_pipeline.db.schema import bookings, discrepancies, matches, payment_orders
 from recon_pipeline.db.types import UtcDateTime
 
 # Findings someone still has to act on: acknowledged ones are seen, not settled.
@@ -40,6 +40,18 @@ def partition_discrepancies(connection: Connection, property_id: str, night: str
         select(discrepancies)
         .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
         .order_by(discrepancies.c.category, discrepancies.c.record_key),
+    )
+
+
+def partition_matches(connection: Connection, property_id: str, night: str) -> pd.DataFrame:
+    """Every column of the partition's current rows of ``matches`` (the latest run's, and every person's
+    decision), suggestions first, then by rule and match key."""
+    c = matches.c
+    return read_frame(
+        connection,
+        select(matches)
+        .where(c.property_id == property_id, c.night == night, c.cleared_at.is_(None))
+        .order_by(c.status != "suggested", c.rule, c.match_key),
     )
 
 

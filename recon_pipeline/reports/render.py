@@ -47,7 +47,7 @@ from recon_pipeline.reports.paths import (
     night_folder,
     overview_folder,
 )
-from recon_pipeline.reports.queries import findings_between, partition_discrepancies
+from recon_pipeline.reports.queries import findings_between, partition_discrepancies, partition_matches
 from recon_pipeline.review.adjustments import adjustment_states
 
 ADJUSTMENT_COLUMN = "adjustment"
@@ -134,7 +134,8 @@ def render_night_html(
         connection, property_row.property_id, first_night_shown(night), parse_night(night)
     )
     cleared = len(findings) - len(outstanding)
-    return render_report_html(ReportPage(property_row, night, outstanding, cleared, recent, files))
+    matched = partition_matches(connection, property_row.property_id, night)
+    return render_report_html(ReportPage(property_row, night, outstanding, cleared, recent, files, matched))
 
 
 def with_adjustment_state(findings: pd.DataFrame, states: dict[tuple[str, str], str]) -> pd.DataFrame:

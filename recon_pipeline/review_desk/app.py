@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, web_root_from_env
-from recon_pipeline.review_desk.pages import adjustments, exports, findings, nights, payouts, signin
+from recon_pipeline.review_desk.pages import adjustments, exports, findings, matches, nights, payouts, signin
 from recon_pipeline.review_desk.sessions import SessionLimits
 from recon_pipeline.review_desk.signin import SignInLimit
 from recon_pipeline.review_desk.web import HERE, Clock, Desk, desk_templates, utc_now
@@ -99,6 +99,7 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
         *signin.routes(desk, settings.signin_limit),
         *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{discrepancy_id}
         *findings.routes(desk),
+        *matches.routes(desk),
         *nights.routes(desk),
         *payouts.routes(desk),
         *adjustments.routes(desk),

@@ -20,13 +20,25 @@ from recon_pipeline.db.schema import (
     adjustment_reviews,
     discrepancies,
     discrepancy_reviews,
+    match_decisions,
+    matches,
     payouts,
     posting_outbox,
 )
+from recon_pipeline.review.matches import save_matches
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
-from recon_pipeline_tests.support.desk_fixtures import NIGHT, add_user, csrf_of, finding, served_desk, sign_in
+from recon_pipeline_tests.support.desk_fixtures import (
+    NIGHT,
+    NOW,
+    add_user,
+    csrf_of,
+    finding,
+    served_desk,
+    sign_in,
+)
 from recon_pipeline_tests.support.desk_rows import payout_row
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.match_rows import match_row, matches_frame
 from recon_pipeline_tests.support.posting_fixtures import propose
 
 THEIRS = "theirs"  # every p2 record's id starts with it: no answer to a p1 user may contain it
@@ -39,6 +51,7 @@ class Desk:
     finding_id: int  # p2's
     adjustment_id: str  # p2's
     own_adjustment_id: str  # p1's
+    match_id: int  # p2's
 
     def forbidden(self) -> tuple[str, ...]:
         """What marks p2's records in an answer."""
@@ -68,8 +81,14 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
             finding_id = connection.execute(
                 select(discrepancies.c.discrepancy_id).where(discrepancies.c.property_id == "p2")
             ).scalar_one()
+            for property_id, record in (("p1", "mine_ch"), ("p2", f"{THEIRS}_ch")):
+                suggestion = match_row([record], [f"le_{record}"], status="suggested", score=0.5)
+                save_matches(connection, property_id, NIGHT, matches_frame(suggestion), "run-1", NOW)
+            match_id = connection.execute(
+                select(matches.c.match_id).where(matches.c.property_id == "p2")
+            ).scalar_one()
         add_user("alice", "approver", "p1")  # may act: only the property stops her
-        yield Desk(served.engine, served.base_url, finding_id, adjustment_id, own_adjustment_id)
+        yield Desk(served.engine, served.base_url, finding_id, adjustment_id, own_adjustment_id, match_id)
 
 
 def get_cases(desk: Desk) -> dict[str, list[tuple[str, dict[str, str], int]]]:
@@ -105,6 +124,9 @@ def get_cases(desk: Desk) -> dict[str, list[tuple[str, dict[str, str], int]]]:
             ("/payouts/export.csv", {"property": "p2"}, 400),
         ],
         "/payouts/export.xlsx": [("/payouts/export.xlsx", {"property": "p2"}, 400)],
+        "/matches": [("/matches", {}, 200), ("/matches", {"property": "p2"}, 400)],
+        "/matches/{match_id}": [(f"/matches/{desk.match_id}", {}, 404)],
+        "/matches/pair": [("/matches/pair", {"records": "mine_ch"}, 200)],  # the form: the user's own
     }
 
 
@@ -128,11 +150,25 @@ def post_cases(desk: Desk) -> dict[str, dict[str, Any]]:
             f"amount_seen_{desk.adjustment_id}": "900",
             "comment": "not mine to approve",
         },
+        "/matches/{match_id}/decide": {
+            "path": f"/matches/{desk.match_id}/decide",
+            "action": "confirm",
+            "reason": "not mine to confirm",
+        },
+        "/matches/pair": {
+            "path": "/matches/pair",
+            "property": "p2",
+            "night": NIGHT,
+            "records": f"{THEIRS}_ch",
+            "entries": f"le_{THEIRS}_ch",
+            "reason": "not mine to pair",
+        },
     }
 
 
 def changes(engine: Engine) -> tuple[int, ...]:
-    """What an action would have written: reviews of either kind, postings, non-open findings."""
+    """What an action would have written: reviews of either kind, postings, non-open findings, match
+    decisions."""
     with engine.connect() as connection:
         return tuple(
             int(connection.execute(statement).scalar_one())
@@ -143,6 +179,7 @@ def changes(engine: Engine) -> tuple[int, ...]:
                 select(func.count())
                 .select_from(discrepancies)
                 .where(discrepancies.c.review_status != "open"),
+                select(func.count()).select_from(match_decisions),
             )
         )
 
@@ -165,12 +202,12 @@ def test_no_page_export_or_action_reaches_another_propertys_records(desk: Desk) 
             answer = client.post(path, data={"csrf_token": token, **form})
             assert answer.status_code == 404, (route, answer.text[:300])
             assert not any(marker in answer.text for marker in desk.forbidden())
-        assert changes(desk.engine) == before == (0, 0, 0, 0)
+        assert changes(desk.engine) == before == (0, 0, 0, 0, 0)
 
 
 def test_every_route_of_the_desk_has_an_access_case() -> None:
     """A route added to the desk without a case above fails here: add its case (or say why it needs none)."""
-    desk = Desk(None, "", 0, "", "")  # type: ignore[arg-type]  # the cases only format paths
+    desk = Desk(None, "", 0, "", "", 0)  # type: ignore[arg-type]  # the cases only format paths
     public = {"/", "/signin", "/signout"}  # no property's data: sign-in, sign-out, the redirect home
     app = review_desk_app(None, DeskSettings("s" * 40))  # type: ignore[arg-type]  # routes only
     routed = {route.path for route in app.routes if isinstance(route, Route)} - public

@@ -36,10 +36,11 @@ from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.finding_records import finding_records
 from recon_pipeline.review_desk.findings import PAGE_SIZE
+from recon_pipeline.review_desk.matches import CANDIDATE_CATEGORIES, finding_candidates, shown_match
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
-from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.review_desk.web import Desk, filled_query
 
 FILTERS = ("property", "night_from", "night_to", "category", "status", "cleared", "amount_at_least")
 
@@ -143,6 +144,7 @@ def finding_page(
     with desk.engine.connect() as connection:
         history = store.review_history(connection, row)
         records = finding_records(connection, row)
+        candidates = [shown_match(match) for match in finding_candidates(connection, row)]
     return desk.page(
         request,
         "finding.html",
@@ -156,6 +158,16 @@ def finding_page(
         max_comment=MAX_NOTE_LENGTH,
         error=error,
         comment=comment,
+        candidates=candidates,
+        pairable=row["category"] in CANDIDATE_CATEGORIES and row["cleared_at"] is None,
+        pair_query=filled_query(
+            {
+                "property": row["property_id"],
+                "night": row["night"],
+                "records": row["provider_record_id"] or "",
+                "entries": row["ledger_entry_id"] or "",
+            }
+        ),
     )
 
 
