@@ -79,9 +79,11 @@ def demo_nights(now: datetime, flavour: str = DEFAULT_FLAVOUR) -> dict[str, date
     """The newest night of every demo property of ``flavour`` that ended ``DemoWorld.published_after``
     before ``now`` (the last closed night where the provider publishes at once), each in its own timezone
     and cutoff: the provider has published all of its money, where a later night's pull may be incomplete."""
-    world = simulation_named(flavour).demo_world()
-    published = now - world.published_after
-    return {p.property_id: last_closed_night(published, p.timezone, p.night_cutoff) for p in world.properties}
+    published = now - simulation_named(flavour).demo_world().published_after
+    return {
+        p.property_id: last_closed_night(published, p.timezone, p.night_cutoff)
+        for p in demo_properties(flavour)
+    }
 
 
 def render_nights(nights: dict[str, date], flavour: str) -> str:

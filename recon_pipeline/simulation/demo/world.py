@@ -48,6 +48,9 @@ class World:
     expected: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (property, night, category)
     # Payout findings, kept apart: the ``payouts`` asset finds them, not the night's reconciliation.
     expected_payouts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    # What the matcher is to pair in a hotel-style property's night (``demo/hotel.py``), per rule:
+    # (property, night, rule) → matches; the provider's id ("exact_id") is not counted here.
+    expected_matches: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
 
 def build_world(
@@ -59,13 +62,18 @@ def build_world(
     plant: bool = True,
 ) -> World:
     """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids; with
-    ``plant=False`` a clean night (ordinary bookings and timing differences only: nothing to find)."""
+    ``plant=False`` a clean night (ordinary bookings and timing differences only: nothing to find). A
+    property among the flavour's ``hotel_properties`` keeps a hotel-style ledger (``demo/hotel.py``)."""
+    from recon_pipeline.simulation.demo.hotel import HotelNightBuilder  # it builds on _NightBuilder
+
     world, ids = World(), simulation_named(flavour).demo_world()
+    hotel_style = {p.property_id for p in ids.hotel_properties}
     for prop in properties:
         world.properties.append(prop.row())
         night = nights[prop.property_id]
         rng = random.Random(f"{seed}/{prop.property_id}/{night}")
-        _NightBuilder(world, prop, night, rng, ids).build(bookings_per_night, plant)
+        builder = HotelNightBuilder if prop.property_id in hotel_style else _NightBuilder
+        builder(world, prop, night, rng, ids).build(bookings_per_night, plant)
     world.store.reindex()
     return world
 
