@@ -192,7 +192,7 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     assert run_recon("db", "init", env=env).stdout.strip().endswith(", the newest")
 
 
-# --- the hotel-style property (simulation/demo/hotel.py) ---------------------------------------------------
+# --- the hotel-style property (simulation/demo/world.py, _HotelNightBuilder) ----------------------------
 
 
 @pytest.mark.fast

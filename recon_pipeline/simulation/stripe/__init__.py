@@ -21,7 +21,8 @@ DEMO_PROPERTIES = (
     PropertyRow("denver-lodge", "Denver Mountain Lodge", "America/Denver", "USD", "03:00", None),
 )
 # A hotel whose PMS posts most payments per booking without Stripe's id and books fees per payout, on a
-# connected account of its own: the demo's hotel-style property (``demo/hotel.py``).
+# connected account of its own: the demo's hotel-style property (``demo/world.py``,
+# ``_HotelNightBuilder``).
 HOTEL_PROPERTIES = (
     PropertyRow(
         "rome-trastevere",
