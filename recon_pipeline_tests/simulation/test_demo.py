@@ -21,6 +21,7 @@ from recon_pipeline.reconcile.matching import TIERS
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES as KEYED_PROPERTIES
 from recon_pipeline.simulation.demo.properties import demo_properties
 from recon_pipeline.simulation.demo.world import build_world
+from recon_pipeline_tests.support.pipeline_fixtures import asset_metadata, seeded
 
 # What `recon demo` seeds: the keyed properties the tests' worlds are built of, and the hotel-style one.
 DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)
@@ -275,3 +276,17 @@ def test_the_demo_pairs_the_hotel_ledger_rule_by_rule_and_finds_only_what_was_pl
     entries = {entry for _ids, ids in paired for entry in ids.split()}
     assert proposals and len(records) == sum(built.values()) - 1  # every match but the one 5.00 off
     assert not [(r, e) for r, e in proposals if r in records or e in entries]
+
+
+@pytest.mark.slow  # a Dagster run per database
+def test_the_hotel_night_reconciles_to_its_plants_and_its_pairs_on_both_databases(database_url: str) -> None:
+    """The hotel-style night alone through the night's job, on SQLite and PostgreSQL (whose seeding goes
+    through COPY): its findings are the planted ones and each rule pairs what the world built."""
+    [hotel] = [p for p in DEMO_PROPERTIES if p.property_id == HOTEL]
+    with seeded(database_url, properties=(hotel,)) as pipeline:
+        result = pipeline.materialize()
+        assert result.success
+        assert pipeline.found(HOTEL) == pipeline.planted(HOTEL)
+        metadata = asset_metadata(result, "discrepancy_report")
+        built = {rule: n for (p, _night, rule), n in pipeline.world.expected_matches.items() if p == HOTEL}
+        assert {rule: metadata.get(f"matches/{rule}", 0) for rule in TIERS} == built
