@@ -14,14 +14,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from recon_pipeline.db.schema import discrepancies, matches
+from recon_pipeline.defs.assets import reconciliation_assets
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.adyen.client import DEFAULT_SETTLEMENT_DAYS
 from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.reconcile.matching import TIERS
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES as KEYED_PROPERTIES
 from recon_pipeline.simulation.demo.properties import demo_properties
-from recon_pipeline.simulation.demo.world import build_world
-from recon_pipeline_tests.support.pipeline_fixtures import asset_metadata, seeded
+from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata, seeded
 
 # What `recon demo` seeds: the keyed properties the tests' worlds are built of, and the hotel-style one.
 DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)
@@ -290,3 +293,49 @@ def test_the_hotel_night_reconciles_to_its_plants_and_its_pairs_on_both_database
         metadata = asset_metadata(result, "discrepancy_report")
         built = {rule: n for (p, _night, rule), n in pipeline.world.expected_matches.items() if p == HOTEL}
         assert {rule: metadata.get(f"matches/{rule}", 0) for rule in TIERS} == built
+
+
+@pytest.mark.slow  # two Dagster runs
+def test_two_hotel_nights_running_each_keep_their_own_pairs_and_the_late_posting_is_a_timing_difference(
+    sqlite_url: str,
+) -> None:
+    """The night before's late posting lands in tonight: the night before's match re-keys it to its charge
+    (a timing difference, no finding), and its postings, loaded as tonight's neighbours, are not paired
+    again; each night's matches and counts are its own (they were once counted again the night after)."""
+    [hotel] = [p for p in DEMO_PROPERTIES if p.property_id == HOTEL]
+    before = NIGHT - timedelta(days=1)
+    earlier = build_world({HOTEL: before}, 40, properties=(hotel,))
+
+    def with_the_night_before(world: World) -> None:
+        for name in ("charges", "refunds", "payment_intents", "disputes", "payouts", "balance_transactions"):
+            getattr(world.store, name).extend(getattr(earlier.store, name))
+        for name in ("bookings", "payment_orders", "ledger_entries"):
+            getattr(world, name).extend(getattr(earlier, name))
+
+    with seeded(sqlite_url, properties=(hotel,), edit=with_the_night_before) as pipeline:
+        runs = {
+            night: dg.materialize(
+                reconciliation_assets,
+                partition_key=night.isoformat(),
+                instance=pipeline.instance,
+                resources=pipeline.resources,
+                run_config=batch_run_config([HOTEL]),
+            )
+            for night in (before, NIGHT)
+        }
+        rows = pipeline.table(discrepancies)
+        matches_rows = pipeline.table(matches)
+    columns = [column.name for column in discrepancies.columns]
+    match_columns = [column.name for column in matches.columns]
+    for night, world in ((before, earlier), (NIGHT, pipeline.world)):
+        assert runs[night].success
+        found = Counter(
+            row[columns.index("category")] for row in rows if row[columns.index("night")] == str(night)
+        )
+        planted = {c: n for (_p, nt, c), n in world.expected.items() if nt == night.isoformat()}
+        assert dict(found) == planted
+        built = {rule: n for (_p, nt, rule), n in world.expected_matches.items() if nt == night.isoformat()}
+        metadata = asset_metadata(runs[night], "discrepancy_report")
+        assert {rule: metadata.get(f"matches/{rule}", 0) for rule in TIERS} == built
+    keys = Counter(row[match_columns.index("match_key")] for row in matches_rows)
+    assert keys and max(keys.values()) == 1  # no pair saved under both nights
