@@ -5,8 +5,7 @@ ids from here on. A record not in tonight's pull (an entry of tonight posted for
 re-keys the entry, so that the diff's by-id lookup finds the record elsewhere: a timing difference. A
 person's match whose entries lie outside the night's window holds its rows here back (a person decided
 them); an earlier night's match whose entries are gone is simply not applied. A rejected pairing is only
-remembered, so that no tier proposes it again. An adjacent night's machine match stays that night's: it
-takes its rows and re-keys its entries here, but is no row of tonight's matches nor counted tonight.
+remembered, so that no tier proposes it again.
 """
 
 from __future__ import annotations
