@@ -8,13 +8,7 @@ import pandas as pd
 
 from recon_pipeline.categories import AMBIGUOUS_MATCH, DISCREPANCY_COLUMNS, SUGGESTED_MATCH
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline.reconcile.matching import (
-    MATCH_COLUMNS,
-    KnownMatch,
-    MatchOutcome,
-    MatchPolicy,
-    match_night,
-)
+from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchOutcome, MatchPolicy, match_night
 from recon_pipeline_tests.support.match_frames import charge, folio, posting, pull
 
 
@@ -337,30 +331,6 @@ def test_in_night_postings_are_preferred_to_adjacent_ones_and_the_rest_is_no_fin
     )
     assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
     assert night(outcome) == []
-
-
-def test_an_adjacent_nights_match_takes_its_rows_but_is_that_nights_not_tonights() -> None:
-    """Yesterday's matches (``known_matches``: the adjacent nights' machine matches) are applied first, so
-    yesterday's postings loaded as adjacent are not paired again and a late posting of yesterday's charge
-    is re-keyed to it (the diff's look-up makes it a timing difference); but they are yesterday's rows:
-    tonight's matches and counts hold tonight's pairs alone, or each pair is stored once per night."""
-    yesterday = (
-        KnownMatch(("ch_0",), ("le_0",), "payment", "booking_amount"),  # both sides yesterday's
-        KnownMatch(("ch_9",), ("le_9",), "payment", "booking_amount"),  # posted late, tonight
-    )
-    outcome = match_night(
-        pull(charge("ch_1", amount=20_000, booking="bk_2")),
-        folio(
-            posting("le_0", minute=590 - 24 * 60, in_night=False),
-            posting("le_9", amount=30_000, booking="bk_9", minute=30),
-            posting("le_1", amount=20_000, booking="bk_2", minute=610),
-        ),
-        known=yesterday,
-    )
-    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
-    assert outcome.counts_by_rule["booking_amount"] == 1
-    rekeyed = outcome.ledger.set_index("entry_id")["provider_record_id"]
-    assert (rekeyed["le_0"], rekeyed["le_9"], rekeyed["le_1"]) == ("ch_0", "ch_9", "ch_1")
 
 
 def test_refunds_disputes_and_fees_go_through_the_same_matcher_and_adjustments_never_match() -> None:

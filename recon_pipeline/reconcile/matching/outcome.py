@@ -136,8 +136,6 @@ def build_outcome(
     found: dict[str, list[Any]] = {}
     counts = zero_counts()
     for match in matches:
-        if _neighbours(match):
-            continue
         _add_match(rows, match, records, entries, threshold)
         counts[match.rule] = counts.get(match.rule, 0) + 1
     suggestions = [(hold, r, e) for hold, r, e in placed if hold.kind == SUGGESTION]
@@ -181,16 +179,6 @@ def build_outcome(
     if len(findings) > 1:
         findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
     return MatchOutcome(provider_out, ledger_out, match_frame(rows), findings, counts, lambda: sides.exact_id)
-
-
-def _neighbours(match: Applied) -> bool:
-    """Whether the match is an adjacent night's machine match (``known_matches`` gives only those with
-    status matched): applied tonight so that its rows are not taken twice (and a late entry is re-keyed to
-    its record, a timing difference), but that night's match, not tonight's. Kept out of tonight's matches
-    and counts: saved under tonight too, every pair would be stored and counted once per night that loads
-    its entries (a night's report said "booking and amount 74" for 36 of its own and 38 of the night
-    before)."""
-    return match.earlier and match.status == MATCHED
 
 
 def _pool_matches(sides: Sides, pool: Pool) -> list[Applied]:
