@@ -10,7 +10,7 @@ test runs per property-night: ``match_night`` then ``diff_night`` on its outputs
 alone, today's. Scored:
 
 - precision: the share of findings that state a planted discrepancy (its ``(category, record_key)``, or
-  an ambiguity or suggestion naming one of its records or entries);
+  an ambiguity or suggestion naming one of its records or entries) that no other finding has stated;
 - recall: the share of planted discrepancies some finding states;
 - money proposed for matched movements: the adjustments ``plan_adjustments`` draws from the findings
   that touch a record or entry the ground truth says is matched (or a fee the hotel books per payout or
@@ -47,6 +47,7 @@ Reconcile = Callable[[HotelNight], "Reconciled"]
 CANDIDATE_CATEGORIES: Final = frozenset({"ambiguous_match", "suggested_match"})
 _WORLD_IDS: Final = re.compile(r"\b(?:ch|re|le)_\d{6}x\d{3}\b")  # the ids hotel_ledger.py makes
 _NOW: Final = datetime(2026, 12, 1, tzinfo=UTC)
+_EXAMPLES: Final = 12
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class Score:
     false_by_category: Counter[str] = field(default_factory=Counter)
     missed_by_label: Counter[str] = field(default_factory=Counter)
     matches_by_rule: Counter[str] = field(default_factory=Counter)
+    false_examples: list[str] = field(default_factory=list)  # the first few false findings, to read
     seconds: float = 0.0
 
     @property
@@ -128,17 +130,27 @@ class Score:
         return self.found / self.planted if self.planted else 1.0
 
     def add_night(self, night: HotelNight, reconciled: Reconciled) -> None:
+        """Each finding claims the planted discrepancies it states that no finding has claimed yet, those
+        stating one movement first: a finding is real when it claims one, so a second finding of the same
+        discrepancy (both of two identical charges reported missing, when one is posted) is not."""
         findings = reconciled.findings
+        rows = findings.to_dict("records")
+        rows.sort(key=lambda finding: finding["category"] in CANDIDATE_CATEGORIES)
         hit: set[int] = set()
-        for finding in findings.to_dict("records"):
-            stated = _planted_stated(finding, night.planted)
+        for finding in rows:
+            claimed = _planted_stated(finding, night.planted) - hit
             self.findings += 1
             self.by_category[finding["category"]] += 1
-            if stated:
+            if claimed:
                 self.real_findings += 1
-                hit.update(stated)
+                hit |= claimed
             else:
                 self.false_by_category[finding["category"]] += 1
+                if len(self.false_examples) < _EXAMPLES:
+                    self.false_examples.append(
+                        f"{night.property_id} {night.night} {finding['category']} {finding['record_key']}: "
+                        f"{finding['detail']}"
+                    )
         self.planted += len(night.planted)
         self.found += len(hit)
         for index, plant in enumerate(night.planted):
@@ -175,28 +187,30 @@ class Score:
             "false_by_category": dict(sorted(self.false_by_category.items())),
             "missed_by_label": dict(sorted(self.missed_by_label.items())),
             "matches_by_rule": dict(sorted(self.matches_by_rule.items())),
+            "false_examples": self.false_examples,
             "seconds": round(self.seconds, 3),
         }
 
 
 def _planted_stated(finding: dict[str, Any], planted: tuple[Planted, ...]) -> set[int]:
     """Which planted discrepancies (indexes) a finding states: its own (category, record_key), or, for an
-    ambiguity or a suggestion, any whose records or entries it names."""
+    ambiguity or a suggestion, any whose records of the finding's kind (a fee row shares its charge's id)
+    or whose entries it names."""
     key = (finding["category"], finding["record_key"])
     stated = {index for index, plant in enumerate(planted) if key in plant.accepted}
     if stated or finding["category"] not in CANDIDATE_CATEGORIES:
         return stated
-    named = set(
-        _WORLD_IDS.findall(
-            " ".join(
-                str(finding[c]) for c in ("record_key", "provider_record_id", "ledger_entry_id", "detail")
-            )
-        )
+    text = " ".join(
+        str(finding.get(c)) for c in ("record_key", "provider_record_id", "ledger_entry_id", "detail")
     )
+    named = set(_WORLD_IDS.findall(text))
+    kind = finding.get("kind")
+    kinds = {str(kind)} if isinstance(kind, str) else {"payment", "refund", "fee"}
+    named_records = {f"{record_id}:{k}" for record_id in named for k in kinds}
     return {
         index
         for index, plant in enumerate(planted)
-        if named & ({record.split(":")[0] for record in plant.records} | set(plant.entries))
+        if named_records & set(plant.records) or named & set(plant.entries)
     }
 
 
@@ -266,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"missed by label    {figures['missed_by_label']} of {figures['planted_by_label']}")
     if use_matcher:
         print(f"matches by rule    {figures['matches_by_rule']}")
+    for example in scored.false_examples if use_matcher else ():
+        print(f"false finding      {example}")
     return 0
 
 

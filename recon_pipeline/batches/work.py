@@ -51,7 +51,7 @@ from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
 from recon_pipeline.reconcile.identity import (
@@ -60,7 +60,7 @@ from recon_pipeline.reconcile.identity import (
     name_booked_ids,
     payment_aliases,
 )
-from recon_pipeline.reconcile.matching import KnownMatch, MatchOutcome, MatchPolicy, match_night
+from recon_pipeline.reconcile.matching import PERSON, KnownMatch, MatchOutcome, MatchPolicy, match_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
@@ -281,6 +281,8 @@ def reconcile_property_night(
     )
     now = datetime.now(UTC)
     captured = captured_payments(own, captured_orders_frame(pms.captured_orders[property_id]), aliases)
+    # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
+    captured = with_ledger_bookings(captured, matching.ledger)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
     booking_of = pms.holds[property_id]
     holds = open_holds(client, account, booking_of)
@@ -294,12 +296,13 @@ def reconcile_property_night(
     )
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
+    tonights_matches, tonights_counts = _tonights(matching, decided)
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
-        plan = sync_adjustments(connection, property_id, night, proposals, now)
+        plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
         saved = save_discrepancies(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )
-        matches_saved = save_matches(connection, property_id, night, matching.matches, run_id, now)
+        matches_saved = save_matches(connection, property_id, night, tonights_matches, run_id, now)
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     return PropertyNightResult(
@@ -314,9 +317,9 @@ def reconcile_property_night(
             str(status): int(n)
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
-        matches_by_rule=matching.counts_by_rule,
+        matches_by_rule=tonights_counts,
         matches_saved=asdict(matches_saved),
-        report=build_night_report(result, orphans, taken, matching.counts_by_rule),
+        report=build_night_report(result, orphans, taken, tonights_counts),
         adjustments=plan.counts(),
         findings={
             "new": saved.new,
@@ -326,6 +329,24 @@ def reconcile_property_night(
         },
         proposed=len(proposals),
     )
+
+
+def _tonights(matching: MatchOutcome, decided: Sequence[KnownMatch]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The night's matches to store and count per rule: without the adjacent nights' machine matches the
+    matcher applied first (so that their entries are not taken twice). Those are their own night's: stored
+    here too, each night would hand its copy back to the other as decided and a match could never clear
+    (an ambiguity the tiers held back even turned into a proposal once its pairs came back as known);
+    counted here too, a quiet night would report its neighbour's matches as its own."""
+    found, counts = matching.matches, matching.counts_by_rule
+    theirs = {match.match_key for match in decided if match.confirmed and match.rule != PERSON}
+    if not theirs or found.empty:
+        return found, counts
+    applied = found["match_key"].isin(theirs)
+    if not applied.any():
+        return found, counts
+    for rule, n in found.loc[applied, "rule"].value_counts().items():
+        counts = {**counts, str(rule): counts.get(str(rule), 0) - int(n)}
+    return found[~applied].reset_index(drop=True), counts
 
 
 def _match_policy(row: PropertyRow) -> MatchPolicy:

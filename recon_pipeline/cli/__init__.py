@@ -5,8 +5,9 @@ goes through ``main``'s one reporting path: ``error: <reason>`` on stderr, exit 
 configuration, 1 for a database that cannot be used. Anything else is a bug and keeps its traceback.
 
 Each command group is a module of this package that adds its commands to the parser and holds their
-handlers (``db``, ``simulation``, ``serve``, ``reconcile_night``, ``review``, ``queues``, ``reports``,
-``desk``); ``common`` holds what they share, ``reference`` writes docs/commands.md from the parser.
+handlers (``db``, ``simulation``, ``serve``, ``reconcile_night``, ``review``, ``matches``, ``queues``,
+``reports``, ``desk``); ``common`` holds what they share, ``reference`` writes docs/commands.md from the
+parser.
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from recon_pipeline.cli import db, desk, queues, reconcile_night, reports, review, serve, simulation
+from recon_pipeline.cli import (
+    db,
+    desk,
+    matches,
+    queues,
+    reconcile_night,
+    reports,
+    review,
+    serve,
+    simulation,
+)
 from recon_pipeline.cli.common import BAD_INPUT_EXIT, Handler, reported
 
 # In the order `recon --help` lists the commands.
-COMMAND_MODULES = (db, simulation, serve, reconcile_night, review, queues, reports, desk)
+COMMAND_MODULES = (db, simulation, serve, reconcile_night, review, matches, queues, reports, desk)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -51,3 +51,30 @@ def captured_payments(
     if not parts:
         return provider
     return pd.concat(parts, ignore_index=True)
+
+
+def with_ledger_bookings(captured: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
+    """``captured`` where a provider sighting names no booking, with the booking of the ledger ``payment``
+    entry that books it (``ledger``: the frame the diff compares, keyed by charge id, the matcher's pairs
+    carrying their record's id).
+
+    A terminal or a channel manager often hands the provider no booking, while the folio that posted the
+    payment names one: the PMS recorded which stay the money paid, as a ``payment_orders`` row would.
+    Without it every such payment would be an orphan (its booking unknown) although its stay is confirmed.
+    A keyed world, whose provider names every booking, is unchanged (the same frame is returned)."""
+    unbooked = captured["booking_id"].isna().to_numpy() & (captured["source"] == "provider").to_numpy()
+    if not unbooked.any() or ledger.empty:
+        return captured
+    payments = ledger[
+        (ledger["kind"] == "payment") & ledger["provider_record_id"].notna() & ledger["booking_id"].notna()
+    ].drop_duplicates("provider_record_id")
+    if payments.empty:
+        return captured
+    booking_of = dict(zip(payments["provider_record_id"], payments["booking_id"], strict=True))
+    filled = [
+        booking_of.get(payment_id) if missing else booking
+        for payment_id, booking, missing in zip(
+            captured["payment_id"], captured["booking_id"], unbooked, strict=True
+        )
+    ]
+    return captured.assign(booking_id=pd.Series(filled, index=captured.index, dtype="object"))

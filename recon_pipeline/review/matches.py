@@ -11,8 +11,9 @@ findings; this is the same rule for matches):
   score, status, amounts, the keys that agree) refreshes them and keeps ``detected_at`` and ``run_id``,
   the run that first found it.
 - A person's decision is never rewritten by a run: a ``confirmed`` or ``rejected`` row is neither
-  refreshed nor cleared. The next run is told of it (``known_matches``): a confirmed pairing is matched
-  (its findings clear, their proposals are withdrawn), a rejected one is never proposed again.
+  refreshed nor cleared, and a run writes no ``confirmed`` row (only a person confirms). The next run
+  is told of it (``known_matches``): a confirmed pairing is matched (its findings clear, their proposals
+  are withdrawn), a rejected one is never proposed again.
 
 Every decision appends a ``match_decisions`` row: who, when, why, the ids and the amounts they saw. A
 decision locks the property-night (``lock_partition``, as the run that saves its matches does) and the
@@ -22,7 +23,7 @@ row, and writes the row and its audit row in the caller's one transaction.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -36,17 +37,23 @@ from recon_pipeline.errors import ReviewError
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import ADJACENT_NIGHT_MARGIN, in_chunks, load_property
 from recon_pipeline.nights import night_window
-from recon_pipeline.reconcile.matching import MATCH_COLUMNS, KnownMatch
+from recon_pipeline.reconcile.matching import (
+    CONFIRMED,
+    MATCH_COLUMNS,
+    MATCHED,
+    PERSON,
+    SUGGESTED,
+    KnownMatch,
+    match_key,
+)
 from recon_pipeline.review.results import lock_partition
 from recon_pipeline.review.rules import validate_note, validate_reviewer
 
-MATCHED: Final = "matched"  # the matcher's, at or above the property's threshold
-SUGGESTED: Final = "suggested"  # the matcher's, below it: nothing is proposed until a person confirms
-CONFIRMED: Final = "confirmed"  # a person's: a suggestion confirmed, or a pair by hand
-REJECTED: Final = "rejected"  # a person's: never proposed again
+# The matcher's statuses (reconcile/matching/policy.py: matched at or above the property's threshold,
+# suggested below it, confirmed by a person) and the one only a person gives: never proposed again.
+REJECTED: Final = "rejected"
 MATCH_STATUSES: Final = (MATCHED, SUGGESTED, CONFIRMED, REJECTED)
 DECIDED_STATUSES: Final = (CONFIRMED, REJECTED)  # never rewritten by a run
-PERSON_RULE: Final = "person"
 
 CONFIRM: Final = "confirm"
 REJECT: Final = "reject"
@@ -57,6 +64,9 @@ _ACTION_STATUS: Final = {CONFIRM: CONFIRMED, REJECT: REJECTED, PAIR: CONFIRMED}
 # What a run may refresh of a row it finds again (not a person's): every fact but the key.
 MATCH_FACTS: Final = tuple(name for name in MATCH_COLUMNS if name != "match_key")
 _INTEGER_FACTS: Final = ("provider_amount_minor", "ledger_amount_minor")
+# The record keys of the matcher's held-back findings (an ambiguity, a suggestion): they name every record
+# they hold, ``<prefix><records joined by +>=<entries joined by +>``.
+HELD_BACK_PREFIXES: Final = ("ambiguous:", "match:")
 
 
 class UnknownMatchError(LookupError):
@@ -72,7 +82,7 @@ class MatchSaveCounts:
     updated: int  # found again with other facts (rule, score, status, amounts, keys)
     reappeared: int  # cleared by an earlier run, found again
     cleared: int  # no longer found
-    decided: int  # found again, but a person decided them: left as they are
+    decided: int  # a person's decisions the run found (status confirmed, or stored as decided): not written
 
 
 @dataclass(frozen=True)
@@ -118,12 +128,6 @@ class MatchFilter:
             raise ValueError(f"unknown match status {self.status!r}: use one of {', '.join(MATCH_STATUSES)}")
 
 
-def match_key(provider_record_ids: Collection[str], ledger_entry_ids: Collection[str]) -> str:
-    """A match's key, from its sides only (stable across runs): ``<sorted record ids joined by +>=<sorted
-    entry ids joined by +>``."""
-    return f"{'+'.join(sorted(provider_record_ids))}={'+'.join(sorted(ledger_entry_ids))}"
-
-
 def ids_of(text: str | None) -> tuple[str, ...]:
     """The ids of a ``provider_record_ids`` or ``ledger_entry_ids`` cell (joined by a single space)."""
     return tuple(text.split(" ")) if text else ()
@@ -149,7 +153,9 @@ def save_matches(
 ) -> MatchSaveCounts:
     """Make the property-night's current machine matches equal ``found`` (MATCH_COLUMNS, one row per match
     or suggestion the matcher found): insert the new ones, refresh the ones found with other facts, clear
-    the ones no longer found, and leave every person's decision as it is (see the module's rule).
+    the ones no longer found, and leave every person's decision as it is (see the module's rule). A row
+    the run hands over as ``confirmed`` (rule ``person``: the matcher applied a known match) is not
+    written: the decision is stored where the person made it, on this night or a night either side.
 
     Under the partition's lock (the one ``save_discrepancies`` and ``sync_adjustments`` take, so the three
     are one step of a night's run), so each writer's read of what is there is current: two identical runs
@@ -176,12 +182,12 @@ def save_matches(
     unchanged = updated = reappeared = decided = 0
     for row in rows:
         stored = present.get(row["match_key"])
-        if stored is None:
+        if row["status"] == CONFIRMED or (stored is not None and stored["status"] in DECIDED_STATUSES):
+            decided += 1  # a person's decision, here or on a night either side: only a person writes it
+        elif stored is None:
             new_rows.append(
                 {**row, "property_id": property_id, "night": night, "run_id": run_id, "detected_at": now}
             )
-        elif stored["status"] in DECIDED_STATUSES:
-            decided += 1
         elif stored["cleared_at"] is None and all(_same(stored[name], row[name]) for name in MATCH_FACTS):
             unchanged += 1
         else:
@@ -258,7 +264,7 @@ def known_matches(
                     provider_record_ids=ids_of(row["provider_record_ids"]),
                     ledger_entry_ids=ids_of(row["ledger_entry_ids"]),
                     kind=row["kind"] or "",
-                    rule=PERSON_RULE if row["status"] == CONFIRMED else row["rule"],
+                    rule=PERSON if row["status"] == CONFIRMED else row["rule"],
                     confirmed=row["status"] != REJECTED,
                 )
             )
@@ -414,7 +420,7 @@ def pair_by_hand(
     lock_partition(connection, property_id, night)
     key = match_key(records, entries)
     entry_rows = _ledger_entries(connection, property_id, night, entries)
-    _refuse_unknown_records(connection, property_id, night, records)
+    provider_amount, record_kinds = _night_records(connection, property_id, night, records)
     _refuse_matched(connection, property_id, night, key, records, entries)
     stored = (
         connection.execute(
@@ -436,17 +442,18 @@ def pair_by_hand(
             _record(connection, decision, by, reason, now)
         return decision
     currencies = sorted({row["currency"].upper() for row in entry_rows})
-    kinds = sorted({row["kind"] for row in entry_rows})
+    # the records' kind, as their findings state it (else the entries'): what the matcher finds them by
+    kinds = sorted(record_kinds or {row["kind"] for row in entry_rows})
     bookings = sorted({row["booking_id"] for row in entry_rows if row["booking_id"]})
     facts = {
-        "rule": PERSON_RULE,
+        "rule": PERSON,
         "score": None,
         "status": CONFIRMED,
         "kind": kinds[0] if len(kinds) == 1 else None,
         "provider_record_ids": " ".join(sorted(records)),
         "ledger_entry_ids": " ".join(sorted(entries)),
         "booking_id": bookings[0] if len(bookings) == 1 else None,
-        "provider_amount_minor": _provider_amount(connection, property_id, night, records),
+        "provider_amount_minor": provider_amount,
         "ledger_amount_minor": sum(int(row["amount_minor"]) for row in entry_rows),
         "currency": currencies[0] if len(currencies) == 1 else None,
         "keys_agree": None,
@@ -503,20 +510,49 @@ def _ledger_entries(
     return [rows[entry_id] for entry_id in entry_ids]
 
 
-def _refuse_unknown_records(
+def _night_records(
     connection: Connection, property_id: str, night: str, record_ids: Sequence[str]
-) -> None:
-    """A LookupError naming the first record no current finding or stored match of the night names."""
-    named = set(
-        connection.execute(
-            select(discrepancies.c.provider_record_id).where(
-                discrepancies.c.property_id == property_id,
-                discrepancies.c.night == night,
-                discrepancies.c.cleared_at.is_(None),
+) -> tuple[int | None, set[str]]:
+    """The records' amount as the night's current findings state it (summed; None if one is not stated)
+    and the kinds those findings give them (the matcher finds a known match's records by id and kind); a
+    LookupError naming the first record no current finding or stored match of the night names.
+
+    A finding names its record in ``provider_record_id``; the matcher's held-back findings (an ambiguity,
+    a suggestion) name all of theirs in the record key, ``ambiguous:<records>=<entries>``."""
+    wanted = set(record_ids)
+    amounts: dict[str, int] = {}
+    kinds: set[str] = set()
+    named: set[str] = set()
+    query = (
+        select(
+            discrepancies.c.provider_record_id,
+            discrepancies.c.provider_amount_minor,
+            discrepancies.c.kind,
+            discrepancies.c.record_key,
+        )
+        .where(
+            discrepancies.c.property_id == property_id,
+            discrepancies.c.night == night,
+            discrepancies.c.cleared_at.is_(None),
+            or_(
                 discrepancies.c.provider_record_id.in_(record_ids),
-            )
-        ).scalars()
+                *(discrepancies.c.record_key.startswith(prefix) for prefix in HELD_BACK_PREFIXES),
+            ),
+        )
+        .order_by(discrepancies.c.discrepancy_id)
     )
+    for record_id, amount, kind, record_key in connection.execute(query):
+        held = _held_back_records(record_key) & wanted
+        if held:  # its amount is the sum of all the records it holds: not one record's
+            named |= held
+        elif record_id in wanted:
+            named.add(record_id)
+            if amount is not None:
+                amounts.setdefault(record_id, int(amount))
+        else:
+            continue
+        if kind:
+            kinds.add(kind)
     for cell in connection.execute(
         select(matches.c.provider_record_ids).where(
             matches.c.property_id == property_id, matches.c.night == night
@@ -528,6 +564,15 @@ def _refuse_unknown_records(
             raise LookupError(
                 f"provider record {record_id!r} is in no current finding or match of {property_id} on {night}"
             )
+    return (sum(amounts.values()) if set(amounts) == wanted else None), kinds
+
+
+def _held_back_records(record_key: str) -> set[str]:
+    """The provider record ids a held-back finding's record key names (none for another finding)."""
+    prefix = next((prefix for prefix in HELD_BACK_PREFIXES if record_key.startswith(prefix)), None)
+    if prefix is None or "=" not in record_key:
+        return set()
+    return {i for i in record_key.removeprefix(prefix).split("=", 1)[0].split("+") if i}
 
 
 def _refuse_matched(
@@ -564,28 +609,6 @@ def _refuse_matched(
                 raise ReviewError(
                     f"{what} {taken[0]!r} is already matched (match {row['match_key']!r} on {row['night']})"
                 )
-
-
-def _provider_amount(
-    connection: Connection, property_id: str, night: str, record_ids: Sequence[str]
-) -> int | None:
-    """The records' amount as the night's current findings state it (summed); None if one is not stated."""
-    amounts: dict[str, int] = {}
-    for record_id, amount in connection.execute(
-        select(discrepancies.c.provider_record_id, discrepancies.c.provider_amount_minor)
-        .where(
-            discrepancies.c.property_id == property_id,
-            discrepancies.c.night == night,
-            discrepancies.c.cleared_at.is_(None),
-            discrepancies.c.provider_record_id.in_(record_ids),
-            discrepancies.c.provider_amount_minor.is_not(None),
-        )
-        .order_by(discrepancies.c.discrepancy_id)
-    ):
-        amounts.setdefault(record_id, int(amount))
-    if set(amounts) != set(record_ids):
-        return None
-    return sum(amounts.values())
 
 
 def _decision(row: Mapping[Any, Any], action: str, previous: str | None, status: str) -> MatchDecision:

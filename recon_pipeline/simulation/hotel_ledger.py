@@ -67,6 +67,8 @@ STYLES: Final[dict[str, float]] = {
     "split_charges": 0.03,
     "identical_pair": 0.03,
     "look_alike_pair": 0.03,
+    "walk_in_twins": 0.02,
+    "deposit_earlier": 0.03,
     "failed": 0.02,
 }
 PLANTS: Final[dict[str, float]] = {  # expected plants of each label per property-night
@@ -411,9 +413,10 @@ class _NightBuilder:
     # --- posting styles (one booking each) -----------------------------------------------------------
 
     def _style_keyed(self) -> None:
+        """Keyed; a refund of it is keyed too, or posted by booking alone (refunded at the terminal)."""
         charge = self._charge(self._booking())
         self._posted_with_fee("keyed", charge, keyed=True, card=self.rng.random() < 0.5)
-        self._maybe_refund(charge, keyed=True)
+        self._maybe_refund(charge, keyed=self.rng.random() < 0.5)
 
     def _style_keyed_late(self) -> None:
         self._posted_with_fee("keyed_late", self._charge(self._booking()), keyed=True, late=True)
@@ -503,6 +506,23 @@ class _NightBuilder:
         amount, card = self._amount(), self._card()
         for _ in range(2):
             self._posted_with_fee("look_alike_pair", self._charge(self._booking(), amount, card), card=True)
+
+    def _style_walk_in_twins(self) -> None:
+        """Two walk-in sales of one amount on two cards, no booking anywhere: the card tells them apart."""
+        amount = self._amount()
+        for _ in range(2):
+            self._posted_with_fee("walk_in_twins", self._charge(None, amount), booking=False, card=True)
+
+    def _style_deposit_earlier(self) -> None:
+        """A booking whose deposit was charged and posted the night before (that posting is loaded with
+        this night's ledger, ``in_night`` False) and whose balance is charged and posted tonight."""
+        booking = self._booking()
+        balance = self._charge(booking, self._amount())
+        deposit = balance | {"provider_record_id": self._id("ch"), "amount_minor": self._amount()}
+        self._post(deposit, late=True)
+        self.entries[-1]["posted_at"] = self.start - timedelta(minutes=self.rng.randint(30, 600))
+        self.adjacent.append(self.entries[-1]["entry_id"])
+        self._posted_with_fee("deposit_earlier", balance)
 
     def _style_failed(self) -> None:
         charge = self._charge(self._booking(), settled=False)

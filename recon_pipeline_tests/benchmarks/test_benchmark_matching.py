@@ -18,6 +18,16 @@ def world() -> HotelWorld:
     return build_hotel_world(24, seed=3, nights_per_property=4)
 
 
+@pytest.fixture(scope="module")
+def short_night() -> HotelNight:
+    """A night with one of two identical charges unposted (a rare plant: the first seed that has one)."""
+    for seed in range(100):
+        for night in build_hotel_world(12, seed=seed, nights_per_property=4).nights:
+            if any(plant.label == "identical_short" for plant in night.planted):
+                return night
+    raise AssertionError("no world of 12 nights plants one of two identical charges unposted")
+
+
 def _perfect(night: HotelNight) -> matching.Reconciled:
     """Exactly the planted findings, each stated once (the ground truth read back)."""
     rows = []
@@ -58,8 +68,8 @@ def test_the_diff_alone_on_a_hotel_ledger_finds_noise_and_proposes_matched_money
     assert scored.missed_by_label.keys() == {"amount_off"}  # unkeyed postings off by an amount: two findings
 
 
-def test_an_ambiguity_naming_a_planted_record_states_it(world: HotelWorld) -> None:
-    night = next(n for n in world.nights if any(p.label == "identical_short" for p in n.planted))
+def test_an_ambiguity_naming_a_planted_record_states_it(short_night: HotelNight) -> None:
+    night = short_night
     plant = next(p for p in night.planted if p.label == "identical_short")
     record = plant.records[0].split(":")[0]
     finding = {
@@ -67,10 +77,15 @@ def test_an_ambiguity_naming_a_planted_record_states_it(world: HotelWorld) -> No
         "record_key": "whatever",
         "provider_record_id": None,
         "ledger_entry_id": None,
+        "kind": plant.records[0].split(":")[1],
         "detail": f"two candidates: {record} and another",
     }
     assert night.planted.index(plant) in matching._planted_stated(finding, night.planted)
     assert not matching._planted_stated(finding | {"detail": "nothing"}, night.planted)
+    other_kind = "fee" if finding["kind"] == "payment" else "payment"
+    assert night.planted.index(plant) not in matching._planted_stated(
+        finding | {"kind": other_kind}, night.planted
+    )
 
 
 def test_the_script_prints_its_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,8 +98,26 @@ def test_the_script_prints_its_figures(capsys: pytest.CaptureFixture[str]) -> No
     assert "precision" in capsys.readouterr().out
 
 
-def test_the_matcher_is_scored_when_it_is_there(world: HotelWorld) -> None:
+def test_the_matcher_is_scored_when_it_is_there() -> None:
     pytest.importorskip("recon_pipeline.reconcile.matching")
-    scored = matching.score(world, matching.matcher_then_diff)
+    scored = matching.score(build_hotel_world(3, seed=3), matching.matcher_then_diff)
     assert scored.findings == sum(scored.by_category.values())
     assert isinstance(scored.matches_by_rule, dict) and pd.notna(scored.precision)
+
+
+def test_a_discrepancy_stated_twice_is_one_real_finding(short_night: HotelNight) -> None:
+    """Both of two identical charges reported missing when one is posted: one finding is real, one not."""
+    night = short_night
+    plant = next(p for p in night.planted if p.label == "identical_short")
+    findings = _perfect(night).findings
+    row = findings[findings["record_key"] == plant.key]
+    other = sorted(key for _, key in plant.accepted if key != plant.key)[0]
+    twice = pd.concat([findings, row.assign(record_key=other)], ignore_index=True)
+    scored = matching.Score()
+    scored.add_night(night, matching.Reconciled(twice))
+    assert (scored.findings, scored.real_findings, scored.found) == (
+        len(twice),
+        len(twice) - 1,
+        len(night.planted),
+    )
+    assert scored.false_by_category == {"missing_in_ledger": 1}

@@ -21,12 +21,14 @@ from recon_pipeline.providers.records import CARD_KEY_COLUMNS, OPTIONAL_PROVIDER
 from recon_pipeline.providers.stripe.client import card_keys_of, charge_rows, refund_row
 from recon_pipeline.simulation.adyen.api import csv_text
 from recon_pipeline.simulation.host.cards import adyen_payment_method, card_of, razorpay_network
+from recon_pipeline.simulation.host.money import dispute
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.razorpay.api import render_payment, render_refund
 from recon_pipeline.simulation.stripe import rendering
 from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
     FAST_RETRY,
+    STRIPE,
     T0,
     Flavour,
     StartSimulator,
@@ -242,3 +244,16 @@ def test_every_clients_frame_carries_the_simulated_card_of_each_payment_at_no_ex
             "/v1/refunds": 1,
             **dict.fromkeys(provider.movement_lists, 1),
         }
+
+
+def test_a_stripe_disputes_rows_carry_its_charges_keys(simulator: StartSimulator) -> None:
+    """A dispute (its withdrawal and fee) follows its charge, which the night's balance transactions name:
+    the rows carry that charge's card, read from the charge the pull resolves."""
+    earlier = make_charge("ch_earlier", T0 - DAY)
+    store = SimulatorStore(charges=[earlier], disputes=[dispute("du_1", earlier, T0 + 100)])
+    sim = simulator(store)
+    with ProviderHttp(sim.base_url, retry=FAST_RETRY) as http:
+        frame = STRIPE.adapter(http).pull_claimed(PropertyAccount("prop_a"), *NIGHT)
+    card = card_of(earlier)
+    assert sorted(frame.kind) == ["dispute", "fee"]
+    assert {_keys(row) for row in frame.to_dict("records")} == {(card.brand, card.last4, card.approval_code)}

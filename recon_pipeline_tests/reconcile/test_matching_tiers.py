@@ -4,26 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pandas as pd
-
 from recon_pipeline.categories import AMBIGUOUS_MATCH, DISCREPANCY_COLUMNS, SUGGESTED_MATCH
+from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchOutcome, MatchPolicy, match_night
-from recon_pipeline_tests.support.match_frames import charge, folio, posting, pull
-
-
-def matched(outcome: MatchOutcome) -> list[tuple[str, str, str]]:
-    """(match_key, rule, status) of every match and suggestion."""
-    frame = outcome.matches
-    return sorted(zip(frame["match_key"], frame["rule"], frame["status"], strict=True))
-
-
-def night(outcome: MatchOutcome) -> list[tuple[str, str]]:
-    """(category, record_key) of the night's findings: the matcher's and the diff's of what it hands on."""
-    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
-    both = pd.concat([outcome.findings, diff], ignore_index=True)
-    return sorted(zip(both["category"], both["record_key"], strict=True))
-
+from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchPolicy, match_night
+from recon_pipeline.reconcile.matching.sentences import money
+from recon_pipeline_tests.support.match_frames import charge, folio, matched, night, posting, pull
+from recon_pipeline_tests.support.night_frames import entry, ledger, providers, record
 
 # --- reference ----------------------------------------------------------------------------------------
 
@@ -53,6 +40,19 @@ def test_a_reference_names_an_id_only_as_a_whole_token() -> None:
         MatchPolicy(tiers=("reference",)),
     )
     assert matched(outcome) == [("ch_9=le_2", "reference", "matched")]
+
+
+def test_a_reference_naming_an_intent_pairs_the_charge_that_succeeded() -> None:
+    outcome = match_night(
+        pull(
+            charge("ch_1", status="failed", intent="pi_1", minute=10),
+            charge("ch_2", intent="pi_1", minute=12),
+        ),
+        folio(posting("le_1", booking=None, reference="pi_1")),
+        MatchPolicy(tiers=("reference",)),
+    )
+    assert matched(outcome) == [("ch_2=le_1", "reference", "matched")]
+    assert night(outcome) == []
 
 
 # --- booking + amount ---------------------------------------------------------------------------------
@@ -367,9 +367,97 @@ def test_a_posting_in_the_settlement_currency_pairs_at_the_settlement_figure() -
     assert night(outcome) == [("missing_at_provider", "entry:le_2")]
 
 
-def test_a_failed_charge_is_paired_only_by_a_reference() -> None:
-    records = pull(charge("ch_1", status="failed"), charge("ch_2", minute=61))
+def test_a_failed_attempt_never_takes_the_posting_of_the_charge_that_succeeded() -> None:
+    records = pull(charge("ch_1", status="failed", minute=10), charge("ch_2", minute=12))
     outcome = match_night(records, folio(posting("le_1")))
     assert matched(outcome) == [("ch_2=le_1", "booking_amount", "matched")]
-    named = match_night(records, folio(posting("le_1", reference="ch_1")))
-    assert matched(named)[0] == ("ch_1=le_1", "reference", "matched")
+    assert night(outcome) == []
+
+
+def test_a_posting_only_a_failed_attempt_fits_is_a_status_mismatch_as_when_keyed() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", status="failed", minute=10), charge("ch_2", status="failed", minute=12)),
+        folio(posting("le_1")),
+    )
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == [("status_mismatch", "ch_1:payment")]  # the other attempt: no finding
+
+
+# --- holds across tiers, sentences --------------------------------------------------------------------
+
+
+def test_the_remainder_of_an_ambiguity_may_still_pair_in_a_later_tier() -> None:
+    """A booking's two identical charges, one posting on the booking and one from the terminal without
+    it: the booking pairs the first in time order, card_window the second; nothing is left ambiguous."""
+    outcome = match_night(
+        pull(charge("ch_1", card="visa 4242", minute=10), charge("ch_2", card="visa 4242", minute=20)),
+        folio(posting("le_1", minute=15), posting("le_2", booking=None, card="VISA 4242", minute=25)),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("ch_2=le_2", "card_window", "matched"),
+    ]
+    assert night(outcome) == []
+
+
+def test_a_suggestion_one_of_whose_rows_a_later_tier_pairs_is_void() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", card="visa 4242", approval="111111")),
+        folio(
+            posting("le_1", card="amex 0005"),  # same booking and amount, another card: a suggestion
+            posting("le_2", amount=9_000, booking="bk_7", approval="111111"),  # the approval code: sure
+        ),
+    )
+    assert matched(outcome) == [("ch_1=le_2", "strong_keys", "matched")]
+    assert night(outcome) == [("amount_mismatch", "ch_1:payment"), ("missing_at_provider", "entry:le_1")]
+
+
+def test_rows_held_by_two_tiers_are_one_ambiguity() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", card="visa 4242", minute=60)),
+        folio(
+            posting("le_1", card="amex 0005", minute=70),  # booking_amount, card differs: 0.60
+            posting("le_2", booking=None, minute=80),  # card_window without a card: 0.50
+        ),
+    )
+    assert matched(outcome) == []
+    assert night(outcome) == [(AMBIGUOUS_MATCH, "ambiguous:ch_1=le_1+le_2")]
+    assert outcome.ledger.empty and outcome.provider_records.empty
+
+
+def test_amounts_are_said_as_format_minor_says_them() -> None:
+    for amount, currency in ((123_456_789, "EUR"), (-5, "USD"), (1_000, "JPY"), (12_345, "KWD"), (0, "eur")):
+        assert money(amount, currency) == format_minor(amount, currency)
+
+
+def test_one_posting_in_the_settlement_currency_for_two_converted_charges() -> None:
+    outcome = match_night(
+        pull(
+            charge("ch_1", amount=5_000, currency="USD", settled_as=(4_600, "EUR")),
+            charge("ch_2", amount=3_000, currency="USD", settled_as=(2_760, "EUR")),
+        ),
+        folio(posting("le_1", amount=7_360, currency="EUR")),
+    )
+    assert matched(outcome) == [("ch_1+ch_2=le_1", "split", "matched")]
+    assert sorted(outcome.ledger["amount_minor"]) == [2_760, 4_600]
+    assert night(outcome) == []
+
+
+def test_frames_without_the_optional_columns_are_matched_on_what_they_have() -> None:
+    """A provider without cards and a ledger without cards or references (the columns absent)."""
+    outcome = match_night(
+        providers(record("ch_1"), record("ch_2", amount=5_000, booking="bk_2")),
+        ledger(entry("le_1", None), entry("le_2", None, amount=5_000, booking="bk_2"), entry("le_3", "ch_9")),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("ch_2=le_2", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == [("missing_at_provider", "ch_9:payment")]
+
+
+def test_a_reference_to_a_charge_of_another_booking_is_not_enough() -> None:
+    outcome = match_night(
+        pull(charge("ch_1", booking="bk_1")), folio(posting("le_1", booking="bk_2", reference="ch_1"))
+    )
+    assert matched(outcome) == []

@@ -11,7 +11,7 @@ import pytest
 from recon_pipeline.categories import DISCREPANCY_COLUMNS
 from recon_pipeline.providers.objects import records_frame
 from recon_pipeline.providers.stripe.client import charge_rows
-from recon_pipeline.reconcile.captured import captured_payments
+from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
 from recon_pipeline.reconcile.identity import payment_aliases
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline_tests.support.provider_fixtures import make_charge
@@ -156,6 +156,32 @@ def test_the_providers_booking_wins_over_the_payment_orders() -> None:
         GRACE,
     )
     assert orphans["booking_id"].tolist() == ["bk_pending"]
+
+
+def test_a_terminal_charge_takes_its_booking_from_the_folio_posting_that_books_it() -> None:
+    """The provider names no booking (a terminal's charge); the ledger payment entry the matcher paired
+    with it (keyed by its charge id in the diff's ledger) names a confirmed stay: no orphan. A charge the
+    ledger books under no booking stays one; the provider's own booking is never replaced."""
+    sightings = payments(
+        captured("ch_terminal", None, timedelta(hours=2)),
+        captured("ch_walk_in", None, timedelta(hours=2)),
+        captured("ch_named", "bk_pending", timedelta(hours=2)),
+    )
+    ledger = pd.DataFrame(
+        {
+            "provider_record_id": ["ch_terminal", "ch_terminal", "ch_walk_in", "ch_named", None],
+            "kind": ["refund", "payment", "payment", "payment", "payment"],
+            "booking_id": ["bk_other", "bk_confirmed", None, "bk_confirmed", "bk_confirmed"],
+        }
+    )
+    filled = with_ledger_bookings(sightings, ledger)
+    assert filled["booking_id"].tolist() == ["bk_confirmed", None, "bk_pending"]
+    orphans = find_orphaned_captured_payments(
+        filled, bookings(bk_confirmed="confirmed", bk_pending="pending"), NOW, GRACE
+    )
+    assert orphans["record_key"].tolist() == ["payment:ch_named", "payment:ch_walk_in"]
+    every_booking_named = payments(captured("ch_1", "bk_1", timedelta(hours=2)))
+    assert with_ledger_bookings(every_booking_named, ledger) is every_booking_named
 
 
 def test_no_captures_no_orphans() -> None:

@@ -26,6 +26,8 @@ from recon_pipeline.review.matches import (
     reject_match,
     save_matches,
 )
+from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline_tests.support.finding_rows import finding, findings_frame
 from recon_pipeline_tests.support.match_rows import (
     NIGHT,
     NOW,
@@ -100,11 +102,15 @@ def test_a_persons_decision_is_never_rewritten_by_a_run(engine: Engine) -> None:
         reject_match(connection, PROPERTY, NIGHT, A["match_key"], "ana", "other guest", LATER[0])
     decided = rows_by_key(engine)
 
-    # The run finds B again with other facts, A again, and a new C: B and A are decided, left alone.
+    # The run finds B again with other facts, A again, and a new C; it applied a person's match of the
+    # night before (status confirmed, rule person): B and A are decided, left alone, and the applied
+    # decision is not written here (it is stored where the person made it).
     c = match_row(["ch_c"], ["le_c"])
-    assert save(engine, {**B, "score": 0.3}, A, c, run="run-2", now=LATER[1]) == MatchSaveCounts(
-        1, 0, 0, 0, 0, 2
+    applied = match_row(["ch_d"], ["le_d"], rule="person", score=float("nan"), status="confirmed")
+    assert save(engine, {**B, "score": 0.3}, A, c, applied, run="run-2", now=LATER[1]) == MatchSaveCounts(
+        1, 0, 0, 0, 0, 3
     )
+    assert "ch_d=le_d" not in rows_by_key(engine)
     # The run no longer finds them: a decision is not cleared either.
     assert save(engine, c, run="run-3", now=LATER[2]) == MatchSaveCounts(0, 1, 0, 0, 0, 0)
     after = rows_by_key(engine)
@@ -287,3 +293,47 @@ def test_pairing_a_stored_suggestion_confirms_it(engine: Engine) -> None:
         "ana",
     )
     assert [(d["action"], d["previous_status"]) for d in decisions(engine)] == [("pair", "suggested")]
+
+
+def test_a_pair_by_hand_takes_its_records_kind_from_their_findings(engine: Engine) -> None:
+    """The matcher finds a known match's records by id and kind: a refund the provider reported, paired
+    with an entry the PMS posted as a payment, is a refund's match."""
+    refund = finding(
+        "missing_in_ledger", "re_3:refund", -8_000, kind="refund", provider_record_id="re_3",
+        provider_amount_minor=-8_000,
+    )  # fmt: skip
+    with engine.begin() as connection:
+        seed_pairable_night(connection)
+        save_discrepancies(
+            connection, PROPERTY, NIGHT, findings_frame(refund), "run-1", NOW, ["missing_in_ledger"]
+        )
+        pair_by_hand(connection, PROPERTY, NIGHT, ["re_3"], ["le_2"], "ana", "refund posted as -80", LATER[0])
+        known = known_matches(connection, [PROPERTY], NIGHT)[PROPERTY]
+    row = rows_by_key(engine)["re_3=le_2"]
+    assert (row["kind"], row["provider_amount_minor"], row["ledger_amount_minor"]) == (
+        "refund",
+        -8_000,
+        8_000,
+    )
+    assert known == [KnownMatch(("re_3",), ("le_2",), "refund", "person")]
+
+
+def test_a_record_an_ambiguity_holds_back_can_be_paired_by_hand(engine: Engine) -> None:
+    """An ambiguity's finding names its first record in provider_record_id and all of them in its record
+    key: each of them can be paired; its amount (the sum of all) is not taken for one record's."""
+    ambiguity = finding(
+        "ambiguous_match", "ambiguous:ch_8+ch_9=le_2", 0, provider_record_id="ch_8",
+        provider_amount_minor=16_000, ledger_entry_id="le_2", ledger_amount_minor=8_000,
+    )  # fmt: skip
+    with engine.begin() as connection:
+        seed_pairable_night(connection)
+        save_discrepancies(
+            connection, PROPERTY, NIGHT, findings_frame(ambiguity), "run-1", NOW, ["ambiguous_match"]
+        )
+        pair_by_hand(
+            connection, PROPERTY, NIGHT, ["ch_9"], ["le_2"], "ana", "approval code on the slip", LATER[0]
+        )
+    row = rows_by_key(engine)["ch_9=le_2"]
+    assert (row["status"], row["kind"], row["provider_amount_minor"], row["ledger_amount_minor"]) == (
+        "confirmed", "payment", None, 8_000,
+    )  # fmt: skip

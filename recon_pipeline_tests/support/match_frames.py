@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
+from recon_pipeline.reconcile.diff import diff_night
+from recon_pipeline.reconcile.matching import MatchOutcome
 from recon_pipeline_tests.support.night_frames import entry, record
 
 CARD_COLUMNS = ("card_brand", "card_last4", "approval_code")
@@ -79,3 +82,92 @@ def pull(*rows: dict[str, Any]) -> pd.DataFrame:
 def folio(*rows: dict[str, Any]) -> pd.DataFrame:
     """Ledger entries (with the card and reference columns, even when no row has them)."""
     return _frame(rows, LEDGER_RECORD_COLUMNS, (*CARD_COLUMNS, "reference"))
+
+
+def matched(outcome: MatchOutcome) -> list[tuple[str, str, str]]:
+    """(match_key, rule, status) of every match and suggestion, sorted."""
+    frame = outcome.matches
+    return sorted(zip(frame["match_key"], frame["rule"], frame["status"], strict=True))
+
+
+def night(outcome: MatchOutcome) -> list[tuple[str, str]]:
+    """(category, record_key) of the night's findings: the matcher's, and the diff's of what it hands on."""
+    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
+    both = pd.concat([outcome.findings, diff], ignore_index=True)
+    return sorted(zip(both["category"], both["record_key"], strict=True))
+
+
+def pms_night(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
+    """One night of a hotel whose PMS never learns the provider's id, and the findings planted in it.
+
+    46 card payments (a deposit and a balance of one booking, identical twins of another, a split folio,
+    a terminal posting without booking, one posting naming the charge in its reference, one posted after
+    midnight) and a refund; planted: three payments nobody posted, a posting the provider never saw, an
+    amount off by 5.00, and look-alikes (two charges of one amount on one card for two bookings, with a
+    posting of a third booking) that must not be paired. Returns (pull, folio, planted findings).
+    """
+    rng = np.random.default_rng(seed)
+    brands = ("visa", "mastercard", "amex")
+    charges, postings = [], []
+    amounts = 5_000 + 1_300 * rng.permutation(46)
+    for i in range(46):
+        booking = {11: "R-1010", 21: "R-1020", 44: "R-3001", 45: "R-3002"}.get(i, f"R-{1000 + i}")
+        amount = int(amounts[i])
+        brand, last4 = brands[int(rng.integers(3))], f"{int(rng.integers(10_000)):04d}"
+        if i in (20, 21):
+            amount, brand, last4 = 18_000, "visa", "1881"
+        if i in (44, 45):
+            amount, brand, last4 = 25_000, "visa", "4242"
+        approval = f"{int(rng.integers(1_000_000)):06d}"
+        minute = 1_435 if i == 39 else 30 + i * 30
+        charges.append(
+            charge(
+                f"ch_{i:03d}",
+                amount=amount,
+                booking=booking,
+                card=f"{brand} {last4}",
+                approval=approval,
+                minute=minute,
+            )
+        )
+        if i in (40, 41, 42, 45):
+            continue  # nobody posted it (45: the look-alike of 44)
+        posted = minute + int(rng.integers(2, 20))
+        keys = {
+            "booking": booking,
+            "card": f"{brand.upper()} XXXX{last4}",
+            "approval": approval if i % 5 else None,
+            "minute": posted,
+        }
+        if i == 30:  # a split folio: deposit and balance against one charge
+            postings.append(posting(f"le_{i:03d}a", amount=amount - 4_000, **keys))
+            postings.append(posting(f"le_{i:03d}b", amount=4_000, **keys | {"minute": posted + 1}))
+            continue
+        if i == 31:  # the terminal posts without a booking (nor approval code)
+            keys |= {"booking": None, "approval": None}
+        if i == 32:  # the reference names the charge; nothing else is known
+            keys |= {"booking": None, "card": None, "approval": None}
+            postings.append(posting(f"le_{i:03d}", amount=amount, reference=f"Stripe ch_{i:03d}", **keys))
+            continue
+        if i == 39:  # posted after midnight: tomorrow's ledger
+            keys |= {"minute": 3, "approval": approval}
+            postings.append(posting(f"le_{i:03d}", amount=amount, in_night=False, **keys))
+            continue
+        if i == 43:  # planted: posted 5.00 short
+            keys |= {"approval": approval}
+            amount -= 500
+        postings.append(posting(f"le_{i:03d}", amount=amount, **keys))
+    charges.append(charge("re_001", "refund", -2_500, booking="R-1005", charge_id="ch_005", minute=1_300))
+    postings.append(posting("le_r01", "refund", -2_500, booking="R-1005", minute=1_310))
+    postings.append(posting("le_x01", amount=12_300, booking="R-2000", card="VISA XXXX0001", minute=700))
+    postings.append(posting("le_y01", amount=25_000, booking="R-3003", card="VISA XXXX4242", minute=1_340))
+    planted = [
+        ("amount_mismatch", "ch_043:payment"),
+        ("missing_at_provider", "entry:le_x01"),
+        ("missing_at_provider", "entry:le_y01"),
+        ("missing_in_ledger", "ch_040:payment"),
+        ("missing_in_ledger", "ch_041:payment"),
+        ("missing_in_ledger", "ch_042:payment"),
+        ("missing_in_ledger", "ch_045:payment"),
+    ]
+    return pull(*charges), folio(*postings), planted

@@ -10,6 +10,7 @@ proposes no money for it; its finding here says why, with a difference of zero.
 from __future__ import annotations
 
 import functools
+from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -29,8 +30,16 @@ from recon_pipeline.reconcile.matching.policy import (
     match_key,
 )
 from recon_pipeline.reconcile.matching.resolve import SUGGESTION, Hold, Pool
-from recon_pipeline.reconcile.matching.sentences import figure, say_ambiguity, say_held, say_match
-from recon_pipeline.reconcile.matching.sides import Sides, entry_keys, record_keys
+from recon_pipeline.reconcile.matching.sentences import (
+    PAIR_ENTRY_FIELDS,
+    PAIR_RECORD_FIELDS,
+    figure,
+    say_ambiguity,
+    say_held,
+    say_match,
+    state_pairs,
+)
+from recon_pipeline.reconcile.matching.sides import Sides, Table, entry_keys, record_keys
 
 MATCH_COLUMNS: Final = (
     "match_key",  # "<sorted record ids joined by +>=<sorted entry ids joined by +>": stable across runs
@@ -105,9 +114,14 @@ def build_outcome(
     holds: list[Hold],
     threshold: float,
 ) -> MatchOutcome:
-    """The outcome of the tiers' pool and the decided matches."""
-    matches = [*known, *_pool_matches(sides, pool)]
-    record_at, entry_at = sides.records["at"].to_numpy(), sides.entries["at"].to_numpy()
+    """The outcome of the tiers' pool and the decided matches.
+
+    The one-to-one pairs of the tiers (nearly every match of a PMS-style night) stay arrays of rows of the
+    sides and are stated straight from them; decided matches, splits and held-back groups, a few, are
+    read out of the frames by position."""
+    pair_r, pair_e, pair_rule, pair_score = _pairs(pool)
+    record_at, entry_at = sides.records["at"], sides.entries["at"]
+    matches = [*known, *_group_matches(sides, pool)]
     placed = [
         (
             hold,
@@ -120,7 +134,8 @@ def build_outcome(
         r for m in matches if m.held for r in m.records
     ]
     held_entries = [e for _, _, entries in placed for e in entries]
-    ledger_out = _rewritten_ledger(ledger, provider_records, matches, held_entries)
+    rekeyed = (entry_at[pair_e], sides.records["record_id"][pair_r])
+    ledger_out = _rewritten_ledger(ledger, provider_records, matches, held_entries, rekeyed)
     provider_out = provider_records
     if held_records:
         keep = np.ones(len(provider_records), dtype=bool)
@@ -135,7 +150,13 @@ def build_outcome(
     rows: dict[str, list[Any]] = {name: [] for name in MATCH_COLUMNS}
     found: dict[str, list[Any]] = {}
     counts = zero_counts()
-    for match in matches:
+    for match in known:
+        _add_match(rows, match, records, entries, threshold)
+        counts[match.rule] = counts.get(match.rule, 0) + 1
+    _add_pairs(rows, sides, pair_r, pair_e, pair_rule, pair_score, threshold)
+    for rule, count in zip(*np.unique(pair_rule, return_counts=True), strict=True):
+        counts[str(rule)] += int(count)
+    for match in matches[len(known) :]:
         _add_match(rows, match, records, entries, threshold)
         counts[match.rule] = counts.get(match.rule, 0) + 1
     suggestions = [(hold, r, e) for hold, r, e in placed if hold.kind == SUGGESTION]
@@ -181,47 +202,104 @@ def build_outcome(
     return MatchOutcome(provider_out, ledger_out, match_frame(rows), findings, counts, lambda: sides.exact_id)
 
 
-def _pool_matches(sides: Sides, pool: Pool) -> list[Applied]:
-    """The tiers' pairings in positions of the input frames."""
-    record_at, entry_at = sides.records["at"].to_numpy(), sides.entries["at"].to_numpy()
-    kinds = sides.records["kind"].to_numpy()
-    out: list[Applied] = []
-    for r, e, rule, score in pool.pairs:
-        for record, entry, value in zip(r.tolist(), e.tolist(), score.tolist(), strict=True):
-            out.append(
-                Applied(
-                    (int(record_at[record]),),
-                    (),
-                    (int(entry_at[entry]),),
-                    kinds[record],
-                    rule,
-                    value,
-                    MATCHED,
-                )
-            )
-    for group in pool.groups:
-        out.append(
-            Applied(
-                tuple(int(record_at[r]) for r in group.records),
-                (),
-                tuple(int(entry_at[e]) for e in group.entries),
-                kinds[group.records[0]],
-                group.rule,
-                group.score,
-                MATCHED,
-            )
+def _pairs(pool: Pool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The tiers' one-to-one pairs as four aligned arrays: record rows, entry rows, rules, scores."""
+    if not pool.pairs:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, np.empty(0, dtype=object), np.empty(0, dtype=np.float64)
+    return (
+        np.concatenate([r for r, _, _, _ in pool.pairs]),
+        np.concatenate([e for _, e, _, _ in pool.pairs]),
+        np.concatenate([np.full(len(r), rule, dtype=object) for r, _, rule, _ in pool.pairs]),
+        np.concatenate([score for _, _, _, score in pool.pairs]),
+    )
+
+
+def _group_matches(sides: Sides, pool: Pool) -> list[Applied]:
+    """The tiers' splits in positions of the input frames."""
+    record_at, entry_at = sides.records["at"], sides.entries["at"]
+    return [
+        Applied(
+            tuple(int(record_at[r]) for r in group.records),
+            (),
+            tuple(int(entry_at[e]) for e in group.entries),
+            str(sides.records["kind"][group.records[0]]),
+            group.rule,
+            group.score,
+            MATCHED,
         )
-    return out
+        for group in pool.groups
+    ]
+
+
+def _table_rows(table: Table, rows: np.ndarray) -> list[Any]:
+    """The table's rows at ``rows`` as namedtuples."""
+    row = namedtuple("Row", list(table.columns))  # type: ignore[misc]
+    values = zip(*(column[rows].tolist() for column in table.columns.values()), strict=True)
+    return [row(*fields) for fields in values]
+
+
+def _add_pairs(
+    rows: dict[str, list[Any]],
+    sides: Sides,
+    r: np.ndarray,
+    e: np.ndarray,
+    rules: np.ndarray,
+    scores: np.ndarray,
+    threshold: float,
+) -> None:
+    """The rows of the tiers' one-to-one pairs, stated column by column from the sides' own rows."""
+    if not len(r):
+        return
+    records = {name: sides.records[name][r].tolist() for name in PAIR_RECORD_FIELDS}
+    entries = {name: sides.entries[name][e].tolist() for name in PAIR_ENTRY_FIELDS}
+    size = len(r)
+    agree, differ, detail = state_pairs(
+        list(records.values()),
+        list(entries.values()),
+        rules.tolist(),
+        scores.tolist(),
+        [MATCHED] * size,
+        [False] * size,
+        threshold,
+    )
+    rids, eids = records["record_id"], entries["entry_id"]
+    currency = entries["currency"]
+    converted = sides.records["converted"][r] & (
+        sides.records["settlement_currency"][r] == sides.entries["currency"][e]
+    )
+    figures = np.where(converted, sides.records["settlement_amount"][r], sides.records["amount"][r])
+    presented = sides.records["currency"][r] == sides.entries["currency"][e]
+    rows["match_key"] += [f"{rid}={eid}" for rid, eid in zip(rids, eids, strict=True)]
+    rows["rule"] += rules.tolist()
+    rows["score"] += scores.tolist()
+    rows["status"] += [MATCHED] * size
+    rows["kind"] += records["kind"]
+    rows["provider_record_ids"] += rids
+    rows["ledger_entry_ids"] += eids
+    rows["booking_id"] += [
+        b if b is not None else eb for b, eb in zip(records["booking"], entries["booking"], strict=True)
+    ]
+    rows["provider_amount_minor"] += [
+        int(value) if ok or conv else None
+        for value, ok, conv in zip(figures.tolist(), presented.tolist(), converted.tolist(), strict=True)
+    ]
+    rows["ledger_amount_minor"] += entries["amount"]
+    rows["currency"] += currency
+    rows["keys_agree"] += agree
+    rows["keys_differ"] += differ
+    rows["detail"] += detail
 
 
 def _rows(
-    read: Callable[[pd.DataFrame, np.ndarray], pd.DataFrame], frame: pd.DataFrame, at: set[int]
+    read: Callable[[pd.DataFrame, np.ndarray], Table], frame: pd.DataFrame, at: set[int]
 ) -> dict[int, Any]:
     """The rows at ``at`` with their normalised keys, by position (namedtuples)."""
     if not at:
         return {}
     positions = np.array(sorted(at), dtype=np.int64)
-    return dict(zip(positions.tolist(), read(frame, positions).itertuples(index=False), strict=True))
+    table = read(frame, positions)
+    return dict(zip(positions.tolist(), _table_rows(table, np.arange(len(positions))), strict=True))
 
 
 def _add_match(
@@ -312,12 +390,18 @@ def _add_finding(
 
 
 def _rewritten_ledger(
-    ledger: pd.DataFrame, provider_records: pd.DataFrame, matches: list[Applied], held: list[int]
+    ledger: pd.DataFrame,
+    provider_records: pd.DataFrame,
+    matches: list[Applied],
+    held: list[int],
+    rekeyed: tuple[np.ndarray, np.ndarray],
 ) -> pd.DataFrame:
-    """The ledger the diff sees (module docstring); the very frame when nothing changes."""
-    if not matches and not held:
+    """The ledger the diff sees (module docstring); the very frame when nothing changes. ``rekeyed``:
+    (ledger positions, record ids) of the one-to-one pairs."""
+    if not matches and not held and not len(rekeyed[0]):
         return ledger
     ids = ledger["provider_record_id"].to_numpy(dtype=object, copy=True)
+    ids[rekeyed[0]] = rekeyed[1]
     amounts = ledger["amount_minor"].to_numpy(dtype=np.int64)
     drop = np.zeros(len(ledger), dtype=bool)
     drop[held] = True

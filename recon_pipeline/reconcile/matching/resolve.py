@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from recon_pipeline.reconcile.matching.policy import CONFLICT_SCORE, SCORES, SPLIT
-from recon_pipeline.reconcile.matching.sides import Sides
+from recon_pipeline.reconcile.matching.sides import Sides, Table
 from recon_pipeline.reconcile.matching.split import SplitFound
 from recon_pipeline.reconcile.matching.tiers import card_agreement
 
@@ -95,50 +95,47 @@ class Pool:
         self.holds.append(Hold(kind, held_r, held_e, named_r | held_r, named_e | held_e, [rule], score))
 
     def in_night(self, entries: Iterable[int]) -> set[int]:
-        flags = self.sides.entries["in_night"].to_numpy()
+        flags = self.sides.entries["in_night"]
         return {e for e in entries if flags[e]}
 
     # --- one-to-one tiers -----------------------------------------------------------------------------
 
-    def run_edges(self, edges: pd.DataFrame, rule: str) -> None:
+    def run_edges(self, edges: Table, rule: str) -> None:
         """Pair, suggest or hold back what one tier's qualified edges propose."""
         live = self._live(edges)
         kept = live
-        while not live.empty:
+        while len(live):
             kept = _mutual_best(live, len(self.free_r), len(self.free_e))
             unique = self._unique(kept)
-            sure = unique & (kept["score"].to_numpy() >= self.threshold)
+            sure = unique & (kept["score"] >= self.threshold)
             if not sure.any():
                 break
-            chosen = kept[sure]
-            self.pair(chosen["r"].to_numpy(), chosen["e"].to_numpy(), rule, chosen["score"].to_numpy())
+            self.pair(kept["r"][sure], kept["e"][sure], rule, kept["score"][sure])
             live = self._live(live)
             kept = live
-        if kept.empty:
+        if not len(kept):
             return
         unique = self._unique(kept)
         for r, e, score in zip(
-            kept["r"].to_numpy()[unique],
-            kept["e"].to_numpy()[unique],
-            kept["score"].to_numpy()[unique],
+            kept["r"][unique].tolist(),
+            kept["e"][unique].tolist(),
+            kept["score"][unique].tolist(),
             strict=True,
         ):
-            self.hold(SUGGESTION, [int(r)], [int(e)], rule, float(score))
-        for component in _components(kept[~unique]):
+            self.hold(SUGGESTION, [r], [e], rule, score)
+        for component in _components(kept.take(~unique)):
             self._settle(component, rule)
 
-    def _live(self, edges: pd.DataFrame) -> pd.DataFrame:
-        if edges.empty:
-            return edges
-        return edges[self.free_r[edges["r"].to_numpy()] & self.free_e[edges["e"].to_numpy()]]
+    def _live(self, edges: Table) -> Table:
+        return edges.take(self.free_r[edges["r"]] & self.free_e[edges["e"]])
 
-    def _unique(self, edges: pd.DataFrame) -> np.ndarray:
-        r, e = edges["r"].to_numpy(), edges["e"].to_numpy()
+    def _unique(self, edges: Table) -> np.ndarray:
+        r, e = edges["r"], edges["e"]
         per_record = np.bincount(r, minlength=len(self.free_r))
         per_entry = np.bincount(e, minlength=len(self.free_e))
         return (per_record[r] == 1) & (per_entry[e] == 1)
 
-    def _settle(self, component: pd.DataFrame, rule: str) -> None:
+    def _settle(self, component: Table, rule: str) -> None:
         """Several equally good candidates: pair what is certain in time order, hold back the rest."""
         records = sorted(set(component["r"].tolist()))
         entries = sorted(set(component["e"].tolist()))
@@ -146,7 +143,6 @@ class Pool:
             bool(component["same_amount"].all() and (component["score"] >= self.threshold).all())
             and len(records) + len(entries) <= _LARGEST_TANGLE
         )
-        paired: list[tuple[int, int, float]] = []
         if certain:
             paired = _pair_in_time_order(component, self.sides)
             if paired:
@@ -156,7 +152,10 @@ class Pool:
                     rule,
                     np.array([score for _, _, score in paired], dtype=np.float64),
                 )
-        left_r = [r for r in records if self.free_r[r]]
+        # left over: records that moved money, and in-night entries (a failed attempt or an adjacent
+        # night's posting nobody pairs is no finding of this night, as for the diff)
+        settled = self.sides.records["settled"]
+        left_r = [r for r in records if self.free_r[r] and settled[r]]
         left_e = self.in_night(e for e in entries if self.free_e[e])
         if left_r or left_e:
             self.hold(AMBIGUITY, left_r, left_e, rule, named=(records, entries))
@@ -204,19 +203,19 @@ class Pool:
         return _merged(alive)
 
 
-def _mutual_best(edges: pd.DataFrame, records: int, entries: int) -> pd.DataFrame:
+def _mutual_best(edges: Table, records: int, entries: int) -> Table:
     """The edges that rank highest among both their record's and their entry's candidates."""
-    r, e, rank = edges["r"].to_numpy(), edges["e"].to_numpy(), edges["rank"].to_numpy()
+    r, e, rank = edges["r"], edges["e"], edges["rank"]
     best_r = np.full(records, -1, dtype=np.int64)
     best_e = np.full(entries, -1, dtype=np.int64)
     np.maximum.at(best_r, r, rank)
     np.maximum.at(best_e, e, rank)
-    return edges[(rank == best_r[r]) & (rank == best_e[e])]
+    return edges.take((rank == best_r[r]) & (rank == best_e[e]))
 
 
-def _components(edges: pd.DataFrame) -> list[pd.DataFrame]:
+def _components(edges: Table) -> list[Table]:
     """The connected groups of records and entries the edges link (few rows: plain union-find)."""
-    if edges.empty:
+    if not len(edges):
         return []
     parent: dict[tuple[str, int], tuple[str, int]] = {}
 
@@ -230,21 +229,26 @@ def _components(edges: pd.DataFrame) -> list[pd.DataFrame]:
     r, e = edges["r"].tolist(), edges["e"].tolist()
     for record, entry in zip(r, e, strict=True):
         parent[root(("r", record))] = root(("e", entry))
-    labels = [root(("r", record)) for record in r]
     order: dict[tuple[str, int], int] = {}
-    codes = np.array([order.setdefault(label, len(order)) for label in labels])
-    return [edges[codes == code] for code in range(len(order))]
+    codes = np.array([order.setdefault(root(("r", record)), len(order)) for record in r])
+    return [edges.take(codes == code) for code in range(len(order))]
 
 
-def _pair_in_time_order(component: pd.DataFrame, sides: Sides) -> list[tuple[int, int, float]]:
+def _pair_in_time_order(component: Table, sides: Sides) -> list[tuple[int, int, float]]:
     """A largest pairing of the component, records by creation time against entries in-night first and
     by posting time (augmenting paths; a complete group is simply zipped in that order)."""
-    created = sides.records["created"].to_numpy()
-    posted = sides.entries["posted"].to_numpy()
-    in_night = sides.entries["in_night"].to_numpy()
+    created = sides.records["created"]
+    posted = sides.entries["posted"]
+    in_night = sides.entries["in_night"]
     records = sorted(set(component["r"].tolist()), key=lambda r: (created[r], r))
     entries = sorted(set(component["e"].tolist()), key=lambda e: (not in_night[e], posted[e], e))
-    score = {(r, e): s for r, e, s in zip(component["r"], component["e"], component["score"], strict=True)}
+    score = dict(
+        zip(
+            zip(component["r"].tolist(), component["e"].tolist(), strict=True),
+            component["score"].tolist(),
+            strict=True,
+        )
+    )
     if len(score) == len(records) * len(entries):
         return [(r, e, score[(r, e)]) for r, e in zip(records, entries, strict=False)]
     rank = {e: i for i, e in enumerate(entries)}
@@ -267,9 +271,8 @@ def _pair_in_time_order(component: pd.DataFrame, sides: Sides) -> list[tuple[int
 
     for record in records:
         augment(record, set())
-    return sorted(
-        ((r, e, score[(r, e)]) for e, r in owner.items()), key=lambda pair: (created[pair[0]], pair[0])
-    )
+    pairs = [(r, e, score[(r, e)]) for e, r in owner.items()]
+    return sorted(pairs, key=lambda pair: (created[pair[0]], pair[0]))
 
 
 def _conflicting(sides: Sides, records: Rows, entries: Rows) -> bool:
@@ -278,7 +281,7 @@ def _conflicting(sides: Sides, records: Rows, entries: Rows) -> bool:
     e = np.tile(np.array(entries, dtype=np.int64), len(records))
     if (card_agreement(sides, r, e) < 0).any():
         return True
-    left, right = sides.records["approval"].to_numpy()[r], sides.entries["approval"].to_numpy()[e]
+    left, right = sides.records["approval"][r], sides.entries["approval"][e]
     return bool((pd.notna(left) & pd.notna(right) & (left != right)).any())
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from recon_pipeline.reconcile.matching.joins import dense_keys
 from recon_pipeline.reconcile.matching.policy import match_key
 from recon_pipeline.reconcile.matching.sides import Sides
 
@@ -34,40 +35,34 @@ def split_search(
 ) -> SplitFound:
     """Every booking's unique splits among the free rows (settled records only)."""
     found = SplitFound()
-    records = sides.records
-    usable = free_r & records["settled"].to_numpy() & pd.notna(records["booking"].to_numpy())
-    figures = sides.figures[usable[sides.figures["r"].to_numpy()]]
-    figures = figures.assign(booking=records["booking"].to_numpy()[figures["r"].to_numpy()])
-    entries = sides.entries.assign(e=np.arange(len(sides.entries)))
-    entries = entries[free_e & entries["booking"].notna().to_numpy()]
-    if figures.empty or entries.empty:
+    records, entries, figures = sides.records, sides.entries, sides.figures
+    usable = free_r & records["settled"] & pd.notna(records["booking"])
+    figures = figures.take(usable[figures["r"]])
+    at_e = np.flatnonzero(free_e & pd.notna(entries["booking"]))
+    if not len(figures) or not len(at_e):
         return found
-    key = ["kind", "booking", "currency"]
-    sizes = pd.merge(
-        figures.groupby(key).size().rename("records").reset_index(),
-        entries.groupby(key).size().rename("entries").reset_index(),
-        on=key,
+    r = figures["r"]
+    key_f, key_e = dense_keys(
+        [figures["kind"], records["booking"][r], figures["currency"]],
+        [entries["kind"][at_e], entries["booking"][at_e], entries["currency"][at_e]],
     )
-    wanted = sizes[(sizes["records"] >= 2) | (sizes["entries"] >= 2)][key]
-    if wanted.empty:
-        return found
-    figure_groups = dict(list(figures.merge(wanted, on=key).groupby(key, sort=True)))
-    entry_groups = dict(list(entries.merge(wanted, on=key).groupby(key, sort=True)))
-    record_ids = records["record_id"].to_numpy()
-    entry_ids = sides.entries["entry_id"].to_numpy()
-    for group in sorted(figure_groups):
-        in_records, in_entries = figure_groups[group], entry_groups[group]
-        r = in_records["r"].to_numpy(dtype=np.int64)
-        amounts = in_records["amount"].to_numpy(dtype=np.int64)
-        e = in_entries["e"].to_numpy(dtype=np.int64)
-        posted = in_entries["amount"].to_numpy(dtype=np.int64)
+    size = int(max(key_f.max(initial=-1), key_e.max(initial=-1))) + 1
+    per_f = np.bincount(key_f[key_f >= 0], minlength=size)
+    per_e = np.bincount(key_e[key_e >= 0], minlength=size)
+    wanted = np.flatnonzero((per_f > 0) & (per_e > 0) & ((per_f >= 2) | (per_e >= 2)))
+    record_ids, entry_ids = records["record_id"], entries["entry_id"]
+    for group in wanted.tolist():
+        in_f = np.flatnonzero(key_f == group)
+        group_r, amounts = r[in_f], figures["amount"][in_f]
+        group_e = at_e[key_e == group]
+        posted = entries["amount"][group_e]
         solutions: list[tuple[Rows, Rows]] = []
-        if 2 <= len(e) <= max_split:
+        if 2 <= len(group_e) <= max_split:
             for subset, target in _sums_hitting(posted, amounts):
-                solutions.append(((int(r[target]),), tuple(int(x) for x in e[subset])))
-        if 2 <= len(r) <= max_split:
+                solutions.append(((int(group_r[target]),), tuple(int(x) for x in group_e[subset])))
+        if 2 <= len(group_r) <= max_split:
             for subset, target in _sums_hitting(amounts, posted):
-                solutions.append((tuple(int(x) for x in r[subset]), (int(e[target]),)))
+                solutions.append((tuple(int(x) for x in group_r[subset]), (int(group_e[target]),)))
         solutions = [
             (rs, es)
             for rs, es in solutions
