@@ -44,6 +44,10 @@ def demo(args: argparse.Namespace, database: Callable[[], AbstractContextManager
             file=sys.stderr,
         )
         return 1
+    unpaired = [o.property_id for o in outcomes if o.matches_differ()]
+    if unpaired:
+        print(f"error: matches per rule differ from the world's for {', '.join(unpaired)}", file=sys.stderr)
+        return 1
     if args.desk_users:
         with database() as engine:
             added = desk.add_desk_demo(engine, properties, datetime.now(UTC))

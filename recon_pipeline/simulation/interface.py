@@ -44,6 +44,11 @@ class DemoWorld:
     # Whether its records show a failed payment (Adyen's settlement reports list only settled money): if
     # not, the ledger's booking of one is money missing at the provider, not a status mismatch.
     reports_failed_payments: bool = True
+    # Properties whose PMS keeps a hotel-style ledger (``demo/world.py``, ``_HotelNightBuilder``): most
+    # payments posted per booking with the card's brand, last four and approval code but not the
+    # provider's id, so the matcher pairs them. Seeded by ``recon demo`` beside ``properties``, which the
+    # tests' worlds are built of alone.
+    hotel_properties: tuple[PropertyRow, ...] = ()
 
 
 class ProviderSimulation(Protocol):

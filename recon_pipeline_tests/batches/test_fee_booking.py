@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.properties import FEE_NONE, FEE_PER_PAYOUT
-from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.world import World
 from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline, asset_metadata, seeded
 
@@ -64,7 +64,7 @@ def gross(mode: str) -> Callable[[World], None]:
 
 @pytest.mark.parametrize("mode", [FEE_NONE, FEE_PER_PAYOUT])
 def test_a_gross_ledger_finds_what_a_per_movement_one_does_less_the_fees(sqlite_url: str, mode: str) -> None:
-    rows = demo_properties("stripe")
+    rows = DEMO_PROPERTIES  # the Stripe demo's keyed properties
     with seeded(sqlite_url, properties=rows) as today:
         before, proposed_before, report_before = night_of(today)
     booking = tuple(replace(row, fee_booking=mode) if row.property_id == GROSS else row for row in rows)

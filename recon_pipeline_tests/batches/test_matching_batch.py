@@ -32,7 +32,7 @@ from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.reconcile.matching import MatchOutcome, MatchPolicy, match_night
 from recon_pipeline.reconcile.matching.outcome import unchanged
 from recon_pipeline.review.matches import confirm_match, pair_by_hand, reject_match
-from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import build_world
 from recon_pipeline_tests.support.pms_night import (
@@ -387,7 +387,7 @@ def test_a_keyed_world_reconciles_exactly_as_before(
     """The demo's planted-findings world (every posting names its provider id, fees per movement): with
     the matcher in the path, every property's findings and proposals are those of the diff alone, row for
     row, and the matcher hands the diff the very frames it was given."""
-    properties = demo_properties("stripe")
+    properties = DEMO_PROPERTIES  # the keyed ones (the demo's hotel-style property is not keyed)
     world = build_world(
         {p.property_id: NIGHT for p in properties}, bookings_per_night=30, properties=properties
     )

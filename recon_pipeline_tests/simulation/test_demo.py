@@ -7,15 +7,29 @@ import re
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from recon_pipeline.db.schema import discrepancies, matches
+from recon_pipeline.defs.assets import reconciliation_assets
+from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.nights import night_window
 from recon_pipeline.providers.adyen.client import DEFAULT_SETTLEMENT_DAYS
-from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
+from recon_pipeline.reconcile.matching import TIERS
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES as KEYED_PROPERTIES
+from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata, seeded
+
+# What `recon demo` seeds: the keyed properties the tests' worlds are built of, and the hotel-style one.
+DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)
+HOTEL = "rome-trastevere"
+HOTEL_BOOKINGS = 60
 
 
 def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -180,3 +194,148 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     env["RECON_DATABASE_URL"] = f"sqlite:///{tmp_path / 'r.sqlite'}"
     assert run_recon("db", "init", env=env).stdout.startswith("upgraded the database from revision (none)")
     assert run_recon("db", "init", env=env).stdout.strip().endswith(", the newest")
+
+
+# --- the hotel-style property (simulation/demo/world.py, _HotelNightBuilder) ----------------------------
+
+
+@pytest.mark.fast
+def test_the_hotel_world_builds_what_each_rule_pairs_and_leaves_the_keyed_properties_as_they_were() -> None:
+    properties = demo_properties(DEFAULT_FLAVOUR)
+    assert [p.property_id for p in properties] == [*(p.property_id for p in KEYED_PROPERTIES), HOTEL]
+    nights = {p.property_id: date(2026, 12, 3) for p in properties}
+    world = build_world(nights, HOTEL_BOOKINGS, properties=properties)
+    keyed = build_world(nights, HOTEL_BOOKINGS)  # the tests' worlds: the keyed properties alone
+    assert [e for e in world.ledger_entries if e["property_id"] != HOTEL] == keyed.ledger_entries
+    assert (
+        world.expected - Counter({k: n for k, n in world.expected.items() if k[0] == HOTEL}) == keyed.expected
+    )
+    built = {rule: n for (p, _night, rule), n in world.expected_matches.items() if p == HOTEL}
+    assert set(built) == set(TIERS) and all(built.values())  # every matcher's rule has something to pair
+    entries = [e for e in world.ledger_entries if e["property_id"] == HOTEL]
+    unkeyed = [e for e in entries if e["provider_record_id"] is None]
+    assert len(unkeyed) > len(entries) // 2  # most payments name no provider id
+    assert not [
+        e for e in entries if e["kind"] == "fee" and not str(e["provider_record_id"]).startswith("po_")
+    ]
+
+
+@pytest.mark.slow  # a `recon demo` process
+def test_the_demo_pairs_the_hotel_ledger_rule_by_rule_and_finds_only_what_was_planted(tmp_path: Path) -> None:
+    env = fresh_env(tmp_path)
+    result = run_recon("demo", "--bookings", str(HOTEL_BOOKINGS), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "differs" not in result.stdout
+    nights = dict(NIGHT_BLOCK.findall(result.stdout))
+    assert HOTEL in nights
+    # the hotel alone prints its matches per rule (the keyed properties' are the provider's id alone)
+    block = result.stdout.split(f"== {HOTEL}")[1].split("\n== ")[0]
+    assert result.stdout.count("matched by") == block.count("matched by") == 1
+    assert re.search(r"^   booking and amount +\d+ +\d+$", block, re.MULTILINE)
+    assert lifecycle_lines(result.stdout)[HOTEL] == (1, 1, 1, 1, 1, 1)  # the PMS catches up, as elsewhere
+
+    properties = DEMO_PROPERTIES
+    world = build_world(
+        {p.property_id: date.fromisoformat(nights[p.property_id]) for p in properties},
+        HOTEL_BOOKINGS,
+        properties=properties,
+    )
+    night = nights[HOTEL]
+    planted = {
+        category: n
+        for (p, nt, category), n in (world.expected + world.expected_payouts).items()
+        if (p, nt) == (HOTEL, night)
+    }
+    built = {rule: n for (p, nt, rule), n in world.expected_matches.items() if (p, nt) == (HOTEL, night)}
+    with sqlite3.connect(tmp_path / "home" / "recon.sqlite") as connection:
+        found = dict(
+            connection.execute(
+                "SELECT category, COUNT(*) FROM discrepancies WHERE property_id = ? AND night = ? "
+                "GROUP BY category",
+                (HOTEL, night),
+            ).fetchall()
+        )
+        matched = dict(
+            connection.execute(
+                "SELECT rule, COUNT(*) FROM matches WHERE property_id = ? AND night = ? "
+                "AND status = 'matched' AND cleared_at IS NULL GROUP BY rule",
+                (HOTEL, night),
+            ).fetchall()
+        )
+        paired = connection.execute(
+            "SELECT provider_record_ids, ledger_entry_ids FROM matches WHERE property_id = ? AND night = ? "
+            "AND cleared_at IS NULL AND provider_amount_minor = ledger_amount_minor",
+            (HOTEL, night),
+        ).fetchall()
+        proposals = connection.execute(
+            "SELECT provider_record_id, ledger_entry_id FROM adjustments WHERE property_id = ? AND night = ?",
+            (HOTEL, night),
+        ).fetchall()
+        other_matches = connection.execute("SELECT COUNT(*) FROM matches WHERE property_id != ?", (HOTEL,))
+        assert other_matches.fetchone() == (0,)  # the keyed properties: everything by the provider's id
+    assert found == planted
+    assert matched == built
+    records = {record for ids, _entries in paired for record in ids.split()}
+    entries = {entry for _ids, ids in paired for entry in ids.split()}
+    assert proposals and len(records) == sum(built.values()) - 1  # every match but the one 5.00 off
+    assert not [(r, e) for r, e in proposals if r in records or e in entries]
+
+
+@pytest.mark.slow  # a Dagster run per database
+def test_the_hotel_night_reconciles_to_its_plants_and_its_pairs_on_both_databases(database_url: str) -> None:
+    """The hotel-style night alone through the night's job, on SQLite and PostgreSQL (whose seeding goes
+    through COPY): its findings are the planted ones and each rule pairs what the world built."""
+    [hotel] = [p for p in DEMO_PROPERTIES if p.property_id == HOTEL]
+    with seeded(database_url, properties=(hotel,)) as pipeline:
+        result = pipeline.materialize()
+        assert result.success
+        assert pipeline.found(HOTEL) == pipeline.planted(HOTEL)
+        metadata = asset_metadata(result, "discrepancy_report")
+        built = {rule: n for (p, _night, rule), n in pipeline.world.expected_matches.items() if p == HOTEL}
+        assert {rule: metadata.get(f"matches/{rule}", 0) for rule in TIERS} == built
+
+
+@pytest.mark.slow  # two Dagster runs
+def test_two_hotel_nights_running_each_keep_their_own_pairs_and_the_late_posting_is_a_timing_difference(
+    sqlite_url: str,
+) -> None:
+    """The night before's late posting lands in tonight: the night before's match re-keys it to its charge
+    (a timing difference, no finding), and its postings, loaded as tonight's neighbours, are not paired
+    again; each night's matches and counts are its own (they were once counted again the night after)."""
+    [hotel] = [p for p in DEMO_PROPERTIES if p.property_id == HOTEL]
+    before = NIGHT - timedelta(days=1)
+    earlier = build_world({HOTEL: before}, 40, properties=(hotel,))
+
+    def with_the_night_before(world: World) -> None:
+        for name in ("charges", "refunds", "payment_intents", "disputes", "payouts", "balance_transactions"):
+            getattr(world.store, name).extend(getattr(earlier.store, name))
+        for name in ("bookings", "payment_orders", "ledger_entries"):
+            getattr(world, name).extend(getattr(earlier, name))
+
+    with seeded(sqlite_url, properties=(hotel,), edit=with_the_night_before) as pipeline:
+        runs = {
+            night: dg.materialize(
+                reconciliation_assets,
+                partition_key=night.isoformat(),
+                instance=pipeline.instance,
+                resources=pipeline.resources,
+                run_config=batch_run_config([HOTEL]),
+            )
+            for night in (before, NIGHT)
+        }
+        rows = pipeline.table(discrepancies)
+        matches_rows = pipeline.table(matches)
+    columns = [column.name for column in discrepancies.columns]
+    match_columns = [column.name for column in matches.columns]
+    for night, world in ((before, earlier), (NIGHT, pipeline.world)):
+        assert runs[night].success
+        found = Counter(
+            row[columns.index("category")] for row in rows if row[columns.index("night")] == str(night)
+        )
+        planted = {c: n for (_p, nt, c), n in world.expected.items() if nt == night.isoformat()}
+        assert dict(found) == planted
+        built = {rule: n for (_p, nt, rule), n in world.expected_matches.items() if nt == night.isoformat()}
+        metadata = asset_metadata(runs[night], "discrepancy_report")
+        assert {rule: metadata.get(f"matches/{rule}", 0) for rule in TIERS} == built
+    keys = Counter(row[match_columns.index("match_key")] for row in matches_rows)
+    assert keys and max(keys.values()) == 1  # no pair saved under both nights

@@ -22,10 +22,11 @@ from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers import PROVIDER_NAMES
 from recon_pipeline.serving import ServerThread
-from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import World, build_world
 from recon_pipeline.simulation.host.app import build_app
+from recon_pipeline.simulation.registry import simulation_named
 from recon_pipeline_tests.support.provider_fixtures import flavour_of
 
 NIGHT = date(2026, 11, 30)
@@ -109,7 +110,8 @@ def seeded(
 ) -> Iterator[SeededPipeline]:
     """The demo world of ``flavour``'s properties (or ``properties``), seeded and served by a simulator
     speaking its API; ``plant=False``: a clean night; ``edit`` changes the world before it is seeded."""
-    properties = properties or demo_properties(flavour)
+    # the flavour's keyed properties (the demo's hotel-style one is tested by the demo's own tests)
+    properties = properties or simulation_named(flavour).demo_world().properties
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     world = build_world(

@@ -9,11 +9,15 @@ from recon_pipeline.simulation.registry import simulation_named
 
 
 def demo_properties(flavour: str) -> tuple[PropertyRow, ...]:
-    """The demo properties of the provider called ``flavour`` (its simulation says which)."""
-    return simulation_named(flavour).demo_world().properties
+    """The properties `recon demo` seeds for the provider called ``flavour`` (its simulation says which):
+    its keyed ones, then its hotel-style ones (``demo/world.py``, ``_HotelNightBuilder``)."""
+    world = simulation_named(flavour).demo_world()
+    return (*world.properties, *world.hotel_properties)
 
 
-DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)  # the default demo's, which the tests build worlds of
+# The default demo's keyed properties, which the tests build worlds of (without the hotel-style one, so
+# that their figures and counts stay as they were).
+DEMO_PROPERTIES = simulation_named(DEFAULT_FLAVOUR).demo_world().properties
 
 # The demo analyst's unexplained-amount thresholds (``recon discrepancies threshold``), in minor units and
 # of a similar size in money, about US$6,000-11,000 a night: the default of 1,000,000 minor units suits
@@ -26,4 +30,5 @@ DEMO_THRESHOLDS_MINOR = {
     "mumbai-marine": 50_000_000,  # ₹5,00,000
     "amsterdam-canal": 1_000_000,  # €10,000
     "london-borough": 1_000_000,  # £10,000
+    "rome-trastevere": 1_000_000,  # €10,000
 }

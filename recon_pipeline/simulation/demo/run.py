@@ -21,7 +21,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -40,6 +40,8 @@ from recon_pipeline.ledger.queries import load_property
 from recon_pipeline.nights import last_closed_night, night_window
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
+from recon_pipeline.reconcile.matching import RULES, TIERS
+from recon_pipeline.reconcile.matching.words import RULE_WORDS
 from recon_pipeline.reports.paths import HTML
 from recon_pipeline.reports.render import RenderedNight, render_night
 from recon_pipeline.serving import ServerThread
@@ -52,6 +54,8 @@ from recon_pipeline.simulation.registry import simulation_named
 LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[3] / "dagster.yaml"
 # The demo prints its own report; each run's full event log is on its Dagster instance (`dagster dev`).
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# The rules a hotel-style world counts what it built for (``World.expected_matches``): the matcher's tiers.
+MATCHER_RULES = TIERS
 # How far the PMS moves the ledger amount of one mismatched entry, in minor units (follow_the_ledger).
 CHANGED_BY_MINOR = 100
 
@@ -73,15 +77,25 @@ class NightOutcome:
     found: dict[str, int]
     planted: dict[str, int]
     top_discrepancies: str
+    # movements paired per rule (the run's ``matches/<rule>`` metadata, "exact_id" included), and what a
+    # hotel-style property's world built for the matcher's rules to pair (empty for a keyed property)
+    matched: dict[str, int] = field(default_factory=dict)
+    planted_matches: dict[str, int] = field(default_factory=dict)
+
+    def matches_differ(self) -> bool:
+        """Whether a matcher's rule (not the provider's id) paired other than the world built."""
+        return any(self.matched.get(rule, 0) != self.planted_matches.get(rule, 0) for rule in MATCHER_RULES)
 
 
 def demo_nights(now: datetime, flavour: str = DEFAULT_FLAVOUR) -> dict[str, date]:
     """The newest night of every demo property of ``flavour`` that ended ``DemoWorld.published_after``
     before ``now`` (the last closed night where the provider publishes at once), each in its own timezone
     and cutoff: the provider has published all of its money, where a later night's pull may be incomplete."""
-    world = simulation_named(flavour).demo_world()
-    published = now - world.published_after
-    return {p.property_id: last_closed_night(published, p.timezone, p.night_cutoff) for p in world.properties}
+    published = now - simulation_named(flavour).demo_world().published_after
+    return {
+        p.property_id: last_closed_night(published, p.timezone, p.night_cutoff)
+        for p in demo_properties(flavour)
+    }
 
 
 def render_nights(nights: dict[str, date], flavour: str) -> str:
@@ -186,7 +200,22 @@ def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, proper
             if p == property_id and nt == night
         },
         top_discrepancies=str(_metadata(result, "discrepancy_report", "top_discrepancies")),
+        matched=matched_by_rule(result),
+        planted_matches={
+            rule: n for (p, nt, rule), n in world.expected_matches.items() if p == property_id and nt == night
+        },
     )
+
+
+def matched_by_rule(result: dg.ExecuteInProcessResult) -> dict[str, int]:
+    """The run's movements paired per rule (``matches/<rule>`` of the report's metadata), zeros left out."""
+    metadata = _materialization(result, "discrepancy_report").metadata
+    counts = {
+        key.removeprefix("matches/"): value.value
+        for key, value in metadata.items()
+        if key.startswith("matches/")
+    }
+    return {rule: int(n) for rule, n in counts.items() if isinstance(n, int) and n}
 
 
 def render_reports(engine: Engine, world: World, properties: tuple[PropertyRow, ...]) -> list[RenderedNight]:
@@ -373,13 +402,17 @@ def found_by_category(engine: Engine, property_id: str, night: str) -> dict[str,
         return {category: int(count) for category, count in connection.execute(query).tuples()}
 
 
-def _metadata(result: dg.ExecuteInProcessResult, asset: str, key: str) -> object:
+def _materialization(result: dg.ExecuteInProcessResult, asset: str) -> dg.AssetMaterialization:
     [materialization] = [
         event.materialization
         for event in result.get_asset_materialization_events()
         if event.asset_key == dg.AssetKey(asset)
     ]
-    return materialization.metadata[key].value
+    return materialization
+
+
+def _metadata(result: dg.ExecuteInProcessResult, asset: str, key: str) -> object:
+    return _materialization(result, asset).metadata[key].value
 
 
 def _metadata_int(result: dg.ExecuteInProcessResult, asset: str, key: str) -> int:
@@ -401,8 +434,26 @@ def render_outcome(outcome: NightOutcome) -> str:
         found, planted = outcome.found.get(category, 0), outcome.planted.get(category, 0)
         mark = "" if found == planted else "   <-- differs"
         lines.append(f"   {category:<28}{found:>7}{planted:>9}{mark}")
+    if outcome.planted_matches or any(outcome.matched.get(rule) for rule in MATCHER_RULES):
+        lines += render_matches(outcome)
     lines.append(outcome.top_discrepancies)
     return "\n".join(lines)
+
+
+def render_matches(outcome: NightOutcome) -> list[str]:
+    """The movements paired per rule against what the world built for each matcher's rule (the provider's
+    id is the keyed postings' count: nothing planted to compare it with)."""
+    lines = [f"   {'matched by':<42}{'found':>7}{'planted':>9}"]
+    for rule in RULES:
+        found = outcome.matched.get(rule, 0)
+        if rule not in MATCHER_RULES:
+            if found:
+                lines.append(f"   {RULE_WORDS[rule]:<42}{found:>7}{'-':>9}")
+            continue
+        planted = outcome.planted_matches.get(rule, 0)
+        mark = "" if found == planted else "   <-- differs"
+        lines.append(f"   {RULE_WORDS[rule]:<42}{found:>7}{planted:>9}{mark}")
+    return lines
 
 
 def render_lifecycle(outcome: LifecycleOutcome) -> str:

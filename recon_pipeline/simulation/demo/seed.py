@@ -15,6 +15,7 @@ from recon_pipeline.db.schema import (
     properties,
 )
 from recon_pipeline.db.upsert import insert_new
+from recon_pipeline.ledger.records import LEDGER_MATCH_KEY_COLUMNS
 from recon_pipeline.simulation.demo.world import World
 
 SEED_BATCH = 2_000
@@ -22,11 +23,14 @@ SEED_BATCH = 2_000
 
 def seed_world(engine: Engine, world: World) -> dict[str, int]:
     """Insert the world's PMS rows; returns rows newly inserted per table."""
+    # A hotel-style property's entries carry the card keys and reference (``_HotelNightBuilder``), the
+    # others none: every row names every column, as one batched insert needs.
+    entries = [dict.fromkeys(LEDGER_MATCH_KEY_COLUMNS) | entry for entry in world.ledger_entries]
     plan = (
         (properties, world.properties, "property_id"),
         (bookings, world.bookings, "booking_id"),
         (payment_orders, world.payment_orders, "provider_payment_id"),
-        (ledger_entries, world.ledger_entries, "entry_id"),
+        (ledger_entries, entries, "entry_id"),
     )
     inserted: dict[str, int] = {}
     with engine.begin() as connection:

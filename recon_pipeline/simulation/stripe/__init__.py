@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from recon_pipeline.properties import PropertyRow
+from recon_pipeline.properties import FEE_PER_PAYOUT, PropertyRow
 from recon_pipeline.providers.stripe.holds import STANDARD_AUTHORIZATION
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline.simulation.host.wire import ApiWrapper
@@ -19,6 +19,20 @@ DEMO_PROPERTIES = (
     PropertyRow("lisbon-riverside", "Lisbon Riverside Suites", "Europe/Lisbon", "EUR", "00:00", None),
     PropertyRow("kyoto-gion", "Kyoto Gion Ryokan", "Asia/Tokyo", "JPY", "00:00", "acct_1KyotoGion"),
     PropertyRow("denver-lodge", "Denver Mountain Lodge", "America/Denver", "USD", "03:00", None),
+)
+# A hotel whose PMS posts most payments per booking without Stripe's id and books fees per payout, on a
+# connected account of its own: the demo's hotel-style property (``demo/world.py``,
+# ``_HotelNightBuilder``).
+HOTEL_PROPERTIES = (
+    PropertyRow(
+        "rome-trastevere",
+        "Rome Trastevere Hotel",
+        "Europe/Rome",
+        "EUR",
+        "00:00",
+        "acct_1RomeTrastevere",
+        fee_booking=FEE_PER_PAYOUT,
+    ),
 )
 
 
@@ -38,6 +52,7 @@ class StripeSimulation:
             payment_intents=True,
             balance_transactions=True,
             authorization_period=STANDARD_AUTHORIZATION,
+            hotel_properties=HOTEL_PROPERTIES,
         )
 
 
