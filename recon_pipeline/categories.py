@@ -10,11 +10,23 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import numpy as np
 import pandas as pd
 
 from recon_pipeline.frames import typed_frame
 
 KINDS: Final = ("payment", "refund", "fee", "dispute", "dispute_reversal", "adjustment")
+
+
+def kind_codes(kinds: np.ndarray) -> np.ndarray:
+    """Index into KINDS of every row (uint8, as the key grouping takes it); an unknown or null kind is a
+    contract violation, refused in one line naming it."""
+    codes, uniques = pd.factorize(kinds)
+    unknown = sorted({str(kind) for kind in uniques if kind not in KINDS})
+    if unknown or (codes < 0).any():
+        raise ValueError(f"unknown record kinds {unknown or ['<null>']}; expected one of {KINDS}")
+    return np.array([KINDS.index(kind) for kind in uniques], dtype=np.uint8)[codes]
+
 
 MISSING_IN_LEDGER: Final = "missing_in_ledger"
 MISSING_AT_PROVIDER: Final = "missing_at_provider"

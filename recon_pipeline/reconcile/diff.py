@@ -38,6 +38,7 @@ from recon_pipeline.categories import (
     FX_DIFFERENCE,
     KINDS,
     STATUS_MISMATCH,
+    kind_codes,
 )
 from recon_pipeline.money import BASIS_POINTS
 from recon_pipeline.providers.records import empty_provider_records
@@ -225,7 +226,7 @@ class _ProviderArrays:
             )
         return cls(
             ids=ids,
-            kinds=_kind_codes(frame["kind"].to_numpy()),
+            kinds=kind_codes(frame["kind"].to_numpy()),
             amounts=frame["amount_minor"].to_numpy(dtype=np.int64),
             settled=frame["settled"].to_numpy(dtype=bool),
             converted=converted,
@@ -273,7 +274,7 @@ class _LedgerArrays:
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _LedgerArrays:
-        kinds = _kind_codes(frame["kind"].to_numpy())
+        kinds = kind_codes(frame["kind"].to_numpy())
         all_ids = IdBytes.of(frame["provider_record_id"])
         keyed = (kinds != _ADJUSTMENT) & ~all_ids.null
         return cls(
@@ -283,15 +284,6 @@ class _LedgerArrays:
             in_night=frame["in_night"].to_numpy(dtype=bool),
             keyed=keyed,
         )
-
-
-def _kind_codes(kinds: np.ndarray) -> np.ndarray:
-    """Index into KINDS of every row; an unknown or null kind is a contract violation."""
-    codes, uniques = pd.factorize(kinds)
-    unknown = sorted({str(kind) for kind in uniques if kind not in KINDS})
-    if unknown or (codes < 0).any():
-        raise ValueError(f"unknown record kinds {unknown or ['<null>']}; expected one of {KINDS}")
-    return np.array([KINDS.index(kind) for kind in uniques], dtype=np.int8)[codes]
 
 
 def _currency_codes(*arrays: np.ndarray) -> tuple[list[str], list[np.ndarray]]:

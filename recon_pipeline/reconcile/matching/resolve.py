@@ -19,6 +19,7 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from recon_pipeline.reconcile.matching.overlap import overlapping_groups
 from recon_pipeline.reconcile.matching.policy import CONFLICT_SCORE, SCORES, SPLIT
 from recon_pipeline.reconcile.matching.sides import Sides, Table
 from recon_pipeline.reconcile.matching.split import SplitFound
@@ -288,26 +289,12 @@ def _conflicting(sides: Sides, records: Rows, entries: Rows) -> bool:
 def _merged(holds: list[Hold]) -> list[Hold]:
     """Holds sharing a held row become one; a lone suggestion stays a suggestion, anything merged is an
     ambiguity (a row with two weak or tangled candidates has no single candidate to confirm)."""
-    parent = list(range(len(holds)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[tuple[str, int], int] = {}
-    for index, hold in enumerate(holds):
-        for row in [("r", r) for r in hold.records] + [("e", e) for e in hold.entries]:
-            if row in owner:
-                parent[root(index)] = root(owner[row])
-            else:
-                owner[row] = index
-    clusters: dict[int, list[Hold]] = {}
-    for index, hold in enumerate(holds):
-        clusters.setdefault(root(index), []).append(hold)
+    clusters = [
+        [holds[i] for i in group]
+        for group in overlapping_groups([(hold.records, hold.entries) for hold in holds])
+    ]
     merged = []
-    for members in clusters.values():
+    for members in clusters:
         if len(members) == 1:
             merged.append(members[0])
             continue

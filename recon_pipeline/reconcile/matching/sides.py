@@ -19,7 +19,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.categories import KINDS
+from recon_pipeline.categories import kind_codes
 from recon_pipeline.frames import present
 from recon_pipeline.reconcile.grouping import IdBytes, group_keys
 
@@ -115,15 +115,6 @@ def _named_by_ledger(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> np
     booked = np.zeros(groups.count, dtype=bool)
     booked[groups.groups[1]] = True
     return booked[groups.groups[0]]
-
-
-def kind_codes(kinds: np.ndarray) -> np.ndarray:
-    """Index into KINDS of every row (uint8, as the key grouping takes it); an unknown kind is refused."""
-    codes, uniques = pd.factorize(kinds)
-    unknown = sorted({str(kind) for kind in uniques if kind not in KINDS})
-    if unknown or (codes < 0).any():
-        raise ValueError(f"unknown record kinds {unknown or ['<null>']}; expected one of {KINDS}")
-    return np.array([KINDS.index(kind) for kind in uniques], dtype=np.uint8)[codes]
 
 
 def record_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:

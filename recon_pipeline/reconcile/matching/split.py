@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from recon_pipeline.reconcile.matching.joins import dense_keys
+from recon_pipeline.reconcile.matching.overlap import overlapping_groups
 from recon_pipeline.reconcile.matching.policy import match_key
 from recon_pipeline.reconcile.matching.sides import Sides
 
@@ -88,25 +89,7 @@ def _sort_out(solutions: list[tuple[Rows, Rows]], found: SplitFound) -> None:
     """Solutions sharing no row with another are unique; overlapping ones form ambiguous groups."""
     if not solutions:
         return
-    parent = list(range(len(solutions)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[tuple[str, int], int] = {}
-    for index, (rs, es) in enumerate(solutions):
-        for row in [("r", x) for x in rs] + [("e", x) for x in es]:
-            if row in owner:
-                parent[root(index)] = root(owner[row])
-            else:
-                owner[row] = index
-    clusters: dict[int, list[int]] = {}
-    for index in range(len(solutions)):
-        clusters.setdefault(root(index), []).append(index)
-    for members in clusters.values():
+    for members in overlapping_groups(solutions):
         if len(members) == 1:
             found.solutions.append(solutions[members[0]])
         else:
