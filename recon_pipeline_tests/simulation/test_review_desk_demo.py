@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from recon_pipeline import cli
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.simulation.demo.desk import DEMO_USERS
-from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, DEMO_THRESHOLDS_MINOR
+from recon_pipeline.simulation.demo.properties import DEMO_THRESHOLDS_MINOR, demo_properties
 from recon_pipeline_tests.support.dagster_processes import free_port
 from recon_pipeline_tests.support.desk_fixtures import sign_in, wait_for_desk
 from recon_pipeline_tests.support.loopback import loopback_client
@@ -88,7 +89,8 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
         [(status, amount)] = connection.execute(
             "SELECT status, amount_minor FROM adjustments WHERE adjustment_id = ?", (big_adjustment,)
         ).fetchall()
-    demo_ids = ",".join(sorted(p.property_id for p in DEMO_PROPERTIES))
+    seeded = demo_properties(DEFAULT_FLAVOUR)  # the keyed ones and the hotel-style one
+    demo_ids = ",".join(sorted(p.property_id for p in seeded))
     assert users == sorted((name, role, demo_ids) for name, role in DEMO_USERS)
     assert status == "proposed" and abs(amount) > threshold
     assert unexplained == DEMO_THRESHOLDS_MINOR[four_eyes_property]  # the blocking check's: untouched
@@ -112,7 +114,7 @@ def test_the_readmes_two_commands_serve_the_demo_to_its_demo_users(tmp_path: Pat
             assert sign_in(client, "demo-analyst", CHOSEN_PASSWORD).status_code == 303
             findings = client.get("/findings")
             assert findings.status_code == 200
-            for prop in DEMO_PROPERTIES:
+            for prop in seeded:
                 assert prop.property_id in findings.text
             assert "missing_in_ledger" in findings.text
         with loopback_client(base_url=base_url, timeout=10) as client:
