@@ -268,8 +268,8 @@ def test_in_process_names_a_failed_run_with_its_steps_own_error_and_exits_1(
 def finish_runs_when_queued(home: Path, expected: int, fail: str) -> threading.Thread:
     """A thread that stands in for the daemon: it beats the run queue's heartbeat (so the command never
     takes it for a missing daemon, however slowly a loaded machine queues the runs) and, once ``expected``
-    runs of the night are queued, ends them as a run worker would: the one reconciling property ``fail``
-    fails (with its outcome recorded), the others succeed."""
+    runs of the night are queued (their submission recorded), ends them as a run worker would: the one
+    reconciling property ``fail`` fails (with its outcome recorded), the others succeed."""
 
     def finish() -> None:
         deadline = time.monotonic() + 60
@@ -278,7 +278,9 @@ def finish_runs_when_queued(home: Path, expected: int, fail: str) -> threading.T
             instance.add_daemon_heartbeat(beat)
             while time.monotonic() < deadline:
                 runs = instance.get_runs(dg.RunsFilter(tags={NIGHT_TAG: NIGHT}))
-                if len(runs) == expected:
+                # Queued, not only created: a run ended before its submission is recorded would be put
+                # back in the queue by that submission, and wait there for a daemon that never comes.
+                if len(runs) == expected and all(r.status == dg.DagsterRunStatus.QUEUED for r in runs):
                     break
                 time.sleep(0.1)
             for run in runs:
