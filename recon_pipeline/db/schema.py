@@ -183,6 +183,9 @@ discrepancies = Table(
     # Set when a later run of the property-night no longer sees the finding (the row stays, for audit);
     # NULL again when it reappears. A cleared finding is not outstanding, whatever its review status.
     Column("cleared_at", UTC_TIMESTAMP, nullable=True),
+    # Who on the review desk is working on the finding, since when (revision 0012; NULL: nobody).
+    Column("assigned_to", Text, nullable=True),
+    Column("assigned_at", UTC_TIMESTAMP, nullable=True),
     UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
 )
@@ -532,4 +535,54 @@ review_signin_failures = Table(
     Column("failures", Integer, nullable=False),
     Column("last_failure_at", UTC_TIMESTAMP, nullable=False),
     Index("ix_review_signin_failures_last", "last_failure_at"),
+)
+
+
+# ----- the review desk as analysts work (revision 0012) ------------------------------------------------
+
+# A user's named filters of one desk list (``list_name``: findings, adjustments, payouts, nights, matches);
+# ``query`` is the list's query string as the list page reads it.
+review_saved_views = Table(
+    "review_saved_views",
+    metadata,
+    Column("view_id", Integer, primary_key=True, autoincrement=True),
+    Column("user_name", Text, nullable=False),
+    Column("list_name", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("query", Text, nullable=False),
+    Column("created_at", UTC_TIMESTAMP, nullable=False),
+    UniqueConstraint("user_name", "list_name", "name", name="uq_review_saved_views_name"),
+)
+
+# The provider's record as the night's pull last saw it, for each record a finding or a match names: what
+# a finding's page shows of the provider's side without asking the provider. ``provider``: the registered
+# provider's name (its dashboard links come from its folder); ``fee_minor``/``net_minor``: the fee the
+# provider took on the movement (negative, as the ledger signs fees) and the amount less it. Upserted in
+# the property-night's transaction (batches/work.py).
+provider_records = Table(
+    "provider_records",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("provider_record_id", Text, primary_key=True),
+    Column("kind", Text, primary_key=True),
+    Column("night", Text, nullable=False),
+    Column("provider", Text, nullable=False),
+    Column("provider_account", Text, nullable=True),
+    Column("charge_id", Text, nullable=True),
+    Column("payment_intent_id", Text, nullable=True),
+    Column("booking_id", Text, nullable=True),
+    Column("status", Text, nullable=True),
+    Column("settled", Boolean, nullable=False),
+    Column("created_at", UTC_TIMESTAMP, nullable=True),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("currency", Text, nullable=False),
+    Column("fee_minor", BigInteger, nullable=True),
+    Column("net_minor", BigInteger, nullable=True),
+    Column("settlement_amount_minor", BigInteger, nullable=True),
+    Column("settlement_currency", Text, nullable=True),
+    Column("card_brand", Text, nullable=True),
+    Column("card_last4", Text, nullable=True),
+    Column("approval_code", Text, nullable=True),
+    Column("run_id", Text, nullable=True),
+    Column("seen_at", UTC_TIMESTAMP, nullable=False),
 )

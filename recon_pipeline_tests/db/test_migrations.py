@@ -47,6 +47,7 @@ TABLES_0008 = {"review_users", "review_audit"}
 TABLES_0009 = {"approval_thresholds"}
 TABLES_0010 = {"review_sessions", "review_signin_failures"}
 TABLES_0011 = {"matches", "match_decisions"}
+TABLES_0012 = {"review_saved_views", "provider_records"}
 ADDED_AFTER_ALEMBIC = {
     TABLE_0003,
     *TABLES_0005,
@@ -55,6 +56,7 @@ ADDED_AFTER_ALEMBIC = {
     *TABLES_0009,
     *TABLES_0010,
     *TABLES_0011,
+    *TABLES_0012,
 }
 
 
@@ -190,7 +192,15 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
             table
             for table in metadata.sorted_tables
             if table.name
-            not in {*TABLES_0005, *TABLES_0006, *TABLES_0008, *TABLES_0009, *TABLES_0010, *TABLES_0011}
+            not in {
+                *TABLES_0005,
+                *TABLES_0006,
+                *TABLES_0008,
+                *TABLES_0009,
+                *TABLES_0010,
+                *TABLES_0011,
+                *TABLES_0012,
+            }
         ],
     )
     [old_properties] = [table for table in at_0003 if table.name == "properties"]
@@ -281,7 +291,12 @@ def test_revision_0010_adds_the_desk_sessions_and_sign_in_failures_and_downgrade
     with engine.begin() as connection:
         command.upgrade(migrations.alembic_config(connection), "0009")
     at_0009 = as_of(
-        engine, [table for table in metadata.sorted_tables if table.name not in TABLES_0010 | TABLES_0011]
+        engine,
+        [
+            table
+            for table in metadata.sorted_tables
+            if table.name not in TABLES_0010 | TABLES_0011 | TABLES_0012
+        ],
     )
     with engine.begin() as connection:
         for table in at_0009:
@@ -324,7 +339,9 @@ def test_revision_0011_adds_the_match_keys_and_the_match_tables_and_downgrades(d
     engine = make_engine(database_url)
     with engine.begin() as connection:
         command.upgrade(migrations.alembic_config(connection), "0010")
-    at_0010 = as_of(engine, [table for table in metadata.sorted_tables if table.name not in TABLES_0011])
+    at_0010 = as_of(
+        engine, [table for table in metadata.sorted_tables if table.name not in TABLES_0011 | TABLES_0012]
+    )
     shapes = {table.name: table for table in at_0010}
     assert "card_brand" not in shapes["ledger_entries"].columns
     assert "fee_booking" not in shapes["properties"].columns
