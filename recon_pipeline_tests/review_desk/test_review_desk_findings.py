@@ -464,3 +464,21 @@ def test_the_dagster_ui_url_comes_from_the_environment_and_names_the_real_assets
     for bad in ("dagster.example", "javascript:alert(1)", "http://x/?a=1"):
         with pytest.raises(ValueError, match="^RECON_DAGSTER_UI_URL "):
             parse_web_root(bad, DAGSTER_UI_URL_ENV)
+
+
+def test_an_adjustments_page_shows_what_it_corrects_in_words(desk: Desk) -> None:
+    with desk.client() as client:
+        page = client.get(f"/adjustments/{ADJ_NEW}").text
+    corrects = page.split('id="what-it-corrects"')[1].split("</section>")[0]
+    assert f'<a href="/findings/{desk.ids["r-both"]}">{desk.ids["r-both"]}: Amount differs</a>' in corrects
+    assert "15.00 EUR" in corrects and "ledger short" in corrects
+    for shown in (
+        "<dt>Entry</dt><dd>le_1</dd>",
+        "<dt>Amount</dt><dd>85.00 EUR</dd>",
+        "<dt>Posted at</dt><dd>2026-12-03 09:00 Europe/Paris (08:00 UTC)</dd>",
+        "<dt>Status</dt><dd>Succeeded</dd>",
+        "<dt>Net</dt><dd>96.80 EUR</dd>",
+        'href="https://dashboard.stripe.com/acct_1/payments/ch_1"',
+    ):
+        assert shown in corrects, shown
+    assert "amount_minor" not in corrects and "status-of-p2" not in corrects
