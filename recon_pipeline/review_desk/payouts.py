@@ -156,6 +156,7 @@ def traced_reason(connection: Connection, payout: Mapping[str, Any]) -> str:
     named = ", ".join(str(source or transaction) for source, transaction in untraced[:MAX_UNTRACED_SHOWN])
     more = f" and {len(untraced) - MAX_UNTRACED_SHOWN} more" if len(untraced) > MAX_UNTRACED_SHOWN else ""
     return (
-        f"no: {len(untraced)} of its {payout['transactions']} transactions belong to no property-night ({named}{more}): no "
-        "property's ledger or findings name their source, and the account serves several properties"
+        f"no: {len(untraced)} of its {payout['transactions']} transactions belong to no property-night "
+        f"({named}{more}): no property's ledger or findings name their source, and the account serves "
+        "several properties"
     )
