@@ -155,6 +155,14 @@ def test_bulk_acknowledge_confirms_then_reviews_each_with_a_refusal_beside_its_r
     keys = ("r-a", "r-b", "r-c")
     chosen = [str(desk.ids[key]) for key in keys]
     with desk.client() as client:
+        listed = client.get("/findings", params={"status": "open"}).text
+        assert '<form method="post" action="/findings/bulk/confirm" id="bulk"' in listed
+        assert '<input type="hidden" name="back" value="status=open">' in listed
+        assert all(
+            f'value="{key}" form="bulk" aria-label="Select finding {key}"' in listed for key in chosen[:2]
+        )
+        assert 'value="acknowledge">Acknowledge selected</button>' in listed
+        assert 'value="resolve">Resolve selected</button>' in listed
         selection: dict[str, str | list[str]] = {
             "action": "acknowledge",
             "back": "status=open",

@@ -219,4 +219,5 @@ def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
         "properties": user.properties,
         "categories": ALL_CATEGORIES,
         "statuses": REVIEW_STATUSES,
+        "may_review": may(user.role, REVIEW_FINDINGS),
     }
