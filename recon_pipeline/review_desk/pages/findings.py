@@ -21,9 +21,8 @@ from starlette.routing import Route
 
 from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.errors import ReviewError
-from recon_pipeline.review import store
 from recon_pipeline.review.links import finding_links
-from recon_pipeline.review.render import difference_text, money
+from recon_pipeline.review.render import difference_text
 from recon_pipeline.review.rules import (
     ACTION_STATUS,
     MAX_NOTE_LENGTH,
