@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import itertools
 import json
 import os
 import statistics
 import time
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -68,8 +70,12 @@ PAGE_ORDER = (
     "nights",
     "findings",
     "findings filtered",
+    "findings by difference",
+    "findings searched by booking",
     "finding",
     "adjustments proposed",
+    "adjustments to decide",
+    "legend",
     "payouts",
     "night",
     "findings.csv",
@@ -178,6 +184,7 @@ def _finding(property_id: str, night: str, index: int, detected: datetime) -> di
         "record_key": f"{property_id}/{night}/ch_{index:04d}",
         "provider_record_id": f"ch_{property_id}_{night}_{index:04d}",
         "ledger_entry_id": f"le_{property_id}_{night}_{index:04d}",
+        "booking_id": _booking(property_id, night, index),
         "provider_amount_minor": 10_000 + difference,
         "ledger_amount_minor": 10_000,
         "difference_minor": difference,
@@ -192,6 +199,11 @@ def _finding(property_id: str, night: str, index: int, detected: datetime) -> di
         "reviewed_difference_minor": difference if reviewed else None,
         "cleared_at": detected + timedelta(hours=5) if index % 10 == 9 else None,
     }
+
+
+def _booking(property_id: str, night: str, index: int) -> str:
+    """A booking of two findings (a payment and its refund, say), as a search by booking finds them."""
+    return f"bk_{property_id}_{night}_{index // 2:04d}"
 
 
 def _adjustment(
@@ -269,9 +281,13 @@ def pages(engine: Engine, property_id: str, night: str) -> dict[str, str]:
     paths = (
         "/nights",
         "/findings",
-        f"/findings?property_id={property_id}&night_from={night}&night_to={night}",
+        f"/findings?property={property_id}&night_from={night}&night_to={night}",
+        "/findings?sort=-difference",
+        f"/findings?q={_booking(property_id, night, 0)}",
         f"/findings/{finding_id}",
         "/adjustments?state=proposed",
+        "/adjustments",
+        "/legend",
         "/payouts",
         f"/nights/{property_id}/{night}",
         *EXPORTS,
@@ -313,14 +329,21 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def _exported_rows(path: str, body: bytes) -> int:
-    """The data rows of an export (its header row not counted)."""
+    """The data rows of an export: its header row and the totals after the first empty row not counted."""
     if path.endswith(".csv"):
-        return sum(1 for _ in csv.reader(io.StringIO(body.decode("utf-8-sig")))) - 1
+        lines: Iterable[Sequence[Any]] = csv.reader(io.StringIO(body.decode("utf-8-sig")))
+        return _before_empty(lines) - 1
     workbook = load_workbook(io.BytesIO(body), read_only=True)
     try:
-        return sum(1 for _ in workbook.active.iter_rows(values_only=True)) - 1
+        return _before_empty(workbook.active.iter_rows(values_only=True)) - 1
     finally:
         workbook.close()
+
+
+def _before_empty(lines: Iterable[Sequence[Any]]) -> int:
+    """How many lines come before the first empty one (the line between an export's data and its totals)."""
+    filled = itertools.takewhile(lambda line: any(cell not in (None, "") for cell in line), lines)
+    return sum(1 for _ in filled)
 
 
 def run(
