@@ -61,6 +61,34 @@ def cmd_discrepancies_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_discrepancies_assign(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import store
+    from recon_pipeline.review.rules import validate_reviewer
+    from recon_pipeline.review_desk.finding_work import assign_finding
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    assignee = None if args.unassign else args.to
+    with recon_database() as engine, engine.begin() as connection:
+        finding = store.get_discrepancy(connection, args.discrepancy_id)
+        change = assign_finding(connection, who, finding, assignee, datetime.now(UTC))
+    print(f"discrepancy {args.discrepancy_id}: {change} (by {who})")
+    return 0
+
+
+def cmd_discrepancies_note(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import store
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review_desk.finding_work import note_finding
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with recon_database() as engine, engine.begin() as connection:
+        finding = store.get_discrepancy(connection, args.discrepancy_id)
+        change = note_finding(connection, who, finding, note, datetime.now(UTC))
+    print(f"discrepancy {args.discrepancy_id}: {change} (by {who})")
+    return 0
+
+
 def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
     from recon_pipeline.review import store
     from recon_pipeline.review.limits import THRESHOLD_ENV
@@ -165,6 +193,19 @@ def cmd_adjustments_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_adjustments_withdraw_approval(args: argparse.Namespace) -> int:
+    from recon_pipeline.review.adjustments import parse_adjustment_id, withdraw_approval
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with recon_database() as engine, engine.begin() as connection:
+        outcome = withdraw_approval(connection, adjustment_id, reviewer, note, datetime.now(UTC))
+    print(f"adjustment {adjustment_id}: {outcome.summary}")
+    return 0
+
+
 def add_commands(commands: Commands) -> None:
     """Add `recon discrepancies ...` and `recon adjustments ...`, in that order."""
     _add_discrepancy_commands(commands)
@@ -178,7 +219,8 @@ def _add_discrepancy_commands(commands: Commands) -> None:
     discrepancy_id = cli_args.database_id(discrepancies.c.discrepancy_id)
 
     group = commands.add_parser(
-        "discrepancies", help="review findings: list, show, acknowledge, resolve, reopen; set thresholds"
+        "discrepancies",
+        help="review findings: list, show, acknowledge, resolve, reopen, assign, note; set thresholds",
     ).add_subparsers(dest="discrepancies_command", required=True)
     listing = group.add_parser("list", help="findings, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
@@ -205,6 +247,24 @@ def _add_discrepancy_commands(commands: Commands) -> None:
         review.add_argument("--note", help="why (required)")
         review.set_defaults(handler=cmd_discrepancies_review, action=action)
 
+    assign = group.add_parser(
+        "assign", help="give a finding to a desk user who may review its property, or to no one"
+    )
+    assign.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
+    assignee = assign.add_mutually_exclusive_group(required=True)
+    assignee.add_argument("--to", metavar="NAME", help="the desk user (`recon users list`) to give it to")
+    assignee.add_argument("--unassign", action="store_true", help="give it to no one")
+    assign.add_argument("--by", help="who assigns, for the desk's audit log (default: $USER)")
+    assign.set_defaults(handler=cmd_discrepancies_assign)
+
+    note = group.add_parser(
+        "note", help="add a note to a finding's review history; its status stays as it is"
+    )
+    note.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
+    note.add_argument("--by", help="who writes it (default: $USER)")
+    note.add_argument("--note", help="the note (required)")
+    note.set_defaults(handler=cmd_discrepancies_note)
+
     threshold = group.add_parser(
         "threshold", help="show or set a property's unexplained-amount threshold (the blocking check's)"
     )
@@ -225,7 +285,8 @@ def _add_adjustment_commands(commands: Commands) -> None:
     from recon_pipeline.review.adjustments import APPROVE, REJECT
 
     group = commands.add_parser(
-        "adjustments", help="review proposed ledger corrections: list, show, approve, reject; four-eyes"
+        "adjustments",
+        help="review proposed ledger corrections: list, show, approve, reject, withdraw-approval; four-eyes",
     ).add_subparsers(dest="adjustments_command", required=True)
     listing = group.add_parser("list", help="adjustments, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
@@ -256,6 +317,15 @@ def _add_adjustment_commands(commands: Commands) -> None:
             help="the amount (minor units, signed) you reviewed: refused if the row now proposes another",
         )
         review.set_defaults(handler=cmd_adjustments_review, action=action)
+
+    withdraw = group.add_parser(
+        "withdraw-approval",
+        help="withdraw your own approval before posting begins (an approved adjustment is proposed again)",
+    )
+    withdraw.add_argument("adjustment_id")
+    withdraw.add_argument("--by", help="whose approval (default: $USER)")
+    withdraw.add_argument("--note", help="why (required)")
+    withdraw.set_defaults(handler=cmd_adjustments_withdraw_approval)
 
     four_eyes = group.add_parser(
         "four-eyes", help="show or set a property's four-eyes threshold: above it, two different approvers"
