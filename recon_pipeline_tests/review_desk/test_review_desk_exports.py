@@ -102,7 +102,7 @@ def csv_rows(response: httpx.Response) -> list[dict[str, str]]:
 def listed_records(page: httpx.Response) -> list[str]:
     """The record keys of the findings list page, in its order."""
     assert page.status_code == 200
-    return re.findall(r'<a href="/findings/\d+">([^<]+)</a>', page.text)
+    return re.findall(r'<a href="/findings/\d+(?:\?[^"]*)?">([^<]+)</a>', page.text)
 
 
 def attachment_name(response: httpx.Response) -> str:
@@ -113,7 +113,7 @@ def attachment_name(response: httpx.Response) -> str:
 
 @pytest.mark.parametrize(
     "params",
-    [{}, {"night_from": NIGHT, "amount_at_least": "100"}, {"property": "p1", "night_to": EARLIER}],
+    [{}, {"night_from": NIGHT, "amount_at_least": "1.00"}, {"property": "p1", "night_to": EARLIER}],
 )
 def test_a_csv_export_holds_the_rows_the_list_shows(client: httpx.Client, params: dict[str, str]) -> None:
     shown = listed_records(client.get("/findings", params=params))
@@ -170,8 +170,11 @@ def test_an_xlsx_export_reads_back_with_openpyxl(client: httpx.Client) -> None:
 
 
 def test_an_adjustments_export_is_the_users_filtered_queue(client: httpx.Client) -> None:
-    rows = csv_rows(client.get("/adjustments/export.csv"))
+    rows = csv_rows(client.get("/adjustments/export.csv", params={"tab": "all"}))
     assert sorted(row["adjustment_id"] for row in rows) == [f"adj_{'a1':0>24}", f"adj_{'a2':0>24}"]
+    assert [row["adjustment_id"] for row in csv_rows(client.get("/adjustments/export.csv"))] == [
+        f"adj_{'a1':0>24}"
+    ]  # the queue's default tab: what needs a decision
     proposed = client.get("/adjustments/export.csv", params={"state": "proposed", "night_from": NIGHT})
     assert attachment_name(proposed) == "adjustments-from-2026-12-02-proposed.csv"
     [row] = csv_rows(proposed)

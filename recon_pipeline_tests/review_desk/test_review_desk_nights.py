@@ -145,7 +145,7 @@ def add_rows(connection: Connection, table: Table, rows: list[dict[str, Any]]) -
 
 def row_of(page: httpx.Response, property_id: str, night: str) -> str:
     """The text of the overview's row linking to the property-night (tags stripped, spaces collapsed)."""
-    for row in re.findall(r"<tr>(.*?)</tr>", page.text, re.S):
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page.text, re.S):
         if f'href="/nights/{property_id}/{night}"' in row:
             return " ".join(re.sub(r"<[^>]+>", " ", row).split())
     raise AssertionError(f"no row for {property_id} {night}")
@@ -338,7 +338,7 @@ def test_payouts_lists_the_users_payouts_with_deposit_and_findings(desk: Desk) -
 
 
 def row_of_payout(page: httpx.Response, payout_id: str) -> str:
-    for row in re.findall(r"<tr>(.*?)</tr>", page.text, re.S):
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page.text, re.S):
         if f'href="/payouts/{payout_id}"' in row:
             return " ".join(re.sub(r"<[^>]+>", " ", row).split())
     raise AssertionError(f"no row for {payout_id}")
@@ -360,3 +360,21 @@ def test_a_payouts_page_shows_the_users_transactions_and_another_propertys_payou
     assert "secret" not in page.text
     assert (other.status_code, unknown.status_code) == (404, 404) and other.text == unknown.text
     assert "txn_secret_p2" in seen_by_admin.text
+
+
+def test_a_payout_not_traced_says_why(desk: Desk) -> None:
+    add_payouts(desk.engine)
+    with desk.engine.begin() as connection:
+        connection.execute(payouts.update().where(payouts.c.payout_id == "po_paid").values(traced=False))
+        add_rows(
+            connection,
+            payouts,
+            [payout_row("po_whole", "p1", traced=False, transactions=None, sum_difference_minor=None)],
+        )
+    with desk.client() as client:
+        partly = client.get("/payouts/po_paid").text
+        whole = client.get("/payouts/po_whole").text
+        traced = client.get("/payouts/po_failed").text
+    assert "no: 1 of its 3 transactions belong to no property-night (ch_txn_x)" in partly
+    assert "no: the provider cannot break this payout down" in whole
+    assert "yes: every transaction it carried belongs to a property-night" in traced

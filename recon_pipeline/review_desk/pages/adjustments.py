@@ -39,6 +39,7 @@ from recon_pipeline.review.rules import validate_note
 from recon_pipeline.review_desk import adjustments
 from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.finding_records import adjustment_corrects
 from recon_pipeline.review_desk.findings import PAGE_SIZE
 from recon_pipeline.review_desk.listing import Sort, parse_sort, totals
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
@@ -91,6 +92,7 @@ def routes(desk: Desk) -> list[Route]:
             row = found[0]
             history = adjustment_history(connection, row["adjustment_id"])
             finding_id = adjustments.corrected_finding_id(connection, row)
+            corrects = adjustment_corrects(connection, row)
         may_decide = may(user.role, DECIDE_ADJUSTMENTS)
         return desk.page(
             request,
@@ -99,8 +101,7 @@ def routes(desk: Desk) -> list[Route]:
             row=row,
             history=adjustments.history_words(history, row["approvals_needed"]),
             finding_id=finding_id,
-            # H2's "what it corrects" (_corrects.html) reads ``corrects``; its context function fills it.
-            corrects=None,
+            corrects=corrects,
             may_decide=may_decide and row["state"] == PROPOSED,
             may_withdraw=may_decide
             and row["state"] in (PROPOSED, APPROVED)
