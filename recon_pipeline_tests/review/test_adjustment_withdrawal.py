@@ -32,8 +32,7 @@ from recon_pipeline.review.adjustments import (
     withdraw_approval,
 )
 from recon_pipeline.review.four_eyes import set_four_eyes_threshold
-from recon_pipeline_tests.review.test_adjustment_four_eyes import state
-from recon_pipeline_tests.support.posting_fixtures import NOW, propose
+from recon_pipeline_tests.support.posting_fixtures import NOW, propose, state
 
 THRESHOLD = 1000  # P1's four-eyes threshold: 1250 needs two approvers, 500 one
 LATER = NOW + timedelta(minutes=5)
