@@ -79,19 +79,22 @@ def save_provider_records(
 ) -> int:
     """Upsert the ``named`` movements of ``frames`` (the night's pull and lookups, provider-record frames)
     as the property's ``provider_records`` rows, each with its dashboard link; how many rows were written.
-    Each frame is narrowed to the named ids before anything else: the night's pull is large, ``named``
-    small."""
+    Each frame is narrowed to the named ids before anything else (the night's pull is large, ``named``
+    small), and what is left is worked in plain Python."""
     if not named:
         return 0
     ids = list(named)
-    parts = [narrowed for frame in frames if len(narrowed := frame[frame["provider_record_id"].isin(ids)])]
-    if not parts:
-        return 0
-    records = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    found: list[dict[str, Any]] = []
+    for frame in frames:
+        wanted = frame["provider_record_id"].isin(ids)
+        if wanted.any():
+            found.extend(frame.loc[wanted].to_dict("records"))
     rows = [
         _row(record, property_id, night, provider, provider_account, dashboard_url, run_id, now)
-        for record in folded_records(records, named).to_dict("records")
+        for record in folded_records(found)
     ]
+    if not rows:
+        return 0
     upsert(connection, provider_records, rows, KEY, FACTS)
     return len(rows)
 
