@@ -34,7 +34,7 @@ from recon_pipeline.db.schema import (
     provider_records,
 )
 from recon_pipeline.review.render import difference_text, money
-from recon_pipeline.review.rules import PIPELINE_REVIEWER, RESULTING_STATUS
+from recon_pipeline.review.rules import NOTE, PIPELINE_REVIEWER, status_after
 from recon_pipeline.review.store import review_history
 from recon_pipeline.review_desk.facts import (
     Fact,
@@ -215,9 +215,14 @@ def timeline(
         )
     for event in review_history(connection, finding):  # type: ignore[arg-type]
         was = REVIEW_STATE_WORDS.get(event["previous_status"], event["previous_status"])
-        now = REVIEW_STATE_WORDS.get(RESULTING_STATUS.get(event["action"], ""), event["action"])
+        after = status_after(event["action"], event["previous_status"])
+        now = REVIEW_STATE_WORDS.get(after, after)
         who = "the pipeline" if event["reviewed_by"] == PIPELINE_REVIEWER else event["reviewed_by"]
-        what = f"Finding {was.lower()} → {now.lower()}"
+        what = (
+            f"Note (finding still {was.lower()})"
+            if event["action"] == NOTE
+            else f"Finding {was.lower()} → {now.lower()}"
+        )
         if event["run_id"]:
             what += f" (run {event['run_id']})"
         items.append(

@@ -127,7 +127,7 @@ def test_assign_unassign_and_note_are_audited_and_leave_the_state(desk: Desk) ->
         assert post_form(client, f"{path}/note", {"note": "  "}).status_code == 400
         page = client.get(path).text
         assert "Assigned to: no one" in page
-        assert "<td>note</td><td>open</td>" in page and "asked the front desk" in page  # in the history
+        assert "Note (finding still open)" in page and "asked the front desk" in page  # in the history
         # Another property's finding is the same 404 as an unknown one; a POST without CSRF is a 403.
         other = desk.ids["r-other"]
         for action, data in (("assign", {"assignee": "ana"}), ("note", {"note": "x"})):
