@@ -2,9 +2,10 @@
 
 Per property-night, in order: the ledger's entries of the window (and the adjacent nights'), the
 provider's records of the window attributed to it, by id what the ledger names that the night lacks, the
-diff (pure), the orphaned captured payments, then the adjustments and the findings in one transaction, so
-that a finding clears in the commit that withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the
-crash window's checkpoints around its commit). Every result lands in the reconciliation database; the
+diff (pure), the orphaned captured payments, then the adjustments, the findings, the matches and the
+provider's records they name (``evidence.py``) in one transaction, so that a finding clears in the commit
+that withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around
+its commit). Every result lands in the reconciliation database; the
 caller gets counts and a report to summarise, nothing another host must read from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
@@ -28,6 +29,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
+from recon_pipeline.batches.evidence import named_record_ids, save_provider_records
 from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
@@ -303,6 +305,18 @@ def reconcile_property_night(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )
         matches_saved = save_matches(connection, property_id, night, tonights_matches, run_id, now)
+        save_provider_records(
+            connection,
+            property_id,
+            night,
+            (own, nobody, elsewhere),
+            named_record_ids(found, tonights_matches),
+            client.name,
+            account.provider_account,
+            client.dashboard_url,
+            run_id,
+            now,
+        )
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     return PropertyNightResult(

@@ -186,6 +186,8 @@ discrepancies = Table(
     # Who on the review desk is working on the finding, since when (revision 0012; NULL: nobody).
     Column("assigned_to", Text, nullable=True),
     Column("assigned_at", UTC_TIMESTAMP, nullable=True),
+    # The run that cleared the finding (revision 0012; NULL while it is seen, and for one cleared before).
+    Column("cleared_run_id", Text, nullable=True),
     UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
 )
@@ -583,6 +585,7 @@ provider_records = Table(
     Column("card_brand", Text, nullable=True),
     Column("card_last4", Text, nullable=True),
     Column("approval_code", Text, nullable=True),
+    Column("dashboard_url", Text, nullable=True),  # the record's page in the provider's dashboard, if any
     Column("run_id", Text, nullable=True),
     Column("seen_at", UTC_TIMESTAMP, nullable=False),
 )

@@ -5,8 +5,9 @@ A provider package (``providers/<name>/``) holds everything specific to that pro
 imports a provider package or asks which provider it is talking to: the pipeline pulls a night's money
 movements and looks records up by id through ``ProviderClient``, the event processor reads a payment's
 current state through it, recovery asks it for missed events, the webhook receiver verifies and parses
-deliveries through ``Provider.read_delivery``. The simulated world (``simulation/``) is not a provider's
-concern: nothing here knows of it.
+deliveries through ``Provider.read_delivery``; a stored record's link to the provider's dashboard is the one
+``ProviderClient.dashboard_url`` gave. The simulated world (``simulation/``) is not a provider's concern:
+nothing here knows of it.
 
 Types here are provider-neutral: ``PropertyAccount`` (where a property's money lives at the provider),
 the provider-record frame (``records.py``: one row per money movement), ``PaymentState`` (one payment's
@@ -64,6 +65,17 @@ class ClientSettings:
     options: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class RecordAddress:
+    """What names one money movement at its provider, for a link to it: its id and kind, the charge it
+    belongs to (its own id for a payment), and the account it lives in (None: the platform's own)."""
+
+    provider_record_id: str
+    kind: str
+    charge_id: str | None
+    provider_account: str | None
+
+
 class ProviderClient(Protocol):
     """One provider's API over a shared, rate-bounded ``ProviderHttp``."""
 
@@ -79,6 +91,11 @@ class ProviderClient(Protocol):
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
         """The frame for explicit ids of any kind the provider issues (unknown ids are absent)."""
+        ...
+
+    def dashboard_url(self, record: RecordAddress) -> str | None:
+        """The record's page in the provider's dashboard, in the URL shape the provider documents; None
+        when this client talks to something with no dashboard (a simulator) or the record has no page."""
         ...
 
     def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:

@@ -39,11 +39,12 @@ from recon_pipeline.review.rules import (
 )
 
 # What a re-detection may refresh; detected_at, run_id, review_status and the review columns keep their
-# values (a changed difference re-opens the finding afterwards, see reopen_changed); cleared_at is
-# written too, as the clear rule has it (reconcile/lifecycle.py).
+# values (a changed difference re-opens the finding afterwards, see reopen_changed); cleared_at (and the
+# run that cleared it) is written too, as the clear rule has it (reconcile/lifecycle.py).
 FINDING_FACTS = (
     *(name for name in DISCREPANCY_COLUMNS if name not in ("category", "record_key")),
     "cleared_at",
+    "cleared_run_id",
 )
 
 
@@ -266,6 +267,7 @@ def save_discrepancies(
             "detected_at": now,
             "run_id": run_id,
             "cleared_at": None,
+            "cleared_run_id": None,
         }
         for record in findings.loc[:, list(DISCREPANCY_COLUMNS)].to_dict("records")
     ]
@@ -286,7 +288,7 @@ def save_discrepancies(
         connection.execute(
             update(discrepancies)
             .where(discrepancies.c.discrepancy_id.in_(stale), discrepancies.c.cleared_at.is_(None))
-            .values(cleared_at=now)
+            .values(cleared_at=now, cleared_run_id=run_id)
         )
     new = len(written.keys() - before.keys())
     return WriteCounts(new=new, already_present=len(rows) - new, cleared=len(stale), reopened=reopened)

@@ -1,9 +1,9 @@
 """Adyen as a provider: Settlement details reports for money movements, standard notifications for events.
 
 Everything Adyen-specific lives in this folder: ``report.py`` (the CSV into the provider-record frame),
-``client.py`` (downloads, settlement calendar, state by id) and ``webhook.py`` (HMAC and items); its
-simulator is in the simulated world (``simulation/adyen/``). ``PROVIDER`` is what the registry maps
-``adyen`` to.
+``client.py`` (downloads, settlement calendar, state by id), ``dashboard.py`` (a record's page in the
+Customer Area) and ``webhook.py`` (HMAC and items); its simulator is in the simulated world
+(``simulation/adyen/``). ``PROVIDER`` is what the registry maps ``adyen`` to.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from recon_pipeline.providers.adyen.client import DEFAULT_LOOKUP_BATCHES, DEFAULT_SETTLEMENT_DAYS, AdyenClient
+from recon_pipeline.providers.adyen.dashboard import customer_area
 from recon_pipeline.providers.adyen.webhook import ACKNOWLEDGEMENT, read_delivery
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import (
@@ -48,6 +49,7 @@ class AdyenProvider:
             merchant_account=options.get("merchant_account"),
             settlement_days=int(options.get("settlement_days", DEFAULT_SETTLEMENT_DAYS)),
             lookup_batches=int(options.get("lookup_batches", DEFAULT_LOOKUP_BATCHES)),
+            customer_area=customer_area(settings.base_url),
         )
 
     def read_delivery(

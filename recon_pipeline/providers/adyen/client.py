@@ -42,6 +42,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from recon_pipeline.providers.adyen.dashboard import dashboard_url
 from recon_pipeline.providers.adyen.payouts import (
     batch_of_payout,
     payout_of,
@@ -60,7 +61,7 @@ from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
 from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.interface import ListedEvents
+from recon_pipeline.providers.interface import ListedEvents, RecordAddress
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 
@@ -100,6 +101,7 @@ class AdyenClient:
         merchant_account: str | None = None,
         settlement_days: int = DEFAULT_SETTLEMENT_DAYS,
         lookup_batches: int = DEFAULT_LOOKUP_BATCHES,
+        customer_area: str | None = None,
     ) -> None:
         if settlement_days < 1 or lookup_batches < 1:
             raise ValueError("settlement_days and lookup_batches must be at least 1")
@@ -108,11 +110,17 @@ class AdyenClient:
         self.merchant_account = merchant_account
         self.settlement_days = settlement_days
         self.lookup_batches = lookup_batches
+        self.customer_area = customer_area  # None: not Adyen's own host (a simulator), nothing to link to
         self._lock = threading.Lock()
         self._batches: dict[tuple[str, int], SettlementBatch] = {}
         self._newest: dict[str, int] = {}  # per merchant account: the newest batch known published
 
     # --- ProviderClient ---------------------------------------------------------------------------------
+
+    def dashboard_url(self, record: RecordAddress) -> str | None:
+        if self.customer_area is None:
+            return None
+        return dashboard_url(self.customer_area, record, record.provider_account or self.merchant_account)
 
     def pull_claimed(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime

@@ -2,9 +2,9 @@
 
 Everything Razorpay-specific lives in this folder: ``client.py`` (the API: a night's pull, lookups by id,
 current payment state; Razorpay has no events API), ``settlement.py`` (settlement calendar, fee and GST),
-``state.py`` (payment → ``PaymentState``) and ``webhook.py`` (``X-Razorpay-Signature`` and the event
-parser); its simulator is in the simulated world (``simulation/razorpay/``). ``PROVIDER`` is what the
-registry maps ``razorpay`` to.
+``state.py`` (payment → ``PaymentState``), ``dashboard.py`` (a record's page in the Dashboard) and
+``webhook.py`` (``X-Razorpay-Signature`` and the event parser); its simulator is in the simulated world
+(``simulation/razorpay/``). ``PROVIDER`` is what the registry maps ``razorpay`` to.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ class RazorpayProvider:
                 settlement_days=int(days),
                 calendar=calendar,
                 capture_timeout=timedelta(hours=int(hours)),
+                dashboard=settings.base_url.rstrip("/") == self.public_api_root,
             )
         except ValueError as error:
             raise ConfigError(f"{SETTLEMENT_DAYS_ENV}: {error}") from None

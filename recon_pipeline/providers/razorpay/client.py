@@ -68,7 +68,7 @@ from recon_pipeline.providers.errors import (
 from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.interface import ListedEvents
+from recon_pipeline.providers.interface import ListedEvents, RecordAddress
 from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
@@ -94,6 +94,7 @@ from recon_pipeline.providers.pull import (
     pull_name,
     window_seconds,
 )
+from recon_pipeline.providers.razorpay.dashboard import dashboard_url
 from recon_pipeline.providers.razorpay.holds import DEFAULT_CAPTURE_TIMEOUT, hold_of_payment
 from recon_pipeline.providers.razorpay.payouts import (
     payout_of,
@@ -321,6 +322,7 @@ class RazorpayAdapter:
         settlement_days: int = DEFAULT_SETTLEMENT_DAYS,
         calendar: SettlementCalendar | None = None,
         capture_timeout: timedelta = DEFAULT_CAPTURE_TIMEOUT,
+        dashboard: bool = False,
     ) -> None:
         if not 0 <= settlement_days <= MAX_SETTLEMENT_DAYS:
             raise ValueError(
@@ -332,6 +334,10 @@ class RazorpayAdapter:
         self.settlement_days = settlement_days
         self.calendar = calendar or SettlementCalendar()
         self.capture_timeout = capture_timeout  # the account's payment capture setting (holds.py)
+        self._dashboard = dashboard  # False: not Razorpay's own API (a simulator), no Dashboard to link to
+
+    def dashboard_url(self, record: RecordAddress) -> str | None:
+        return dashboard_url(record) if self._dashboard else None
 
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime

@@ -4,8 +4,9 @@ movements, events for recovery, signed webhooks.
 Everything Stripe-specific lives in this folder: ``client.py`` (the API: a night's pull, lookups by id,
 current payment state, events since a cursor), ``balance.py`` (balance transactions: conversion figures),
 ``disputes.py`` (a dispute's withdrawal, reversal and fees as rows), ``state.py`` (PaymentIntent /
-charge → ``PaymentState``) and ``webhook.py`` (``Stripe-Signature`` and the event parser); its simulator
-is in the simulated world (``simulation/stripe/``). ``PROVIDER`` is what the registry maps ``stripe`` to.
+charge → ``PaymentState``), ``dashboard.py`` (a record's page in the Dashboard) and ``webhook.py``
+(``Stripe-Signature`` and the event parser); its simulator is in the simulated world (``simulation/stripe/``).
+``PROVIDER`` is what the registry maps ``stripe`` to.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from recon_pipeline.providers.interface import (
 )
 from recon_pipeline.providers.stripe import webhook
 from recon_pipeline.providers.stripe.client import StripeAdapter
+from recon_pipeline.providers.stripe.dashboard import StripeDashboard
 
 
 class StripeProvider:
@@ -36,7 +38,8 @@ class StripeProvider:
         return None  # any printable key: Stripe's restricted and secret keys change shape over time
 
     def client(self, http: ProviderHttp, settings: ClientSettings) -> StripeAdapter:
-        return StripeAdapter(http)
+        own_api = settings.base_url.rstrip("/") == self.public_api_root
+        return StripeAdapter(http, dashboard=StripeDashboard.for_key(settings.api_key) if own_api else None)
 
     def read_delivery(
         self, raw_body: bytes, headers: Mapping[str, str], secrets: Sequence[str], now: int

@@ -44,7 +44,7 @@ from recon_pipeline.providers.errors import (
 from recon_pipeline.providers.events import EventFormatError, PaymentState
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.interface import ListedEvents, ReceivedEvent
+from recon_pipeline.providers.interface import ListedEvents, ReceivedEvent, RecordAddress
 from recon_pipeline.providers.objects import (
     PropertyAccount,
     ProviderObject,
@@ -76,6 +76,7 @@ from recon_pipeline.providers.stripe import payouts
 from recon_pipeline.providers.stripe.api_version import API_VERSION, VERSION_HEADER
 from recon_pipeline.providers.stripe.balance import expanded_balance_transaction, settlement_columns
 from recon_pipeline.providers.stripe.captures import captured_after, earlier_captures, moved_at
+from recon_pipeline.providers.stripe.dashboard import StripeDashboard
 from recon_pipeline.providers.stripe.disputes import (
     BALANCE_TRANSACTION_ID_PREFIX,
     DISPUTE_ID_PREFIXES,
@@ -297,9 +298,15 @@ class StripeAdapter:
 
     name = "stripe"
 
-    def __init__(self, http: ProviderHttp, max_pages: int = 10_000) -> None:
+    def __init__(
+        self, http: ProviderHttp, max_pages: int = 10_000, dashboard: StripeDashboard | None = None
+    ) -> None:
         self._http = http
         self.max_pages = max_pages
+        self._dashboard = dashboard  # None: not Stripe's own API (a simulator), no Dashboard to link to
+
+    def dashboard_url(self, record: RecordAddress) -> str | None:
+        return None if self._dashboard is None else self._dashboard.url(record)
 
     def pull_night(
         self, account: PropertyAccount, window_start: datetime, window_end: datetime

@@ -1,11 +1,12 @@
 """The review desk as analysts work: who a finding is assigned to, each user's saved views, and the
 provider's record as the provider holds it for the finding pages.
 
-``discrepancies`` gains ``assigned_to``/``assigned_at`` (nullable: the PMS's systems never write them).
+``discrepancies`` gains ``assigned_to``/``assigned_at`` and ``cleared_run_id`` (the run that cleared the
+finding) (nullable: the PMS's systems never write them).
 ``review_saved_views`` keeps a user's named filters per list. ``provider_records`` keeps, per property and
 provider record, what the night's pull last saw of a record that a finding or a match names (status,
-times, amount, fee, net, settlement, card): a finding's page shows the provider's side without asking the
-provider. A run upserts it in the property-night's transaction.
+times, amount, fee, net, settlement, card, where the provider's dashboard shows it): a finding's page shows
+the provider's side without asking the provider. A run upserts it in the property-night's transaction.
 
 Revision ID: 0012
 Revises: 0011
@@ -32,6 +33,8 @@ def upgrade() -> None:
         op.add_column("discrepancies", sa.Column("assigned_to", sa.Text, nullable=True))
     if "assigned_at" not in present:
         op.add_column("discrepancies", sa.Column("assigned_at", UtcDateTime(), nullable=True))
+    if "cleared_run_id" not in present:
+        op.add_column("discrepancies", sa.Column("cleared_run_id", sa.Text, nullable=True))
     op.create_table(
         "review_saved_views",
         sa.Column("view_id", sa.Integer, primary_key=True, autoincrement=True),
@@ -65,6 +68,7 @@ def upgrade() -> None:
         sa.Column("card_brand", sa.Text, nullable=True),
         sa.Column("card_last4", sa.Text, nullable=True),
         sa.Column("approval_code", sa.Text, nullable=True),
+        sa.Column("dashboard_url", sa.Text, nullable=True),
         sa.Column("run_id", sa.Text, nullable=True),
         sa.Column("seen_at", UtcDateTime(), nullable=False),
     )
@@ -74,5 +78,6 @@ def downgrade() -> None:
     op.drop_table("provider_records")
     op.drop_table("review_saved_views")
     with op.batch_alter_table("discrepancies") as batch:  # SQLite drops a column by copying the table
+        batch.drop_column("cleared_run_id")
         batch.drop_column("assigned_at")
         batch.drop_column("assigned_to")

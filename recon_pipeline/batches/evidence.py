@@ -1,0 +1,144 @@
+"""The provider's side of a night's findings, kept: ``provider_records`` rows for the records its findings
+and matches name, upserted in the property-night's transaction (``work.py``).
+
+A finding's page then shows the provider's record as the provider held it at the run (status, time,
+amount, fee, net, settlement, card, a link to the provider's dashboard) without asking the provider, and
+a person sees what the run saw. Only the records the night's findings or matches name are stored, not the
+night's whole pull: most movements match by id and nobody opens them. A re-run overwrites each row with
+what its pull saw (``seen_at``, ``run_id``); a record no finding names any more keeps its last row, which
+is harmless (the finding that named it, cleared, still shows it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Connection
+
+from recon_pipeline.db.schema import provider_records
+from recon_pipeline.db.upsert import upsert
+from recon_pipeline.frames import present
+from recon_pipeline.providers.interface import RecordAddress
+from recon_pipeline.reconcile.evidence import folded_records
+from recon_pipeline.review.matches import HELD_BACK_PREFIXES, ids_of
+
+KEY = ("property_id", "provider_record_id", "kind")
+_FRAME_FACTS = (
+    "charge_id",
+    "payment_intent_id",
+    "booking_id",
+    "status",
+    "settled",
+    "created_at",
+    "amount_minor",
+    "currency",
+    "fee_minor",
+    "net_minor",
+    "settlement_amount_minor",
+    "settlement_currency",
+    "card_brand",
+    "card_last4",
+    "approval_code",
+)
+FACTS = (
+    "night",
+    "provider",
+    "provider_account",
+    *_FRAME_FACTS,
+    "dashboard_url",
+    "run_id",
+    "seen_at",
+)
+
+
+def named_record_ids(findings: pd.DataFrame, matches: pd.DataFrame) -> set[str]:
+    """The provider record ids the night's findings name (their ``provider_record_id``, and every record a
+    held-back finding's key holds) and its matches hold."""
+    named = {str(one) for one in findings["provider_record_id"] if present(one)}
+    for key in findings["record_key"]:
+        named.update(_held_back_records(str(key)))
+    for cell in matches["provider_record_ids"] if len(matches) else ():
+        named.update(ids_of(cell if present(cell) else None))
+    return named
+
+
+def _held_back_records(record_key: str) -> Iterable[str]:
+    """The record ids of ``<prefix><records joined by +>=<entries>`` (review/matches.HELD_BACK_PREFIXES)."""
+    for prefix in HELD_BACK_PREFIXES:
+        if record_key.startswith(prefix) and "=" in record_key:
+            return [one for one in record_key[len(prefix) :].split("=", 1)[0].split("+") if one]
+    return ()
+
+
+def save_provider_records(
+    connection: Connection,
+    property_id: str,
+    night: str,
+    frames: Sequence[pd.DataFrame],
+    named: set[str],
+    provider: str,
+    provider_account: str | None,
+    dashboard_url: Callable[[RecordAddress], str | None],
+    run_id: str | None,
+    now: datetime,
+) -> int:
+    """Upsert the ``named`` movements of ``frames`` (the night's pull and lookups, provider-record frames)
+    as the property's ``provider_records`` rows, each with its dashboard link; how many rows were written.
+    Each frame is narrowed to the named ids before anything else: the night's pull is large, ``named``
+    small."""
+    if not named:
+        return 0
+    ids = list(named)
+    parts = [narrowed for frame in frames if len(narrowed := frame[frame["provider_record_id"].isin(ids)])]
+    if not parts:
+        return 0
+    records = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    rows = [
+        _row(record, property_id, night, provider, provider_account, dashboard_url, run_id, now)
+        for record in folded_records(records, named).to_dict("records")
+    ]
+    upsert(connection, provider_records, rows, KEY, FACTS)
+    return len(rows)
+
+
+def _row(
+    record: dict[str, Any],
+    property_id: str,
+    night: str,
+    provider: str,
+    provider_account: str | None,
+    dashboard_url: Callable[[RecordAddress], str | None],
+    run_id: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    facts = {name: _plain(record.get(name)) for name in _FRAME_FACTS}
+    address = RecordAddress(
+        str(record["provider_record_id"]), str(record["kind"]), facts["charge_id"], provider_account
+    )
+    return {
+        "property_id": property_id,
+        "provider_record_id": address.provider_record_id,
+        "kind": address.kind,
+        **facts,
+        "settled": bool(facts["settled"]),
+        "night": night,
+        "provider": provider,
+        "provider_account": provider_account,
+        "dashboard_url": dashboard_url(address),
+        "run_id": run_id,
+        "seen_at": now,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """A frame cell as the database takes it: None for a null, Python ints and datetimes."""
+    if not present(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
