@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import itertools
 import json
 import os
 import statistics
 import time
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -313,14 +315,21 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def _exported_rows(path: str, body: bytes) -> int:
-    """The data rows of an export (its header row not counted)."""
+    """The data rows of an export: its header row and the totals after the first empty row not counted."""
     if path.endswith(".csv"):
-        return sum(1 for _ in csv.reader(io.StringIO(body.decode("utf-8-sig")))) - 1
+        lines: Iterable[Sequence[Any]] = csv.reader(io.StringIO(body.decode("utf-8-sig")))
+        return _before_empty(lines) - 1
     workbook = load_workbook(io.BytesIO(body), read_only=True)
     try:
-        return sum(1 for _ in workbook.active.iter_rows(values_only=True)) - 1
+        return _before_empty(workbook.active.iter_rows(values_only=True)) - 1
     finally:
         workbook.close()
+
+
+def _before_empty(lines: Iterable[Sequence[Any]]) -> int:
+    """How many lines come before the first empty one (the line between an export's data and its totals)."""
+    filled = itertools.takewhile(lambda line: any(cell not in (None, "") for cell in line), lines)
+    return sum(1 for _ in filled)
 
 
 def run(

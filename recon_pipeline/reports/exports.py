@@ -7,17 +7,26 @@ mid-write leaves the old report, and a re-run with the same rows writes the same
 CSV files are opened in spreadsheets, and their text cells come from the PMS and the provider (ids,
 names, metadata): a cell such as ``=HYPERLINK(...)`` would run as a formula. Text cells are therefore
 neutralised as OWASP's "CSV Injection" advises; Parquet is data for programs and keeps every value exact.
+An xlsx cell carries its type, so a text cell is written as a string (never a formula) with no visible
+prefix.
+
+``sheet_csv_bytes`` and ``sheet_xlsx_bytes`` write a declared sheet (``reports.sheets``: human headers,
+typed columns, per-currency totals): the review desk's list exports.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+
+from recon_pipeline.reports.sheets import Cell, Kind, Row, Sheet, totals_rows, typed_rows
 
 # OWASP "CSV Injection": a cell starting with one of these is read as a formula by spreadsheets.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -66,8 +75,8 @@ def write_xlsx(frame: pd.DataFrame, path: Path, sheet: str) -> Path:
 
 def xlsx_bytes(frame: pd.DataFrame, sheet: str) -> bytes:
     """Every column of ``frame`` on one sheet with a bold header; nulls are empty cells, timestamps ISO
-    8601 text, and text neutralised as in CSV (openpyxl stores a string starting with ``=`` as a
-    formula). Bytes rather than a file, so a file and an HTTP download are the same code.
+    8601 text, and text typed as text (``_text_cell``). Bytes rather than a file, so a file and an HTTP
+    download are the same code.
 
     The workbook is write-only (rows streamed, not kept as cell objects) and nulls are found once for the
     whole frame: a 100,000-row export is a download, not a wait at a proxy's timeout."""
@@ -78,7 +87,8 @@ def xlsx_bytes(frame: pd.DataFrame, sheet: str) -> bytes:
     def cell(value: object) -> object:
         if isinstance(value, pd.Timestamp):
             return value.isoformat()
-        return neutralise_formula(value.item() if hasattr(value, "item") else value)
+        plain = value.item() if hasattr(value, "item") else value
+        return _text_cell(worksheet, plain) if isinstance(plain, str) else plain
 
     book = Workbook(write_only=True)
     worksheet = book.create_sheet(sheet)
@@ -96,6 +106,115 @@ def xlsx_bytes(frame: pd.DataFrame, sheet: str) -> bytes:
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
+
+
+def _text_cell(worksheet: Any, text: str) -> Any:
+    """A write-only cell holding ``text`` as a string: openpyxl takes a string starting with ``=`` for a
+    formula, so the type is set after the value. A string cell is never run, so it needs no ``'``."""
+    from openpyxl.cell import WriteOnlyCell
+
+    cell = WriteOnlyCell(worksheet, value=text)
+    cell.data_type = "s"
+    return cell
+
+
+# Excel's number formats: an amount with its currency's decimals, a night, a moment to the minute.
+DATE_FORMAT = "yyyy-mm-dd"
+MOMENT_FORMAT = "yyyy-mm-dd hh:mm"
+NUMBER_FORMAT = "0.00"
+
+
+def amount_format(exponent: int) -> str:
+    """``#,##0.00`` for a two-decimal currency, ``#,##0`` for JPY, ``#,##0.000`` for KWD."""
+    return "#,##0" + ("." + "0" * exponent if exponent else "")
+
+
+def sheet_csv_bytes(sheet: Sheet, rows: Sequence[Row], timezones: Mapping[str, str]) -> bytes:
+    """The sheet as UTF-8 CSV (CRLF lines): its headers, a line per row, then an empty line and a totals
+    line per currency (the empty line ends the data where a spreadsheet's sort or filter looks).
+
+    Amounts are numbers in major units with the currency's decimals (``-15.00``; ``1200`` for JPY), dates
+    ``YYYY-MM-DD``, moments ISO 8601 in the property's time zone with its offset. Only text cells get the
+    formula guard's ``'``: an amount, count or date is written by this code from a number, so a leading
+    ``-`` is a negative number a spreadsheet must read as one, never text from outside."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow([column.header for column in sheet.columns])
+    writer.writerows([_csv_cell(cell) for cell in line] for line in typed_rows(sheet, rows, timezones))
+    totals = totals_rows(sheet, rows)
+    if totals:
+        writer.writerow([])
+        writer.writerows([_csv_cell(cell) for cell in line] for line in totals)
+    return buffer.getvalue().encode("utf-8")
+
+
+def _csv_cell(cell: Cell) -> object:
+    if cell.value is None:
+        return ""
+    if cell.kind is Kind.TEXT:
+        return neutralise_formula(cell.value)
+    if cell.kind is Kind.AMOUNT:
+        return f"{cell.value:.{cell.exponent}f}"
+    if cell.kind is Kind.MOMENT and cell.moment is not None:
+        return cell.moment.isoformat(timespec="seconds")
+    if cell.kind is Kind.NUMBER:
+        return f"{cell.value:.2f}"
+    if cell.kind is Kind.DATE:
+        return cell.value.isoformat()
+    return cell.value
+
+
+def sheet_xlsx_bytes(sheet: Sheet, rows: Sequence[Row], timezones: Mapping[str, str]) -> bytes:
+    """The sheet as an xlsx workbook for Excel: a bold header row, frozen, an autofilter over the header
+    and the data, each column its width, amounts as numbers in major units (``#,##0.00`` per currency),
+    nights as date cells, moments as the property's local date-times (Excel has no time zones), text as
+    strings, then an empty row and a bold totals row per currency (values, so they read back as the sums).
+
+    Write-only (rows streamed): a 100,000-row export is a download, not a wait at a proxy's timeout."""
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
+    book = Workbook(write_only=True)
+    worksheet = book.create_sheet(sheet.title)
+    worksheet.freeze_panes = "A2"
+    for index, column in enumerate(sheet.columns, start=1):
+        worksheet.column_dimensions[get_column_letter(index)].width = column.width
+    bold = Font(bold=True)
+
+    def xlsx_cell(cell: Cell, font: Font | None = None) -> Any:
+        if cell.kind is Kind.TEXT and cell.value is not None:
+            written = _text_cell(worksheet, cell.value)
+        else:
+            written = WriteOnlyCell(worksheet, value=cell.value)
+            if cell.value is not None and cell.kind in _FORMATS:
+                written.number_format = _FORMATS[cell.kind](cell.exponent)
+        if font is not None:
+            written.font = font
+        return written
+
+    worksheet.append([xlsx_cell(Cell(Kind.TEXT, column.header), bold) for column in sheet.columns])
+    cells = typed_rows(sheet, rows, timezones)
+    for line in cells:
+        worksheet.append([xlsx_cell(cell) for cell in line])
+    worksheet.auto_filter.ref = f"A1:{get_column_letter(len(sheet.columns))}{len(cells) + 1}"
+    totals = totals_rows(sheet, rows)
+    if totals:
+        worksheet.append([])
+        for line in totals:
+            worksheet.append([xlsx_cell(cell, bold) for cell in line])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+_FORMATS: dict[Kind, Callable[[int], str]] = {
+    Kind.AMOUNT: amount_format,
+    Kind.DATE: lambda _: DATE_FORMAT,
+    Kind.MOMENT: lambda _: MOMENT_FORMAT,
+    Kind.NUMBER: lambda _: NUMBER_FORMAT,
+}
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:

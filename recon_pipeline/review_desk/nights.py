@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import pandas as pd
 from sqlalchemy import ColumnElement, Connection, RowMapping, Select, case, func, select, union
 
 from recon_pipeline.db.schema import (
@@ -60,6 +59,8 @@ class CategoryLine:
     outstanding: int
     amounts: tuple[str, ...]  # sum |difference| per currency, formatted
     cleared: int
+    # per currency: (currency, outstanding, sum |difference| in minor units, cleared), for an export's cells
+    currencies: tuple[tuple[str, int, int, int], ...] = ()
 
 
 @dataclass
@@ -207,62 +208,27 @@ def _add_findings(
         key = (row.property_id, row.night)
         if key not in summaries:
             continue
-        line = lines[key].setdefault(row.category, [0, [], 0])
+        line = lines[key].setdefault(row.category, [0, [], 0, {}])
+        counts = line[3].setdefault(row.currency, [0, 0, 0])
         if row.cleared:
             line[2] += row.n
+            counts[2] += row.n
         else:
             line[0] += row.n
             line[1].append(format_minor(int(row.amount), row.currency))
+            counts[0] += row.n
+            counts[1] += int(row.amount)
     for key, categories in lines.items():
         summaries[key].categories = [
-            CategoryLine(category, outstanding, tuple(amounts), cleared_count)
-            for category, (outstanding, amounts, cleared_count) in categories.items()
-        ]
-
-
-def overview_frame(summaries: Iterable[NightSummary], now: datetime) -> pd.DataFrame:
-    """The overview as a table for a spreadsheet: one row per property-night and category (one row with
-    no category for a night without findings), the night's states and freshness repeated on each."""
-    rows: list[dict[str, Any]] = []
-    for summary in summaries:
-        night = {
-            "review_states": _counts(summary.review_states),
-            "adjustment_states": _counts(summary.adjustment_states),
-            "posting_states": _counts(summary.posting_states),
-            "freshness": freshness(summary, now),
-        }
-        for line in summary.categories or [CategoryLine("", 0, (), 0)]:
-            rows.append(
-                {
-                    "property_id": summary.property_id,
-                    "night": summary.night,
-                    "category": line.category,
-                    "outstanding": line.outstanding,
-                    "outstanding_amounts": ", ".join(line.amounts),
-                    "cleared": line.cleared,
-                    **night,
-                }
+            CategoryLine(
+                category,
+                outstanding,
+                tuple(amounts),
+                cleared_count,
+                tuple((currency, *counts) for currency, counts in by_currency.items()),
             )
-    return pd.DataFrame(rows, columns=OVERVIEW_COLUMNS)
-
-
-OVERVIEW_COLUMNS = (
-    "property_id",
-    "night",
-    "category",
-    "outstanding",
-    "outstanding_amounts",
-    "cleared",
-    "review_states",
-    "adjustment_states",
-    "posting_states",
-    "freshness",
-)
-
-
-def _counts(counts: dict[str, int]) -> str:
-    """``acknowledged 1, open 2``: by state name, the same whatever order the database returned."""
-    return ", ".join(f"{state} {count}" for state, count in sorted(counts.items()))
+            for category, (outstanding, amounts, cleared_count, by_currency) in categories.items()
+        ]
 
 
 def freshness(summary: NightSummary, now: datetime) -> str:

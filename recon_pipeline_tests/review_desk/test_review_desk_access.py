@@ -127,6 +127,11 @@ def get_cases(desk: Desk) -> dict[str, list[tuple[str, dict[str, str], int]]]:
         "/matches": [("/matches", {}, 200), ("/matches", {"property": "p2"}, 400)],
         "/matches/{match_id}": [(f"/matches/{desk.match_id}", {}, 404)],
         "/matches/pair": [("/matches/pair", {"records": "mine_ch"}, 200)],  # the form: the user's own
+        "/matches/export.csv": [
+            ("/matches/export.csv", {}, 200),
+            ("/matches/export.csv", {"property": "p2"}, 400),
+        ],
+        "/matches/export.xlsx": [("/matches/export.xlsx", {"property": "p2"}, 400)],
     }
 
 

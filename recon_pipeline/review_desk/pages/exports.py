@@ -1,13 +1,15 @@
-"""Downloads from the desk: every list (findings, adjustments, nights, payouts) as CSV (formula-safe) or
-xlsx, and a night's HTML report; each narrowed to the user's properties like the page it comes from.
+"""Downloads from the desk: every list (findings, adjustments, nights, payouts, matches) as CSV
+(formula-safe) or xlsx ready for Excel, and a night's HTML report; each narrowed to the user's properties
+like the page it comes from.
 
 A list's export runs the list's own statement (``findings_statement``, ``queue_statement``,
-``payouts_statement``) or summary (``nights.summarise``) over the same parsed filters, so it holds exactly
-the rows the page shows, up to ``EXPORT_LIMIT`` rather than the page's 200; a cut export says so in its
-file name and the ``X-Export-Truncated`` header. The bytes
-come from ``reports.exports`` (the same code as ``recon report``'s files) and the night's page from
-``reports.render`` (the same page as ``recon report night``). Every download writes an ``export`` audit
-row: who took which rows out of the desk.
+``payouts_statement``, ``matches_statement``) or summary (``nights.summarise``) over the same parsed
+filters, so it holds exactly the rows the page shows, up to ``EXPORT_LIMIT`` rather than the page's 200; a
+cut export says so in its file name and the ``X-Export-Truncated`` header. Its columns are the list's
+sheet (``review_desk.sheets``: human headers, amounts in major units, dates, moments in the property's time
+zone, per-currency totals); the bytes come from ``reports.exports`` (the writers ``recon report``'s files
+share) and the night's page from ``reports.render`` (the same page as ``recon report night``). Every
+download writes an ``export`` audit row: who took which rows out of the desk.
 """
 
 from __future__ import annotations
@@ -17,23 +19,24 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
-from sqlalchemy import Connection, Select
+from sqlalchemy import Connection, Select, select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from recon_pipeline.db.schema import properties
 from recon_pipeline.keys import parse_night
 from recon_pipeline.ledger.queries import UnknownPropertyError, load_property
 from recon_pipeline.properties import InvalidPropertyError
-from recon_pipeline.reports.exports import csv_bytes, xlsx_bytes
+from recon_pipeline.reports.exports import sheet_csv_bytes, sheet_xlsx_bytes
 from recon_pipeline.reports.html import served_content_security_policy
-from recon_pipeline.reports.queries import read_frame
 from recon_pipeline.reports.render import render_night_html
-from recon_pipeline.review_desk import adjustments, findings, nights, payouts
+from recon_pipeline.reports.sheets import Row, Sheet
+from recon_pipeline.review_desk import adjustments, findings, matches, nights, payouts, sheets
 from recon_pipeline.review_desk.pages.adjustments import parse_adjustment_query
 from recon_pipeline.review_desk.pages.findings import parse_finding_query
+from recon_pipeline.review_desk.pages.matches import parse_match_filter
 from recon_pipeline.review_desk.pages.nights import parse_night_query
 from recon_pipeline.review_desk.pages.payouts import parse_payout_query
 from recon_pipeline.review_desk.users import ReviewUser
@@ -49,12 +52,12 @@ MEDIA_TYPES = {
 TRUNCATED_HEADER = "x-export-truncated"
 _UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
-# Reads a list's rows (at most EXPORT_LIMIT + 1, to know whether it was cut) as a table.
-RowsReader = Callable[[Connection], pd.DataFrame]
+# Reads a list's rows (at most EXPORT_LIMIT + 1, to know whether it was cut).
+RowsReader = Callable[[Connection], Sequence[Row]]
 # A list's filters (query parameters) → the reader of its rows and the labels naming them in the file name.
 ExportQuery = Callable[[Any, ReviewUser], tuple[RowsReader, list[str]]]
 
-LISTS: tuple[str, ...] = ("findings", "adjustments", "nights", "payouts")
+LISTS: tuple[str, ...] = ("findings", "adjustments", "nights", "payouts", "matches")
 
 
 def routes(desk: Desk) -> list[Route]:
@@ -69,7 +72,8 @@ def routes(desk: Desk) -> list[Route]:
                 read_rows, labels = export_query(request.query_params, user)
             except ValueError as error:
                 return PlainTextResponse(str(error), status_code=400)
-            body, rows, truncated = await run_in_threadpool(_export, desk, read_rows, name, file_format)
+            sheet = SHEETS[name]
+            body, rows, truncated = await run_in_threadpool(_export, desk, read_rows, sheet, file_format)
             counted = f"{rows} row" if rows == 1 else f"{rows} rows"
             detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
             desk.audit(user.name, "export", target=request.url.query, detail=detail)
@@ -104,7 +108,9 @@ def routes(desk: Desk) -> list[Route]:
                 methods=["GET"],
             )
             for name, export_query in zip(
-                LISTS, (findings_export, adjustments_export, nights_export, payouts_export), strict=True
+                LISTS,
+                (findings_export, adjustments_export, nights_export, payouts_export, matches_export),
+                strict=True,
             )
             for file_format in (CSV, XLSX)
         ),
@@ -114,7 +120,7 @@ def routes(desk: Desk) -> list[Route]:
 
 def statement_rows(statement: Select[Any]) -> RowsReader:
     """The reader of a list whose rows are one statement's."""
-    return lambda connection: read_frame(connection, statement)
+    return lambda connection: list(connection.execute(statement).mappings())
 
 
 def findings_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
@@ -157,11 +163,21 @@ def nights_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]
     """The nights overview for these filters (one row per property-night and category) and the labels."""
     query = parse_night_query(params, user)
 
-    def read_rows(connection: Connection) -> pd.DataFrame:
+    def read_rows(connection: Connection) -> list[dict[str, Any]]:
         keys = nights.chosen_nights(connection, query, user.properties)
-        return nights.overview_frame(nights.summarise(connection, keys, user.properties), datetime.now(UTC))
+        return sheets.night_rows(nights.summarise(connection, keys, user.properties), datetime.now(UTC))
 
     return read_rows, [*_given(query.property_id), *_night_range(query.night_from, query.night_to)]
+
+
+def matches_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
+    """The matches list's statement for these filters and the file's labels."""
+    where = parse_match_filter(params, user)
+    labels = [
+        *_given(where.property_id, where.night, where.status, where.rule),
+        *([] if where.cleared is None else ["cleared" if where.cleared else "not-cleared"]),
+    ]
+    return statement_rows(matches.matches_statement(where, user.properties, EXPORT_LIMIT + 1)), labels
 
 
 def export_filename(name: str, labels: Sequence[str], file_format: str, truncated: bool) -> str:
@@ -186,15 +202,35 @@ def _night_range(night_from: str | None, night_to: str | None) -> list[str]:
     return [f"{night_from}_{night_to}"]
 
 
-def _export(desk: Desk, read_rows: RowsReader, name: str, file_format: str) -> tuple[bytes, int, bool]:
+SHEETS: dict[str, Sheet] = {
+    "findings": sheets.FINDINGS,
+    "adjustments": sheets.ADJUSTMENTS,
+    "nights": sheets.NIGHTS,
+    "payouts": sheets.PAYOUTS,
+    "matches": sheets.MATCHES,
+}
+
+
+def _export(desk: Desk, read_rows: RowsReader, sheet: Sheet, file_format: str) -> tuple[bytes, int, bool]:
     """The file of the list's first ``EXPORT_LIMIT`` rows, their count, and whether it was cut (the
     reader returns one row more than the limit to know)."""
     with desk.engine.connect() as connection:
-        frame = read_rows(connection)
-    truncated = len(frame) > EXPORT_LIMIT
-    frame = frame.iloc[:EXPORT_LIMIT]
-    body = csv_bytes(frame) if file_format == CSV else xlsx_bytes(frame, name)
-    return body, len(frame), truncated
+        rows = read_rows(connection)
+        truncated = len(rows) > EXPORT_LIMIT
+        rows = rows[:EXPORT_LIMIT]
+        zones = timezones(connection, {sheet.property_id(row) for row in rows})
+    write = sheet_csv_bytes if file_format == CSV else sheet_xlsx_bytes
+    return write(sheet, rows, zones), len(rows), truncated
+
+
+def timezones(connection: Connection, property_ids: set[str]) -> dict[str, str]:
+    """Each property's time zone (IANA name), the zone its rows' moments are shown in."""
+    if not property_ids:
+        return {}
+    statement = select(properties.c.property_id, properties.c.timezone).where(
+        properties.c.property_id.in_(sorted(property_ids))
+    )
+    return {row.property_id: row.timezone for row in connection.execute(statement)}
 
 
 def _night_page(desk: Desk, property_id: str, night: str) -> str | None:
