@@ -1,39 +1,85 @@
-"""The findings a review desk user may see: ``review.store``'s filter, narrowed to their properties.
+"""The findings a review desk user may see: ``review.store``'s filter, narrowed to their properties, searched
+and sorted as the list's URL says.
 
 Every query here takes the user's properties and applies them in SQL, so no page can show a finding of
-another property whatever its URL or filter says.
+another property whatever its URL or filter says. The list, its totals, its export and a finding page's
+previous/next links all run ``findings_statement`` (or its conditions and order), so they can never
+disagree about which findings the list holds or in which order.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
 
-from sqlalchemy import Connection, RowMapping, Select, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, and_, case, exists, func, or_, select
 
-from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.db.schema import discrepancies, ledger_entries, properties
 from recon_pipeline.keys import parse_night
+from recon_pipeline.money import is_iso_currency
+from recon_pipeline.review.render import difference_text
 from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review.store import matching_conditions
+from recon_pipeline.review_desk.listing import (
+    MajorAmount,
+    Sort,
+    SortColumn,
+    amount_between,
+    amount_search,
+    check_range,
+    order_of,
+    sorted_statement,
+)
+from recon_pipeline.words import REVIEW_STATE_WORDS, category_label, category_meaning
 
 PAGE_SIZE = 200
+MAX_SEARCH_LENGTH: Final = 200  # longer than any id, reference or record key a person pastes
+
+_d = discrepancies.c
+SORT_COLUMNS: Final = (
+    SortColumn("property", _d.property_id, "Property"),
+    SortColumn("night", _d.night, "Night"),
+    SortColumn("category", _d.category, "Category"),
+    SortColumn("record", _d.record_key, "Record"),
+    SortColumn("booking", _d.booking_id, "Booking"),
+    SortColumn("difference", _d.difference_minor, "Difference"),
+    SortColumn("state", _d.review_status, "State"),
+    SortColumn("assigned", _d.assigned_to, "Assigned"),
+    SortColumn("age", _d.detected_at, "Age", inverse=True),
+    SortColumn("cleared", _d.cleared_at, "Cleared"),
+)
+DEFAULT_SORT: Final = Sort("night", descending=True)
+# The list's own order after the chosen column: a total key, so pages never overlap.
+TIEBREAK: Final = (_d.night.desc(), _d.property_id, _d.category, _d.record_key, _d.discrepancy_id)
 
 
 @dataclass(frozen=True)
 class FindingQuery:
-    """A findings page's filters: ``review.rules.DiscrepancyFilter`` plus a night range and an amount."""
+    """A findings page's filters: ``review.rules.DiscrepancyFilter`` plus a night range, a currency, an
+    amount the difference reaches (major units), a booking, a search (``search_condition``) and an order."""
 
     where: DiscrepancyFilter
     night_from: str | None = None
     night_to: str | None = None
-    amount_at_least: int | None = None  # minor units, compared with the absolute difference
+    amount_at_least: MajorAmount | None = None  # compared with the absolute difference, in its currency
+    currency: str | None = None
+    booking: str | None = None
+    search: str | None = None
+    sort: Sort = field(default=DEFAULT_SORT)
 
     def __post_init__(self) -> None:
         for night in (self.night_from, self.night_to):
             if night is not None:
                 parse_night(night)
-        if self.amount_at_least is not None and self.amount_at_least < 0:
-            raise ValueError("amount at least must not be negative")
+        check_range(self.night_from, self.night_to, "night")
+        if self.currency is not None and not is_iso_currency(self.currency):
+            raise ValueError(f"currency {self.currency!r} is not an ISO 4217 code like EUR")
+        if self.search is not None:
+            if len(self.search) > MAX_SEARCH_LENGTH:
+                raise ValueError(f"search is longer than {MAX_SEARCH_LENGTH} characters")
+            amount_search(self.search)  # a reversed amount range: refused here, not an empty list
 
 
 def list_findings(
@@ -43,35 +89,138 @@ def list_findings(
     limit: int = PAGE_SIZE,
     offset: int = 0,
 ) -> list[RowMapping]:
-    """The matching findings of ``allowed`` properties, newest night first, at most ``limit`` after
+    """The matching findings of ``allowed`` properties in the query's order, at most ``limit`` after
     skipping ``offset``."""
     return list(connection.execute(findings_statement(query, allowed, limit, offset)).mappings())
 
 
 def findings_statement(
-    query: FindingQuery, allowed: tuple[str, ...], limit: int, offset: int = 0
+    query: FindingQuery, allowed: tuple[str, ...], limit: int | None, offset: int = 0
 ) -> Select[Any]:
-    """Every column of the findings ``list_findings`` returns, in its order: the page, its count and its
-    exports run this same statement, so an export holds exactly the rows the list shows (up to its own
-    limit). The id ends the order, so pages never overlap."""
-    column = discrepancies.c
-    conditions = [*matching_conditions(query.where), column.property_id.in_(allowed)]
+    """Every column of the findings ``list_findings`` returns, in its order: the page, its count, its totals
+    and its exports run this same statement, so an export holds exactly the rows the list shows (up to its
+    own limit). The list's total key ends the order, so pages never overlap."""
+    statement = select(discrepancies).where(*finding_conditions(query, allowed))
+    return sorted_statement(statement, query.sort, SORT_COLUMNS, TIEBREAK).limit(limit).offset(offset)
+
+
+def finding_conditions(query: FindingQuery, allowed: tuple[str, ...]) -> list[ColumnElement[bool]]:
+    """What a finding must be to be on the list: of an ``allowed`` property, and every filter the query
+    names."""
+    conditions = [*matching_conditions(query.where), _d.property_id.in_(allowed)]
     if query.night_from is not None:
-        conditions.append(column.night >= query.night_from)
+        conditions.append(_d.night >= query.night_from)
     if query.night_to is not None:
-        conditions.append(column.night <= query.night_to)
+        conditions.append(_d.night <= query.night_to)
+    if query.currency is not None:
+        conditions.append(_d.currency == query.currency)
+    if query.booking is not None:
+        conditions.append(_d.booking_id == query.booking)
     if query.amount_at_least is not None:
-        amount = query.amount_at_least
-        conditions.append((column.difference_minor >= amount) | (column.difference_minor <= -amount))
-    return (
-        select(discrepancies)
-        .where(*conditions)
-        .order_by(
-            column.night.desc(), column.property_id, column.category, column.record_key, column.discrepancy_id
+        amounts = [_d.difference_minor]
+        conditions.append(amount_between(amounts, _d.currency, query.amount_at_least, None, query.currency))
+    if query.search is not None:
+        conditions.append(search_condition(query.search, query.currency))
+    return conditions
+
+
+def search_condition(text: str, currency: str | None) -> ColumnElement[bool]:
+    """A finding the search names: its booking, provider record, ledger entry or its ledger entry's
+    reference (each exactly), a part of its record key, or (text like ``120.50`` or ``100..200``) an amount
+    of its provider side, ledger side or difference, either sign, in major units. ValueError for a
+    reversed amount range."""
+    entry = ledger_entries.c
+    named = [
+        _d.booking_id == text,
+        _d.provider_record_id == text,
+        _d.ledger_entry_id == text,
+        _d.record_key.contains(text, autoescape=True),
+        exists().where(
+            entry.entry_id == _d.ledger_entry_id, entry.property_id == _d.property_id, entry.reference == text
+        ),
+    ]
+    amounts = amount_search(text)
+    if amounts is not None:
+        sides = [_d.provider_amount_minor, _d.ledger_amount_minor, _d.difference_minor]
+        named.append(amount_between(sides, _d.currency, *amounts, currency))
+    return or_(*named)
+
+
+@dataclass(frozen=True)
+class ListPosition:
+    """Where a finding stands in the list its reader came from (``query``: that list's query string):
+    its ``number`` among ``total`` (None once it no longer matches, e.g. acknowledged off an open-only
+    list) and the findings before and after it."""
+
+    query: str
+    number: int | None
+    total: int
+    previous: int | None
+    next: int | None
+
+
+def list_position(
+    connection: Connection, query: FindingQuery, allowed: tuple[str, ...], row: Mapping[Any, Any], text: str
+) -> ListPosition:
+    """The finding's neighbours in the filtered, sorted list, numbered in SQL (ROW_NUMBER over the list's
+    own order). The finding itself is numbered among them even when it no longer matches, so previous and
+    next still lead on from where it stood."""
+    discrepancy_id = int(row["discrepancy_id"])
+    listed = case((and_(*finding_conditions(query, allowed)), 1), else_=0)
+    numbered = (
+        select(
+            _d.discrepancy_id.label("id"),
+            func.row_number().over(order_by=order_of(query.sort, SORT_COLUMNS, TIEBREAK)).label("n"),
+            func.sum(listed).over().label("total"),
+            listed.label("listed"),
         )
-        .limit(limit)
-        .offset(offset)
+        .where(_d.property_id.in_(allowed), or_(listed == 1, _d.discrepancy_id == discrepancy_id))
+        .subquery()
     )
+    here = select(numbered.c.n).where(numbered.c.id == discrepancy_id).scalar_subquery()
+    around = select(numbered).where(numbered.c.n.between(here - 1, here + 1))
+    found = {
+        int(n): (int(i), int(total), bool(is_listed)) for i, n, total, is_listed in connection.execute(around)
+    }
+    (number,) = (n for n, (i, _, _) in found.items() if i == discrepancy_id)
+    _, total, is_listed = found[number]
+    return ListPosition(
+        query=text,
+        number=number if is_listed else None,
+        total=total,
+        previous=found[number - 1][0] if number - 1 in found else None,
+        next=found[number + 1][0] if number + 1 in found else None,
+    )
+
+
+def property_currencies(connection: Connection, allowed: tuple[str, ...]) -> list[str]:
+    """The currencies of the ``allowed`` properties: the choices of the list's currency filter."""
+    statement = select(properties.c.currency).distinct().where(properties.c.property_id.in_(allowed))
+    return sorted(str(code) for code in connection.execute(statement).scalars())
+
+
+def shown_finding(row: Mapping[Any, Any], now: datetime) -> dict[str, Any]:
+    """A finding as the list shows it: its row, its category and state in words, its difference (both
+    currencies for a currency mismatch) and its age."""
+    return {
+        **row,
+        "category_label": category_label(row["category"]),
+        "category_meaning": category_meaning(row["category"]),
+        "difference_text": difference_text(row),
+        "state_words": REVIEW_STATE_WORDS.get(row["review_status"], row["review_status"]),
+        "age_text": finding_age(row["detected_at"], row["cleared_at"], now),
+    }
+
+
+def finding_age(detected_at: datetime, cleared_at: datetime | None, now: datetime) -> str:
+    """``open 6 days`` since the finding was detected (``open under a day`` on its first), ``cleared``
+    once a run no longer sees it."""
+    if cleared_at is not None:
+        return "cleared"
+    days = (now - detected_at).days
+    if days < 1:
+        return "open under a day"
+    return f"open {days} day{'' if days == 1 else 's'}"
 
 
 def get_finding(connection: Connection, discrepancy_id: int, allowed: tuple[str, ...]) -> RowMapping | None:

@@ -16,6 +16,13 @@ from recon_pipeline.db.schema import matches
 from recon_pipeline.reconcile.matching.words import RULE_WORDS
 from recon_pipeline.review.matches import MatchFilter, ids_of, matching_conditions
 from recon_pipeline.review.render import money
+from recon_pipeline.review_desk.listing import (
+    Sort,
+    SortColumn,
+    amount_between,
+    amount_search,
+    sorted_statement,
+)
 
 PAGE_SIZE: Final = 200
 MAX_CANDIDATES: Final = 50  # a finding's candidates shown; a held-back finding has a handful
@@ -28,21 +35,52 @@ CANDIDATE_CATEGORIES: Final = (
     "missing_at_provider",
 )
 _KEYED_PREFIXES: Final = ("match:", "ambiguous:")  # record keys that carry a match key: "match:<key>"
+_m = matches.c
+SORT_COLUMNS: Final = (
+    SortColumn("property", _m.property_id, "Property"),
+    SortColumn("night", _m.night, "Night"),
+    SortColumn("match", _m.match_key, "Match"),
+    SortColumn("rule", _m.rule, "Rule"),
+    SortColumn("score", _m.score, "Score"),
+    SortColumn("status", _m.status, "Status"),
+    SortColumn("provider_amount", _m.provider_amount_minor, "Provider amount"),
+    SortColumn("ledger_amount", _m.ledger_amount_minor, "Ledger amount"),
+)
+DEFAULT_SORT: Final = Sort("night", descending=True)
+TIEBREAK: Final = (_m.night.desc(), _m.property_id, _m.match_key, _m.match_id)
 
 
 def matches_statement(
-    where: MatchFilter, allowed: tuple[str, ...], limit: int, offset: int = 0
+    where: MatchFilter,
+    allowed: tuple[str, ...],
+    limit: int | None,
+    offset: int = 0,
+    search: str | None = None,
+    sort: Sort = DEFAULT_SORT,
 ) -> Select[Any]:
-    """Every column of the matches the list shows, in its order; its count wraps the same statement. The
-    id ends the order, so pages never overlap."""
-    column = matches.c
-    return (
-        select(matches)
-        .where(*matching_conditions(where), column.property_id.in_(allowed))
-        .order_by(column.night.desc(), column.property_id, column.match_key, column.match_id)
-        .limit(limit)
-        .offset(offset)
-    )
+    """Every column of the matches the list shows, in ``sort``'s order; its count and totals wrap the same
+    statement. The id ends the order, so pages never overlap."""
+    conditions = [*matching_conditions(where), _m.property_id.in_(allowed)]
+    if search is not None:
+        conditions.append(search_condition(search))
+    statement = select(matches).where(*conditions)
+    return sorted_statement(statement, sort, SORT_COLUMNS, TIEBREAK).limit(limit).offset(offset)
+
+
+def search_condition(text: str) -> ColumnElement[bool]:
+    """A match the search names: one of its provider records or ledger entries, its booking, a part of its
+    key, or an amount of either side (``120.50``, ``100..200``, major units, either sign)."""
+    named = [
+        _holds(_m.provider_record_ids, text),
+        _holds(_m.ledger_entry_ids, text),
+        _m.booking_id == text,
+        _m.match_key.contains(text, autoescape=True),
+    ]
+    amounts = amount_search(text)
+    if amounts is not None:
+        sides = [_m.provider_amount_minor, _m.ledger_amount_minor]
+        named.append(amount_between(sides, _m.currency, *amounts, None))
+    return or_(*named)
 
 
 def list_matches(
@@ -51,9 +89,12 @@ def list_matches(
     allowed: tuple[str, ...],
     limit: int = PAGE_SIZE,
     offset: int = 0,
+    search: str | None = None,
+    sort: Sort = DEFAULT_SORT,
 ) -> list[RowMapping]:
-    """The matching rows of ``allowed`` properties, newest night first."""
-    return list(connection.execute(matches_statement(where, allowed, limit, offset)).mappings())
+    """The matching rows of ``allowed`` properties in ``sort``'s order (newest night first unless told)."""
+    statement = matches_statement(where, allowed, limit, offset, search, sort)
+    return list(connection.execute(statement).mappings())
 
 
 def get_match_row(connection: Connection, match_id: int, allowed: tuple[str, ...]) -> RowMapping | None:

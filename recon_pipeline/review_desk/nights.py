@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Select, case, func, select, union
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, and_, case, column, func, select, union
 
 from recon_pipeline.db.schema import (
     adjustments,
@@ -24,6 +24,8 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.keys import parse_night
 from recon_pipeline.money import format_minor
+from recon_pipeline.review_desk.findings import search_condition
+from recon_pipeline.review_desk.listing import Sort, SortColumn, amount_search, check_range, sorted_statement
 
 PAGE_SIZE = 100  # property-nights a page of the overview: each is a row of several summed-up cells
 DEFAULT_NIGHTS = 14  # the overview without a range: the latest nights that have anything
@@ -31,20 +33,33 @@ MAX_NIGHTS = 400  # a range's nights at most (more than a year)
 SUCCEEDED = "succeeded"
 
 PropertyNight = tuple[str, str]
+# The overview sorts its property-nights by their key; named as the chosen keys' columns are.
+SORT_COLUMNS: Final = (
+    SortColumn("property", column("property_id"), "Property"),
+    SortColumn("night", column("night"), "Night"),
+)
+DEFAULT_SORT: Final = Sort("night", descending=True)
+TIEBREAK: Final[tuple[ColumnElement[Any], ...]] = (column("night").desc(), column("property_id"))
 
 
 @dataclass(frozen=True)
 class NightQuery:
-    """The overview's filters: a property and a night range, each optional (nights validated)."""
+    """The overview's filters: a property, a night range and a search, each optional (nights validated);
+    and the order."""
 
     property_id: str | None = None
     night_from: str | None = None
     night_to: str | None = None
+    search: str | None = None  # nights with a finding the search names (``findings.search_condition``)
+    sort: Sort = field(default=DEFAULT_SORT)
 
     def __post_init__(self) -> None:
         for night in (self.night_from, self.night_to):
             if night is not None:
                 parse_night(night)
+        check_range(self.night_from, self.night_to, "night")
+        if self.search is not None:
+            amount_search(self.search)  # a reversed amount range: refused here, not an empty list
 
     @property
     def has_range(self) -> bool:
@@ -95,24 +110,40 @@ def _narrowed(table: Any, query: NightQuery, allowed: tuple[str, ...]) -> list[C
 def chosen_statement(
     connection: Connection, query: NightQuery, allowed: tuple[str, ...]
 ) -> Select[Any] | None:
-    """The property-nights that have a finding, an adjustment, a run or a stale mark, newest night first
-    then by property (a total order: pages never overlap): those of the range, or without one those of the
-    latest ``DEFAULT_NIGHTS`` nights that have anything. None when no night has anything. The overview's
-    page, its count and its export run this one statement."""
-    keyed: list[Select[Any]] = [
-        select(table.c.property_id, table.c.night).where(*_narrowed(table, query, allowed))
-        for table in (discrepancies, adjustments, night_reconciliations, stale_nights)
-    ]
+    """The property-nights that have a finding, an adjustment, a run or a stale mark (with a search: a
+    finding it names), in the query's order ending with the key (a total order: pages never overlap):
+    those of the range, or without one those of the latest ``DEFAULT_NIGHTS`` nights that have anything.
+    None when no night has anything. The overview's page, its count, its totals and its export run this
+    one statement."""
+    if query.search is None:
+        tables = (discrepancies, adjustments, night_reconciliations, stale_nights)
+        keyed: list[Select[Any]] = [
+            select(table.c.property_id, table.c.night).where(*_narrowed(table, query, allowed))
+            for table in tables
+        ]
+    else:
+        searched = search_condition(query.search, None)
+        narrowed = _narrowed(discrepancies, query, allowed)
+        keyed = [select(discrepancies.c.property_id, discrepancies.c.night).where(*narrowed, searched)]
     keys = union(*keyed).subquery()
     nights = select(keys.c.night).distinct().order_by(keys.c.night.desc())
     nights = nights.limit(MAX_NIGHTS if query.has_range else DEFAULT_NIGHTS)
     wanted = list(connection.execute(nights).scalars())
     if not wanted:
         return None
+    chosen = select(keys.c.property_id, keys.c.night).where(keys.c.night.in_(wanted))
+    return sorted_statement(chosen, query.sort, SORT_COLUMNS, TIEBREAK)
+
+
+def outstanding_statement(chosen: Select[Any], allowed: tuple[str, ...]) -> Select[Any]:
+    """The outstanding (not cleared) findings of the chosen property-nights, each's currency and absolute
+    difference: the overview's totals sum them per currency (``listing.totals``) over every page."""
+    d = discrepancies.c
+    keys = chosen.order_by(None).limit(None).offset(None).subquery()
     return (
-        select(keys.c.property_id, keys.c.night)
-        .where(keys.c.night.in_(wanted))
-        .order_by(keys.c.night.desc(), keys.c.property_id)
+        select(d.currency, func.abs(d.difference_minor).label("amount_minor"))
+        .join_from(discrepancies, keys, and_(keys.c.property_id == d.property_id, keys.c.night == d.night))
+        .where(d.property_id.in_(allowed), d.cleared_at.is_(None))
     )
 
 

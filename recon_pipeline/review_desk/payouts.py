@@ -9,32 +9,70 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Select, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, exists, or_, select
 
 from recon_pipeline.categories import PAYOUT_CATEGORIES
 from recon_pipeline.db.schema import bank_credits, discrepancies, payout_transactions, payouts
 from recon_pipeline.keys import parse_night
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
+from recon_pipeline.review_desk.listing import (
+    Sort,
+    SortColumn,
+    amount_between,
+    amount_search,
+    check_range,
+    sorted_statement,
+)
 
 PAGE_SIZE = 200
+_p = payouts.c
+_b = bank_credits.c
+SORT_COLUMNS: Final = (
+    SortColumn("payout", _p.payout_id, "Payout"),
+    SortColumn("provider", _p.provider, "Provider"),
+    SortColumn("property", _p.holder_property_id, "Property"),
+    SortColumn("amount", _p.amount_minor, "Amount"),
+    SortColumn("status", _p.status, "Status"),
+    SortColumn("failure", _p.failure_code, "Failure code"),
+    SortColumn("arrival", _p.arrival_night, "Arrival night"),
+    SortColumn("traced", _p.traced, "Traced"),
+    SortColumn("transactions", _p.transactions, "Transactions"),
+    SortColumn("sum_difference", _p.sum_difference_minor, "Sum difference"),
+    SortColumn("deposited", _b.booking_date, "Deposited"),
+)
+DEFAULT_SORT: Final = Sort("arrival", descending=True)
+# The list's own order after the chosen column: the payout's and its bank credit's keys.
+TIEBREAK: Final = (
+    _p.arrival_night.desc(),
+    _p.payout_id,
+    _b.statement_id,
+    _b.entry_reference,
+    _b.detail_index,
+)
 
 
 @dataclass(frozen=True)
 class PayoutQuery:
-    """The payouts page's filters: holder property, arrival night range, status (each optional)."""
+    """The payouts page's filters: holder property, arrival night range, status, a search
+    (``search_condition``), each optional; and the order."""
 
     property_id: str | None = None
     arrival_from: str | None = None
     arrival_to: str | None = None
     status: str | None = None
+    search: str | None = None
+    sort: Sort = field(default=DEFAULT_SORT)
 
     def __post_init__(self) -> None:
         for night in (self.arrival_from, self.arrival_to):
             if night is not None:
                 parse_night(night)
+        check_range(self.arrival_from, self.arrival_to, "arrival")
+        if self.search is not None:
+            amount_search(self.search)  # a reversed amount range: refused here, not an empty list
         if self.status is not None and self.status not in PAYOUT_STATUSES:
             raise ValueError(
                 f"unknown payout status {self.status!r}: use one of {', '.join(PAYOUT_STATUSES)}"
@@ -50,29 +88,39 @@ def _with_deposit() -> Select[Any]:
 
 
 def payouts_statement(
-    query: PayoutQuery, allowed: tuple[str, ...], limit: int, offset: int = 0
+    query: PayoutQuery, allowed: tuple[str, ...], limit: int | None, offset: int = 0
 ) -> Select[Any]:
-    """The matching payouts of ``allowed`` holders with their deposit, latest arrival first: the page, its
-    count and its exports run this one statement. The order ends with the payout's and its bank credit's
-    keys, so pages never overlap."""
-    p = payouts.c
-    conditions: list[ColumnElement[bool]] = [p.holder_property_id.in_(allowed)]
+    """The matching payouts of ``allowed`` holders with their deposit, in the query's order: the page, its
+    count, its totals and its exports run this one statement. The order ends with the payout's and its
+    bank credit's keys, so pages never overlap."""
+    conditions: list[ColumnElement[bool]] = [_p.holder_property_id.in_(allowed)]
     if query.property_id is not None:
-        conditions.append(p.holder_property_id == query.property_id)
+        conditions.append(_p.holder_property_id == query.property_id)
     if query.arrival_from is not None:
-        conditions.append(p.arrival_night >= query.arrival_from)
+        conditions.append(_p.arrival_night >= query.arrival_from)
     if query.arrival_to is not None:
-        conditions.append(p.arrival_night <= query.arrival_to)
+        conditions.append(_p.arrival_night <= query.arrival_to)
     if query.status is not None:
-        conditions.append(p.status == query.status)
-    b = bank_credits.c
-    return (
-        _with_deposit()
-        .where(*conditions)
-        .order_by(p.arrival_night.desc(), p.payout_id, b.statement_id, b.entry_reference, b.detail_index)
-        .limit(limit)
-        .offset(offset)
-    )
+        conditions.append(_p.status == query.status)
+    if query.search is not None:
+        conditions.append(search_condition(query.search))
+    statement = _with_deposit().where(*conditions)
+    return sorted_statement(statement, query.sort, SORT_COLUMNS, TIEBREAK).limit(limit).offset(offset)
+
+
+def search_condition(text: str) -> ColumnElement[bool]:
+    """A payout the search names: its id or bank reference (statement descriptor), a charge, refund or
+    dispute it carries (a balance transaction's source), or its amount (``120.50``, ``100..200``)."""
+    moved = payout_transactions.c
+    named = [
+        _p.payout_id == text,
+        _p.statement_descriptor == text,
+        exists().where(moved.payout_id == _p.payout_id, moved.source_id == text),
+    ]
+    amounts = amount_search(text)
+    if amounts is not None:
+        named.append(amount_between([_p.amount_minor], _p.currency, *amounts, None))
+    return or_(*named)
 
 
 def list_payouts(

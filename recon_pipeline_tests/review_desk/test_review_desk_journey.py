@@ -101,15 +101,15 @@ def test_an_analyst_acknowledges_and_exports_and_two_approvers_approve(
         sign_in(page, base, "ana")
 
         # Filter: findings of at least 10.00 EUR either way; the 0.40 EUR one and p2's are not listed.
-        page.get_by_label("Amount at least (minor units)").fill("1000")
+        page.get_by_label("Amount at least").fill("10.00")
         page.get_by_role("button", name="Filter").click()
-        page.wait_for_url(re.compile(r".*amount_at_least=1000.*"))
+        page.wait_for_url(re.compile(r".*amount_at_least=10\.00.*"))
         listed = page.get_by_role("link", name=re.compile(r"^ch_"))
         assert sorted(listed.all_inner_texts()) == ["ch_big", "ch_dup"]
 
         # Open the finding and acknowledge it with a comment.
         page.get_by_role("link", name="ch_big").click()
-        page.wait_for_url(re.compile(r".*/findings/\d+$"))
+        page.wait_for_url(re.compile(r".*/findings/\d+\?amount_at_least=10\.00$"))
         page.get_by_label("Comment").fill(CAUGHT)
         page.get_by_role("button", name="Acknowledge").click()
         page.wait_for_load_state()
@@ -119,13 +119,13 @@ def test_an_analyst_acknowledges_and_exports_and_two_approvers_approve(
         # Export the filtered list as xlsx and read it back: the rows the page listed, the review kept.
         page.go_back()
         page.go_back()
-        page.wait_for_url(re.compile(r".*amount_at_least=1000.*"))
+        page.wait_for_url(re.compile(r".*amount_at_least=10\.00.*"))
         with page.expect_download() as download_info:
             page.get_by_role("link", name="Export xlsx").click()
         download = download_info.value
         saved = tmp_path / download.suggested_filename
         download.save_as(saved)
-        assert saved.name == "findings-at-least-1000.xlsx"
+        assert saved.name == "findings-at-least-10.00.xlsx"
         sheet = openpyxl.load_workbook(saved).active
         assert sheet is not None
         header, *rows = [list(row) for row in sheet.iter_rows(values_only=True)]

@@ -145,7 +145,7 @@ def add_rows(connection: Connection, table: Table, rows: list[dict[str, Any]]) -
 
 def row_of(page: httpx.Response, property_id: str, night: str) -> str:
     """The text of the overview's row linking to the property-night (tags stripped, spaces collapsed)."""
-    for row in re.findall(r"<tr>(.*?)</tr>", page.text, re.S):
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page.text, re.S):
         if f'href="/nights/{property_id}/{night}"' in row:
             return " ".join(re.sub(r"<[^>]+>", " ", row).split())
     raise AssertionError(f"no row for {property_id} {night}")
@@ -338,7 +338,7 @@ def test_payouts_lists_the_users_payouts_with_deposit_and_findings(desk: Desk) -
 
 
 def row_of_payout(page: httpx.Response, payout_id: str) -> str:
-    for row in re.findall(r"<tr>(.*?)</tr>", page.text, re.S):
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page.text, re.S):
         if f'href="/payouts/{payout_id}"' in row:
             return " ".join(re.sub(r"<[^>]+>", " ", row).split())
     raise AssertionError(f"no row for {payout_id}")

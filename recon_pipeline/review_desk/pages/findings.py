@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import RowMapping
-from starlette.datastructures import FormData
+from sqlalchemy import Connection, RowMapping
+from starlette.datastructures import FormData, QueryParams
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -36,38 +36,67 @@ from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.finding_records import finding_records
 from recon_pipeline.review_desk.findings import PAGE_SIZE
+from recon_pipeline.review_desk.listing import parse_major_amount, parse_sort, totals
 from recon_pipeline.review_desk.matches import CANDIDATE_CATEGORIES, finding_candidates, shown_match
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, filled_query
+from recon_pipeline.words import CATEGORY_WORDS
 
-FILTERS = ("property", "night_from", "night_to", "category", "status", "cleared", "amount_at_least")
+FILTERS = (
+    "property",
+    "night_from",
+    "night_to",
+    "category",
+    "status",
+    "cleared",
+    "currency",
+    "amount_at_least",
+    "booking",
+    "q",
+    "sort",
+)
 
 
 def routes(desk: Desk) -> list[Route]:
     async def findings_list(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
-        try:
-            query = parse_finding_query(params, user)
-            number = parse_page(params)
-        except ValueError as error:
-            return desk.page(
-                request,
-                "findings.html",
-                user,
-                400,
-                rows=[],
-                page=None,
-                error=str(error),
-                **_choices(params, user),
-            )
         with desk.engine.connect() as connection:
+            choices = _choices(params, user, findings.property_currencies(connection, user.properties))
+            try:
+                query = parse_finding_query(params, user)
+                number = parse_page(params)
+            except ValueError as error:
+                return desk.page(
+                    request,
+                    "findings.html",
+                    user,
+                    400,
+                    rows=[],
+                    page=None,
+                    totals=[],
+                    sort=findings.DEFAULT_SORT,
+                    list_query="",
+                    error=str(error),
+                    **choices,
+                )
             statement = findings.findings_statement(query, user.properties, PAGE_SIZE)
             page = Page(number, PAGE_SIZE, count_rows(connection, statement))
             rows = findings.list_findings(connection, query, user.properties, offset=page.offset)
+            sums = totals(connection, statement, "difference_minor")
+        now = _now()
         return desk.page(
-            request, "findings.html", user, rows=rows, page=page, error=None, **_choices(params, user)
+            request,
+            "findings.html",
+            user,
+            rows=[findings.shown_finding(row, now) for row in rows],
+            page=page,
+            totals=sums,
+            sort=query.sort,
+            list_query=list_query(params),
+            error=None,
+            **choices,
         )
 
     async def finding_detail(request: Request, user: ReviewUser) -> Response:
@@ -117,8 +146,9 @@ def routes(desk: Desk) -> list[Route]:
                         connection, user.name, action, str(discrepancy_id), outcome.difference_minor, change
                     )
         if refusal is not None:
-            return finding_page(desk, request, user, row, *refusal, comment)
-        return RedirectResponse(f"/findings/{discrepancy_id}", status_code=303)
+            return finding_page(desk, request, user, row, *refusal, comment, str(form.get("back", "")))
+        back = list_query(QueryParams(str(form.get("back", ""))))
+        return RedirectResponse(f"/findings/{discrepancy_id}{'?' if back else ''}{back}", status_code=303)
 
     return [
         Route("/findings", desk.signed_in(findings_list), methods=["GET"]),
@@ -139,9 +169,12 @@ def finding_page(
     status: int = 200,
     error: str | None = None,
     comment: str = "",
+    back: str | None = None,
 ) -> Response:
-    """A finding's page: both sides' records, history, adjustments, links; ``error`` above the form."""
+    """A finding's page: both sides' records, history, adjustments, links; ``error`` above the form; its
+    place in the list its reader came from (``back``: that list's query, else the page's own query)."""
     with desk.engine.connect() as connection:
+        position = _position(connection, QueryParams(request.url.query if back is None else back), user, row)
         history = store.review_history(connection, row)
         records = finding_records(connection, row)
         candidates = [shown_match(match) for match in finding_candidates(connection, row)]
@@ -159,6 +192,7 @@ def finding_page(
         error=error,
         comment=comment,
         candidates=candidates,
+        position=position,
         pairable=row["category"] in CANDIDATE_CATEGORIES and row["cleared_at"] is None,
         pair_query=filled_query(
             {
@@ -215,9 +249,9 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
     cleared_text = optional_param(params, "cleared")
     if cleared_text not in (None, "yes", "no"):
         raise ValueError("cleared is yes or no")
+    currency = optional_param(params, "currency")
+    currency = None if currency is None else currency.upper()
     amount_text = optional_param(params, "amount_at_least")
-    if amount_text is not None and parse_id(amount_text) is None:
-        raise ValueError("amount at least is a whole number of minor units")
     return findings.FindingQuery(
         DiscrepancyFilter(
             property_id=property_id,
@@ -227,14 +261,52 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
         ),
         night_from=optional_param(params, "night_from"),
         night_to=optional_param(params, "night_to"),
-        amount_at_least=None if amount_text is None else int(amount_text),
+        amount_at_least=None
+        if amount_text is None
+        else parse_major_amount(amount_text, currency, "amount at least"),
+        currency=currency,
+        booking=optional_param(params, "booking"),
+        search=optional_param(params, "q"),
+        sort=parse_sort(params, findings.SORT_COLUMNS, findings.DEFAULT_SORT.word),
     )
 
 
-def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
+def list_query(params: Any) -> str:
+    """The list's query string as the links of its rows carry it: its filters, order and page, nothing
+    else (a form's ``back`` field is read through this, so a redirect only ever goes to a findings URL)."""
+    page = params.get("page", "")
+    return filled_query(
+        {name: params.get(name, "") for name in FILTERS}, int(page) if _is_page(page) else None
+    )
+
+
+def _is_page(text: str) -> bool:
+    try:
+        return parse_page({"page": text}) > 1
+    except ValueError:
+        return False
+
+
+def _position(
+    connection: Connection, params: QueryParams, user: ReviewUser, row: RowMapping
+) -> findings.ListPosition | None:
+    """The finding's place in the list ``params`` describe; None when they are no list's (a bad filter)."""
+    try:
+        query = parse_finding_query(params, user)
+    except ValueError:
+        return None
+    return findings.list_position(connection, query, user.properties, row, list_query(params))
+
+
+def _choices(params: Any, user: ReviewUser, currencies: list[str]) -> dict[str, Any]:
     return {
         "params": {name: params.get(name, "") for name in FILTERS},
+        "list_name": "findings",
         "properties": user.properties,
         "categories": ALL_CATEGORIES,
+        "category_words": CATEGORY_WORDS,
         "statuses": REVIEW_STATUSES,
+        "currencies": currencies,
+        "sort_columns": findings.SORT_COLUMNS,
+        "may_review": may(user.role, REVIEW_FINDINGS),
     }

@@ -31,6 +31,7 @@ from recon_pipeline.review.rules import MAX_NOTE_LENGTH, validate_note
 from recon_pipeline.review_desk import matches
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.listing import amount_search, parse_sort, totals
 from recon_pipeline.review_desk.matches import PAGE_SIZE, amount_text, shown_match
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.pages.findings import parse_id
@@ -38,7 +39,7 @@ from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
-FILTERS: Final = ("property", "night", "status", "rule", "cleared")
+FILTERS: Final = ("property", "night", "status", "rule", "cleared", "q", "sort")
 PAIR_FIELDS: Final = ("property", "night", "records", "entries", "reason")
 DECISIONS: Final = {store.CONFIRM: store.confirm_match, store.REJECT: store.reject_match}
 AUDIT_ACTIONS: Final = {
@@ -55,6 +56,10 @@ def routes(desk: Desk) -> list[Route]:
         params = request.query_params
         try:
             where = parse_match_filter(params, user)
+            search = optional_param(params, "q")
+            if search is not None:
+                amount_search(search)  # a reversed amount range: refused here, not an empty list
+            sort = parse_sort(params, matches.SORT_COLUMNS, matches.DEFAULT_SORT.word)
             number = parse_page(params)
         except ValueError as error:
             return desk.page(
@@ -64,22 +69,29 @@ def routes(desk: Desk) -> list[Route]:
                 400,
                 rows=[],
                 page=None,
+                provider_totals=[],
+                ledger_totals=[],
+                sort=matches.DEFAULT_SORT,
                 error=str(error),
                 **_choices(params, user),
             )
         with desk.engine.connect() as connection:
-            page = Page(
-                number,
-                PAGE_SIZE,
-                count_rows(connection, matches.matches_statement(where, user.properties, PAGE_SIZE)),
+            statement = matches.matches_statement(where, user.properties, PAGE_SIZE, 0, search, sort)
+            page = Page(number, PAGE_SIZE, count_rows(connection, statement))
+            rows = matches.list_matches(
+                connection, where, user.properties, PAGE_SIZE, page.offset, search, sort
             )
-            rows = matches.list_matches(connection, where, user.properties, offset=page.offset)
+            provider_totals = totals(connection, statement, "provider_amount_minor")
+            ledger_totals = totals(connection, statement, "ledger_amount_minor")
         return desk.page(
             request,
             "matches.html",
             user,
             rows=[shown_match(row) for row in rows],
             page=page,
+            provider_totals=provider_totals,
+            ledger_totals=ledger_totals,
+            sort=sort,
             error=None,
             **_choices(params, user),
         )
@@ -269,6 +281,8 @@ def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
         "properties": user.properties,
         "statuses": store.MATCH_STATUSES,
         "rules": RULES,
+        "list_name": "matches",
+        "sort_columns": {column.name: column for column in matches.SORT_COLUMNS},
     }
 
 

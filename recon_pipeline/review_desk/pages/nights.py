@@ -16,12 +16,13 @@ from starlette.routing import Route
 from recon_pipeline.keys import parse_night
 from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review_desk import findings, nights
+from recon_pipeline.review_desk.listing import CurrencyTotal, parse_sort, totals
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
-FILTERS = ("property", "night_from", "night_to")
+FILTERS = ("property", "night_from", "night_to", "q", "sort")
 
 
 def routes(desk: Desk) -> list[Route]:
@@ -30,23 +31,48 @@ def routes(desk: Desk) -> list[Route]:
         choices: dict[str, Any] = {
             "params": {name: params.get(name, "") for name in FILTERS},
             "properties": user.properties,
+            "list_name": "nights",
+            "sort_columns": nights.SORT_COLUMNS,
         }
         try:
             query = parse_night_query(params, user)
             number = parse_page(params)
         except ValueError as error:
             return desk.page(
-                request, "nights.html", user, 400, rows=[], page=None, error=str(error), **choices
+                request,
+                "nights.html",
+                user,
+                400,
+                rows=[],
+                page=None,
+                totals=[],
+                sort=nights.DEFAULT_SORT,
+                error=str(error),
+                **choices,
             )
         with desk.engine.connect() as connection:
             chosen = nights.chosen_statement(connection, query, user.properties)
             keys: list[nights.PropertyNight] = []
             page = Page(number, nights.PAGE_SIZE, 0)
+            sums: list[CurrencyTotal] = []
             if chosen is not None:
                 page = Page(number, nights.PAGE_SIZE, count_rows(connection, chosen))
                 keys = nights.keys_of(connection, chosen.limit(page.size).offset(page.offset))
+                sums = totals(
+                    connection, nights.outstanding_statement(chosen, user.properties), "amount_minor"
+                )
             rows = nights.summarise(connection, keys, user.properties)
-        return desk.page(request, "nights.html", user, rows=_shown(rows), page=page, error=None, **choices)
+        return desk.page(
+            request,
+            "nights.html",
+            user,
+            rows=_shown(rows),
+            page=page,
+            totals=sums,
+            sort=query.sort,
+            error=None,
+            **choices,
+        )
 
     async def night_page(request: Request, user: ReviewUser) -> Response:
         property_id = request.path_params["property_id"]
@@ -78,7 +104,11 @@ def parse_night_query(params: Any, user: ReviewUser) -> nights.NightQuery:
     """The overview's filters, validated; a property outside the user's is refused like an unknown one."""
     property_id = users_property(params, user)
     return nights.NightQuery(
-        property_id, optional_param(params, "night_from"), optional_param(params, "night_to")
+        property_id,
+        optional_param(params, "night_from"),
+        optional_param(params, "night_to"),
+        optional_param(params, "q"),
+        parse_sort(params, nights.SORT_COLUMNS, nights.DEFAULT_SORT.word),
     )
 
 

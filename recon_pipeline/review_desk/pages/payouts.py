@@ -10,12 +10,13 @@ from starlette.routing import Route
 
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
 from recon_pipeline.review_desk import payouts
+from recon_pipeline.review_desk.listing import parse_sort, totals
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
 
-FILTERS = ("property", "arrival_from", "arrival_to", "status")
+FILTERS = ("property", "arrival_from", "arrival_to", "status", "q", "sort")
 MAX_PAYOUT_ID_LENGTH = 255
 
 
@@ -26,19 +27,41 @@ def routes(desk: Desk) -> list[Route]:
             "params": {name: params.get(name, "") for name in FILTERS},
             "properties": user.properties,
             "statuses": PAYOUT_STATUSES,
+            "list_name": "payouts",
+            "sort_columns": payouts.SORT_COLUMNS,
         }
         try:
             query = parse_payout_query(params, user)
             number = parse_page(params)
         except ValueError as error:
             return desk.page(
-                request, "payouts.html", user, 400, rows=[], page=None, error=str(error), **choices
+                request,
+                "payouts.html",
+                user,
+                400,
+                rows=[],
+                page=None,
+                totals=[],
+                sort=payouts.DEFAULT_SORT,
+                error=str(error),
+                **choices,
             )
         with desk.engine.connect() as connection:
             statement = payouts.payouts_statement(query, user.properties, payouts.PAGE_SIZE)
             page = Page(number, payouts.PAGE_SIZE, count_rows(connection, statement))
             rows = payouts.list_payouts(connection, query, user.properties, page.offset)
-        return desk.page(request, "payouts.html", user, rows=rows, page=page, error=None, **choices)
+            sums = totals(connection, statement, "amount_minor")
+        return desk.page(
+            request,
+            "payouts.html",
+            user,
+            rows=rows,
+            page=page,
+            totals=sums,
+            sort=query.sort,
+            error=None,
+            **choices,
+        )
 
     async def payout_page(request: Request, user: ReviewUser) -> Response:
         payout_id = request.path_params["payout_id"]
@@ -65,4 +88,6 @@ def parse_payout_query(params: Any, user: ReviewUser) -> payouts.PayoutQuery:
         optional_param(params, "arrival_from"),
         optional_param(params, "arrival_to"),
         optional_param(params, "status"),
+        optional_param(params, "q"),
+        parse_sort(params, payouts.SORT_COLUMNS, payouts.DEFAULT_SORT.word),
     )
