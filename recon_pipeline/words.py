@@ -170,6 +170,13 @@ QUEUE_STATE_WORDS: Final[Mapping[str, str]] = {
     "withdrawn": "Withdrawn (no longer needed)",
     "superseded": "Superseded by a newer amount",
 }
+# A match's status (the matches table), as the finding page says how its two sides match.
+MATCH_STATE_WORDS: Final[Mapping[str, str]] = {
+    "matched": "Matched",
+    "suggested": "Suggested, waiting for a person",
+    "confirmed": "Confirmed by a person",
+    "rejected": "Rejected by a person",
+}
 KIND_WORDS: Final[Mapping[str, str]] = {
     "payment": "Payment",
     "refund": "Refund",

@@ -11,7 +11,7 @@ is harmless (the finding that named it, cleared, still shows it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from recon_pipeline.db.upsert import upsert
 from recon_pipeline.frames import present
 from recon_pipeline.providers.interface import RecordAddress
 from recon_pipeline.reconcile.evidence import folded_records
-from recon_pipeline.review.matches import HELD_BACK_PREFIXES, ids_of
+from recon_pipeline.review.matches import held_back_records, ids_of
 
 KEY = ("property_id", "provider_record_id", "kind")
 _FRAME_FACTS = (
@@ -59,18 +59,10 @@ def named_record_ids(findings: pd.DataFrame, matches: pd.DataFrame) -> set[str]:
     held-back finding's key holds) and its matches hold."""
     named = {str(one) for one in findings["provider_record_id"] if present(one)}
     for key in findings["record_key"]:
-        named.update(_held_back_records(str(key)))
+        named |= held_back_records(str(key))
     for cell in matches["provider_record_ids"] if len(matches) else ():
         named.update(ids_of(cell if present(cell) else None))
     return named
-
-
-def _held_back_records(record_key: str) -> Iterable[str]:
-    """The record ids of ``<prefix><records joined by +>=<entries>`` (review/matches.HELD_BACK_PREFIXES)."""
-    for prefix in HELD_BACK_PREFIXES:
-        if record_key.startswith(prefix) and "=" in record_key:
-            return [one for one in record_key[len(prefix) :].split("=", 1)[0].split("+") if one]
-    return ()
 
 
 def save_provider_records(

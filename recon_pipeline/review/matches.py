@@ -542,7 +542,7 @@ def _night_records(
         .order_by(discrepancies.c.discrepancy_id)
     )
     for record_id, amount, kind, record_key in connection.execute(query):
-        held = _held_back_records(record_key) & wanted
+        held = held_back_records(record_key) & wanted
         if held:  # its amount is the sum of all the records it holds: not one record's
             named |= held
         elif record_id in wanted:
@@ -567,7 +567,7 @@ def _night_records(
     return (sum(amounts.values()) if set(amounts) == wanted else None), kinds
 
 
-def _held_back_records(record_key: str) -> set[str]:
+def held_back_records(record_key: str) -> set[str]:
     """The provider record ids a held-back finding's record key names (none for another finding)."""
     prefix = next((prefix for prefix in HELD_BACK_PREFIXES if record_key.startswith(prefix)), None)
     if prefix is None or "=" not in record_key:

@@ -28,6 +28,7 @@ from recon_pipeline.review_desk.listing import (
 )
 
 PAGE_SIZE = 200
+MAX_UNTRACED_SHOWN = 5  # the untraced movements a reason names; the transactions table lists them all
 _p = payouts.c
 _b = bank_credits.c
 SORT_COLUMNS: Final = (
@@ -179,3 +180,31 @@ def transactions_of(connection: Connection, payout_id: str, allowed: tuple[str, 
         .order_by(t.created_at, t.transaction_id)
     )
     return list(connection.execute(statement).mappings())
+
+
+def traced_reason(connection: Connection, payout: Mapping[str, Any]) -> str:
+    """Whether every movement the payout carried was given a property-night, and if not, why not: the
+    provider cannot break the payout down, or how many of its transactions (and which sources) belong to
+    no property-night. Untraced transactions name no property, so any viewer of the payout may read them."""
+    if payout["traced"]:
+        return "yes: every transaction it carried belongs to a property-night"
+    if payout["transactions"] is None:
+        return (
+            "no: the provider cannot break this payout down into the transactions it carried, so they cannot "
+            "be traced to property-nights"
+        )
+    t = payout_transactions.c
+    untraced = connection.execute(
+        select(t.source_id, t.transaction_id)
+        .where(t.payout_id == payout["payout_id"], t.property_id.is_(None))
+        .order_by(t.created_at, t.transaction_id)
+    ).all()
+    if not untraced:
+        return "no: its transactions have not been traced yet"
+    named = ", ".join(str(source or transaction) for source, transaction in untraced[:MAX_UNTRACED_SHOWN])
+    more = f" and {len(untraced) - MAX_UNTRACED_SHOWN} more" if len(untraced) > MAX_UNTRACED_SHOWN else ""
+    return (
+        f"no: {len(untraced)} of its {payout['transactions']} transactions belong to no property-night "
+        f"({named}{more}): no property's ledger or findings name their source, and the account serves "
+        "several properties"
+    )

@@ -8,6 +8,7 @@ import html
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from recon_pipeline.db.schema import (
     payment_events,
     payment_orders,
     payouts,
+    provider_records,
     review_audit,
 )
 from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
@@ -42,6 +44,7 @@ from recon_pipeline_tests.support.loopback import loopback_client
 DAGSTER = "http://dagster.example:3000"
 LEDGER_SCRIPT = "<script>alert('ledger')</script>"
 ADJ_OLD, ADJ_NEW = "adj_" + "0" * 24, "adj_" + "1" * 24
+CHARGED = datetime(2026, 12, 2, 22, 14, tzinfo=UTC)  # 23:14 in Paris, the desk's properties' timezone
 
 
 @dataclass
@@ -127,6 +130,36 @@ def seed(engine: Engine) -> dict[str, int]:
                 captured_at=NOW,
                 updated_at=NOW,
             ),
+        ),
+        *(
+            (
+                provider_records,
+                dict(
+                    property_id=property_id,
+                    provider_record_id="ch_1",
+                    kind="payment",
+                    night=NIGHT,
+                    provider="stripe",
+                    provider_account="acct_1",
+                    charge_id="ch_1",
+                    payment_intent_id="pi_1",
+                    booking_id="bk_1",
+                    status=status,
+                    settled=True,
+                    created_at=CHARGED,
+                    amount_minor=10000,
+                    currency="EUR",
+                    fee_minor=-320,
+                    net_minor=9680,
+                    card_brand="visa",
+                    card_last4="4242",
+                    approval_code="A1B2C3",
+                    dashboard_url="https://dashboard.stripe.com/acct_1/payments/ch_1",
+                    run_id="run-abc",
+                    seen_at=NOW,
+                ),
+            )
+            for property_id, status in (("p1", "succeeded"), ("p2", "status-of-p2"))
         ),
         (
             payment_events,
@@ -256,7 +289,7 @@ def test_acknowledge_resolve_and_reopen_through_the_form_record_who_why_and_the_
             response = review(client, finding_id, action, comment, difference_seen="1500")
             assert response.status_code == 303 and response.headers["location"] == f"/findings/{finding_id}"
             page = client.get(f"/findings/{finding_id}")
-            assert f"<dt>Review state</dt><dd>{status} (last reviewed by ana" in page.text
+            assert f"<dt>Review state</dt><dd>{status.capitalize()} (last reviewed by ana" in page.text
             assert comment in page.text  # in the history
         # Acting again changes nothing but is still in the audit log.
         assert review(client, finding_id, "reopen", "still open").status_code == 303
@@ -329,24 +362,81 @@ def test_a_finding_shows_both_sides_its_history_adjustments_and_dagster_links(de
         foreign = client.get(f"/findings/{desk.ids['r-foreign']}").text
         payout = client.get(f"/findings/{desk.ids['po_1:payout']}").text
     provider, pms = page.split('id="provider-side"')[1].split('id="pms-side"')
-    assert "100.00 EUR" in provider and "charge.succeeded" in provider and "evt_1" in provider
-    assert "<dt>status</dt><dd>captured</dd>" in provider
-    assert "85.00 EUR" in pms and "<dt>entry_id</dt><dd>le_1</dd>" in pms and "checked_in" in pms
+    pms = pms.split("<h2>Review</h2>")[0]
+    # The heading names the category in words, with its meaning and sign.
+    assert (
+        'Finding 1: <a class="category" href="/legend#amount_mismatch"' in page and "Amount differs" in page
+    )
+    assert "Both sides have the money movement but book different amounts." in page
+    assert "Positive: the provider moved more than the ledger books" in page
+    # The provider's record as the provider holds it: status, times in both zones, amounts, card, link.
+    for shown in (
+        "<dt>Status</dt><dd>Succeeded</dd>",
+        "<dt>Created</dt><dd>2026-12-02 23:14 Europe/Paris (22:14 UTC)</dd>",
+        "<dt>Amount</dt><dd>100.00 EUR</dd>",
+        "<dt>Fee</dt><dd>-3.20 EUR</dd>",
+        "<dt>Net</dt><dd>96.80 EUR</dd>",
+        "<dt>Card</dt><dd>Visa •••• 4242</dd>",
+        "<dt>Approval code</dt><dd>A1B2C3</dd>",
+        "<dt>Booking</dt><dd>bk_1</dd>",
+        "<dt>Payment intent</dt><dd>pi_1</dd>",
+        '<a class="dashboard" href="https://dashboard.stripe.com/acct_1/payments/ch_1"',
+        "Open in Stripe&#39;s dashboard",
+        "charge.succeeded",
+        "evt_1",
+    ):
+        assert shown in provider, shown
+    assert "status-of-p2" not in page  # the same id stored for another property is not shown
+    # The PMS side with human labels, in major units; no column names, no minor units.
+    for shown in ("<dt>Entry</dt><dd>le_1</dd>", "<dt>Amount</dt><dd>85.00 EUR</dd>", "Checked in"):
+        assert shown in pms, shown
+    assert "<dt>Posted at</dt><dd>2026-12-03 09:00 Europe/Paris (08:00 UTC)</dd>" in pms
+    for raw in ("amount_minor", "entry_id", "posted_at", "8500", "10000"):
+        assert raw not in provider + pms, raw
     # A ledger description (the PMS's own text) is shown as text, never markup.
     assert LEDGER_SCRIPT not in page and "&lt;script&gt;alert(&#39;ledger&#39;)&lt;/script&gt;" in page
-    assert "asking &lt;b&gt;them&lt;/b&gt;" in page and "<td>acknowledge</td>" in page
+    # One history: detected, the review, the adjustments proposed.
+    history = page.split('id="history"')[1]
+    assert "asking &lt;b&gt;them&lt;/b&gt;" in history and "Finding open → acknowledged" in history
+    assert "Adjustment revision 2 proposed" in history and "Last detected by run run-abc" in history
     assert f'<a href="/adjustments/{ADJ_OLD}">' in page and f'<a href="/adjustments/{ADJ_NEW}">' in page
-    assert "superseded" in page and "14.00 EUR" in page and "proposed" in page
+    assert "Superseded by a newer amount" in page and "14.00 EUR" in page and "Needs a decision" in page
     assert f'<a href="/nights/p1/{NIGHT}">' in page
     assert f'<a href="{DAGSTER}/runs/run-abc">' in page
     assert f'<a href="{DAGSTER}/assets/{FINDINGS_ASSET}?view=partitions&amp;partition={NIGHT}">' in page
     # Records of another property with the ids the finding names are not shown.
     assert "payment-of-p2" not in foreign and "of-p2" not in foreign
-    assert "No stored ledger entry or booking." in foreign and "No stored provider record." in foreign
+    assert "No stored ledger entry or booking" in foreign and "No stored provider record" in foreign
     assert "No adjustment proposed." in foreign and "Not reviewed yet." in foreign
     assert f"{DAGSTER}/runs/" not in foreign  # no run recorded: no run link
-    assert "account_closed" in payout
+    assert "account_closed" in payout and "Payout failed" in payout
     assert f'<a href="{DAGSTER}/assets/{PAYOUTS_ASSET}?view=partitions&amp;partition={NIGHT}">' in payout
+
+
+def test_a_cleared_finding_says_when_and_by_which_run_and_a_currency_mismatch_both_currencies(
+    desk: Desk,
+) -> None:
+    cleared_at = datetime(2026, 12, 4, 5, 30, tzinfo=UTC)
+    with desk.engine.begin() as connection:
+        connection.execute(
+            discrepancies.update()
+            .where(discrepancies.c.discrepancy_id == desk.ids["r-both"])
+            .values(cleared_at=cleared_at, cleared_run_id="run-later")
+        )
+        connection.execute(
+            insert(discrepancies).values(
+                **finding("p1", "r-fx", 0, category="currency_mismatch", ledger_currency="GBP")
+            )
+        )
+        fx_id = finding_ids(connection)["r-fx"]
+    with desk.client() as client:
+        page = client.get(f"/findings/{desk.ids['r-both']}").text
+        fx = client.get(f"/findings/{fx_id}").text
+    assert "Cleared 2026-12-04 06:30 Europe/Paris (05:30 UTC) by run run-later" in page
+    assert "the ledger (or the provider) has since changed to agree" in page
+    assert "Cleared by run run-later" in page.split('id="history"')[1]
+    assert "EUR ≠ GBP" in fx and "0.00 EUR" not in fx
+    assert "No: the latest run still finds it." in fx
 
 
 def test_no_dagster_link_without_a_dagster_ui(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -374,3 +464,21 @@ def test_the_dagster_ui_url_comes_from_the_environment_and_names_the_real_assets
     for bad in ("dagster.example", "javascript:alert(1)", "http://x/?a=1"):
         with pytest.raises(ValueError, match="^RECON_DAGSTER_UI_URL "):
             parse_web_root(bad, DAGSTER_UI_URL_ENV)
+
+
+def test_an_adjustments_page_shows_what_it_corrects_in_words(desk: Desk) -> None:
+    with desk.client() as client:
+        page = client.get(f"/adjustments/{ADJ_NEW}").text
+    corrects = page.split('id="what-it-corrects"')[1].split("</section>")[0]
+    assert f'<a href="/findings/{desk.ids["r-both"]}">{desk.ids["r-both"]}: Amount differs</a>' in corrects
+    assert "15.00 EUR" in corrects and "ledger short" in corrects
+    for shown in (
+        "<dt>Entry</dt><dd>le_1</dd>",
+        "<dt>Amount</dt><dd>85.00 EUR</dd>",
+        "<dt>Posted at</dt><dd>2026-12-03 09:00 Europe/Paris (08:00 UTC)</dd>",
+        "<dt>Status</dt><dd>Succeeded</dd>",
+        "<dt>Net</dt><dd>96.80 EUR</dd>",
+        'href="https://dashboard.stripe.com/acct_1/payments/ch_1"',
+    ):
+        assert shown in corrects, shown
+    assert "amount_minor" not in corrects and "status-of-p2" not in corrects

@@ -360,3 +360,21 @@ def test_a_payouts_page_shows_the_users_transactions_and_another_propertys_payou
     assert "secret" not in page.text
     assert (other.status_code, unknown.status_code) == (404, 404) and other.text == unknown.text
     assert "txn_secret_p2" in seen_by_admin.text
+
+
+def test_a_payout_not_traced_says_why(desk: Desk) -> None:
+    add_payouts(desk.engine)
+    with desk.engine.begin() as connection:
+        connection.execute(payouts.update().where(payouts.c.payout_id == "po_paid").values(traced=False))
+        add_rows(
+            connection,
+            payouts,
+            [payout_row("po_whole", "p1", traced=False, transactions=None, sum_difference_minor=None)],
+        )
+    with desk.client() as client:
+        partly = client.get("/payouts/po_paid").text
+        whole = client.get("/payouts/po_whole").text
+        traced = client.get("/payouts/po_failed").text
+    assert "no: 1 of its 3 transactions belong to no property-night (ch_txn_x)" in partly
+    assert "no: the provider cannot break this payout down" in whole
+    assert "yes: every transaction it carried belongs to a property-night" in traced

@@ -25,6 +25,7 @@ from recon_pipeline.review.rules import validate_note
 from recon_pipeline.review_desk import adjustments
 from recon_pipeline.review_desk.access import DECIDE_ADJUSTMENTS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.finding_records import adjustment_corrects
 from recon_pipeline.review_desk.findings import PAGE_SIZE
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.pages.findings import parse_id
@@ -62,6 +63,7 @@ def routes(desk: Desk) -> list[Route]:
             row = found[0]
             history = adjustment_history(connection, row["adjustment_id"])
             finding_id = adjustments.corrected_finding_id(connection, row)
+            corrects = adjustment_corrects(connection, row)
         return desk.page(
             request,
             "adjustment.html",
@@ -69,6 +71,7 @@ def routes(desk: Desk) -> list[Route]:
             row=row,
             history=history,
             finding_id=finding_id,
+            corrects=corrects,
             may_decide=may(user.role, DECIDE_ADJUSTMENTS),
         )
 

@@ -23,7 +23,7 @@ from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.review import store
 from recon_pipeline.review.links import finding_links
-from recon_pipeline.review.render import money
+from recon_pipeline.review.render import difference_text, money
 from recon_pipeline.review.rules import (
     ACTION_STATUS,
     MAX_NOTE_LENGTH,
@@ -34,7 +34,8 @@ from recon_pipeline.review.rules import (
 from recon_pipeline.review_desk import findings
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
-from recon_pipeline.review_desk.finding_records import finding_records
+from recon_pipeline.review_desk.facts import local_and_utc
+from recon_pipeline.review_desk.finding_records import cleared_sentence, finding_records
 from recon_pipeline.review_desk.findings import PAGE_SIZE
 from recon_pipeline.review_desk.listing import parse_major_amount, parse_sort, totals
 from recon_pipeline.review_desk.matches import CANDIDATE_CATEGORIES, finding_candidates, shown_match
@@ -42,7 +43,14 @@ from recon_pipeline.review_desk.pages.filters import optional_param, users_prope
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, filled_query
-from recon_pipeline.words import CATEGORY_WORDS
+from recon_pipeline.words import (
+    CATEGORY_WORDS,
+    KIND_WORDS,
+    MATCH_STATE_WORDS,
+    QUEUE_STATE_WORDS,
+    REVIEW_STATE_WORDS,
+    CategoryWords,
+)
 
 FILTERS = (
     "property",
@@ -170,22 +178,39 @@ def finding_page(
     error: str | None = None,
     comment: str = "",
     back: str | None = None,
+    **context: Any,
 ) -> Response:
-    """A finding's page: both sides' records, history, adjustments, links; ``error`` above the form; its
-    place in the list its reader came from (``back``: that list's query, else the page's own query)."""
+    """A finding's page: its category in words, both sides' records as their holders hold them, the
+    matching keys, one history, its adjustments, links; ``error`` above the form; its place in the list its
+    reader came from (``back``: that list's query, else the page's own query); ``context`` more of the
+    template's."""
     with desk.engine.connect() as connection:
         position = _position(connection, QueryParams(request.url.query if back is None else back), user, row)
-        history = store.review_history(connection, row)
         records = finding_records(connection, row)
-        candidates = [shown_match(match) for match in finding_candidates(connection, row)]
+        candidates = [
+            {**shown_match(match), "status_words": MATCH_STATE_WORDS.get(match["status"], match["status"])}
+            for match in finding_candidates(connection, row)
+        ]
+    timezone = records.timezone
     return desk.page(
         request,
         "finding.html",
         user,
         status,
         row=row,
-        history=history,
         records=records,
+        category=CATEGORY_WORDS.get(row["category"], CategoryWords(row["category"], row["category"], "", "")),
+        kind=KIND_WORDS.get(row["kind"] or "", row["kind"] or ""),
+        kind_words=KIND_WORDS,
+        queue_words=QUEUE_STATE_WORDS,
+        difference=difference_text(row),
+        currencies_differ=bool(row["ledger_currency"]) and row["ledger_currency"] != row["currency"],
+        review_state=REVIEW_STATE_WORDS.get(row["review_status"], row["review_status"]),
+        reviewed_when=local_and_utc(row["reviewed_at"], timezone),
+        reviewed=row["reviewed_by"] is not None,
+        cleared=cleared_sentence(row, timezone),
+        detected_when=local_and_utc(row["detected_at"], timezone),
+        when=lambda moment: local_and_utc(moment, timezone),
         dagster=finding_links(desk.dagster_ui_url, row),
         may_review=may(user.role, REVIEW_FINDINGS),
         max_comment=MAX_NOTE_LENGTH,
@@ -202,6 +227,7 @@ def finding_page(
                 "entries": row["ledger_entry_id"] or "",
             }
         ),
+        **context,
     )
 
 

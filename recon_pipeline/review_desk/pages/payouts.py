@@ -70,9 +70,10 @@ def routes(desk: Desk) -> list[Route]:
             with desk.engine.connect() as connection:
                 row = payouts.get_payout(connection, payout_id, user.properties)
                 moved = [] if row is None else payouts.transactions_of(connection, payout_id, user.properties)
+                traced = "" if row is None else payouts.traced_reason(connection, row)
         if row is None:
             return desk.not_found(request, user)
-        return desk.page(request, "payout.html", user, row=row, transactions=moved)
+        return desk.page(request, "payout.html", user, row=row, transactions=moved, traced=traced)
 
     return [
         Route("/payouts", desk.signed_in(payouts_list), methods=["GET"]),
