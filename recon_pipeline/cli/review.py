@@ -165,6 +165,19 @@ def cmd_adjustments_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_adjustments_withdraw_approval(args: argparse.Namespace) -> int:
+    from recon_pipeline.review.adjustments import parse_adjustment_id, withdraw_approval
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+
+    adjustment_id = parse_adjustment_id(args.adjustment_id)
+    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with recon_database() as engine, engine.begin() as connection:
+        outcome = withdraw_approval(connection, adjustment_id, reviewer, note, datetime.now(UTC))
+    print(f"adjustment {adjustment_id}: {outcome.summary}")
+    return 0
+
+
 def add_commands(commands: Commands) -> None:
     """Add `recon discrepancies ...` and `recon adjustments ...`, in that order."""
     _add_discrepancy_commands(commands)
@@ -225,7 +238,8 @@ def _add_adjustment_commands(commands: Commands) -> None:
     from recon_pipeline.review.adjustments import APPROVE, REJECT
 
     group = commands.add_parser(
-        "adjustments", help="review proposed ledger corrections: list, show, approve, reject; four-eyes"
+        "adjustments",
+        help="review proposed ledger corrections: list, show, approve, reject, withdraw-approval; four-eyes",
     ).add_subparsers(dest="adjustments_command", required=True)
     listing = group.add_parser("list", help="adjustments, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
@@ -256,6 +270,15 @@ def _add_adjustment_commands(commands: Commands) -> None:
             help="the amount (minor units, signed) you reviewed: refused if the row now proposes another",
         )
         review.set_defaults(handler=cmd_adjustments_review, action=action)
+
+    withdraw = group.add_parser(
+        "withdraw-approval",
+        help="withdraw your own approval before posting begins (an approved adjustment is proposed again)",
+    )
+    withdraw.add_argument("adjustment_id")
+    withdraw.add_argument("--by", help="whose approval (default: $USER)")
+    withdraw.add_argument("--note", help="why (required)")
+    withdraw.set_defaults(handler=cmd_adjustments_withdraw_approval)
 
     four_eyes = group.add_parser(
         "four-eyes", help="show or set a property's four-eyes threshold: above it, two different approvers"

@@ -14,18 +14,39 @@ recorded in ``adjustment_reviews`` and leaves the row ``proposed`` (nothing is p
 someone else, approves it and enqueues its posting. Approvals count for one ``adjustment_id`` only: a
 superseding revision needs fresh ones. The partition lock and the row lock serialise approvers, so two at
 once cannot both be the first.
+
+Withdrawing an approval (``withdraw_approval``): an approver takes their own approval back before posting
+begins, recorded as a ``withdraw_approval`` review. Only live approvals count (an approval not withdrawn
+since), here and on the desk (``live_approval_count``). An adjustment the withdrawn approval had approved
+goes back to ``proposed`` and its posting is deleted, but only while that posting is untouched (approved,
+never attempted, looked up or claimed): the outbox row is locked and deleted on exactly that condition, so a
+drainer that claimed it first wins and the withdrawal is refused; one that comes after finds no row.
+
+Refusals are plain sentences that name no command: the desk and the CLI show them as they are.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    ScalarSelect,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
-from recon_pipeline.db.schema import adjustment_reviews, adjustments
+from recon_pipeline.db import outbox_states
+from recon_pipeline.db.schema import adjustment_reviews, adjustments, posting_outbox
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.postings.store import enqueue
@@ -37,10 +58,12 @@ from recon_pipeline.reconcile.lifecycle import (
     adjustment_state,
 )
 from recon_pipeline.review.four_eyes import four_eyes_threshold
+from recon_pipeline.review.render import money
 from recon_pipeline.review.results import lock_partition
 
 APPROVE = "approve"
 REJECT = "reject"
+WITHDRAW_APPROVAL = "withdraw_approval"
 ACTION_STATUS = {APPROVE: APPROVED, REJECT: REJECTED}
 _ADJUSTMENT_ID = re.compile(r"^adj_[0-9a-f]{24}$")
 
@@ -164,9 +187,43 @@ def approvals_needed_under(threshold_minor: int, amount_minor: int) -> int:
 
 
 def approvers(connection: Connection, adjustment_id: str) -> list[str]:
-    """Who approved this adjustment_id so far, in order (each name once)."""
-    history = review_history(connection, adjustment_id)
-    return list(dict.fromkeys(event["reviewed_by"] for event in history if event["action"] == APPROVE))
+    """Whose approvals of this adjustment_id are live (not withdrawn since), in order (each name once)."""
+    return live_approvers(review_history(connection, adjustment_id))
+
+
+def live_approvers(history: Sequence[RowMapping | dict[str, Any]]) -> list[str]:
+    """The approvers whose approval stands after ``history`` (oldest first): an approval counts until its
+    approver withdraws it, and again if they approve anew (pure)."""
+    live: dict[str, None] = {}
+    for event in history:
+        if event["action"] == APPROVE:
+            live[event["reviewed_by"]] = None
+        elif event["action"] == WITHDRAW_APPROVAL:
+            live.pop(event["reviewed_by"], None)
+    return list(live)
+
+
+def live_approval_count(adjustment_id: ColumnElement[str]) -> ScalarSelect[int]:
+    """SQL: how many different people hold a live approval of the adjustment ``adjustment_id`` names (an
+    approve review with no later withdrawal by the same person): the desk's queue counts in SQL what
+    ``live_approvers`` counts here."""
+    approval = adjustment_reviews.alias("approval")
+    later = adjustment_reviews.alias("withdrawal")
+    withdrawn = (
+        select(later.c.review_id)
+        .where(
+            later.c.adjustment_id == approval.c.adjustment_id,
+            later.c.reviewed_by == approval.c.reviewed_by,
+            later.c.action == WITHDRAW_APPROVAL,
+            later.c.review_id > approval.c.review_id,
+        )
+        .exists()
+    )
+    return (
+        select(func.count(func.distinct(approval.c.reviewed_by)))
+        .where(approval.c.adjustment_id == adjustment_id, approval.c.action == APPROVE, ~withdrawn)
+        .scalar_subquery()
+    )
 
 
 def review_adjustment(
@@ -199,8 +256,8 @@ def review_adjustment(
         )
     if amount_seen is not None and amount_seen != amount:
         raise ReviewError(
-            f"adjustment {adjustment_id} proposes {amount} minor units, not {amount_seen}: "
-            "look at it again (recon adjustments show)"
+            f"adjustment {adjustment_id} now proposes {money(amount, currency)}, not the "
+            f"{money(amount_seen, currency)} you saw: look at it again before deciding"
         )
     if action == APPROVE:
         if reviewer in approved_by:
@@ -236,6 +293,97 @@ def review_adjustment(
     if status == APPROVED:
         enqueue(connection, adjustment_id, row["idempotency_key"], now)
     return outcome
+
+
+@dataclass(frozen=True)
+class WithdrawalOutcome:
+    """What withdrawing one approval did: the approvals left and, when the adjustment had been approved,
+    that it went back to ``proposed`` with its posting cancelled (``reopened``)."""
+
+    adjustment_id: str
+    reviewer: str
+    approvals: int  # live approvals left
+    approvals_needed: int
+    reopened: bool
+
+    @property
+    def summary(self) -> str:
+        """One line: "approval by bob withdrawn (1 of 2 approvals)", and "; back to proposed, its posting
+        cancelled" when it had approved the adjustment."""
+        left = (
+            f"approval by {self.reviewer} withdrawn ({self.approvals} of {self.approvals_needed} approvals)"
+        )
+        return f"{left}; back to proposed, its posting cancelled" if self.reopened else left
+
+
+def withdraw_approval(
+    connection: Connection, adjustment_id: str, reviewer: str, note: str, now: datetime
+) -> WithdrawalOutcome:
+    """Take ``reviewer``'s live approval of the adjustment back, before its posting begins, recording who,
+    when and why (a ``withdraw_approval`` review) in the caller's transaction.
+
+    A proposed adjustment (awaiting another approver) just loses the approval. An approved one goes back to
+    ``proposed`` and its outbox row is deleted, only while that row is untouched; once a drainer claimed,
+    attempted or looked it up, ReviewError says posting has begun. ReviewError too when the reviewer holds
+    no live approval, or the adjustment is in any other status (posted, rejected, withdrawn, superseded)."""
+    unlocked = get_adjustment(connection, adjustment_id)
+    lock_partition(connection, unlocked["property_id"], unlocked["night"])
+    row = get_adjustment(connection, adjustment_id, lock=True)
+    if row["status"] not in (PROPOSED, APPROVED):
+        raise ReviewError(
+            f"adjustment {adjustment_id} is {row['status']}; an approval can be withdrawn only before "
+            "posting begins"
+        )
+    approved_by = approvers(connection, adjustment_id)
+    if reviewer not in approved_by:
+        raise ReviewError(f"{reviewer} has no approval of adjustment {adjustment_id} to withdraw")
+    reopened = row["status"] == APPROVED
+    if reopened:
+        _cancel_untouched_posting(connection, adjustment_id)
+        connection.execute(
+            update(adjustments)
+            .where(adjustments.c.adjustment_id == adjustment_id)
+            .values(status=PROPOSED, updated_at=now)
+        )
+    amount, currency = int(row["amount_minor"]), row["currency"]
+    connection.execute(
+        insert(adjustment_reviews).values(
+            adjustment_id=adjustment_id,
+            action=WITHDRAW_APPROVAL,
+            previous_status=row["status"],
+            status=PROPOSED,
+            reviewed_by=reviewer,
+            note=note,
+            amount_minor=amount,
+            currency=currency,
+            reviewed_at=now,
+        )
+    )
+    needed = approvals_needed(connection, row["property_id"], amount)
+    return WithdrawalOutcome(adjustment_id, reviewer, len(approved_by) - 1, needed, reopened)
+
+
+def _cancel_untouched_posting(connection: Connection, adjustment_id: str) -> None:
+    """Delete the adjustment's outbox row if no drainer has touched it; ReviewError otherwise.
+
+    PostgreSQL: the row is locked first, so a drainer's claim (``FOR UPDATE SKIP LOCKED``) either committed
+    before (the row is no longer untouched) or skips it and then finds it gone. SQLite: the conditional
+    DELETE runs under the database's single write lock, which a claim (``BEGIN IMMEDIATE``) also takes.
+    Either way the DELETE's own condition decides, so no claim slips between the look and the delete."""
+    o = posting_outbox.c
+    connection.execute(select(o.adjustment_id).where(o.adjustment_id == adjustment_id).with_for_update())
+    untouched = (
+        o.state == outbox_states.APPROVED,
+        o.attempts == 0,
+        o.lookups == 0,
+        o.claimed_by.is_(None),
+        o.adapter.is_(None),
+    )
+    deleted = connection.execute(delete(posting_outbox).where(o.adjustment_id == adjustment_id, *untouched))
+    if deleted.rowcount != 1:
+        raise ReviewError(
+            f"the posting of adjustment {adjustment_id} has begun; an approval can be withdrawn only before"
+        )
 
 
 def adjustment_states(

@@ -1,4 +1,5 @@
-"""The review desk's adjustments on a real server (127.0.0.1) over SQLite and PostgreSQL: the queue and its
+"""The review desk's adjustments on a real server (127.0.0.1) over SQLite and PostgreSQL: the queue (its tabs, opening
+on what needs a decision; search, sort, per-currency totals; decided rows showing their decision) and its
 state filter (the posting's state once there is one), an adjustment's page, and deciding adjustments
 through the confirmation step: roles, CSRF, per-property access, four eyes with two approvers, an amount
 that moved since the confirmation, and the audit rows with the amount seen."""
@@ -26,6 +27,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     served_desk,
     sign_in,
 )
+from recon_pipeline_tests.support.desk_rows import adjustment
 from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.posting_fixtures import propose
 
@@ -176,7 +178,7 @@ def test_four_eyes_through_the_desk_needs_a_second_different_approver(desk: Desk
         assert "approved 1 of 2: waiting for a second approver" in first.text
         assert desk.status("r-big") == "proposed" and desk.postings() == []
         queue = alice.get("/adjustments", params={"state": "proposed"})
-        assert re.search(rf"{big}</a></td>.*?<td>1 of 2</td>", queue.text, re.DOTALL)
+        assert re.search(rf"{big}</a></td>.*?<td>1 of 2 approvals</td>", queue.text, re.DOTALL)
         again = decide(alice, "approve", [big])
         assert "refused: " in again.text and "already approved by alice" in again.text
         assert "a second approver must be someone else" in again.text
@@ -184,7 +186,7 @@ def test_four_eyes_through_the_desk_needs_a_second_different_approver(desk: Desk
         second = decide(bob, "approve", [big], "second pair of eyes")
         assert "proposed -&gt; approved" in second.text
         detail = bob.get(f"/adjustments/{big}")
-        assert "2 of 2" in detail.text and "second pair of eyes" in detail.text
+        assert "2 of 2 approvals" in detail.text and "second pair of eyes" in detail.text
         assert f'href="/findings/{desk.finding_id}"' in detail.text
     assert desk.status("r-big") == "approved" and desk.postings() == [big]
     assert desk.reviews() == [(big, "alice", "proposed"), (big, "bob", "approved")]
@@ -214,7 +216,7 @@ def test_an_amount_changed_since_the_confirmation_is_refused_and_the_others_go_o
             )
         result = client.post("/adjustments/decide", data={**hidden_fields(page), "comment": "not ours"})
         assert result.status_code == 200
-        assert "refused: " in result.text and "proposes 550 minor units, not 500" in result.text
+        assert "refused: " in result.text and "now proposes 5.50 EUR, not the 5.00 EUR you saw" in result.text
         assert "proposed -&gt; rejected" in result.text
     assert (desk.status("r-small"), desk.status("r-small-2")) == ("proposed", "rejected")
 
@@ -268,3 +270,111 @@ def test_the_queue_shows_the_postings_state_and_filters_by_it(desk: Desk) -> Non
         ranged = client.get("/adjustments", params={"night_from": NIGHT, "night_to": NIGHT}).text
         assert desk.ids["r-big"] in ranged
         assert desk.ids["r-big"] not in client.get("/adjustments", params={"night_to": "2026-12-01"}).text
+
+
+def rows_of(page: httpx.Response) -> list[str]:
+    """The adjustment ids of the queue's body rows, in order."""
+    table = page.text.split('<table id="adjustments"', 1)[1].split("</tbody>", 1)[0]
+    return re.findall(r'<tr data-id="([^"]+)"', table)
+
+
+def test_the_queue_opens_on_what_needs_a_decision_and_its_tabs_hold_the_rest(desk: Desk) -> None:
+    small, small_2, big = desk.ids["r-small"], desk.ids["r-small-2"], desk.ids["r-big"]
+    with desk.client("alice") as client:
+        decide(client, "approve", [small, big])
+        decide(client, "reject", [small_2])
+    with desk.engine.begin() as connection:
+        connection.execute(update(outbox).where(outbox.c.adjustment_id == small).values(state="posted"))
+        connection.execute(
+            insert(adjustments).values(**adjustment("adj_" + "e" * 24, "p1", "superseded", 900))
+        )
+    with desk.client("ana") as client:
+        opened = client.get("/adjustments")
+        assert rows_of(opened) == [big] and "Needs a decision" in opened.text
+        assert "1 of 2 approvals" in opened.text
+        assert rows_of(client.get("/adjustments", params={"tab": "waiting"})) == [big]
+        done = client.get("/adjustments", params={"tab": "done", "sort": "amount"})
+        assert rows_of(done) == [small_2, small]
+        assert re.search(rf'data-id="{small}".*?Approved by alice · 2026-', done.text, re.DOTALL)
+        assert re.search(rf'data-id="{small_2}".*?Rejected by alice · 2026-', done.text, re.DOTALL)
+        assert "Posted" in done.text and "Rejected" in done.text
+        assert rows_of(client.get("/adjustments", params={"tab": "closed"})) == ["adj_" + "e" * 24]
+        assert len(rows_of(client.get("/adjustments", params={"tab": "all"}))) == 4
+        assert client.get("/adjustments", params={"tab": "later"}).status_code == 400
+    with desk.client("bob") as client:  # decided rows carry their decision, not a checkbox
+        done = client.get("/adjustments", params={"tab": "done"}).text
+        assert 'type="checkbox"' not in done and "Approve selected" not in done
+        page = client.get(f"/adjustments/{small}").text
+        assert 'value="approve"' not in page and 'value="reject"' not in page
+        assert (
+            "Approved by alice" in page
+            and "approved (1 of 1 approvals); now approved, waiting to post" in page
+        )
+        assert "proposed → " not in page
+
+
+def test_the_queue_searches_sorts_and_totals_per_currency(desk: Desk) -> None:
+    small, small_2, big = desk.ids["r-small"], desk.ids["r-small-2"], desk.ids["r-big"]
+    with desk.engine.begin() as connection:
+        connection.execute(update(discrepancies).values(booking_id="BK-77"))
+        connection.execute(update(adjustments).values(reason="A long reason. " * 30))
+    with desk.client("ana") as client:
+        for q, found in (
+            (small, [small]),
+            ("r-small-2", [small_2]),  # the provider record id
+            ("BK-77", [big]),  # the booking of the finding it corrects
+            ("50.00", [big]),
+            ("5..7", [small_2, small]),
+            ("nothing-like-it", []),
+        ):
+            assert sorted(rows_of(client.get("/adjustments", params={"q": q}))) == sorted(found), q
+        assert client.get("/adjustments", params={"q": "7..5"}).status_code == 400
+        ordered = client.get("/adjustments", params={"sort": "-amount"})
+        assert rows_of(ordered) == [big, small, small_2]
+        assert 'aria-sort="descending"' in ordered.text
+        assert client.get("/adjustments", params={"sort": "colour"}).status_code == 400
+        total = re.search(
+            r'<tr class="total" data-currency="EUR" data-rows="(\d+)">.*?data-minor="(-?\d+)"',
+            ordered.text,
+            re.DOTALL,
+        )
+        assert total and (total.group(1), total.group(2)) == ("3", str(500 - 700 + 5000))
+        assert "Total EUR (3 rows)" in ordered.text
+        assert f'<td class="reason" title="{"A long reason. " * 30}">' in ordered.text
+
+
+def test_an_approver_withdraws_their_approval_on_the_desk_until_posting_begins(desk: Desk) -> None:
+    small, big = desk.ids["r-small"], desk.ids["r-big"]
+    with desk.client("alice") as alice:
+        decide(alice, "approve", [small, big])
+        page = alice.get(f"/adjustments/{small}").text
+        assert "Withdraw my approval" in page
+        withdrawn = post_form(alice, f"/adjustments/{small}/withdraw-approval", {"comment": "wrong folio"})
+        assert withdrawn.status_code == 303 and withdrawn.headers["location"] == f"/adjustments/{small}"
+        page = alice.get(f"/adjustments/{small}").text
+        assert "approval withdrawn (0 of 1 approvals); now needs a decision" in page
+        assert "Withdraw my approval" not in page and 'value="approve"' in page
+        assert post_form(alice, f"/adjustments/{big}/withdraw-approval", {"comment": " "}).status_code == 400
+    assert desk.status("r-small") == "proposed" and desk.postings() == []
+    with desk.client("bob") as bob:
+        assert "Withdraw my approval" not in bob.get(f"/adjustments/{big}").text
+        refused = post_form(bob, f"/adjustments/{big}/withdraw-approval", {"comment": "not mine"})
+        assert refused.status_code == 409 and "bob has no approval of adjustment" in refused.text
+        decide(bob, "approve", [big])
+    with desk.engine.begin() as connection:  # a drainer claims the posting
+        connection.execute(update(outbox).values(state="posting", claimed_by="drainer:1"))
+    with desk.client("alice") as alice:
+        assert "Withdraw my approval" not in alice.get(f"/adjustments/{big}").text
+        refused = post_form(alice, f"/adjustments/{big}/withdraw-approval", {"comment": "too late"})
+        assert refused.status_code == 409 and "has begun" in refused.text and "recon " not in refused.text
+    with desk.client("ana") as ana:
+        forbidden = post_form(ana, f"/adjustments/{big}/withdraw-approval", {"comment": "x"})
+        assert forbidden.status_code == 403
+    assert desk.status("r-big") == "approved"
+    with desk.engine.connect() as connection:
+        audit = connection.execute(
+            select(review_audit.c.user_name, review_audit.c.target).where(
+                review_audit.c.action == "withdraw_approval"
+            )
+        ).all()
+    assert [tuple(row) for row in audit] == [("alice", small)]
