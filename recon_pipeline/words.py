@@ -177,6 +177,24 @@ MATCH_STATE_WORDS: Final[Mapping[str, str]] = {
     "confirmed": "Confirmed by a person",
     "rejected": "Rejected by a person",
 }
+# What each state means, for the legend.
+REVIEW_STATE_MEANINGS: Final[Mapping[str, str]] = {
+    "open": "No one has said they are on it; a reviewed finding whose difference changed comes back here.",
+    "acknowledged": "Someone knows and is on it; the finding still counts as unexplained.",
+    "resolved": "Dealt with; reopen it, saying why, if it was not.",
+}
+QUEUE_STATE_MEANINGS: Final[Mapping[str, str]] = {
+    "proposed": "A correction of the ledger waits for an approver (or a second one, above the four-eyes "
+    "threshold).",
+    "approved": "Approved; the posting worker has not begun posting it to the PMS.",
+    "posting": "Being posted to the PMS now.",
+    "unknown": "The PMS did not say whether the posting took; it is checked before anything is retried.",
+    "posted": "The PMS booked the correction.",
+    "failed": "The PMS refused the posting.",
+    "rejected": "An approver decided against it.",
+    "withdrawn": "The finding it corrected went away, so it is no longer needed.",
+    "superseded": "The finding's amount changed: a newer revision proposes the new amount.",
+}
 KIND_WORDS: Final[Mapping[str, str]] = {
     "payment": "Payment",
     "refund": "Refund",

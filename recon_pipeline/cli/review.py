@@ -61,6 +61,34 @@ def cmd_discrepancies_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_discrepancies_assign(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import store
+    from recon_pipeline.review.rules import validate_reviewer
+    from recon_pipeline.review_desk.finding_work import assign_finding
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    assignee = None if args.unassign else args.to
+    with recon_database() as engine, engine.begin() as connection:
+        finding = store.get_discrepancy(connection, args.discrepancy_id)
+        change = assign_finding(connection, who, finding, assignee, datetime.now(UTC))
+    print(f"discrepancy {args.discrepancy_id}: {change} (by {who})")
+    return 0
+
+
+def cmd_discrepancies_note(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import store
+    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review_desk.finding_work import note_finding
+
+    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    note = validate_note(args.note)
+    with recon_database() as engine, engine.begin() as connection:
+        finding = store.get_discrepancy(connection, args.discrepancy_id)
+        change = note_finding(connection, who, finding, note, datetime.now(UTC))
+    print(f"discrepancy {args.discrepancy_id}: {change} (by {who})")
+    return 0
+
+
 def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
     from recon_pipeline.review import store
     from recon_pipeline.review.limits import THRESHOLD_ENV
@@ -191,7 +219,8 @@ def _add_discrepancy_commands(commands: Commands) -> None:
     discrepancy_id = cli_args.database_id(discrepancies.c.discrepancy_id)
 
     group = commands.add_parser(
-        "discrepancies", help="review findings: list, show, acknowledge, resolve, reopen; set thresholds"
+        "discrepancies",
+        help="review findings: list, show, acknowledge, resolve, reopen, assign, note; set thresholds",
     ).add_subparsers(dest="discrepancies_command", required=True)
     listing = group.add_parser("list", help="findings, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
@@ -217,6 +246,24 @@ def _add_discrepancy_commands(commands: Commands) -> None:
         review.add_argument("--by", help="who reviews (default: $USER)")
         review.add_argument("--note", help="why (required)")
         review.set_defaults(handler=cmd_discrepancies_review, action=action)
+
+    assign = group.add_parser(
+        "assign", help="give a finding to a desk user who may review its property, or to no one"
+    )
+    assign.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
+    assignee = assign.add_mutually_exclusive_group(required=True)
+    assignee.add_argument("--to", metavar="NAME", help="the desk user (`recon users list`) to give it to")
+    assignee.add_argument("--unassign", action="store_true", help="give it to no one")
+    assign.add_argument("--by", help="who assigns, for the desk's audit log (default: $USER)")
+    assign.set_defaults(handler=cmd_discrepancies_assign)
+
+    note = group.add_parser(
+        "note", help="add a note to a finding's review history; its status stays as it is"
+    )
+    note.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
+    note.add_argument("--by", help="who writes it (default: $USER)")
+    note.add_argument("--note", help="the note (required)")
+    note.set_defaults(handler=cmd_discrepancies_note)
 
     threshold = group.add_parser(
         "threshold", help="show or set a property's unexplained-amount threshold (the blocking check's)"

@@ -8,7 +8,7 @@ from typing import Any
 
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.report import finding_amounts, plain_table
-from recon_pipeline.review.rules import RESULTING_STATUS
+from recon_pipeline.review.rules import status_after
 
 AMOUNT_COLUMNS = (
     "provider_amount_minor",
@@ -51,8 +51,7 @@ def list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
 def findings_markdown(rows: Sequence[Mapping[Any, Any]]) -> str:
     """A markdown list of findings (id, record, amount, why), for check metadata in the UI."""
     lines = [
-        f"- #{row['discrepancy_id']} `{row['record_key']}` "
-        f"{difference_text(row)}: {row['detail']}"
+        f"- #{row['discrepancy_id']} `{row['record_key']}` {difference_text(row)}: {row['detail']}"
         for row in rows
     ]
     return "\n".join(lines) or "none"
@@ -70,7 +69,7 @@ def show_text(row: Mapping[Any, Any], history: Sequence[Mapping[Any, Any]]) -> s
         row,
         [
             f"  {_when(event['reviewed_at'])}  {event['action']:<11}  {event['previous_status']} -> "
-            f"{RESULTING_STATUS[event['action']]}  by {event['reviewed_by']}  at "
+            f"{status_after(event['action'], event['previous_status'])}  by {event['reviewed_by']}  at "
             f"{money(event['difference_minor'], event['currency'])}"
             + (f"  {event['note']}" if event["note"] else "")
             + (f"  (run {event['run_id']})" if event["run_id"] else "")

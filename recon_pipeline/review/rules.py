@@ -6,7 +6,8 @@ the review was wrong or is no longer true). Acting again on a finding already in
 changes nothing, so a repeated command is harmless; a resolved finding cannot be acknowledged (reopen it
 first, saying why). Either reviewed status also goes back to ``open`` when the pipeline re-detects the
 finding with a difference other than the one the reviewer saw (``reviewed_difference_minor``): the review
-was about that amount; that automatic re-open is recorded as ``PIPELINE_REVIEWER``.
+was about that amount; that automatic re-open is recorded as ``PIPELINE_REVIEWER``. A ``note`` adds a
+comment to a finding's history and leaves its status as it is.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ REOPEN: Final = "reopen"
 # The review actions and the status each leads to: a person's (all three) and the pipeline's (REOPEN).
 ACTION_STATUS: Final = {ACKNOWLEDGE: ACKNOWLEDGED, RESOLVE: RESOLVED, REOPEN: OPEN}
 RESULTING_STATUS: Final = ACTION_STATUS
+# A comment in the history that leaves the status as it was (not a review action: ``review`` refuses it).
+NOTE: Final = "note"
 # Who an automatic re-open is recorded as.
 PIPELINE_REVIEWER: Final = "recon"
 
@@ -44,6 +47,11 @@ def next_status(action: str, current: str) -> str | None:
     if current == RESOLVED and target == ACKNOWLEDGED:
         raise ReviewError(f"it is already resolved; a resolved finding cannot be {target}")
     return target
+
+
+def status_after(action: str, previous_status: str) -> str:
+    """The status a history row left its finding in: a review action's target, a note's status unchanged."""
+    return previous_status if action == NOTE else RESULTING_STATUS[action]
 
 
 def reopens(review_status: str, reviewed_difference: int | None, difference: int) -> bool:

@@ -1,6 +1,6 @@
 """The one owner of the findings' table (``discrepancies``): the pipeline's upsert of a night's findings,
-listing and showing them, acknowledging, resolving and reopening them, automatic re-opens, and what the
-checks judge (open amounts, thresholds).
+listing and showing them, acknowledging, resolving and reopening them, their assignee and notes, automatic
+re-opens, and what the checks judge (open amounts, thresholds).
 
 A finding no longer seen is cleared, not deleted (the rule: ``reconcile/lifecycle.py``). Review status
 survives re-detection: a re-run refreshes a finding's facts and keeps its status, unless the finding was
@@ -30,6 +30,7 @@ from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.review.limits import default_threshold_minor
 from recon_pipeline.review.results import WriteCounts, lock_partition
 from recon_pipeline.review.rules import (
+    NOTE,
     OPEN,
     PIPELINE_REVIEWER,
     REOPEN,
@@ -175,6 +176,28 @@ def review(
         [_audit(row, action, outcome.previous_status, reviewer, note, now) for row, outcome in changed],
     )
     return outcomes
+
+
+def assign(connection: Connection, discrepancy_id: int, assignee: str | None, now: datetime) -> RowMapping:
+    """Give the finding to ``assignee`` (None: to no one) from ``now``, its status untouched; the finding as
+    it was before (UnknownDiscrepancyError for an unknown id). Who may be given it is the caller's rule."""
+    before = get_discrepancy(connection, discrepancy_id, lock=True)
+    connection.execute(
+        update(discrepancies)
+        .where(discrepancies.c.discrepancy_id == discrepancy_id)
+        .values(assigned_to=assignee, assigned_at=None if assignee is None else now)
+    )
+    return before
+
+
+def add_note(
+    connection: Connection, discrepancy_id: int, reviewer: str, note: str, now: datetime
+) -> RowMapping:
+    """A ``note`` row in the finding's history (who, what, the difference as it is now) that leaves its
+    status as it is; the finding (UnknownDiscrepancyError for an unknown id)."""
+    row = get_discrepancy(connection, discrepancy_id, lock=True)
+    record_reviews(connection, [_audit(row, NOTE, row["review_status"], reviewer, note, now)])
+    return row
 
 
 def _decide(row: RowMapping, action: str) -> ReviewOutcome:

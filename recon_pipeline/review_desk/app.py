@@ -21,7 +21,19 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, web_root_from_env
-from recon_pipeline.review_desk.pages import adjustments, exports, findings, matches, nights, payouts, signin
+from recon_pipeline.review_desk.pages import (
+    adjustments,
+    bulk,
+    exports,
+    finding_work,
+    findings,
+    legend,
+    matches,
+    nights,
+    payouts,
+    signin,
+    views,
+)
 from recon_pipeline.review_desk.sessions import SessionLimits
 from recon_pipeline.review_desk.signin import SignInLimit
 from recon_pipeline.review_desk.web import HERE, Clock, Desk, desk_templates, utc_now
@@ -98,11 +110,15 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
     routes: list[BaseRoute] = [
         *signin.routes(desk, settings.signin_limit),
         *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{discrepancy_id}
+        *bulk.routes(desk),  # before findings: /findings/bulk/review is not /findings/{discrepancy_id}/review
         *findings.routes(desk),
+        *finding_work.routes(desk),
         *matches.routes(desk),
         *nights.routes(desk),
         *payouts.routes(desk),
         *adjustments.routes(desk),
+        *legend.routes(desk),
+        *views.routes(desk),
         Mount(STATIC, StaticFiles(directory=HERE / "static"), name="static"),
     ]
     middleware = [

@@ -1,13 +1,15 @@
-"""`recon discrepancies list|show|ack|resolve|reopen|threshold` on the demo seed, seeded through Dagster."""
+"""`recon discrepancies list|show|ack|resolve|reopen|threshold` on the demo seed, seeded through Dagster;
+`assign` and `note` on a desk's database."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
-from recon_pipeline.db.schema import discrepancies, discrepancy_reviews
+from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, review_audit
+from recon_pipeline_tests.support.desk_fixtures import add_user, desk_database, finding, finding_ids
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline
 from recon_pipeline_tests.support.review_commands import KYOTO, LISBON, eur, jpy, recon
 
@@ -242,3 +244,50 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(
     assert rows(seeded) == before
     with seeded.engine.connect() as connection:
         assert connection.execute(select(discrepancy_reviews)).all() == []
+
+
+def test_assign_and_note_from_the_command_line_are_audited_and_leave_the_state(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with desk_database(database_url, monkeypatch) as engine:
+        with engine.begin() as connection:
+            connection.execute(insert(discrepancies).values(**finding("p1", "r-a", 1500)))
+            (number,) = finding_ids(connection).values()
+        add_user("ana", "analyst", "p1")
+        add_user("cy", "analyst", "p2")
+        target = str(number)
+        for argv, expected in (
+            (("assign", target, "--to", "ana"), (0, f"discrepancy {target}: assigned to ana (by rui)\n", "")),
+            (
+                ("assign", target, "--to", "cy"),
+                (2, "", "error: cy is not a desk user who may review p1's findings\n"),
+            ),
+            (
+                ("assign", target, "--unassign"),
+                (0, f"discrepancy {target}: unassigned (was ana) (by rui)\n", ""),
+            ),
+            (
+                ("note", target, "--note", "called the hotel"),
+                (0, f"discrepancy {target}: note; still open (by rui)\n", ""),
+            ),
+            (("note", target), (2, "", "error: say why with --note\n")),
+            (("assign", target), (2, "", None)),  # --to or --unassign: argparse says so
+        ):
+            code, out, err = recon(capsys, "discrepancies", *argv, "--by", "rui")
+            assert (code, out) == expected[:2], argv
+            assert expected[2] is None or err == expected[2], argv
+        history = recon(capsys, "discrepancies", "show", target)[1].split("review history\n", 1)[1]
+        assert "note         open -> open  by rui  at 15.00 EUR  called the hotel" in history
+        with engine.connect() as connection:
+            row = connection.execute(select(discrepancies)).mappings().one()
+            audit = connection.execute(
+                select(review_audit.c.user_name, review_audit.c.action, review_audit.c.detail).order_by(
+                    review_audit.c.id
+                )
+            ).all()
+    assert (row["review_status"], row["assigned_to"]) == ("open", None)
+    assert [tuple(entry) for entry in audit] == [
+        ("rui", "assign", "assigned to ana"),
+        ("rui", "unassign", "unassigned (was ana)"),
+        ("rui", "note", "note; still open"),
+    ]

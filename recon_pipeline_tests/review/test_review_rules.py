@@ -9,11 +9,13 @@ from recon_pipeline.review import render
 from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
 from recon_pipeline.review.rules import (
     ACKNOWLEDGE,
+    NOTE,
     REOPEN,
     RESOLVE,
     DiscrepancyFilter,
     next_status,
     reopens,
+    status_after,
     validate_note,
     validate_reviewer,
 )
@@ -34,6 +36,13 @@ from recon_pipeline.review.rules import (
 )
 def test_transitions(action: str, current: str, expected: str | None) -> None:
     assert next_status(action, current) == expected
+
+
+def test_a_note_leaves_the_status_a_review_action_sets_its_own() -> None:
+    assert [status_after(NOTE, status) for status in ("open", "resolved")] == ["open", "resolved"]
+    assert [status_after(action, "open") for action in (ACKNOWLEDGE, RESOLVE)] == ["acknowledged", "resolved"]
+    with pytest.raises(KeyError):
+        next_status(NOTE, "open")  # a note is no review action
 
 
 def test_a_resolved_finding_cannot_be_acknowledged() -> None:

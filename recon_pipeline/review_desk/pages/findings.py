@@ -21,9 +21,8 @@ from starlette.routing import Route
 
 from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.errors import ReviewError
-from recon_pipeline.review import store
 from recon_pipeline.review.links import finding_links
-from recon_pipeline.review.render import difference_text, money
+from recon_pipeline.review.render import difference_text
 from recon_pipeline.review.rules import (
     ACTION_STATUS,
     MAX_NOTE_LENGTH,
@@ -33,9 +32,9 @@ from recon_pipeline.review.rules import (
 )
 from recon_pipeline.review_desk import findings
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
-from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.facts import local_and_utc
 from recon_pipeline.review_desk.finding_records import cleared_sentence, finding_records
+from recon_pipeline.review_desk.finding_work import assignees, review_finding
 from recon_pipeline.review_desk.findings import PAGE_SIZE
 from recon_pipeline.review_desk.listing import parse_major_amount, parse_sort, totals
 from recon_pipeline.review_desk.matches import CANDIDATE_CATEGORIES, finding_candidates, shown_match
@@ -140,19 +139,9 @@ def routes(desk: Desk) -> list[Route]:
                 refusal = (400, str(error))
             else:
                 try:
-                    _check_difference(store.get_discrepancy(connection, discrepancy_id, lock=True), seen)
-                    (outcome,) = store.review(connection, [discrepancy_id], action, user.name, note, _now())
+                    review_finding(connection, user.name, discrepancy_id, action, note, seen, _now())
                 except ReviewError as error:  # raised before anything was written
                     refusal = (409, str(error))
-                else:
-                    change = (
-                        f"{outcome.previous_status} -> {outcome.status}"
-                        if outcome.changed
-                        else f"already {outcome.status}, unchanged"
-                    )
-                    record_audit(
-                        connection, user.name, action, str(discrepancy_id), outcome.difference_minor, change
-                    )
         if refusal is not None:
             return finding_page(desk, request, user, row, *refusal, comment, str(form.get("back", "")))
         back = list_query(QueryParams(str(form.get("back", ""))))
@@ -191,6 +180,7 @@ def finding_page(
             {**shown_match(match), "status_words": MATCH_STATE_WORDS.get(match["status"], match["status"])}
             for match in finding_candidates(connection, row)
         ]
+        people = assignees(connection, row["property_id"])
     timezone = records.timezone
     return desk.page(
         request,
@@ -218,6 +208,7 @@ def finding_page(
         comment=comment,
         candidates=candidates,
         position=position,
+        assignees=people,
         pairable=row["category"] in CANDIDATE_CATEGORIES and row["cleared_at"] is None,
         pair_query=filled_query(
             {
@@ -235,23 +226,14 @@ def _review_input(action: str, comment: str, difference_seen: str) -> tuple[str,
     """The form's note and the difference its reader saw (None: not said), or ReviewError."""
     if action not in ACTION_STATUS:
         raise ReviewError(f"unknown action {action!r}: acknowledge, resolve or reopen")
-    seen = _signed_int(difference_seen) if difference_seen else None
+    seen = signed_int(difference_seen) if difference_seen else None
     if difference_seen and seen is None:
         raise ReviewError(f"difference seen {difference_seen!r} is not a whole number of minor units")
     return validate_note(comment, "the comment"), seen
 
 
-def _check_difference(locked: RowMapping, seen: int | None) -> None:
-    """ReviewError when the form's reader saw another difference than the finding has now."""
-    current = int(locked["difference_minor"])
-    if seen is not None and seen != current:
-        raise ReviewError(
-            f"the difference is now {money(current, locked['currency'])}, not the "
-            f"{money(seen, locked['currency'])} you saw: look again before reviewing"
-        )
-
-
-def _signed_int(text: str) -> int | None:
+def signed_int(text: str) -> int | None:
+    """A signed whole number (minor units) from a form, or None."""
     digits = text[1:] if text.startswith("-") else text
     if parse_id(digits) is None:
         return None
