@@ -22,13 +22,17 @@ from sqlalchemy import Engine, func, select
 
 from recon_pipeline import categories as c
 from recon_pipeline.db.schema import discrepancies, matches
-from recon_pipeline_tests.support.analyst_night import NIGHTS, PROPERTY_IDS, seed_analyst_night
+from recon_pipeline_tests.support.analyst_night import (
+    NIGHTS,
+    PROPERTY_IDS,
+    seed_analyst_night,
+    seeded_adjustment,
+)
 from recon_pipeline_tests.support.browser import LAPTOP_VIEWPORT, chromium_page
 from recon_pipeline_tests.support.desk_fixtures import PASSWORD, ServedDesk, add_user, served_desk
 
 ANALYST, APPROVER = "ana", "alice"
 SHOWN_PROPERTY = PROPERTY_IDS[0]
-SHOWN_ADJUSTMENT = "adj_rome_waiting"  # one approval of two: the queue's richest row
 SHOWN_PAYOUT = "po_1QRomeUntraced"  # says why it is not traced
 
 
@@ -75,7 +79,7 @@ def desk_pages(engine: Engine) -> dict[str, str]:
         "matches": "/matches",
         "match": f"/matches/{match_id}",
         "adjustments": "/adjustments",
-        "adjustment": f"/adjustments/{SHOWN_ADJUSTMENT}",
+        "adjustment": f"/adjustments/{seeded_adjustment('rome_waiting')}",  # one approval of two
         "payouts": "/payouts",
         "payout": f"/payouts/{SHOWN_PAYOUT}",
     }
@@ -90,7 +94,9 @@ def save_screenshots(desk: ServedDesk, folder: Path, names: Sequence[str] | None
     with chromium_page("review-desk-screenshots", viewport=LAPTOP_VIEWPORT) as watched:
         sign_in(watched.page, desk.base_url, APPROVER)
         for name in names or pages:
-            watched.page.goto(f"{desk.base_url}{pages[name]}")
+            response = watched.page.goto(f"{desk.base_url}{pages[name]}")
+            if response is None or response.status != 200:  # a shot of an error page shows nothing
+                raise RuntimeError(f"{pages[name]} answered {response and response.status}")
             path = folder / f"{name}.png"
             watched.page.screenshot(path=str(path))
             written.append(path)

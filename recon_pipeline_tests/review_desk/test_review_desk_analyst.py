@@ -26,7 +26,12 @@ from recon_pipeline_tests.review_desk.screenshots import (
     desk_pages,
     sign_in,
 )
-from recon_pipeline_tests.support.analyst_night import PROPERTY_IDS, SEARCHED_BOOKING, SEARCHED_FINDINGS
+from recon_pipeline_tests.support.analyst_night import (
+    PROPERTY_IDS,
+    SEARCHED_BOOKING,
+    SEARCHED_FINDINGS,
+    seeded_adjustment,
+)
 from recon_pipeline_tests.support.browser import LAPTOP_VIEWPORT, chromium_page
 from recon_pipeline_tests.support.desk_fixtures import ServedDesk
 
@@ -253,7 +258,8 @@ def test_no_page_is_wider_than_a_laptops_window(desk: ServedDesk, request: pytes
 
         def measure(name: str, path: str | None = None) -> None:
             if path is not None:
-                page.goto(f"{base}{path}")
+                response = page.goto(f"{base}{path}")
+                assert response is not None and response.status == 200, (path, response and response.status)
             widths[name] = int(page.evaluate("document.documentElement.scrollWidth"))
 
         measure("signin", "/signin")
@@ -268,12 +274,14 @@ def test_no_page_is_wider_than_a_laptops_window(desk: ServedDesk, request: pytes
             page.get_by_label(f"Select finding {discrepancy_id}", exact=True).check()
         page.get_by_role("button", name="Acknowledge selected").click()
         page.wait_for_url(f"{base}/findings/bulk/confirm")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Confirm: acknowledge 2 findings")
         measure("findings confirm")
 
         page.goto(f"{base}/adjustments?tab=decide")
-        page.get_by_label("Select adj_rome_proposed_1", exact=True).check()
+        page.get_by_label(f"Select {seeded_adjustment('rome_proposed_1')}", exact=True).check()
         page.get_by_role("button", name="Approve selected").click()
         page.wait_for_url(f"{base}/adjustments/confirm")
+        expect(page.get_by_role("button", name="Confirm")).to_be_visible()
         measure("adjustments confirm")
     too_wide = {name: width for name, width in widths.items() if width > WIDTH}
     assert too_wide == {}, f"wider than {WIDTH} px: {too_wide}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, insert, update
 
 from recon_pipeline import categories as c
 from recon_pipeline.db.schema import (
@@ -30,6 +30,7 @@ from recon_pipeline.db.schema import (
     properties,
     provider_records,
 )
+from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.reconcile.matching import match_key
 from recon_pipeline.review.store import set_threshold
 
@@ -67,6 +68,11 @@ CATEGORIES = (
 # The booking the search test looks for: three of Rome's findings carry it (two nights, two categories).
 SEARCHED_BOOKING = "BK-ROME-4711"
 SEARCHED_FINDINGS = 3
+
+
+def _fee(amount: int) -> int:
+    """The provider's fee on a payment: 1.4% and 0.25 EUR (or 25 yen)."""
+    return amount * 14 // 1000 + 25
 
 
 def booking_id(hotel: Hotel, number: int) -> str:
@@ -177,7 +183,7 @@ class _Rows:
                 }
             )
         if provider_amount is not None:
-            fee = provider_amount * 14 // 1000 + 25  # 1.4% + 0.25 EUR (25 yen)
+            fee = _fee(provider_amount)
             self.records.append(
                 {
                     "property_id": pid,
@@ -286,20 +292,42 @@ class _Rows:
         )
 
 
-# (id, property, status, amount, outbox state or None); the queue's every tab has rows.
+# (label, property, status, amount, outbox state or None); the queue's every tab has rows.
 ADJUSTMENTS = (
-    ("adj_rome_proposed_1", "rome-centro", "proposed", 18_000, None),
-    ("adj_rome_proposed_2", "rome-centro", "proposed", -4_250, None),
-    ("adj_rome_waiting", "rome-centro", "proposed", 96_000, None),  # one approval of two
-    ("adj_soho_approved", "london-soho", "approved", 12_900, "approved"),
-    ("adj_soho_unknown", "london-soho", "approved", 7_400, "unknown"),
-    ("adj_soho_posted", "london-soho", "posted", 31_000, "posted"),
-    ("adj_ginza_rejected", "tokyo-ginza", "rejected", 48_000, None),
-    ("adj_ginza_withdrawn", "tokyo-ginza", "withdrawn", 12_000, None),
-    ("adj_ginza_superseded", "tokyo-ginza", "superseded", 9_000, None),
-    ("adj_ginza_proposed", "tokyo-ginza", "proposed", 9_500, None),
+    ("rome_proposed_1", "rome-centro", "proposed", 18_000, None),
+    ("rome_proposed_2", "rome-centro", "proposed", 4_250, None),
+    ("rome_waiting", "rome-centro", "proposed", 96_000, None),  # one approval of two
+    ("soho_approved", "london-soho", "approved", 12_900, "approved"),
+    ("soho_unknown", "london-soho", "approved", 7_400, "unknown"),
+    ("soho_posted", "london-soho", "posted", 31_000, "posted"),
+    ("ginza_rejected", "tokyo-ginza", "rejected", 48_000, None),
+    ("ginza_withdrawn", "tokyo-ginza", "withdrawn", 12_000, None),
+    ("ginza_superseded", "tokyo-ginza", "superseded", 9_000, None),
+    ("ginza_proposed", "tokyo-ginza", "proposed", 9_500, None),
 )
 CURRENCIES = {hotel.property_id: hotel.currency for hotel in HOTELS}
+
+
+def _corrected_record(number: int, property_id: str) -> str:
+    """The provider record of the first night's missing-in-ledger finding the adjustment corrects (every
+    seventh finding of a night is one; ``number`` counts the property's adjustments)."""
+    earlier = [pid for _, pid, *_ in ADJUSTMENTS[:number]].count(property_id)
+    return f"ch_3Q{property_id[:2]}01{earlier * len(CATEGORIES):03d}"
+
+
+def _idempotency_key(number: int, property_id: str) -> str:
+    return adjustment_idempotency_key(
+        property_id, NIGHTS[0], "payment", _corrected_record(number, property_id)
+    )
+
+
+def seeded_adjustment(label: str) -> str:
+    """The id of the adjustment ``ADJUSTMENTS`` calls ``label`` (derived from its business key, as the
+    pipeline derives it)."""
+    for number, (name, property_id, *_) in enumerate(ADJUSTMENTS):
+        if name == label:
+            return adjustment_id(_idempotency_key(number, property_id))
+    raise KeyError(label)
 
 
 def _seed_adjustments(connection: Connection) -> None:
@@ -311,16 +339,17 @@ def _seed_adjustments(connection: Connection) -> None:
         "withdrawn": "the ledger entry arrived in the next run",
         "superseded": "amount differs: replaced by a revision with the corrected amount",
     }
-    connection.execute(
-        insert(adjustments),
-        [
+    rows = []
+    for number, (label, pid, status, amount, _) in enumerate(ADJUSTMENTS):
+        record = _corrected_record(number, pid)
+        rows.append(
             {
-                "adjustment_id": adjustment_id,
-                "idempotency_key": f"key-{adjustment_id}",
+                "adjustment_id": seeded_adjustment(label),
+                "idempotency_key": _idempotency_key(number, pid),
                 "property_id": pid,
                 "night": NIGHTS[0],
                 "kind": "payment",
-                "provider_record_id": f"ch_3Q{pid[:2]}01{number:03d}",
+                "provider_record_id": record,
                 "ledger_entry_id": None,
                 "amount_minor": amount,
                 "currency": CURRENCIES[pid],
@@ -329,19 +358,32 @@ def _seed_adjustments(connection: Connection) -> None:
                 "created_at": DETECTED,
                 "run_id": f"run-{NIGHTS[0]}-{pid}",
                 "category": c.MISSING_IN_LEDGER,
-                "record_key": f"ch_3Q{pid[:2]}01{number:03d}:payment",
-                "superseded_by": "adj_ginza_proposed" if status == "superseded" else None,
+                "record_key": f"{record}:payment",
+                "superseded_by": seeded_adjustment("ginza_proposed") if status == "superseded" else None,
                 "updated_at": DETECTED,
             }
-            for number, (adjustment_id, pid, status, amount, _) in enumerate(ADJUSTMENTS)
-        ],
-    )
+        )
+    connection.execute(insert(adjustments), rows)
+    for row in rows:  # the corrected finding and its provider record say the adjustment's amount
+        record, pid, amount = row["provider_record_id"], row["property_id"], row["amount_minor"]
+        connection.execute(
+            update(discrepancies)
+            .where(discrepancies.c.property_id == pid, discrepancies.c.provider_record_id == record)
+            .values(provider_amount_minor=amount, difference_minor=amount)
+        )
+        fee = _fee(amount)
+        connection.execute(
+            update(provider_records)
+            .where(provider_records.c.property_id == pid, provider_records.c.provider_record_id == record)
+            .values(amount_minor=amount, fee_minor=-fee, net_minor=amount - fee)
+        )
+    keys = {row["adjustment_id"]: row["idempotency_key"] for row in rows}
     connection.execute(
         insert(posting_outbox),
         [
             {
-                "adjustment_id": adjustment_id,
-                "idempotency_key": f"key-{adjustment_id}",
+                "adjustment_id": seeded_adjustment(label),
+                "idempotency_key": keys[seeded_adjustment(label)],
                 "state": state,
                 "next_attempt_at": DETECTED,
                 "created_at": DETECTED,
@@ -351,33 +393,33 @@ def _seed_adjustments(connection: Connection) -> None:
                 if state == "unknown"
                 else None,
             }
-            for adjustment_id, _, _, _, state in ADJUSTMENTS
+            for label, _, _, _, state in ADJUSTMENTS
             if state is not None
         ],
     )
     reviews = [
-        ("adj_rome_waiting", "approve", "proposed", "proposed", "alice", "matches the Stripe charge"),
-        ("adj_soho_approved", "approve", "proposed", "approved", "alice", "checked against the folio"),
-        ("adj_soho_unknown", "approve", "proposed", "approved", "alice", "checked against the folio"),
-        ("adj_soho_posted", "approve", "proposed", "approved", "bob", "refund confirmed by the bank"),
-        ("adj_ginza_rejected", "reject", "proposed", "rejected", "bob", "the hotel cancels it by hand"),
+        ("rome_waiting", "approve", "proposed", "proposed", "alice", "matches the Stripe charge"),
+        ("soho_approved", "approve", "proposed", "approved", "alice", "checked against the folio"),
+        ("soho_unknown", "approve", "proposed", "approved", "alice", "checked against the folio"),
+        ("soho_posted", "approve", "proposed", "approved", "bob", "refund confirmed by the bank"),
+        ("ginza_rejected", "reject", "proposed", "rejected", "bob", "the hotel cancels it by hand"),
     ]
-    amounts = {row[0]: (row[3], CURRENCIES[row[1]]) for row in ADJUSTMENTS}
+    amounts = {label: (amount, CURRENCIES[pid]) for label, pid, _, amount, _ in ADJUSTMENTS}
     connection.execute(
         insert(adjustment_reviews),
         [
             {
-                "adjustment_id": adjustment_id,
+                "adjustment_id": seeded_adjustment(label),
                 "action": action,
                 "previous_status": previous,
                 "status": status,
                 "reviewed_by": who,
                 "note": note,
-                "amount_minor": amounts[adjustment_id][0],
-                "currency": amounts[adjustment_id][1],
+                "amount_minor": amounts[label][0],
+                "currency": amounts[label][1],
                 "reviewed_at": DETECTED + timedelta(hours=6),
             }
-            for adjustment_id, action, previous, status, who, note in reviews
+            for label, action, previous, status, who, note in reviews
         ],
     )
 
@@ -434,10 +476,10 @@ def _seed_payouts(connection: Connection) -> None:
     connection.execute(
         insert(payouts),
         [
-            {**common, "payout_id": "po_1QRomeTraced", "amount_minor": 48_310,
+            {**common, "payout_id": "po_1QRomeTraced", "amount_minor": 48_510,
              "statement_descriptor": "STRIPE PO 1", "traced": True, "transactions": 3,
              "sum_difference_minor": 0},
-            {**common, "payout_id": "po_1QRomeUntraced", "amount_minor": 20_000,
+            {**common, "payout_id": "po_1QRomeUntraced", "amount_minor": 20_097,
              "statement_descriptor": "STRIPE PO 2", "traced": False, "transactions": 2,
              "sum_difference_minor": 0},
         ],
