@@ -429,9 +429,9 @@ def _seed_matches(connection: Connection) -> None:
     for hotel in HOTELS:
         for n, (rule, score, status) in enumerate(
             (
-                ("provider_id", 1.0, "matched"),
+                ("reference", 1.0, "matched"),
                 ("booking_amount", 0.95, "matched"),
-                ("card_time", 0.71, "suggested"),
+                ("card_window", 0.71, "suggested"),
             )
         ):
             record, entry = f"ch_3M{hotel.property_id[:2]}{n}", f"le_m{hotel.property_id[:2]}{n}"
