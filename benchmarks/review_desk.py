@@ -70,8 +70,12 @@ PAGE_ORDER = (
     "nights",
     "findings",
     "findings filtered",
+    "findings by difference",
+    "findings searched by booking",
     "finding",
     "adjustments proposed",
+    "adjustments to decide",
+    "legend",
     "payouts",
     "night",
     "findings.csv",
@@ -180,6 +184,7 @@ def _finding(property_id: str, night: str, index: int, detected: datetime) -> di
         "record_key": f"{property_id}/{night}/ch_{index:04d}",
         "provider_record_id": f"ch_{property_id}_{night}_{index:04d}",
         "ledger_entry_id": f"le_{property_id}_{night}_{index:04d}",
+        "booking_id": _booking(property_id, night, index),
         "provider_amount_minor": 10_000 + difference,
         "ledger_amount_minor": 10_000,
         "difference_minor": difference,
@@ -194,6 +199,11 @@ def _finding(property_id: str, night: str, index: int, detected: datetime) -> di
         "reviewed_difference_minor": difference if reviewed else None,
         "cleared_at": detected + timedelta(hours=5) if index % 10 == 9 else None,
     }
+
+
+def _booking(property_id: str, night: str, index: int) -> str:
+    """A booking of two findings (a payment and its refund, say), as a search by booking finds them."""
+    return f"bk_{property_id}_{night}_{index // 2:04d}"
 
 
 def _adjustment(
@@ -271,9 +281,13 @@ def pages(engine: Engine, property_id: str, night: str) -> dict[str, str]:
     paths = (
         "/nights",
         "/findings",
-        f"/findings?property_id={property_id}&night_from={night}&night_to={night}",
+        f"/findings?property={property_id}&night_from={night}&night_to={night}",
+        "/findings?sort=-difference",
+        f"/findings?q={_booking(property_id, night, 0)}",
         f"/findings/{finding_id}",
         "/adjustments?state=proposed",
+        "/adjustments",
+        "/legend",
         "/payouts",
         f"/nights/{property_id}/{night}",
         *EXPORTS,

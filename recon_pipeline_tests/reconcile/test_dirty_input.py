@@ -275,6 +275,8 @@ def test_dirty_rows_through_the_pipeline(seeded_pipeline: SeededPipeline) -> Non
     assert "amount_minor 4611686018427387904" in rows[2].detail
     assert "unknown kind 'chargeback'" in rows[3].detail
     # Nothing proposed for a dirty row; every proposal is in a real currency and within the bound.
-    assert not {"le_huge", "le_cur", "le_kind", "le_empty", "le_next"} & {p[0] for p in proposals}
+    assert not {"le_huge", "le_cur", "le_kind", "le_empty", "le_next"} & {
+        p[0] for p in proposals
+    }
     assert {p.currency for p in proposals} <= {prop.currency} and proposals
     assert max(abs(p.amount_minor) for p in proposals) <= MAX_AMOUNT_MINOR

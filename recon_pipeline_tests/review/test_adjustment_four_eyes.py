@@ -176,10 +176,7 @@ def test_a_rejection_after_the_first_approval_ends_it(engine: Engine) -> None:
 
 def test_a_changed_amount_is_refused_before_any_approval_is_recorded(engine: Engine) -> None:
     adjustment = propose(engine, "ch_big")
-    with pytest.raises(
-        ReviewError,
-        match="now proposes 12.50 EUR, not the 12.00 EUR you saw: look at it again before deciding",
-    ):
+    with pytest.raises(ReviewError, match="now proposes 12.50 EUR, not the 12.00 EUR you saw: look at it again before deciding"):
         decide(engine, adjustment, APPROVE, "ana", 1200)
     assert state(engine, adjustment) == ("proposed", 0, [])
 

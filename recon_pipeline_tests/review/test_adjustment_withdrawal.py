@@ -169,9 +169,7 @@ def test_a_withdrawal_racing_a_claim_in_progress_is_refused(engine: Engine) -> N
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         connection.execute(select(outbox.c.adjustment_id).with_for_update())
         connection.execute(
-            update(outbox).values(
-                state="posting", claimed_by="drainer:1", locked_until=LATER, updated_at=LATER
-            )
+            update(outbox).values(state="posting", claimed_by="drainer:1", locked_until=LATER, updated_at=LATER)
         )
         racing = threading.Thread(target=withdrawal)
         racing.start()  # waits on the outbox row (PostgreSQL) or the write lock (SQLite)

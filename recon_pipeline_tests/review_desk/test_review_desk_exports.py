@@ -200,6 +200,16 @@ def test_a_csv_export_holds_the_rows_the_list_shows(client: httpx.Client, params
     assert {row["Property"] for row in rows} == {"p1"}  # p2's finding is never exported
 
 
+@pytest.mark.parametrize("sort", ["difference", "-difference", "record"])
+def test_an_export_follows_the_lists_sort(client: httpx.Client, sort: str) -> None:
+    shown = listed_records(client.get("/findings", params={"sort": sort}))
+    assert [
+        row["Record"] for row in csv_rows(client.get("/findings/export.csv", params={"sort": sort}))
+    ] == shown
+    read = read_xlsx(client.get("/findings/export.xlsx", params={"sort": sort}))
+    assert [read.column(row, "Record").value for row in read.rows] == shown
+
+
 def test_the_lists_link_their_exports_with_their_filters(client: httpx.Client) -> None:
     page = client.get("/findings", params={"property": "p1", "night_from": EARLIER, "category": ""})
     assert '<a href="/findings/export.csv?property=p1&amp;night_from=2026-12-01">Export CSV</a>' in page.text

@@ -167,12 +167,10 @@ def finding_page(
     error: str | None = None,
     comment: str = "",
     back: str | None = None,
-    **context: Any,
 ) -> Response:
     """A finding's page: its category in words, both sides' records as their holders hold them, the
-    matching keys, one history, its adjustments, links; ``error`` above the form; its place in the list its
-    reader came from (``back``: that list's query, else the page's own query); ``context`` more of the
-    template's."""
+    matching keys, one history, its adjustments, links; ``error`` above the form; its place in the list
+    its reader came from (``back``: that list's query, else the page's own query)."""
     with desk.engine.connect() as connection:
         position = _position(connection, QueryParams(request.url.query if back is None else back), user, row)
         records = finding_records(connection, row)
@@ -218,7 +216,6 @@ def finding_page(
                 "entries": row["ledger_entry_id"] or "",
             }
         ),
-        **context,
     )
 
 
