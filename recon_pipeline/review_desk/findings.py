@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Select, and_, case, exists, func, or_, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, case, exists, func, or_, select
 
 from recon_pipeline.db.schema import discrepancies, ledger_entries, properties
 from recon_pipeline.keys import parse_night
@@ -28,8 +28,9 @@ from recon_pipeline.review_desk.listing import (
     SortColumn,
     amount_between,
     amount_search,
+    beyond,
     check_range,
-    order_of,
+    order_terms,
     sorted_statement,
 )
 from recon_pipeline.words import REVIEW_STATE_WORDS, category_label, category_meaning
@@ -162,34 +163,32 @@ class ListPosition:
 def list_position(
     connection: Connection, query: FindingQuery, allowed: tuple[str, ...], row: Mapping[Any, Any], text: str
 ) -> ListPosition:
-    """The finding's neighbours in the filtered, sorted list, numbered in SQL (ROW_NUMBER over the list's
-    own order). The finding itself is numbered among them even when it no longer matches, so previous and
-    next still lead on from where it stood."""
+    """The finding's neighbours in the filtered, sorted list: the nearest matching finding either side of
+    its cells in the list's order (a keyset, so no query numbers the whole list), and its number, counted
+    with the list's size. It need not match any more (acknowledged off an open-only list): its neighbours
+    are still those either side of where it stood."""
     discrepancy_id = int(row["discrepancy_id"])
-    listed = case((and_(*finding_conditions(query, allowed)), 1), else_=0)
-    numbered = (
-        select(
-            _d.discrepancy_id.label("id"),
-            func.row_number().over(order_by=order_of(query.sort, SORT_COLUMNS, TIEBREAK)).label("n"),
-            func.sum(listed).over().label("total"),
-            listed.label("listed"),
-        )
-        .where(_d.property_id.in_(allowed), or_(listed == 1, _d.discrepancy_id == discrepancy_id))
-        .subquery()
-    )
-    here = select(numbered.c.n).where(numbered.c.id == discrepancy_id).scalar_subquery()
-    around = select(numbered).where(numbered.c.n.between(here - 1, here + 1))
-    found = {
-        int(n): (int(i), int(total), bool(is_listed)) for i, n, total, is_listed in connection.execute(around)
-    }
-    (number,) = (n for n, (i, _, _) in found.items() if i == discrepancy_id)
-    _, total, is_listed = found[number]
+    matching = finding_conditions(query, allowed)
+    terms = order_terms(query.sort, SORT_COLUMNS, TIEBREAK)
+    values = [row[term.column.key] for term in terms]
+
+    def neighbour(reverse: bool) -> int | None:
+        ordered = [term.ordered(reverse) for term in terms]
+        nearest = select(_d.discrepancy_id).where(*matching, beyond(terms, values, reverse))
+        return connection.execute(nearest.order_by(*ordered).limit(1)).scalar()
+
+    counted = select(
+        func.count(),
+        func.coalesce(func.sum(case((beyond(terms, values, reverse=True), 1), else_=0)), 0),
+        func.coalesce(func.sum(case((_d.discrepancy_id == discrepancy_id, 1), else_=0)), 0),
+    ).where(*matching)
+    total, before, listed = connection.execute(counted).one()
     return ListPosition(
         query=text,
-        number=number if is_listed else None,
-        total=total,
-        previous=found[number - 1][0] if number - 1 in found else None,
-        next=found[number + 1][0] if number + 1 in found else None,
+        number=int(before) + 1 if listed else None,
+        total=int(total),
+        previous=neighbour(reverse=True),
+        next=neighbour(reverse=False),
     )
 
 

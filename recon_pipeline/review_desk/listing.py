@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, Select, and_, false, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Select, UnaryExpression, and_, false, func, or_, select
+from sqlalchemy.sql import operators
 
 from recon_pipeline.money import (
     THREE_DECIMAL_CURRENCIES,
@@ -83,15 +84,57 @@ def sorted_statement(
     return statement.order_by(None).order_by(*order_of(sort, columns, tiebreak))
 
 
+@dataclass(frozen=True)
+class OrderTerm:
+    """One column of a list's order: which way it runs; empty cells come last either way."""
+
+    column: ColumnElement[Any]
+    descending: bool
+
+    def ordered(self, reverse: bool = False) -> ColumnElement[Any]:
+        """The ORDER BY term (``reverse``: the whole order read backwards, empty cells first)."""
+        term = self.column.desc() if self.descending != reverse else self.column.asc()
+        return term.nulls_first() if reverse else term.nulls_last()
+
+    def beyond(self, value: Any, reverse: bool = False) -> ColumnElement[bool]:
+        """Whether a row's cell comes strictly after ``value`` in this order (before it when ``reverse``)."""
+        if reverse:
+            if value is None:
+                return self.column.is_not(None)
+            return self.column > value if self.descending else self.column < value
+        if value is None:
+            return false()
+        return or_(self.column < value if self.descending else self.column > value, self.column.is_(None))
+
+
+def order_terms(
+    sort: Sort, columns: Sequence[SortColumn], tiebreak: Sequence[ColumnElement[Any]]
+) -> list[OrderTerm]:
+    """The chosen column, then ``tiebreak`` (the list's own total key, a term ``.desc()`` descending)."""
+    (chosen,) = (column for column in columns if column.name == sort.name)
+    terms = [OrderTerm(chosen.column, sort.descending != chosen.inverse)]
+    for term in tiebreak:
+        descending = isinstance(term, UnaryExpression) and term.modifier is operators.desc_op
+        terms.append(OrderTerm(term.element if descending else term, descending))  # type: ignore[union-attr]
+    return terms
+
+
 def order_of(
     sort: Sort, columns: Sequence[SortColumn], tiebreak: Sequence[ColumnElement[Any]]
 ) -> list[ColumnElement[Any]]:
-    """The chosen column's order (empty cells last either way, on SQLite as on PostgreSQL), then
-    ``tiebreak``: the list's own total key, so equal cells keep a stable order and pages never overlap.
-    A window function (a finding's place in its list) orders by the same."""
-    (chosen,) = (column for column in columns if column.name == sort.name)
-    first = chosen.column.desc() if sort.descending != chosen.inverse else chosen.column.asc()
-    return [first.nulls_last(), *tiebreak]
+    """The chosen column's order, then ``tiebreak``: the list's own total key, so equal cells keep a
+    stable order and pages never overlap. Empty cells last either way, on SQLite as on PostgreSQL."""
+    return [term.ordered() for term in order_terms(sort, columns, tiebreak)]
+
+
+def beyond(terms: Sequence[OrderTerm], values: Sequence[Any], reverse: bool = False) -> ColumnElement[bool]:
+    """Whether a row comes strictly after the row whose cells are ``values`` in the order ``terms`` say
+    (before it when ``reverse``): the keyset a row's neighbours are found by, without numbering the list."""
+    alternatives = []
+    for index, term in enumerate(terms):
+        same = [t.column.is_not_distinct_from(v) for t, v in zip(terms[:index], values[:index], strict=True)]
+        alternatives.append(and_(*same, term.beyond(values[index], reverse)))
+    return or_(false(), *alternatives)
 
 
 @dataclass(frozen=True)

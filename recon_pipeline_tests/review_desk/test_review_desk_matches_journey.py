@@ -161,7 +161,7 @@ def test_a_suggestion_confirmed_and_a_pair_by_hand_hold_after_the_night_runs_aga
         for record_key in (f"{night.unmatched_charge}:payment", f"entry:{UNMATCHED_ENTRY}"):
             page.goto(f"{base}/findings?cleared=yes")
             page.get_by_role("link", name=record_key, exact=True).click()
-            page.wait_for_url(re.compile(r".*/findings/\d+$"))
+            page.wait_for_url(re.compile(r".*/findings/\d+\?cleared=yes$"))  # the list's query kept
             assert page.get_by_role("cell", name="withdrawn", exact=True).is_visible(), record_key
 
         assert watched.console_errors == [] and watched.page_errors == []

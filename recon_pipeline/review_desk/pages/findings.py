@@ -257,6 +257,7 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
     currency = optional_param(params, "currency")
     currency = None if currency is None else currency.upper()
     amount_text = optional_param(params, "amount_at_least")
+    amount = None if amount_text is None else parse_major_amount(amount_text, currency, "amount at least")
     return findings.FindingQuery(
         DiscrepancyFilter(
             property_id=property_id,
@@ -266,9 +267,7 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
         ),
         night_from=optional_param(params, "night_from"),
         night_to=optional_param(params, "night_to"),
-        amount_at_least=None
-        if amount_text is None
-        else parse_major_amount(amount_text, currency, "amount at least"),
+        amount_at_least=amount,
         currency=currency,
         booking=optional_param(params, "booking"),
         search=optional_param(params, "q"),
