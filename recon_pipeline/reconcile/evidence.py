@@ -6,43 +6,50 @@ the movement as the provider's dashboard shows it: its amount, the fee taken on 
 So each ``fee`` row is folded into the movement of the same id (the payment, or the dispute whose fee it
 is): ``fee_minor`` is the fees' sum (negative, as the ledger signs them), ``net_minor`` the amount plus it.
 A movement without a fee row has neither (the provider took none, or has not said yet); a fee row whose
-movement is not in the frame (a fee settled on another night) stays a ``fee`` row of its own.
+movement is not among the rows (a fee settled on another night) stays a ``fee`` row of its own.
 
-Pure: frames in, a frame out.
+Pure, and plain Python: a night's findings name a few dozen records, for which pandas' fixed cost per
+operation would be most of the work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Final
-
-import pandas as pd
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 FEE: Final = "fee"
 # Which movement of an id takes its fee when several share the id (a dispute and its reversal): the first.
 _FEE_HOLDERS: Final = ("payment", "dispute", "refund", "dispute_reversal")
 
 
-def folded_records(records: pd.DataFrame, record_ids: Collection[str]) -> pd.DataFrame:
-    """The movements of ``records`` whose ``provider_record_id`` is one of ``record_ids``, one row per
-    (id, kind) but ``fee``, with ``fee_minor`` and ``net_minor`` (nullable Int64); the frame's other columns
-    as they were."""
-    named = records[records["provider_record_id"].isin(list(record_ids))]
-    named = named.drop_duplicates(["provider_record_id", "kind"], keep="last")
-    is_fee = named["kind"] == FEE
-    fees = named.loc[is_fee].groupby("provider_record_id")["amount_minor"].sum()
-    movements = named.loc[~is_fee].copy()
-    rank = movements["kind"].map({kind: at for at, kind in enumerate(_FEE_HOLDERS)}).fillna(len(_FEE_HOLDERS))
-    holder = movements.assign(_rank=rank).sort_values("_rank", kind="stable")
-    holders = ~holder.duplicated("provider_record_id")  # the first movement of each id takes its fees
-    fee = pd.Series(pd.NA, index=movements.index, dtype="Int64")
-    at = holder.index[holders]
-    fee.loc[at] = movements.loc[at, "provider_record_id"].map(fees).astype("Int64")
-    movements["fee_minor"] = fee
-    movements["net_minor"] = (movements["amount_minor"].astype("Int64") + fee).astype("Int64")
-    alone = named.loc[is_fee & ~named["provider_record_id"].isin(movements["provider_record_id"])].copy()
-    alone["fee_minor"] = pd.Series(pd.NA, index=alone.index, dtype="Int64")
-    alone["net_minor"] = pd.Series(pd.NA, index=alone.index, dtype="Int64")
-    if alone.empty:
-        return movements.reset_index(drop=True)
-    return pd.concat([movements, alone], ignore_index=True)
+def folded_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` (provider-record rows) one per (id, kind) but ``fee`` (the last row of a key wins), each
+    with ``fee_minor`` and ``net_minor`` (None when no fee row); a fee row whose id has no movement stays."""
+    by_key: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for row in records:
+        by_key[(str(row["provider_record_id"]), str(row["kind"]))] = row
+    fees: dict[str, int] = {}
+    movements: dict[str, list[dict[str, Any]]] = {}
+    for (record_id, kind), row in by_key.items():
+        if kind == FEE:
+            fees[record_id] = fees.get(record_id, 0) + int(row["amount_minor"])
+        else:
+            movements.setdefault(record_id, []).append({**row, "fee_minor": None, "net_minor": None})
+    folded: list[dict[str, Any]] = []
+    for record_id, rows in movements.items():
+        if record_id in fees:
+            holder = min(rows, key=_holder_rank)
+            holder["fee_minor"] = fees[record_id]
+            holder["net_minor"] = int(holder["amount_minor"]) + fees[record_id]
+        folded.extend(rows)
+    folded.extend(
+        {**row, "fee_minor": None, "net_minor": None}
+        for (record_id, kind), row in by_key.items()
+        if kind == FEE and record_id not in movements
+    )
+    return folded
+
+
+def _holder_rank(row: Mapping[str, Any]) -> int:
+    kind = str(row["kind"])
+    return _FEE_HOLDERS.index(kind) if kind in _FEE_HOLDERS else len(_FEE_HOLDERS)

@@ -117,6 +117,8 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     assert (booked_run["withdrawn"], booked_run["new"], booked_run["superseded"]) == (1, 0, 0)
     cleared = finding(pipeline, "missing_in_ledger", missing_key)
     assert cleared["cleared_at"] is not None
+    # the run that cleared it is kept (the finding's run_id stays the one that last detected it)
+    assert cleared["cleared_run_id"] is not None and cleared["cleared_run_id"] != cleared["run_id"]
     [withdrawn] = proposals_of(pipeline, "missing_in_ledger", missing_key)
     assert (withdrawn["status"], withdrawn["updated_at"] is not None) == ("withdrawn", True)
     # A cleared finding is not outstanding: the blocking check's sum and the overview leave it out.
@@ -202,7 +204,8 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     with pipeline.engine.begin() as connection:
         connection.execute(delete(ledger_entries).where(ledger_entries.c.entry_id == "le_booked_late"))
     run(pipeline)
-    assert finding(pipeline, "missing_in_ledger", missing_key)["cleared_at"] is None
+    outstanding = finding(pipeline, "missing_in_ledger", missing_key)
+    assert (outstanding["cleared_at"], outstanding["cleared_run_id"]) == (None, None)
     assert statuses(proposals_of(pipeline, "missing_in_ledger", missing_key)) == [
         (1, "withdrawn", missing["provider_amount_minor"]),
         (2, "proposed", missing["provider_amount_minor"]),
