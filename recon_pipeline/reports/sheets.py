@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from recon_pipeline.money import minor_unit_exponent
 
 Row = Mapping[Any, Any]  # a RowMapping, or a dict of the same names
+CURRENCY = "Currency"  # the header of the column the totals rows name their currency in
 
 
 class Kind(Enum):
@@ -152,9 +153,6 @@ def totals_rows(sheet: Sheet, rows: Sequence[Row]) -> list[list[Cell]]:
                 cells.append(Cell(column.kind, None))
         result.append(cells)
     return result
-
-
-CURRENCY = "Currency"  # the header of the column the totals rows name their currency in
 
 
 def _cell(kind: Kind, value: Any, zone: ZoneInfo | None) -> Cell:

@@ -34,7 +34,6 @@ from recon_pipeline.words import (
 )
 
 CATEGORY_LABELS: Final[Mapping[str, str]] = {code: words.label for code, words in CATEGORY_WORDS.items()}
-YES_NO: Final[Mapping[str, str]] = {"True": "Yes", "False": "No", "1": "Yes", "0": "No"}
 MATCH_STATUS_WORDS: Final[Mapping[str, str]] = {
     "matched": "Matched",
     "suggested": "Suggested",

@@ -318,8 +318,11 @@ def test_an_xlsx_export_is_ready_for_excel(client: httpx.Client, desk: Desk) -> 
 
 
 def test_an_adjustments_export_is_the_users_filtered_queue(client: httpx.Client) -> None:
-    rows, totals = csv_parts(client.get("/adjustments/export.csv"))
-    assert sorted(row["Adjustment"] for row in rows) == [f"adj_{'a1':0>24}", f"adj_{'a2':0>24}"]
+    to_decide = client.get("/adjustments/export.csv")  # the queue's default tab: what needs a decision
+    assert attachment_name(to_decide) == "adjustments-decide.csv"
+    assert [row["Adjustment"] for row in csv_rows(to_decide)] == [f"adj_{'a1':0>24}"]
+    rows, totals = csv_parts(client.get("/adjustments/export.csv", params={"tab": "all", "sort": "amount"}))
+    assert [row["Adjustment"] for row in rows] == [f"adj_{'a1':0>24}", f"adj_{'a2':0>24}"]
     assert [(t["Adjustment"], t["Amount"]) for t in totals] == [("Total EUR (2 rows)", "-12.00")]
     proposed = client.get("/adjustments/export.csv", params={"state": "proposed", "night_from": NIGHT})
     assert attachment_name(proposed) == "adjustments-from-2026-12-02-proposed.csv"
@@ -329,7 +332,10 @@ def test_an_adjustments_export_is_the_users_filtered_queue(client: httpx.Client)
     read = read_xlsx(client.get("/adjustments/export.xlsx", params={"state": "approved"}))
     [approved] = read.rows
     assert read.column(approved, "Amount").value == 3 and read.column(approved, "Created at").is_date
-    assert csv_parts(client.get("/adjustments/export.csv", params={"night_to": EARLIER})) == ([], [])
+    assert csv_parts(client.get("/adjustments/export.csv", params={"tab": "all", "night_to": EARLIER})) == (
+        [],
+        [],
+    )
 
 
 def test_the_nights_overview_export_has_a_row_per_night_category_and_currency(client: httpx.Client) -> None:
@@ -404,6 +410,10 @@ def test_the_matches_export_holds_the_users_matches(client: httpx.Client) -> Non
     assert [(t["Match"], t["Provider amount"], t["Ledger amount"]) for t in totals] == [
         ("Total EUR (1 row)", "170.00", "169.50")
     ]
+    cheapest_first = csv_rows(client.get("/matches/export.csv", params={"sort": "provider_amount"}))
+    assert [row["Provider records"] for row in cheapest_first] == ["ch_k2", "ch_k1"]  # the list's sort
+    [searched] = csv_rows(client.get("/matches/export.csv", params={"q": "ch_k1"}))
+    assert searched["Provider records"] == "ch_k1"
     read = read_xlsx(client.get("/matches/export.xlsx"))
     assert len(read.rows) == 2 and read.column(read.totals[0], "Ledger amount").value == 169.5
 

@@ -34,7 +34,9 @@ from recon_pipeline.reports.html import served_content_security_policy
 from recon_pipeline.reports.render import render_night_html
 from recon_pipeline.reports.sheets import Row, Sheet
 from recon_pipeline.review_desk import adjustments, findings, matches, nights, payouts, sheets
-from recon_pipeline.review_desk.pages.adjustments import parse_adjustment_query
+from recon_pipeline.review_desk.listing import amount_search, parse_sort
+from recon_pipeline.review_desk.pages.adjustments import parse_adjustment_query, parse_adjustment_sort
+from recon_pipeline.review_desk.pages.filters import optional_param
 from recon_pipeline.review_desk.pages.findings import parse_finding_query
 from recon_pipeline.review_desk.pages.matches import parse_match_filter
 from recon_pipeline.review_desk.pages.nights import parse_night_query
@@ -138,14 +140,17 @@ def findings_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str
 
 
 def adjustments_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
-    """The adjustments queue's statement for these filters and the file's labels."""
+    """The adjustments queue's statement for these filters, tab and order, and the file's labels."""
     query = parse_adjustment_query(params, user)
+    sort = parse_adjustment_sort(params)
     labels = [
+        *([] if query.tab == adjustments.ALL else [query.tab]),
         *_given(query.property_id),
         *_night_range(query.night_from, query.night_to),
         *_given(query.state),
     ]
-    return statement_rows(adjustments.queue_statement(query, user.properties, EXPORT_LIMIT + 1)), labels
+    statement = adjustments.queue_statement(query, user.properties, EXPORT_LIMIT + 1, sort=sort)
+    return statement_rows(statement), labels
 
 
 def payouts_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
@@ -171,13 +176,18 @@ def nights_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]
 
 
 def matches_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[str]]:
-    """The matches list's statement for these filters and the file's labels."""
+    """The matches list's statement for these filters, search and order, and the file's labels."""
     where = parse_match_filter(params, user)
+    search = optional_param(params, "q")
+    if search is not None:
+        amount_search(search)  # a reversed amount range: refused, as the list refuses it
+    sort = parse_sort(params, matches.SORT_COLUMNS, matches.DEFAULT_SORT.word)
     labels = [
         *_given(where.property_id, where.night, where.status, where.rule),
         *([] if where.cleared is None else ["cleared" if where.cleared else "not-cleared"]),
     ]
-    return statement_rows(matches.matches_statement(where, user.properties, EXPORT_LIMIT + 1)), labels
+    statement = matches.matches_statement(where, user.properties, EXPORT_LIMIT + 1, 0, search, sort)
+    return statement_rows(statement), labels
 
 
 def export_filename(name: str, labels: Sequence[str], file_format: str, truncated: bool) -> str:
