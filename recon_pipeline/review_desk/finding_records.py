@@ -203,7 +203,7 @@ def timeline(
         _item(
             finding["detected_at"],
             timezone,
-            f"Last detected by run {finding['run_id'] or '(unknown)'}",
+            "Last detected" + (f" by run {finding['run_id']}" if finding["run_id"] else ""),
             "",
             "",
         )

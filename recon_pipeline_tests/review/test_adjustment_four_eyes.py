@@ -17,13 +17,12 @@ from sqlalchemy import Engine, func, insert, select
 from recon_pipeline import cli
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import adjustment_reviews, adjustments, approval_thresholds, properties
-from recon_pipeline.db.schema import posting_outbox as outbox
+from recon_pipeline.db.schema import approval_thresholds, properties
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.review.adjustments import APPROVE, REJECT, review_adjustment
 from recon_pipeline.review.four_eyes import UNEXPLAINED, four_eyes_threshold, set_four_eyes_threshold
 from recon_pipeline.review.store import Threshold, set_threshold, threshold_for
-from recon_pipeline_tests.support.posting_fixtures import NOW, propose
+from recon_pipeline_tests.support.posting_fixtures import NOW, propose, state
 
 THRESHOLD = 1000  # P1's own four-eyes threshold: 1250 needs two approvers, 1000 one
 
@@ -41,28 +40,6 @@ def engine(database_url: str) -> Iterator[Engine]:
 def decide(engine: Engine, adjustment: str, action: str, reviewer: str, amount: int | None = None) -> Any:
     with engine.begin() as connection:
         return review_adjustment(connection, adjustment, action, reviewer, "checked", amount, NOW)
-
-
-def state(engine: Engine, adjustment: str) -> tuple[str, int, list[tuple[str, str, str, str]]]:
-    """The adjustment's status, its outbox rows, and its review rows (who, action, previous → status)."""
-    with engine.connect() as connection:
-        status = connection.execute(
-            select(adjustments.c.status).where(adjustments.c.adjustment_id == adjustment)
-        ).scalar_one()
-        postings = connection.execute(
-            select(func.count()).select_from(outbox).where(outbox.c.adjustment_id == adjustment)
-        ).scalar_one()
-        reviews = connection.execute(
-            select(
-                adjustment_reviews.c.reviewed_by,
-                adjustment_reviews.c.action,
-                adjustment_reviews.c.previous_status,
-                adjustment_reviews.c.status,
-            )
-            .where(adjustment_reviews.c.adjustment_id == adjustment)
-            .order_by(adjustment_reviews.c.review_id)
-        ).all()
-    return status, int(postings), [tuple(row) for row in reviews]
 
 
 def test_at_or_below_the_threshold_one_approval_suffices(engine: Engine) -> None:
@@ -176,7 +153,8 @@ def test_a_rejection_after_the_first_approval_ends_it(engine: Engine) -> None:
 
 def test_a_changed_amount_is_refused_before_any_approval_is_recorded(engine: Engine) -> None:
     adjustment = propose(engine, "ch_big")
-    with pytest.raises(ReviewError, match="now proposes 12.50 EUR, not the 12.00 EUR you saw: look at it again before deciding"):
+    refusal = "now proposes 12.50 EUR, not the 12.00 EUR you saw: look at it again before deciding"
+    with pytest.raises(ReviewError, match=refusal):
         decide(engine, adjustment, APPROVE, "ana", 1200)
     assert state(engine, adjustment) == ("proposed", 0, [])
 

@@ -22,6 +22,7 @@ from recon_pipeline.money import format_minor
 from recon_pipeline.nights import night_window
 from recon_pipeline.reports.queries import unresolved_findings
 from recon_pipeline.review.adjustments import adjustment_states
+from recon_pipeline.review.render import money
 from recon_pipeline.review.store import unexplained_amounts
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
@@ -163,7 +164,8 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
         str(needed),
     ]
     assert cli.main(stale) == 2
-    assert f"proposes {needed + 50} minor units" in capsys.readouterr().err
+    refusal = f"now proposes {money(needed + 50, 'EUR')}, not the {money(needed, 'EUR')} you saw"
+    assert refusal in capsys.readouterr().err
     seen = str(needed + 50)
     approve = [
         "adjustments",

@@ -32,8 +32,7 @@ from recon_pipeline.review.adjustments import (
     withdraw_approval,
 )
 from recon_pipeline.review.four_eyes import set_four_eyes_threshold
-from recon_pipeline_tests.review.test_adjustment_four_eyes import state
-from recon_pipeline_tests.support.posting_fixtures import NOW, propose
+from recon_pipeline_tests.support.posting_fixtures import NOW, propose, state
 
 THRESHOLD = 1000  # P1's four-eyes threshold: 1250 needs two approvers, 500 one
 LATER = NOW + timedelta(minutes=5)
@@ -168,9 +167,7 @@ def test_a_withdrawal_racing_a_claim_in_progress_is_refused(engine: Engine) -> N
         if connection.dialect.name == "sqlite":
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         connection.execute(select(outbox.c.adjustment_id).with_for_update())
-        connection.execute(
-            update(outbox).values(state="posting", claimed_by="drainer:1", locked_until=LATER, updated_at=LATER)
-        )
+        connection.execute(update(outbox).values(state="posting", claimed_by="drainer:1", locked_until=LATER))
         racing = threading.Thread(target=withdrawal)
         racing.start()  # waits on the outbox row (PostgreSQL) or the write lock (SQLite)
         time.sleep(0.3)

@@ -172,6 +172,10 @@ def post_cases(desk: Desk) -> dict[str, dict[str, Any]]:
             f"amount_seen_{desk.adjustment_id}": "900",
             "comment": "not mine to approve",
         },
+        "/adjustments/{adjustment_id}/withdraw-approval": {
+            "path": f"/adjustments/{desk.adjustment_id}/withdraw-approval",
+            "comment": "not mine to withdraw",
+        },
         "/matches/{match_id}/decide": {
             "path": f"/matches/{desk.match_id}/decide",
             "action": "confirm",

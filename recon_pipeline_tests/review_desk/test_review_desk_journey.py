@@ -154,7 +154,9 @@ def test_an_analyst_acknowledges_and_exports_and_two_approvers_approve(
         second = approve_in_queue(watched, base, adjustment_id, "second pair of eyes: agreed")
         assert "proposed -> approved" in second
         page.get_by_role("link", name="Back to adjustments").click()
-        assert page.get_by_role("row").filter(has_text=adjustment_id).get_by_text("2 of 2").is_visible()
+        page.get_by_role("link", name="Posting", exact=True).click()  # the queue's tab of approved ones
+        decided = page.get_by_role("row").filter(has_text=adjustment_id)
+        assert decided.get_by_text("Approved by alice, bob").is_visible()
         watched.screenshot("review-desk-approved")
         sign_out(page, base)
 

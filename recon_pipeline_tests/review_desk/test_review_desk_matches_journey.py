@@ -162,7 +162,8 @@ def test_a_suggestion_confirmed_and_a_pair_by_hand_hold_after_the_night_runs_aga
             page.goto(f"{base}/findings?cleared=yes")
             page.get_by_role("link", name=record_key, exact=True).click()
             page.wait_for_url(re.compile(r".*/findings/\d+\?cleared=yes$"))  # the list's query kept
-            assert page.get_by_role("cell", name="withdrawn", exact=True).is_visible(), record_key
+            withdrawn = page.get_by_role("cell", name="Withdrawn (no longer needed)", exact=True)
+            assert withdrawn.is_visible(), record_key
 
         assert watched.console_errors == [] and watched.page_errors == []
         assert {url.split("/")[2] for url in watched.requested_urls} == {base.split("/")[2]}

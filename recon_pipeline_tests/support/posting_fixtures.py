@@ -8,9 +8,9 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
-from recon_pipeline.db.schema import adjustments
+from recon_pipeline.db.schema import adjustment_reviews, adjustments
 from recon_pipeline.db.schema import posting_outbox as outbox
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.postings.adapter import LookupUnavailableError, Posting, PostingOutcome, PostingResult
@@ -113,3 +113,25 @@ def posting(engine: Engine, adjustment: str) -> dict[str, Any]:
             select(adjustments.c.status).where(adjustments.c.adjustment_id == adjustment)
         ).scalar_one()
     return {**row, "adjustment_status": status}
+
+
+def state(engine: Engine, adjustment: str) -> tuple[str, int, list[tuple[str, str, str, str]]]:
+    """The adjustment's status, its outbox rows, and its review rows (who, action, previous → status)."""
+    with engine.connect() as connection:
+        status = connection.execute(
+            select(adjustments.c.status).where(adjustments.c.adjustment_id == adjustment)
+        ).scalar_one()
+        postings = connection.execute(
+            select(func.count()).select_from(outbox).where(outbox.c.adjustment_id == adjustment)
+        ).scalar_one()
+        reviews = connection.execute(
+            select(
+                adjustment_reviews.c.reviewed_by,
+                adjustment_reviews.c.action,
+                adjustment_reviews.c.previous_status,
+                adjustment_reviews.c.status,
+            )
+            .where(adjustment_reviews.c.adjustment_id == adjustment)
+            .order_by(adjustment_reviews.c.review_id)
+        ).all()
+    return status, int(postings), [tuple(row) for row in reviews]
