@@ -36,6 +36,7 @@ LAUNCH_TIMEOUT_MS = 30_000
 NAVIGATION_TIMEOUT_MS = 30_000
 WAIT_TIMEOUT_MS = 20_000
 VIEWPORT_WIDTH, VIEWPORT_HEIGHT = 1920, 1200
+LAPTOP_VIEWPORT = (1366, 768)  # the analyst's laptop: every desk page must fit its width (issue 27)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -73,8 +74,11 @@ class WatchedPage:
 
 
 @contextmanager
-def chromium_page(name: str) -> Iterator[WatchedPage]:
-    """A fresh page in a fresh headless Chromium; skips when Debian's chromium is not installed.
+def chromium_page(
+    name: str, viewport: tuple[int, int] = (VIEWPORT_WIDTH, VIEWPORT_HEIGHT)
+) -> Iterator[WatchedPage]:
+    """A fresh page of ``viewport`` (width, height) in a fresh headless Chromium; skips when Debian's
+    chromium is not installed.
 
     If the block raises, the page is first saved as ``<artifacts>/<name>-failure.png``."""
     if not CHROMIUM.exists():
@@ -84,7 +88,7 @@ def chromium_page(name: str) -> Iterator[WatchedPage]:
             executable_path=str(CHROMIUM), headless=True, args=list(CHROMIUM_ARGS), timeout=LAUNCH_TIMEOUT_MS
         )
         try:
-            page = browser.new_page(viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
             page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
             page.set_default_timeout(WAIT_TIMEOUT_MS)
             watched = WatchedPage(page)
