@@ -195,13 +195,30 @@ QUEUE_STATE_MEANINGS: Final[Mapping[str, str]] = {
     "withdrawn": "The finding it corrected went away, so it is no longer needed.",
     "superseded": "The finding's amount changed: a newer revision proposes the new amount.",
 }
-KIND_WORDS: Final[Mapping[str, str]] = {
+RECORD_KIND_WORDS: Final[Mapping[str, str]] = {
     "payment": "Payment",
     "refund": "Refund",
     "fee": "Fee",
     "dispute": "Dispute",
     "dispute_reversal": "Dispute reversal",
     "adjustment": "Adjustment",
+}
+# An adjustment's kind names its action and the record's kind (reconcile/adjustments.py: post_missing_fee).
+ADJUSTMENT_ACTION_WORDS: Final[Mapping[str, str]] = {
+    "post_missing": "Post the missing",
+    "reverse_unmatched": "Reverse the unmatched",
+    "correct_amount": "Correct the amount of the",
+    "correct_fx": "Correct the converted amount of the",
+    "reverse_duplicate": "Reverse the duplicate",
+}
+# Every kind a person reads: a record's (payment, refund...) and an adjustment's (post_missing_payment...).
+KIND_WORDS: Final[Mapping[str, str]] = {
+    **RECORD_KIND_WORDS,
+    **{
+        f"{action}_{kind}": f"{words} {kind_words.lower()}"
+        for action, words in ADJUSTMENT_ACTION_WORDS.items()
+        for kind, kind_words in RECORD_KIND_WORDS.items()
+    },
 }
 
 

@@ -20,6 +20,7 @@ from recon_pipeline.review.render import money
 from recon_pipeline.review.rules import NOTE
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.words import REVIEW_STATE_WORDS
 
 ASSIGN = "assign"
 UNASSIGN = "unassign"
@@ -34,9 +35,9 @@ def review_finding(
     seen: int | None,
     now: datetime,
 ) -> str:
-    """``action`` on the finding (already narrowed by the caller) by ``actor`` with ``note``, audited; what
-    changed, in words. ReviewError, with nothing written, when its difference is no longer the ``seen``
-    one (None: not said) or its status forbids the action."""
+    """``action`` on the finding (already narrowed by the caller) by ``actor`` with ``note``, audited (the
+    audit row in codes); what changed, in words. ReviewError, with nothing written, when its difference is
+    no longer the ``seen`` one (None: not said) or its status forbids the action."""
     current = store.get_discrepancy(connection, discrepancy_id, lock=True)
     difference = int(current["difference_minor"])
     if seen is not None and seen != difference:
@@ -51,7 +52,8 @@ def review_finding(
         else f"already {outcome.status}, unchanged"
     )
     record_audit(connection, actor, action, str(discrepancy_id), outcome.difference_minor, change)
-    return change
+    was, now_is = (REVIEW_STATE_WORDS.get(s, s) for s in (outcome.previous_status, outcome.status))
+    return f"{was} → {now_is}" if outcome.changed else f"already {now_is.lower()}, unchanged"
 
 
 def assignees(connection: Connection, property_id: str) -> list[str]:

@@ -29,6 +29,7 @@ from recon_pipeline.review_desk.access import may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.sessions import SessionLimits, session_user
 from recon_pipeline.review_desk.users import ReviewUser, load_user
+from recon_pipeline.words import MATCH_STATE_WORDS, category_label, category_meaning
 
 HERE = Path(__file__).parent
 SESSION_KEY = "session"  # the cookie's entry holding the session id (``review_sessions``)
@@ -65,8 +66,8 @@ def csrf_protected(endpoint: Callable[[Request, FormData], Awaitable[Response]])
 
 
 def desk_templates() -> Jinja2Templates:
-    """The desk's Jinja2 templates: autoescaped, an undefined name is an error (not an empty cell), and
-    ``money(minor, currency)`` formats an amount."""
+    """The desk's Jinja2 templates: autoescaped, an undefined name is an error (not an empty cell),
+    ``money(minor, currency)`` formats an amount and the words filters name codes."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,
@@ -75,6 +76,10 @@ def desk_templates() -> Jinja2Templates:
     )
     env.globals["money"] = money  # every amount as the CLI shows it: "12.50 EUR", "¥1,000"
     env.filters["query"] = filled_query
+    # Codes as a person reads them (recon_pipeline/words.py); an unknown code shows as it is.
+    env.filters["category_label"] = category_label
+    env.filters["category_meaning"] = category_meaning
+    env.filters["match_state"] = lambda code: MATCH_STATE_WORDS.get(code, code)
     return Jinja2Templates(env=env)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recon_pipeline.categories import ALL_CATEGORIES
-from recon_pipeline.words import CATEGORY_WORDS, category_label, category_meaning
+from recon_pipeline.words import CATEGORY_WORDS, KIND_WORDS, category_label, category_meaning
 
 pytestmark = pytest.mark.fast
 
@@ -24,3 +24,9 @@ def test_an_unknown_code_is_shown_as_it_is() -> None:
     assert category_label("from_a_newer_build") == "from_a_newer_build"
     assert category_meaning("from_a_newer_build") == ""
     assert category_meaning("amount_mismatch").startswith("Both sides have the money movement")
+
+
+def test_an_adjustments_kind_reads_as_its_action_on_its_record() -> None:
+    assert KIND_WORDS["post_missing_fee"] == "Post the missing fee"
+    assert KIND_WORDS["reverse_duplicate_payment"] == "Reverse the duplicate payment"
+    assert KIND_WORDS["refund"] == "Refund"
