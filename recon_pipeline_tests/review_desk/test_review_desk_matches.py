@@ -188,7 +188,7 @@ def test_a_suggestion_is_listed_on_its_finding_and_confirmed_there_by_the_signed
             "Suggested, waiting for a person by card, amount and time (score 0.50)",  # in words
             "they agree on amount 120.00 EUR, within 3 hours; they differ on card visa 4242 vs unknown.",
             "card, amount and time",  # the rule in words
-            "0.50 suggested",
+            "0.50 Suggested, waiting for a person",
             "120.00 EUR 120.00 EUR",  # both amounts, in major units with the currency
             "amount 120.00 EUR, within 3 hours",  # the keys that agree
             "card visa 4242 vs unknown",  # and those that differ

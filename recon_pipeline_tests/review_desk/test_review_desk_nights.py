@@ -157,13 +157,13 @@ def test_the_overview_sums_up_each_night_of_the_users_properties(desk: Desk) -> 
     assert page.status_code == 200
     assert "p2" not in page.text and "secret" not in page.text
     latest = row_of(page, "p1", NIGHT)
-    assert "amount_mismatch: 2 outstanding (17.50 EUR), 1 cleared" in latest
-    assert "missing_in_ledger: 1 outstanding (1,000 JPY)" in latest
+    assert "Amount differs : 2 outstanding (17.50 EUR), 1 cleared" in latest
+    assert "Missing in the ledger : 1 outstanding (1,000 JPY)" in latest
     assert "acknowledged: 1 open: 2" in latest
     assert "approved: 2 proposed: 1 posting: posted 1, posting 1" in latest
     assert latest.endswith("reconciled 3 h ago")
     earlier = row_of(page, "p1", EARLIER)
-    assert "amount_mismatch: 1 outstanding (3.00 EUR)" in earlier and "resolved: 1" in earlier
+    assert "Amount differs : 1 outstanding (3.00 EUR)" in earlier and "resolved: 1" in earlier
     assert earlier.endswith(
         "failed 5 h ago: InvalidPropertyError: bad tz; stale since 2026-12-03 08:00 UTC (late event)"
     )
