@@ -155,7 +155,7 @@ def test_a_suggestion_confirmed_and_a_pair_by_hand_hold_after_the_night_runs_aga
         page.wait_for_url(f"{base}/matches")
         for key in (suggested_key, paired_key):
             row = page.get_by_role("row").filter(has_text=key)
-            assert row.get_by_role("cell", name="confirmed", exact=True).is_visible(), key
+            assert row.get_by_role("cell", name="Confirmed by a person", exact=True).is_visible(), key
         watched.screenshot("review-desk-matches-after-rerun")
         # The cleared findings' pages say their proposals were withdrawn.
         for record_key in (f"{night.unmatched_charge}:payment", f"entry:{UNMATCHED_ENTRY}"):
