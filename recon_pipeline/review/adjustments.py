@@ -271,25 +271,7 @@ def review_adjustment(
     outcome = AdjustmentOutcome(
         adjustment_id, row["status"], status, amount, currency, len(approved_by), needed
     )
-    if outcome.changed:
-        connection.execute(
-            update(adjustments)
-            .where(adjustments.c.adjustment_id == adjustment_id)
-            .values(status=status, updated_at=now)
-        )
-    connection.execute(
-        insert(adjustment_reviews).values(
-            adjustment_id=adjustment_id,
-            action=action,
-            previous_status=row["status"],
-            status=status,
-            reviewed_by=reviewer,
-            note=note,
-            amount_minor=amount,
-            currency=currency,
-            reviewed_at=now,
-        )
-    )
+    _record_review(connection, row, action, status, reviewer, note, now)
     if status == APPROVED:
         enqueue(connection, adjustment_id, row["idempotency_key"], now)
     return outcome
@@ -340,25 +322,8 @@ def withdraw_approval(
     reopened = row["status"] == APPROVED
     if reopened:
         _cancel_untouched_posting(connection, adjustment_id)
-        connection.execute(
-            update(adjustments)
-            .where(adjustments.c.adjustment_id == adjustment_id)
-            .values(status=PROPOSED, updated_at=now)
-        )
-    amount, currency = int(row["amount_minor"]), row["currency"]
-    connection.execute(
-        insert(adjustment_reviews).values(
-            adjustment_id=adjustment_id,
-            action=WITHDRAW_APPROVAL,
-            previous_status=row["status"],
-            status=PROPOSED,
-            reviewed_by=reviewer,
-            note=note,
-            amount_minor=amount,
-            currency=currency,
-            reviewed_at=now,
-        )
-    )
+    amount = int(row["amount_minor"])
+    _record_review(connection, row, WITHDRAW_APPROVAL, PROPOSED, reviewer, note, now)
     needed = approvals_needed(connection, row["property_id"], amount)
     return WithdrawalOutcome(adjustment_id, reviewer, len(approved_by) - 1, needed, reopened)
 
@@ -401,3 +366,34 @@ def adjustment_states(
     for row in rows:
         by_finding.setdefault((row["category"], row["record_key"]), []).append(row)
     return {finding: adjustment_state(found, format_amount) for finding, found in by_finding.items()}
+
+
+def _record_review(
+    connection: Connection,
+    row: RowMapping,
+    action: str,
+    status: str,
+    reviewer: str,
+    note: str,
+    now: datetime,
+) -> None:
+    """The adjustment's new ``status`` (when it changes) and its review row, with the amount decided on."""
+    if status != row["status"]:
+        connection.execute(
+            update(adjustments)
+            .where(adjustments.c.adjustment_id == row["adjustment_id"])
+            .values(status=status, updated_at=now)
+        )
+    connection.execute(
+        insert(adjustment_reviews).values(
+            adjustment_id=row["adjustment_id"],
+            action=action,
+            previous_status=row["status"],
+            status=status,
+            reviewed_by=reviewer,
+            note=note,
+            amount_minor=int(row["amount_minor"]),
+            currency=row["currency"],
+            reviewed_at=now,
+        )
+    )
