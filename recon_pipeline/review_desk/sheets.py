@@ -29,17 +29,12 @@ from recon_pipeline.review_desk.nights import CategoryLine, NightSummary, freshn
 from recon_pipeline.words import (
     CATEGORY_WORDS,
     KIND_WORDS,
+    MATCH_STATE_WORDS,
     QUEUE_STATE_WORDS,
     REVIEW_STATE_WORDS,
 )
 
 CATEGORY_LABELS: Final[Mapping[str, str]] = {code: words.label for code, words in CATEGORY_WORDS.items()}
-MATCH_STATUS_WORDS: Final[Mapping[str, str]] = {
-    "matched": "Matched",
-    "suggested": "Suggested",
-    "confirmed": "Confirmed",
-    "rejected": "Rejected",
-}
 PAYOUT_STATUS_WORDS: Final[Mapping[str, str]] = {
     "paid": "Paid",
     "failed": "Failed",
@@ -174,7 +169,7 @@ MATCHES: Final = Sheet(
         field("Match", "match_id", Kind.INTEGER, 8),
         text("Property", "property_id", 12),
         field("Night", "night", Kind.DATE, 11),
-        text("Status", "status", 11, MATCH_STATUS_WORDS),
+        text("Status", "status", 11, MATCH_STATE_WORDS),
         text("Rule", "rule", 26, RULE_WORDS),
         field("Score", "score", Kind.NUMBER, 7),
         text("Kind", "kind", 10, KIND_WORDS),
