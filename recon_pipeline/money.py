@@ -7,6 +7,7 @@ amount of 1000 is ¥1000 and must never be divided by 100 for display.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TypeVar
 
 CurrencyText = TypeVar("CurrencyText", str, None)  # a text column as read: a code, or null
@@ -102,6 +103,12 @@ def minor_unit_exponent(currency: str) -> int:
     if code in THREE_DECIMAL_CURRENCIES:
         return 3
     return 2
+
+
+def major_units(amount_minor: int, currency: str) -> Decimal:
+    """The amount in the currency's major unit, exactly: ``-1500`` EUR is ``Decimal("-15.00")``, ``1000`` JPY
+    stays ``1000`` (what a PMS's API, a spreadsheet or a report shows)."""
+    return Decimal(int(amount_minor)).scaleb(-minor_unit_exponent(currency))
 
 
 def format_minor(amount_minor: int, currency: str) -> str:

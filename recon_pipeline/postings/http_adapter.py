@@ -22,12 +22,11 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import httpx
 
-from recon_pipeline.money import minor_unit_exponent
+from recon_pipeline.money import major_units
 from recon_pipeline.postings.adapter import (
     LookupUnavailableError,
     Posting,
@@ -162,8 +161,7 @@ def folio_id(property_id: str, night: str) -> str:
 
 def charge_body(posting: Posting) -> dict[str, Any]:
     """The Apaleo charge for ``posting``: its amount in major units, its key as the receipt number."""
-    exponent = minor_unit_exponent(posting.currency)
-    major = Decimal(posting.amount_minor).scaleb(-exponent)
+    major = major_units(posting.amount_minor, posting.currency)
     return {
         "serviceType": "Other",
         "vatType": "Without",

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from recon_pipeline.money import minor_unit_exponent
+from recon_pipeline.money import major_units, minor_unit_exponent
 
 Row = Mapping[Any, Any]  # a RowMapping, or a dict of the same names
 CURRENCY = "Currency"  # the header of the column the totals rows name their currency in
@@ -48,8 +48,8 @@ class Money:
 
     @property
     def major(self) -> Decimal:
-        """Exact: ``Decimal(-1500).scaleb(-2)`` is ``-15.00``; a JPY amount stays whole."""
-        return Decimal(self.minor).scaleb(-self.exponent)
+        """Exact: ``-1500`` EUR is ``-15.00``; a JPY amount stays whole."""
+        return major_units(self.minor, self.currency)
 
 
 def money_of(minor: object, currency: object) -> Money | None:

@@ -36,7 +36,6 @@ import io
 import zlib
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -44,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.money import minor_unit_exponent
+from recon_pipeline.money import major_units, minor_unit_exponent
 from recon_pipeline.providers.adyen import documented
 from recon_pipeline.providers.adyen.payouts import BANK_INSTRUCTION_RETURNED, payout_id_of
 from recon_pipeline.providers.adyen.report import (
@@ -88,7 +87,7 @@ def batch_close(day: date) -> datetime:
 def decimal_text(amount_minor: int, currency: str) -> str:
     """Minor units as the report's decimal major units (``1050`` EUR -> ``10.50``)."""
     exponent = minor_unit_exponent(currency)
-    return f"{Decimal(amount_minor).scaleb(-exponent):.{exponent}f}"
+    return f"{major_units(amount_minor, currency):.{exponent}f}"
 
 
 def _local(created: int) -> tuple[str, str]:
