@@ -4,6 +4,7 @@ reading of an error the user can act on (``main`` prints it; ``reconcile-night``
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeAlias
@@ -50,3 +51,10 @@ def reported(error: Exception) -> tuple[str, int] | None:
         return None
     lines = str(error).strip().splitlines() or [type(error).__name__]
     return lines[0], code
+
+
+def acting_reviewer(by: str | None) -> str:
+    """Who acts: ``--by``, else the login name ($USER, then $LOGNAME), validated (ReviewError, one line)."""
+    from recon_pipeline.review.rules import validate_reviewer
+
+    return validate_reviewer(by or os.environ.get("USER") or os.environ.get("LOGNAME"))

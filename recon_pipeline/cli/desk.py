@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from recon_pipeline import config
 from recon_pipeline.cli import args as cli_args
-from recon_pipeline.cli.common import Commands, recon_database
+from recon_pipeline.cli.common import Commands, acting_reviewer, recon_database
 
 
 def cmd_users_add(args: argparse.Namespace) -> int:
@@ -63,11 +63,10 @@ def cmd_users_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_users_unlock(args: argparse.Namespace) -> int:
-    from recon_pipeline.review.rules import validate_reviewer
     from recon_pipeline.review_desk.audit import record_audit
     from recon_pipeline.review_desk.signin import forget_failures, name_key
 
-    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    who = acting_reviewer(args.by)
     with recon_database() as engine, engine.begin() as connection:
         failures = forget_failures(connection, name_key(args.name))
         detail = f"{failures} failed sign-in{'' if failures == 1 else 's'} forgotten"

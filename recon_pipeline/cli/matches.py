@@ -7,13 +7,12 @@ A decision names who (``--by``, default ``$USER``) and why (``--reason``, requir
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from recon_pipeline.cli import args as cli_args
-from recon_pipeline.cli.common import Commands, recon_database
+from recon_pipeline.cli.common import Commands, acting_reviewer, recon_database
 
 _NONE = "-"
 LIST_HEADER = ("property", "night", "match", "rule", "score", "status", "provider", "ledger", "decided by")
@@ -45,7 +44,7 @@ def cmd_matches_decide(args: argparse.Namespace) -> int:
     from recon_pipeline.review import matches
 
     decide = matches.confirm_match if args.action == matches.CONFIRM else matches.reject_match
-    by = _who(args.by)
+    by = acting_reviewer(args.by)
     with recon_database() as engine, engine.begin() as connection:
         decision = decide(
             connection, args.property, args.night, args.match_key, by, args.reason or "", datetime.now(UTC)
@@ -57,7 +56,7 @@ def cmd_matches_decide(args: argparse.Namespace) -> int:
 def cmd_matches_pair(args: argparse.Namespace) -> int:
     from recon_pipeline.review.matches import pair_by_hand
 
-    by = _who(args.by)
+    by = acting_reviewer(args.by)
     with recon_database() as engine, engine.begin() as connection:
         decision = pair_by_hand(
             connection,
@@ -71,12 +70,6 @@ def cmd_matches_pair(args: argparse.Namespace) -> int:
         )
     print(decision_text(decision, by))
     return 0
-
-
-def _who(by: str | None) -> str:
-    from recon_pipeline.review.rules import validate_reviewer
-
-    return validate_reviewer(by or os.environ.get("USER") or os.environ.get("LOGNAME"))
 
 
 def _money(amount: int | None, currency: str | None) -> str:

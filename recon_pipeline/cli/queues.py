@@ -4,19 +4,17 @@ worker processes and the approved adjustments the outbox posts to the PMS."""
 from __future__ import annotations
 
 import argparse
-import os
 from datetime import UTC, datetime
 
 from recon_pipeline.cli import args as cli_args
-from recon_pipeline.cli.common import Commands, recon_database
+from recon_pipeline.cli.common import Commands, acting_reviewer, recon_database
 from recon_pipeline.providers import PROVIDER_NAMES
 
 
 def cmd_events_requeue(args: argparse.Namespace) -> int:
     from recon_pipeline.events.queue import requeue
-    from recon_pipeline.review.rules import validate_reviewer
 
-    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    who = acting_reviewer(args.by)
     with recon_database() as engine, engine.begin() as connection:
         requeued = requeue(connection, args.event_ids, args.all_dead, args.provider, who, datetime.now(UTC))
     print(f"requeued {len(requeued)} dead events by {who}" + (f": {', '.join(requeued)}" if requeued else ""))
@@ -49,10 +47,10 @@ def cmd_postings_settle(args: argparse.Namespace) -> int:
     """``retry`` and ``resolve``: one hands-on change of a posting, recording who (and, to resolve, why)."""
     from recon_pipeline.postings import store
     from recon_pipeline.review.adjustments import parse_adjustment_id
-    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review.rules import validate_note
 
     adjustment_id = parse_adjustment_id(args.adjustment_id)
-    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    who = acting_reviewer(args.by)
     note = validate_note(args.note) if args.postings_command == "resolve" else None
     now = datetime.now(UTC)
     with recon_database() as engine, engine.begin() as connection:

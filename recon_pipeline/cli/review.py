@@ -4,13 +4,12 @@ and set each property's thresholds (the unexplained amount, four eyes)."""
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from recon_pipeline.cli import args as cli_args
-from recon_pipeline.cli.common import Commands, recon_database
+from recon_pipeline.cli.common import Commands, acting_reviewer, recon_database
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -42,10 +41,10 @@ def cmd_discrepancies_show(args: argparse.Namespace) -> int:
 
 def cmd_discrepancies_review(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render, store
-    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review.rules import validate_note
 
     ids = args.discrepancy_ids
-    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    reviewer = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
         outcomes = store.review(connection, ids, args.action, reviewer, note, datetime.now(UTC))
@@ -63,10 +62,9 @@ def cmd_discrepancies_review(args: argparse.Namespace) -> int:
 
 def cmd_discrepancies_assign(args: argparse.Namespace) -> int:
     from recon_pipeline.review import store
-    from recon_pipeline.review.rules import validate_reviewer
     from recon_pipeline.review_desk.finding_work import assign_finding
 
-    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    who = acting_reviewer(args.by)
     assignee = None if args.unassign else args.to
     with recon_database() as engine, engine.begin() as connection:
         finding = store.get_discrepancy(connection, args.discrepancy_id)
@@ -77,10 +75,10 @@ def cmd_discrepancies_assign(args: argparse.Namespace) -> int:
 
 def cmd_discrepancies_note(args: argparse.Namespace) -> int:
     from recon_pipeline.review import store
-    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review.rules import validate_note
     from recon_pipeline.review_desk.finding_work import note_finding
 
-    who = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    who = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
         finding = store.get_discrepancy(connection, args.discrepancy_id)
@@ -173,11 +171,11 @@ def cmd_adjustments_show(args: argparse.Namespace) -> int:
 def cmd_adjustments_review(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render
     from recon_pipeline.review.adjustments import parse_adjustment_id, review_adjustment
-    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review.rules import validate_note
 
     adjustment_id = parse_adjustment_id(args.adjustment_id)
     amount_seen = args.amount_seen
-    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    reviewer = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
         outcome = review_adjustment(
@@ -195,10 +193,10 @@ def cmd_adjustments_review(args: argparse.Namespace) -> int:
 
 def cmd_adjustments_withdraw_approval(args: argparse.Namespace) -> int:
     from recon_pipeline.review.adjustments import parse_adjustment_id, withdraw_approval
-    from recon_pipeline.review.rules import validate_note, validate_reviewer
+    from recon_pipeline.review.rules import validate_note
 
     adjustment_id = parse_adjustment_id(args.adjustment_id)
-    reviewer = validate_reviewer(args.by or os.environ.get("USER") or os.environ.get("LOGNAME"))
+    reviewer = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
         outcome = withdraw_approval(connection, adjustment_id, reviewer, note, datetime.now(UTC))
