@@ -53,6 +53,9 @@ bookings = Table(
     Column("currency", Text, nullable=False),
     Column("created_at", UTC_TIMESTAMP, nullable=False),
     Column("updated_at", UTC_TIMESTAMP, nullable=False),
+    # the group (block, master folio) the booking belongs to: a group's payment may be posted across its
+    # bookings (revision 0013; NULL: none)
+    Column("group_id", Text, nullable=True),
     Index("ix_bookings_property_status", "property_id", "status"),
 )
 
@@ -101,6 +104,8 @@ ledger_entries = Table(
     Column("card_last4", Text, nullable=True),
     Column("approval_code", Text, nullable=True),
     Column("reference", Text, nullable=True),
+    # how the guest paid (tenders.py; revision 0013): only a card, or NULL (not recorded), is the provider's
+    Column("tender", Text, nullable=True),
     Index("ix_ledger_entries_property_posted", "property_id", "posted_at"),
 )
 

@@ -20,7 +20,9 @@ from recon_pipeline.ledger.records import LEDGER_MATCH_KEY_COLUMNS, LEDGER_RECOR
 from recon_pipeline.money import upper_currency
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.providers.events import CAPTURED_ORDER_STATUSES
+from recon_pipeline.tenders import tender_of
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
@@ -73,8 +75,15 @@ def read_ledger_rows(
     ``batches/work.py``). Rows only: each property's frame is built apart (:func:`ledger_frame`), so a
     row that breaks it fails that property alone."""
     wide = {property_id: window.widened(margin) for property_id, window in windows.items()}
-    columns = [ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"]
-    query = select(*columns).order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
+    columns = [
+        bookings.c.group_id if name == "group_id" else ledger_entries.c[name]
+        for name in LEDGER_RECORD_COLUMNS
+        if name != "in_night"
+    ]
+    booked = ledger_entries.outerjoin(bookings, bookings.c.booking_id == ledger_entries.c.booking_id)
+    query = (
+        select(*columns).select_from(booked).order_by(ledger_entries.c.posted_at, ledger_entries.c.entry_id)
+    )
     return _rows_by_property(
         connection, query, ledger_entries.c.property_id, ledger_entries.c.posted_at, wide
     )
@@ -84,8 +93,9 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     """The ledger-record frame of one property's rows (:func:`read_ledger_rows`), ``in_night`` per
     ``window``.
 
-    Currencies are upper-cased (the PMS may store ``usd``), card brands lower-cased (``VISA`` is ``visa``);
-    the other card keys are as read; amounts, kinds and currencies are otherwise
+    Currencies are upper-cased (the PMS may store ``usd``), card brands read in one vocabulary (``VA`` is
+    ``visa``), tenders in theirs (``Cash`` is ``cash``, ``tenders.py``); the other card keys are as read;
+    amounts, kinds, currencies and tenders are otherwise
     unchecked (``amount_minor`` is object): :func:`~recon_pipeline.ledger.validation.split_ledger_records`
     turns the rows the contract forbids into findings.
     """
@@ -100,8 +110,9 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     )
     # Column by column, each to its dtype (a whole-frame astype costs as much again as building it).
     frame["currency"] = frame["currency"].map(upper_currency).astype("object")
-    # the PMS may store "VISA"; a list, not Series.map, which would turn None into NaN
-    frame["card_brand"] = pd.Series([_lower_brand(brand) for brand in frame["card_brand"]], dtype="object")
+    # the PMS may store "VISA" or "VA"; a list, not Series.map, which would turn None into NaN
+    frame["card_brand"] = pd.Series([_brand(brand) for brand in frame["card_brand"]], dtype="object")
+    frame["tender"] = pd.Series([_tender(tender) for tender in frame["tender"]], dtype="object")
     frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True).astype(
         LEDGER_RECORD_COLUMNS["posted_at"]
     )
@@ -109,12 +120,19 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     return frame
 
 
-def _lower_brand(brand: object) -> object:
-    """A card brand as the matcher compares it: lower case, surrounding blanks dropped; NULL, blank or a
-    non-text value (the PMS wrote it) is null."""
-    if isinstance(brand, str):
-        return brand.strip().lower() or None
-    return None
+def _tender(tender: object) -> object:
+    """A tender in its vocabulary (``tenders.py``) where it is one; anything else is kept as written, for
+    :func:`~recon_pipeline.ledger.validation.split_ledger_records` to name in its finding."""
+    try:
+        return tender_of(tender)
+    except ValueError:
+        return tender
+
+
+def _brand(brand: object) -> object:
+    """A card brand in the one vocabulary (``providers/cards.py``); NULL, blank, a spelling nobody knows
+    or a non-text value (the PMS wrote it) is null."""
+    return brand_of(brand) if isinstance(brand, str) else None
 
 
 def read_captured_order_rows(

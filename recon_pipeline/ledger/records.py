@@ -24,11 +24,21 @@ LEDGER_RECORD_COLUMNS: dict[str, str] = {
     "card_last4": "object",  # nullable, as read
     "approval_code": "object",  # nullable, the issuer's authorization code as read
     "reference": "object",  # nullable, free text as the PMS recorded it
+    # How the guest paid and the booking's group (docs/design.md, "Ledgers as PMSs keep them"):
+    "tender": "object",  # nullable, tenders.TENDERS once validated: card, cash, bank_transfer, ...
+    "group_id": "object",  # nullable: bookings.group_id of the entry's booking
 }
 
 # The columns a ledger frame may lack when it is built by hand (tests, benchmarks, the adjustments posted):
 # read as all null (:func:`with_match_keys`).
-LEDGER_MATCH_KEY_COLUMNS: tuple[str, ...] = ("card_brand", "card_last4", "approval_code", "reference")
+LEDGER_MATCH_KEY_COLUMNS: tuple[str, ...] = (
+    "card_brand",
+    "card_last4",
+    "approval_code",
+    "reference",
+    "tender",
+    "group_id",
+)
 
 
 def with_match_keys(frame: pd.DataFrame) -> pd.DataFrame:

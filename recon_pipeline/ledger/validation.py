@@ -21,6 +21,7 @@ import pandas as pd
 from recon_pipeline.categories import DISCREPANCY_COLUMNS, INVALID_LEDGER_ENTRY, KINDS, discrepancy_frame
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import MAX_AMOUNT_MINOR, is_contract_amount, is_iso_currency
+from recon_pipeline.tenders import TENDERS
 
 LEDGER_KINDS: Final = KINDS  # every kind the contract allows, and the diff reconciles them all
 
@@ -42,14 +43,15 @@ def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
     """Split the rows :func:`~recon_pipeline.ledger.queries.load_ledger_records` read (amounts unchecked).
 
     A row is invalid when its kind is missing or not a contract kind, its amount is missing, not an
-    integer or beyond ±MAX_AMOUNT_MINOR, or its currency is missing or no ISO 4217 code (after the upper
-    casing done on read). Invalid rows of the adjacent nights are dropped without a finding: their own
-    night reports them.
+    integer or beyond ±MAX_AMOUNT_MINOR, its currency is missing or no ISO 4217 code (after the upper
+    casing done on read), or its tender is outside the vocabulary (``tenders.py``, read on load). Invalid
+    rows of the adjacent nights are dropped without a finding: their own night reports them.
     """
     known_kind = raw["kind"].isin(LEDGER_KINDS).to_numpy()
     good_amount = np.fromiter(map(is_contract_amount, raw["amount_minor"].tolist()), bool, len(raw))
     good_currency = np.fromiter(map(is_iso_currency, raw["currency"].tolist()), bool, len(raw))
-    valid = known_kind & good_amount & good_currency
+    good_tender = raw["tender"].isin(TENDERS).to_numpy() | raw["tender"].isna().to_numpy()
+    valid = known_kind & good_amount & good_currency & good_tender
     in_night = raw["in_night"].to_numpy(dtype=bool)
     # Only the columns read loosely change dtype (amount_minor): casting the others copies them for nothing.
     loose = {name: dtype for name, dtype in LEDGER_RECORD_COLUMNS.items() if raw.dtypes[name] != dtype}
@@ -63,7 +65,7 @@ def _findings(rows: pd.DataFrame) -> pd.DataFrame:
     """One invalid_ledger_entry finding per row: record_key ``entry:<entry_id>``, every problem named."""
     columns: dict[str, list[Any]] = {name: [] for name in DISCREPANCY_COLUMNS}
     for row in rows.to_dict("records"):
-        kind, amount, currency = row["kind"], row["amount_minor"], row["currency"]
+        kind, amount, currency, tender = row["kind"], row["amount_minor"], row["currency"], row["tender"]
         entry_id = row["entry_id"]
         columns["category"].append(INVALID_LEDGER_ENTRY)
         columns["record_key"].append(f"entry:{entry_id}")
@@ -78,12 +80,13 @@ def _findings(rows: pd.DataFrame) -> pd.DataFrame:
         columns["currency"].append(currency if is_iso_currency(currency) else "")
         columns["ledger_currency"].append(None)  # null: the currency may be what is wrong (the detail says)
         columns["detail"].append(
-            f"ledger entry {_SHOWN.repr(entry_id)} is invalid: {'; '.join(_problems(kind, amount, currency))}"
+            f"ledger entry {_SHOWN.repr(entry_id)} is invalid: "
+            + "; ".join(_problems(kind, amount, currency, tender))
         )
     return discrepancy_frame(columns)
 
 
-def _problems(kind: Any, amount: Any, currency: Any) -> list[str]:
+def _problems(kind: Any, amount: Any, currency: Any, tender: Any) -> list[str]:
     """What is wrong with a row, each with the offending value, truncated and escaped."""
     problems = []
     if _missing(kind):
@@ -100,6 +103,8 @@ def _problems(kind: Any, amount: Any, currency: Any) -> list[str]:
         problems.append("currency is missing")
     elif not is_iso_currency(currency):
         problems.append(f"currency {_SHOWN.repr(currency)} is not an ISO 4217 code")
+    if not _missing(tender) and tender not in TENDERS:
+        problems.append(f"unknown tender {_SHOWN.repr(tender)} (expected one of {', '.join(TENDERS)})")
     return problems
 
 

@@ -86,7 +86,8 @@ def read_posted_adjustments(
         row["adjustment_id"]: [i for i in (row["pms_reference"], entry_id_for(row["idempotency_key"])) if i]
         for row in rows
     }
-    columns = [ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name != "in_night"]
+    # the entry's own columns (its booking's group_id is no concern of a posted correction)
+    columns = [ledger_entries.c[name] for name in LEDGER_RECORD_COLUMNS if name in ledger_entries.c]
     entries: dict[str, dict[str, Any]] = {}
     for chunk in in_chunks(sorted({i for ids in candidates.values() for i in ids})):
         query = select(*columns).where(ledger_entries.c.entry_id.in_(chunk))

@@ -3,10 +3,11 @@
 A PMS that never saw the provider's id still records the card (brand and last four) and often the issuer's
 approval code, so the matcher pairs on them (docs/providers.md, "Card keys"). That works across providers
 only if a brand is spelled one way: Stripe writes ``visa``/``mastercard``/``amex``, Razorpay ``Visa``/
-``MasterCard``/``American Express``, Adyen's reports ``visa``/``mc``/``amex``. ``card_brand`` maps each
-provider's spelling onto Stripe's lower-case names (``CARD_BRANDS``), which is also how the ledger's
-``card_brand`` is written; a brand nobody maps is kept lower case, spaces as ``_``, rather than dropped. A
-provider's "unknown" brand is null: two unknowns are no evidence that two records are one payment.
+``MasterCard``/``American Express``, Adyen's reports ``visa``/``mc``/``amex``, and a PMS its own names or
+two-letter card-type codes (OPERA's ``VA``, ``AX``). ``brand_of`` maps every spelling onto Stripe's
+lower-case names (``CARD_BRANDS``), for the provider's rows and the ledger's alike; a spelling nobody knows,
+like a provider's "unknown", is null: it is no evidence that two records are one payment, nor that they
+are two.
 
 A value of the wrong shape is a ``ProviderDataError`` like any other field's: a wrong last four would pair
 two payments that are not one.
@@ -24,38 +25,58 @@ CARD_BRANDS = frozenset(
     {"amex", "diners", "discover", "eftpos_au", "jcb", "mastercard", "unionpay", "visa",
      "interac", "maestro", "rupay", "bajaj", "cartes_bancaires"}
 )  # fmt: skip
+# Every other spelling a provider or a PMS writes for one of them: the providers' names (Razorpay's
+# "MasterCard", Adyen's "mc"), the PMSs' (Apaleo's "Amex", Mews' "MasterCard"), and the two-letter card-type
+# codes hotel systems key cards by (OPERA's VA, MC, AX, DS, JC, DC; the IATA/GDS codes VI, CA, AM, DI, UP).
+# Compared after lower-casing and dropping blanks, hyphens and underscores ("Master-Card" is "mastercard").
 _ALIASES = {
-    "american express": "amex",
-    "american_express": "amex",
-    "americanexpress": "amex",
-    "mc": "mastercard",
-    "master card": "mastercard",
-    "diners club": "diners",
-    "diners_club": "diners",
-    "dinersclub": "diners",
-    "cup": "unionpay",
-    "china union pay": "unionpay",
-    "china_union_pay": "unionpay",
-    "union pay": "unionpay",
-    "bajaj finserv": "bajaj",
-    "cartebancaire": "cartes_bancaires",
-    "eftpos australia": "eftpos_au",
+    "visa": ("va", "vi", "visacard", "visa credit", "visa debit", "visaelectron", "electron", "ve"),
+    "mastercard": ("mc", "ca", "master", "mastercard credit", "mastercard debit", "eurocard", "ec"),
+    "amex": ("ax", "am", "americanexpress", "amexco"),
+    "discover": ("ds", "di", "discovercard", "novus"),
+    "jcb": ("jc", "japancreditbureau"),
+    "diners": ("dc", "dinersclub", "dinersclubinternational", "diner"),
+    "unionpay": ("cu", "up", "cup", "chinaunionpay"),
+    "maestro": ("ma", "mi", "mae"),
+    "cartes_bancaires": ("cb", "cartebancaire", "cartesbancaires"),
+    "eftpos_au": ("eftposaustralia", "eftpos"),
+    "bajaj": ("bajajfinserv",),
 }
-_UNKNOWN = frozenset({"", "unknown", "other", "none", "null"})
-MAX_APPROVAL_CODE_CHARS = 64  # issuers' codes are six characters; anything past this is a corrupt field
+_UNKNOWN = frozenset({"", "unknown", "other", "none", "null", "card", "creditcard", "n/a", "na", "xx"})
+
+
+def _folded(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch not in " -_.\t")
+
+
+_SPELLINGS: dict[str, str] = {_folded(brand): brand for brand in CARD_BRANDS} | {
+    _folded(spelling): brand for brand, spellings in _ALIASES.items() for spelling in spellings
+}
+
+
+def brand_of(text: str | None) -> str | None:
+    """The brand a provider or a PMS means by ``text`` (``VA``, ``Visa``, ``MasterCard``, ``AX``…) in the
+    shared vocabulary (``CARD_BRANDS``); None when it says none, says it does not know, or is a spelling
+    nobody knows: an unknown spelling is no evidence of a different card."""
+    if text is None:
+        return None
+    word = " ".join(text.strip().lower().split())
+    if word in _UNKNOWN:
+        return None
+    return _SPELLINGS.get(_folded(word))
 
 
 def card_brand(raw: Any, what: str) -> str | None:
-    """The brand in the shared vocabulary (``CARD_BRANDS``), None when the provider gives none or says
-    it does not know; anything but a string is a data error naming ``what``."""
+    """A provider's brand in the shared vocabulary (:func:`brand_of`); anything but a string is a data
+    error naming ``what``."""
     if raw is None:
         return None
     if not isinstance(raw, str) or not raw.isprintable():
         raise ProviderDataError(f"{what}: card brand is {str(raw)[:40]!r}, not a brand name")
-    word = " ".join(raw.strip().lower().split())
-    if word in _UNKNOWN:
-        return None
-    return _ALIASES.get(word, word.replace(" ", "_"))
+    return brand_of(raw)
+
+
+MAX_APPROVAL_CODE_CHARS = 64  # issuers' codes are six characters; anything past this is a corrupt field
 
 
 def card_last4(raw: Any, what: str) -> str | None:

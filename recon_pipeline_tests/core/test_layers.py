@@ -31,6 +31,7 @@ FLOORS: dict[str, int] = {
     "properties": 0,
     "retry": 0,
     "categories": 0,
+    "tenders": 0,
     "words": 0,
     "frames": 0,
     "checkpoints": 0,

@@ -68,7 +68,10 @@ def _stripe_charge(details: Any, **fields: Any) -> dict[str, Any]:
         ("RuPay", "rupay"),
         ("cup", "unionpay"),
         ("Bajaj Finserv", "bajaj"),
-        ("Some New Scheme", "some_new_scheme"),
+        ("Some New Scheme", None),  # a spelling nobody knows: brand unknown, never a different card
+        ("VA", "visa"),
+        ("AX", "amex"),
+        ("ca", "mastercard"),
         ("unknown", None),
         ("Unknown", None),
         ("", None),

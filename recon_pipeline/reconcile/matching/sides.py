@@ -2,7 +2,7 @@
 
 Candidates are the provider records no ledger entry names by (provider_record_id, kind), and the ledger
 entries (not adjustments) that name no provider record at all: everything else the diff matches by id.
-A PMS writes a card as "VISA", "Visa " or "visa" and its last four as "**** 4242"; a provider writes
+A PMS writes a card as "VISA", "Visa ", "VA" or "visa" and its last four as "**** 4242"; a provider writes
 "visa" and "4242": both become ``visa`` and ``4242`` here once, so every tier compares plain values.
 Optional columns (cards, approval codes, references) may be absent from either frame: absent is null.
 
@@ -21,27 +21,11 @@ import pandas as pd
 
 from recon_pipeline.categories import kind_codes
 from recon_pipeline.frames import present
+from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.reconcile.grouping import IdBytes, group_keys
 
 ADJUSTMENT: Final = "adjustment"
 NO_TIME: Final = np.iinfo(np.int64).min  # NaT as int64 nanoseconds: never within a window
-
-_BRAND_ALIASES: Final = {
-    "mc": "mastercard",
-    "master": "mastercard",
-    "master card": "mastercard",
-    "master_card": "mastercard",
-    "american express": "amex",
-    "american_express": "amex",
-    "americanexpress": "amex",
-    "diners club": "diners",
-    "diners_club": "diners",
-    "dinersclub": "diners",
-    "union pay": "unionpay",
-    "china unionpay": "unionpay",
-    "cup": "unionpay",
-    "unknown": None,
-}
 
 
 class Table:
@@ -227,8 +211,9 @@ def codes(values: np.ndarray) -> np.ndarray:
 
 
 def brands(values: np.ndarray) -> np.ndarray:
-    """Card brands lower case, the usual spellings of one brand as one word (``MC`` is mastercard)."""
-    return _each(values, lambda text: _BRAND_ALIASES.get(text.lower(), text.lower()))
+    """Card brands in the one vocabulary (``providers/cards.py``: ``VA`` and ``Visa`` are visa); a spelling
+    nobody knows is null, "brand unknown", never a different card."""
+    return _each(values, brand_of)
 
 
 def last_fours(values: np.ndarray) -> np.ndarray:
