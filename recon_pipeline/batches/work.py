@@ -66,6 +66,7 @@ from recon_pipeline.reconcile.matching import PERSON, KnownMatch, MatchOutcome, 
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
+from recon_pipeline.reconcile.takings import by_tender
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.review.matches import known_matches, save_matches
 from recon_pipeline.review.results import sync_adjustments
@@ -248,6 +249,8 @@ def reconcile_property_night(
     (``claimed``, its unattributed payments' ``owners``) to committed adjustments and findings."""
     property_id, window, account = target.row.property_id, target.window, target.account
     entries = split_ledger_records(ledger_frame(pms.ledger[property_id], window))
+    # Cash, bank transfers, OTA-collected money: the hotel's takings, never the provider's (takings.py).
+    tendered = by_tender(entries.valid)
     split = attribute(claimed, account, owners)
     own = split.own
     nobody = split.unattributed if reports_unattributed(account) else split.unattributed.iloc[0:0]
@@ -263,7 +266,7 @@ def reconcile_property_night(
         credited to the entries they correct (so a corrected movement is matched and its finding clears),
         the fees the property does not book per movement set aside, then the matcher's pairs of what
         names no provider id (reconcile/matching)."""
-        ledger = fold_posted_adjustments(canonical_ledger(entries.valid, aliases), posted)
+        ledger = fold_posted_adjustments(canonical_ledger(tendered.provider, aliases), posted)
         compared, ledger, taken = fees_for_diff(own, ledger, target.row.fee_booking_mode)
         return match_night(compared, ledger, policy, decided), taken
 
@@ -276,7 +279,7 @@ def reconcile_property_night(
         matching.provider_records, matching.ledger, elsewhere, target.row.fx_tolerance, target.row.currency
     )
     result = with_findings(
-        replace(result, discrepancies=name_booked_ids(result.discrepancies, entries.valid)),
+        replace(result, discrepancies=name_booked_ids(result.discrepancies, tendered.provider)),
         matching.findings,
         unattributed_findings(nobody),
         entries.invalid,
