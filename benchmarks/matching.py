@@ -1,6 +1,6 @@
 """Precision measured, not hoped: a night's reconciliation scored on a labelled world of hotel ledgers.
 
-    python -m benchmarks.matching --property-nights 2000 --seed 1 [--json] [--without-matcher]
+    python -m benchmarks.matching --property-nights 2000 --seed 1 [--json] [--without-matcher] [--turns N]
 
 The world is ``recon_pipeline/simulation/hotel_ledger.py``'s: property-nights whose ledgers are kept the
 way Apaleo, OPERA and Mews keep them (most postings without the provider's id, split folios, identical and
@@ -24,7 +24,8 @@ before the matcher. Scored:
   OTA's collection, a voucher or another tender the provider never sees (count and sum per currency);
 - findings by category (and the false ones, by category and by the shape of the rows they name, with the
   first examples of each shape), planted ones missed by label, wall time of the reconciliation alone
-  (generation and reading not timed).
+  (generation and reading not timed); with ``--turns N``, both reconciliations timed in N turns on the same
+  world and the median ratio of their times.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 import time
 from collections import Counter
@@ -275,15 +277,37 @@ def score(world: HotelWorld, reconcile: Reconcile) -> Score:
     return result
 
 
+def time_in_turns(world: HotelWorld, turns: int) -> dict[str, Any]:
+    """The diff alone and the matcher with the diff over the whole world (ledgers read once, not timed),
+    run in turns, the first arm alternating: each arm's seconds per turn and the median of the turns'
+    ratios (matcher + diff over diff alone), which a shared host's load disturbs less than two runs apart."""
+    nights = [(night, read_ledger(night)) for night in world.nights]
+    arms: dict[str, Reconcile] = {"diff_alone": diff_alone, "matcher_then_diff": matcher_then_diff}
+    seconds: dict[str, list[float]] = {name: [] for name in arms}
+    for turn in range(turns):
+        for name in sorted(arms, reverse=turn % 2 == 1):
+            started = time.perf_counter()
+            for night, ledger in nights:
+                arms[name](night, ledger)
+            seconds[name].append(round(time.perf_counter() - started, 3))
+    ratios = [
+        both / alone for both, alone in zip(seconds["matcher_then_diff"], seconds["diff_alone"], strict=True)
+    ]
+    return {"turn_seconds": seconds, "ratio": round(statistics.median(ratios), 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--property-nights", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--without-matcher", action="store_true", help="score diff_night alone (today's)")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of text")
+    parser.add_argument(
+        "--turns", type=int, default=0, help="also time both reconciliations in N turns (their ratio)"
+    )
     args = parser.parse_args(argv)
-    if args.property_nights < 1:
-        parser.error("--property-nights must be positive")
+    if args.property_nights < 1 or args.turns < 0:
+        parser.error("--property-nights must be positive and --turns not negative")
     use_matcher = not args.without_matcher
 
     started = time.perf_counter()
@@ -308,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         "generation_seconds": round(generation, 3),
         **scored.figures(),
     }
+    if args.turns:
+        figures["in_turns"] = time_in_turns(world, args.turns)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0
@@ -350,6 +376,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"false finding      {example}")
     for example in scored.missed_examples:
         print(f"missed             {example}")
+    if args.turns:
+        turns = figures["in_turns"]
+        print(
+            f"in turns           diff alone {turns['turn_seconds']['diff_alone']} s, matcher + diff "
+            f"{turns['turn_seconds']['matcher_then_diff']} s: median ratio {turns['ratio']}x"
+        )
     return 0
 
 
