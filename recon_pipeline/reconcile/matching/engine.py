@@ -1,6 +1,6 @@
 """``match_night``: the matcher of one property-night, run before the diff (docs/matching.md).
 
-Order: decided matches first (a person's, then the adjacent nights'), verbatim; then the policy's tiers,
+Order: negative payments read as the refunds they post (``refunds.py``); decided matches first (a person's, then the adjacent nights'), verbatim; then the policy's tiers,
 each only on what is still unmatched; what is certain pairs, what is not is held back with one finding.
 A night whose every entry names its provider record (and with nothing decided) returns at once: the
 frames as they came, at the cost of one null check of the ledger's ids.
@@ -25,6 +25,7 @@ from recon_pipeline.reconcile.matching.policy import (
     KnownMatch,
     MatchPolicy,
 )
+from recon_pipeline.reconcile.matching.refunds import negative_payments_as_refunds
 from recon_pipeline.reconcile.matching.resolve import Pool
 from recon_pipeline.reconcile.matching.sides import candidate_sides, exact_id_count, unkeyed_entries
 from recon_pipeline.reconcile.matching.split import split_search
@@ -45,6 +46,7 @@ def match_night(
 ) -> MatchOutcome:
     """Pair the night's provider records with the ledger entries that do not name them (see the module
     docstring); the outcome's frames are what the diff is to compare."""
+    ledger_records = negative_payments_as_refunds(provider_records, ledger_records)
     entries_at = unkeyed_entries(ledger_records)
     if len(entries_at) == 0 and not known:
         return unchanged(
