@@ -1,4 +1,4 @@
-"""Refunds as PMSs post them: a ``payment`` entry with a negative amount is a refund to the matcher and the diff.
+"""Refunds as PMSs post them: a negative ``payment`` entry is a refund to the matcher and to the diff.
 
 Many PMSs reverse money on a payment line (Apaleo's refund, OPERA's negative payment) rather than in a
 refund posting, so the provider's refund (or a dispute's withdrawal) and the ledger's negative payment
