@@ -457,10 +457,11 @@ class _NightBuilder:
             return self.rng.randint(30, 1800) * (100 if self.currency == "JPY" else 1000)
         return self.rng.randint(4, 300) * 500
 
-    def _off(self) -> int:
-        """A few units off: what a mistyped or short posting differs by."""
-        step = 1 if self.zero_decimal else 100
-        return self.rng.randint(1, 20) * step * 5
+    def _off(self, amount: int) -> int:
+        """A few units off ``amount`` (at most half of it, so that the posting keeps its sign): what a
+        mistyped or short posting differs by."""
+        step = 5 if self.zero_decimal else 500
+        return min(self.rng.randint(1, 20), max(1, amount // 2 // step)) * step
 
     def _fee(self, amount: int) -> int:
         fixed = 0 if self.zero_decimal else 25
@@ -966,7 +967,7 @@ class _NightBuilder:
     def _plant_amount_off(self) -> None:
         """Posted with an amount off by a few units: keyed, or by booking with card and approval code."""
         charge = self._charge(self._booking())
-        amount = charge["amount_minor"] + self.rng.choice((-1, 1)) * self._off()
+        amount = charge["amount_minor"] + self.rng.choice((-1, 1)) * self._off(charge["amount_minor"])
         keys: dict[str, Any] = (
             {"keyed": True} if self.rng.random() < 0.4 else {"card": True, "approval": True}
         )
@@ -1029,7 +1030,7 @@ class _NightBuilder:
         reading one ambiguity over them all states every one)."""
         members = self._group_bookings()
         shares = [self._amount() for _ in members]
-        charge = self._charge(members[0], sum(shares) + self._off())
+        charge = self._charge(members[0], sum(shares) + self._off(sum(shares)))
         entries = [
             self._post(charge | {"booking_id": member}, amount=share)
             for member, share in zip(members, shares, strict=True)
@@ -1059,7 +1060,7 @@ class _NightBuilder:
         postings the provider never took (the first, beside a failed charge, its status mismatch)."""
         booking, amount, card = self._booking(), self._amount(), self._card()
         declined = self._declined(booking, amount, card)
-        back = amount - self._off()
+        back = amount - self._off(amount)
         plus, minus = self._reversal_legs(declined, amount, back)
         failed = declined["provider_record_id"] is not None
         records = [_key(declined)] if failed else []

@@ -7,7 +7,7 @@ are what they claim to be once the ledger is read as the pipeline reads it.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 import pandas as pd
 import pytest
@@ -126,6 +126,7 @@ def test_every_planted_finding_names_rows_that_are_there(world: HotelWorld) -> N
                 assert plant.category == AMOUNT_MISMATCH
                 (entry,) = plant.entries
                 assert by_record[plant.key] != by_entry[entry]
+                assert (by_record[plant.key] > 0) == (by_entry[entry] > 0)  # off, not of the other sign
 
 
 def test_each_pms_writes_its_own_spellings_and_the_pipeline_reads_them_back(world: HotelWorld) -> None:
@@ -166,6 +167,7 @@ def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
     approval code on every part); a reversal's legs net to zero on one booking and card; a refund posted
     as a payment is negative; an unposted charge beside takings of its booking and amount."""
     seen: Counter[str] = Counter()
+    uneven: defaultdict[tuple[str, object], list[int]] = defaultdict(list)
     for night in world.nights:
         entries = night.ledger_records.set_index("entry_id")
         records = night.provider_records.set_index(
@@ -194,6 +196,12 @@ def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
                 assert (beside["amount_minor"] == charge["amount_minor"]).any()
             if plant.label == "identical_short":
                 assert plant.certain and len(plant.accepted) == 2
+            uneven[night.property_id, night.night] += [
+                int(entries.loc[e, "amount_minor"]) for e in plant.entries if plant.label == "reversal_uneven"
+            ]
+    for legs in uneven.values():  # each +X then -Y, in pairs, never netting to zero
+        for plus, minus in zip(legs[::2], legs[1::2], strict=True):
+            assert plus > 0 > minus and plus + minus != 0
     assert {"group_folio", "group_by_card", "reversal", "negative_refund", "dispute_withdrawal"} <= set(seen)
     tenders = pd.concat([night.ledger_records for night in world.nights])["tender"].dropna()
     assert {tender_of(t) for t in tenders} > {CARD}
