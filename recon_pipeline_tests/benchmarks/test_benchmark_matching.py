@@ -176,10 +176,6 @@ def test_a_discrepancy_stated_twice_is_one_real_finding(short_night: HotelNight)
     assert scored.false_by_category == {"missing_in_ledger": 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the matcher does not yet pair the PMS shapes (negative payments, reversals, groups, twins)",
-)
 def test_the_matcher_meets_the_targets_on_a_small_world(world: HotelWorld) -> None:
     """The targets on 24 property-nights of the three PMSs: at least 99.5% of findings real and of planted
     found, no proposal for matched money, none for a tender the provider never sees."""
