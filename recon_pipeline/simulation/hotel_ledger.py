@@ -32,16 +32,18 @@ The mix per property-night: keyed postings, postings by booking only, by booking
 code, with the id only inside ``reference`` text, terminal sales with no booking on either side (card and
 time only), split folios both ways, interchangeable pairs, look-alikes (same card and amount, different
 bookings), late postings on the next night, refunds (as refund entries, or as negative payments: keyed,
-by booking, or naming the refunded charge in ``reference``), a dispute's withdrawal posted as a negative
-payment, failed charges, the three fee bookings, and the PMS shapes: non-card takings (a cash payment of
-the same booking and amount as a card charge, sometimes), a group's one charge posted across its bookings
-(with ``group_id``, or without one with the charge's card and approval code on every posting), and
-declined-then-reversed postings (+X and -X on one booking and card, beside a failed charge or nothing,
-and then a successful retry, sometimes). Planted: payments nobody posted, postings the provider never saw,
-amounts off, look-alikes that must not be paired, one of two identical charges unposted (certain: its
-money, not an ambiguity), an unposted charge beside a cash payment of its booking and amount, a group's
-postings that do not sum to its charge, a negative payment nobody refunded, and a reversal whose legs
-differ. Everything follows from ``(property_nights, seed)``.
+by booking, split in two, or naming the refunded charge in ``reference``), a dispute's withdrawal posted as
+a negative payment, failed charges, the three fee bookings, and the PMS shapes: non-card takings (a cash
+payment of the same booking and amount as a card charge, sometimes), a group's one charge posted across
+its bookings (with ``group_id``, the master's own part missing sometimes, so that only
+``booking_groups``, ``bookings.group_id``, says the master is of the group when it has no entry at all; or
+without a group id, with the charge's card and approval code on every posting), and declined-then-reversed
+postings (+X and -X on one booking and card, beside a failed charge or nothing, then a successful retry,
+sometimes on the same card and of the same amount). Planted: payments nobody posted, postings the
+provider never saw, amounts off, look-alikes that must not be paired, one of two or three identical
+charges unposted (certain: its money, not an ambiguity), an unposted charge beside a cash payment of its
+booking and amount, a group's postings that do not sum to its charge, a negative payment nobody refunded,
+and a reversal whose legs differ. Everything follows from ``(property_nights, seed)``.
 
 What this world cannot show: it is ours, written from the same reading of the PMSs as the matcher it
 scores, so a perfect score here proves the matcher keeps to that reading, not that the reading is right.
@@ -271,6 +273,7 @@ class HotelNight:
     unsettled: tuple[str, ...]  # record keys of failed charges
     adjacent: tuple[str, ...]  # entry ids of other nights' postings loaded around this one
     takings: tuple[str, ...]  # entry ids of tenders the provider never sees
+    booking_groups: dict[str, str]  # booking → its group, as ``bookings.group_id`` says (entries or none)
 
     @property
     def matched_records(self) -> frozenset[str]:
@@ -432,6 +435,7 @@ class _NightBuilder:
             unsettled=tuple(self.unsettled),
             adjacent=tuple(self.adjacent),
             takings=tuple(self.takings),
+            booking_groups=dict(self.group_of),
         )
 
     # --- ids, amounts, cards, times ------------------------------------------------------------------
@@ -664,7 +668,8 @@ class _NightBuilder:
 
     def _maybe_refund(self, charge: dict[str, Any], **keys: Any) -> None:
         """A refund of the charge, sometimes: posted as a refund entry, or, as PMSs mostly do, as a negative
-        payment (keyed by the refund's id, by booking, or naming the refunded charge in ``reference``)."""
+        payment (keyed by the refund's id, by booking, in two parts by booking, or naming the refunded charge
+        in ``reference``)."""
         if self.rng.random() >= _REFUND_SHARE:
             return
         refund = self._refund(charge)
@@ -674,6 +679,11 @@ class _NightBuilder:
             return
         if way < 0.5:
             entry = self._post(refund, kind="payment", keyed=True)
+        elif -refund["amount_minor"] >= 1000 and self.rng.random() < 0.15:  # split over the folio's windows
+            amounts = _split_amount(self.rng, -refund["amount_minor"], 2, self.currency)
+            parts = [self._post(refund, kind="payment", amount=-part) for part in amounts]
+            self._group("negative_refund", [refund], parts)
+            return
         elif way < 0.85 or self.pms != "apaleo":
             entry = self._post(refund, kind="payment", card=self.rng.random() < 0.5)
         else:
@@ -820,21 +830,38 @@ class _NightBuilder:
     def _style_group_folio(self) -> None:
         """A group's one charge (its master booking's) posted across the group's bookings, each part under
         its own booking (OPERA's routing to a master folio, an Apaleo block): ``group_id`` says they are one
-        group. The card is on every part, sometimes; a member pays its own extras too, sometimes."""
-        members = self._group_bookings()
-        shares = [self._amount() for _ in members]
+        group. The master keeps no part of it, sometimes (then the ledger names its group only if it pays
+        its own extras by card); the card is on every part, sometimes; a member pays its own extras too,
+        sometimes."""
+        members = self._group_bookings(2, 4)
+        master_posts = self.rng.random() < 0.75
+        posting = (
+            members
+            if master_posts
+            else [*members[1:], *([self._member(members)] if len(members) < 3 else [])]
+        )
+        shares = [self._amount() for _ in posting]
         charge = self._charge(members[0], sum(shares))
         with_card = self.rng.random() < 0.5
         entries = [
             self._post(charge | {"booking_id": member}, amount=share, card=with_card)
-            for member, share in zip(members, shares, strict=True)
+            for member, share in zip(posting, shares, strict=True)
         ]
         self._group("group_folio", [charge], entries)
         self._fee_posted("group_folio", [charge])
-        for member in members[1:]:
-            if self.rng.random() < 0.3:
-                extra = self._charge(member, self._distinct_amount(member, *shares))
-                self._posted_with_fee("group_member", extra)
+        extras = [member for member in members[1:] if self.rng.random() < 0.3]
+        if not master_posts and self.rng.random() < 0.5:
+            extras.append(members[0])
+        for member in extras:
+            extra = self._charge(member, self._distinct_amount(member, *shares))
+            self._posted_with_fee("group_member", extra)
+
+    def _member(self, members: list[str]) -> str:
+        """One more booking of the group of ``members``."""
+        member = self._booking()
+        self.group_of[member] = self.group_of[members[0]]
+        members.append(member)
+        return member
 
     def _style_group_by_card(self) -> None:
         """A group's one charge posted across its bookings by a PMS that keeps no group: every part carries
@@ -851,17 +878,18 @@ class _NightBuilder:
 
     def _style_reversal(self) -> None:
         """Declined at the terminal, then reversed: the PMS posted +X and -X on one booking and card the
-        same night, beside the provider's failed charge or nothing; the guest paid with another card,
-        sometimes of the same amount, posted by booking."""
+        same night, beside the provider's failed charge or nothing; the guest paid again, sometimes with
+        the same card and of the same amount, posted by booking (and card, sometimes)."""
         booking, amount, card = self._booking(), self._amount(), self._card()
         declined = self._declined(booking, amount, card)
         if declined["provider_record_id"] is not None:
             self.unsettled.append(_key(declined))
         legs = self._reversal_legs(declined, amount)
         self.groups.append(Group("reversal", (), legs, 0, self.currency))
-        if self.rng.random() < 0.5:
-            retry = self._charge(booking, amount if self.rng.random() < 0.7 else self._amount())
-            self._posted_with_fee("reversal", retry)
+        if self.rng.random() < 0.5:  # the retry: the same card, sometimes (the issuer let it through)
+            again = card if self.rng.random() < 0.5 else None
+            retry = self._charge(booking, amount if self.rng.random() < 0.7 else self._amount(), again)
+            self._posted_with_fee("reversal", retry, card=self.rng.random() < 0.5)
 
     def _declined(self, booking: str, amount: int, card: _Card) -> dict[str, Any]:
         """The provider's failed charge of a declined card, or, half the time, nothing at the provider:
@@ -985,34 +1013,26 @@ class _NightBuilder:
         self._plant("look_alike", MISSING_AT_PROVIDER, f"entry:{entry}", entries=[entry])
 
     def _plant_identical_short(self) -> None:
-        """Two charges of one amount on one booking and card, one posting (by booking, with the card
-        sometimes): one of them is unposted, either, and its money is certain."""
+        """Two (or three) charges of one amount on one booking and card, one posting fewer (by booking, with
+        the card sometimes): one of them is unposted, any, and its money is certain."""
         booking, amount, card = self._booking(), self._amount(), self._card()
-        first, second = (self._charge(booking, amount, card) for _ in range(2))
-        entry = self._post(first, card=self.rng.random() < 0.5)
-        fee_entry = self._post(first, kind="fee") if self.per_movement else None
-        label = "identical_short"
-        self.planted.append(
-            Planted(
-                label,
-                MISSING_IN_LEDGER,
-                _key(second),
-                frozenset((MISSING_IN_LEDGER, _key(row)) for row in (first, second)),
-                (_key(first), _key(second)),
-                (entry,),
-                certain=True,
-            )
-        )
-        if fee_entry is not None:
-            fees = [self._fee_record(first), self._fee_record(second)]
+        charges = [self._charge(booking, amount, card) for _ in range(2 if self.rng.random() < 0.75 else 3)]
+        with_card = self.rng.random() < 0.5
+        entries = tuple(self._post(charge, card=with_card) for charge in charges[1:])
+        rows = [charges]
+        postings = [entries]
+        if self.per_movement:
+            rows.append([self._fee_record(charge) for charge in charges])
+            postings.append(tuple(self._post(charge, kind="fee") for charge in charges[1:]))
+        for records, posted in zip(rows, postings, strict=True):
             self.planted.append(
                 Planted(
-                    label,
+                    "identical_short",
                     MISSING_IN_LEDGER,
-                    _key(fees[1]),
-                    frozenset((MISSING_IN_LEDGER, _key(row)) for row in fees),
-                    tuple(_key(row) for row in fees),
-                    (fee_entry,),
+                    _key(records[0]),
+                    frozenset((MISSING_IN_LEDGER, _key(row)) for row in records),
+                    tuple(_key(row) for row in records),
+                    posted,
                     certain=True,
                 )
             )

@@ -163,9 +163,10 @@ def test_each_pms_writes_its_own_spellings_and_the_pipeline_reads_them_back(worl
 
 
 def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
-    """A group's parts sum to its charge across bookings (with the group's id, or the charge's card and
-    approval code on every part); a reversal's legs net to zero on one booking and card; a refund posted
-    as a payment is negative; an unposted charge beside takings of its booking and amount."""
+    """A group's parts sum to its charge across bookings (with the group's id, the master's own part
+    sometimes missing, or with the charge's card and approval code on every part); a reversal's legs net
+    to zero on one booking and card, an uneven one's do not; a refund posted as a payment is negative; an
+    unposted charge beside takings of its booking and amount; one of two or three twins unposted."""
     seen: Counter[str] = Counter()
     uneven: defaultdict[tuple[str, object], list[int]] = defaultdict(list)
     for night in world.nights:
@@ -179,7 +180,8 @@ def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
             if group.style == "group_folio" and group.records[0].endswith(":payment"):
                 assert rows["booking_id"].nunique() == len(rows) >= 2 and rows["group_id"].nunique() == 1
                 assert rows["group_id"].notna().all()
-                assert records.loc[group.records[0], "booking_id"] in set(rows["booking_id"])
+                if records.loc[group.records[0], "booking_id"] not in set(rows["booking_id"]):
+                    seen["group_folio without the master's part"] += 1
             elif group.style == "group_by_card" and group.records[0].endswith(":payment"):
                 assert rows["booking_id"].nunique() == len(rows) >= 2 and rows["group_id"].isna().all()
                 assert set(rows["approval_code"]) == {records.loc[group.records[0], "approval_code"]}
@@ -195,7 +197,7 @@ def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
                 beside = takings[takings["booking_id"] == charge["booking_id"]]
                 assert (beside["amount_minor"] == charge["amount_minor"]).any()
             if plant.label == "identical_short":
-                assert plant.certain and len(plant.accepted) == 2
+                assert plant.certain and len(plant.accepted) == len(plant.records) == len(plant.entries) + 1
             uneven[night.property_id, night.night] += [
                 int(entries.loc[e, "amount_minor"]) for e in plant.entries if plant.label == "reversal_uneven"
             ]
@@ -203,5 +205,6 @@ def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
         for plus, minus in zip(legs[::2], legs[1::2], strict=True):
             assert plus > 0 > minus and plus + minus != 0
     assert {"group_folio", "group_by_card", "reversal", "negative_refund", "dispute_withdrawal"} <= set(seen)
+    assert seen["group_folio without the master's part"] > 0
     tenders = pd.concat([night.ledger_records for night in world.nights])["tender"].dropna()
     assert {tender_of(t) for t in tenders} > {CARD}
