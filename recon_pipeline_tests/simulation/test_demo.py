@@ -8,8 +8,9 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import pytest
@@ -23,6 +24,7 @@ from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.reconcile.matching import TIERS
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES as KEYED_PROPERTIES
 from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.run import NightOutcome, run_demo, unlike_the_world
 from recon_pipeline.simulation.demo.world import World, build_world
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata, seeded
 
@@ -194,6 +196,49 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     env["RECON_DATABASE_URL"] = f"sqlite:///{tmp_path / 'r.sqlite'}"
     assert run_recon("db", "init", env=env).stdout.startswith("upgraded the database from revision (none)")
     assert run_recon("db", "init", env=env).stdout.strip().endswith(", the newest")
+
+
+# --- the demo's clock (run_demo's ``clock``) ----------------------------------------------------------
+
+
+@pytest.mark.slow  # three demos through Dagster per database
+def test_the_demo_runs_twice_in_a_row_as_rome_crosses_midnight(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A demo at 23:58 in Rome reconciles Rome's night before; at 00:02 Rome's newest night is the one
+    that just ended, and its first minutes hold what the night before posted after midnight (payments of
+    23:59 booked at 00:02, a late folio posting): the provider still serves those payments, so the demo
+    finds what was planted, and the same demo again finds the same and proposes nothing new."""
+    for name in ("DAGSTER_HOME", "RECON_PROVIDER", "RECON_PROVIDER_FLAVOUR", "RECON_PROVIDER_BASE_URL"):
+        monkeypatch.setenv(name, "")  # the demo sets them; each is put back after the test
+    monkeypatch.delenv("DAGSTER_HOME")
+    monkeypatch.setenv("RECON_DATABASE_URL", database_url)
+    rome = ZoneInfo("Europe/Rome")
+    midnight = datetime.combine(datetime.now(rome).date() - timedelta(days=2), time(0), rome)
+    printed: list[str] = []
+
+    def demo_at(moment: datetime) -> list[NightOutcome]:
+        outcomes = run_demo(HOTEL_BOOKINGS, echo=printed.append, clock=lambda: moment)
+        assert unlike_the_world(outcomes) is None
+        return outcomes
+
+    before = {o.property_id: o for o in demo_at(midnight - timedelta(minutes=2))}
+    assert before[HOTEL].night == (midnight.date() - timedelta(days=2)).isoformat()
+    printed.clear()
+    after = {o.property_id: o for o in demo_at(midnight + timedelta(minutes=2))}
+    assert after[HOTEL].night == (midnight.date() - timedelta(days=1)).isoformat()
+    assert [line for line in printed if "also serves the night before" in line] == [
+        f"the provider also serves the night before of {HOTEL} {before[HOTEL].night} (an earlier demo's, "
+        "whose last payments were posted in tonight's)"
+    ]
+    for property_id, outcome in after.items():  # the other properties' nights did not move
+        assert (outcome.night == before[property_id].night) == (property_id != HOTEL)
+    assert after[HOTEL].adjustments_new > 0
+
+    again = {o.property_id: o for o in demo_at(midnight + timedelta(minutes=2))}
+    for property_id, outcome in again.items():
+        assert (outcome.night, outcome.found) == (after[property_id].night, after[property_id].found)
+        assert outcome.adjustments_new == 0
 
 
 # --- the hotel-style property (simulation/demo/world.py, _HotelNightBuilder) ----------------------------

@@ -623,7 +623,9 @@ class _NightBuilder:
             return
         checkout = self.first_half()
         self.captured_hold(checkout - timedelta(days=2), checkout, period)
-        opened = self.window.start - timedelta(hours=12)  # open for days yet (extended where the card can)
+        # open for days yet: taken at a check-in tonight (extended where the card can), so that even a
+        # three-day hold (Razorpay's) lapses after the next two nights, whose runs judge none of this night's
+        opened = self.window.start + timedelta(hours=1)
         self.authorization_hold(opened, opened + max(period, EXTENDED_AUTHORIZATION))
         lapses = self.window.end + timedelta(hours=5)
         self.authorization_hold(lapses - period, lapses)
