@@ -81,7 +81,6 @@ MATCHES_BY_RULE = {
     "split": 2,
     "card_window": 1,
 }
-AMBIGUITY = "ambiguous:ch_am1+ch_am2+ch_am3=le_am1+le_am2"
 # The planted discrepancies (and the booking typo a person pairs later), each found once, with what it
 # proposes; the held-back rows' findings, proposing nothing.
 PLANTED = {
@@ -92,10 +91,11 @@ PLANTED = {
     ("missing_in_ledger", "ch_la:payment"): ("post_missing_payment", 18_000),  # the look-alikes
     ("missing_at_provider", "entry:le_la"): ("reverse_unmatched_payment", -18_000),
     ("missing_in_ledger", "ch_hb:payment"): ("post_missing_payment", 8_800),  # the booking typo
+    # three interchangeable twins, two postings: the earliest two pair, the third is certain money
+    ("missing_in_ledger", "ch_am3:payment"): ("post_missing_payment", 11_000),
     ("missing_at_provider", "entry:le_hb"): ("reverse_unmatched_payment", -8_800),
 }
 HELD = {
-    ("ambiguous_match", AMBIGUITY),
     ("suggested_match", "match:ch_sg1=le_sg1"),
     ("suggested_match", "match:ch_sg2=le_sg2"),
 }
@@ -187,10 +187,9 @@ def test_every_tier_pairs_what_it_should_and_only_the_planted_discrepancies_are_
     assert stored["ch_s2=le_s2"]["keys_differ"] == "amount 200.00 EUR vs 195.00 EUR"
     # The look-alikes (one card, one amount, two bookings, no approval code) are never paired.
     assert not [key for key in stored if _ids(key) & {"ch_la", "le_la", "ch_hb", "le_hb"}]
-    # Three identical charges, two postings: two pair (certain money), the third is one ambiguity.
-    ambiguity = found[("ambiguous_match", AMBIGUITY)]
-    assert ambiguity["provider_record_id"] == "ch_am3" and "ch_am3 stays unpaired" in ambiguity["detail"]
-    assert not [key for key in found if "ch_am3" in key[1] and key[0] != "ambiguous_match"]
+    # Three identical charges, two postings: two pair in time order, the third is missing with its money.
+    assert not [key for key in found if key[0] == "ambiguous_match"]
+    assert found[("missing_in_ledger", "ch_am3:payment")]["difference_minor"] == 11_000
     # A suggestion names its one candidate, below the threshold.
     suggestion = stored["ch_sg1=le_sg1"]
     assert (suggestion["score"], suggestion["provider_amount_minor"]) == (0.5, 7_700)
@@ -213,8 +212,7 @@ def test_every_tier_pairs_what_it_should_and_only_the_planted_discrepancies_are_
 def test_the_nights_either_side_leave_the_night_as_it_was(rome: Rome) -> None:
     """The schedule reconciles the next night and re-runs the earlier ones: the next night's folio posting
     of tonight's charge (le_td) is a timing difference there too, each night keeps its own matches (a
-    neighbour's are applied first, never stored or counted again), and tonight re-run changes no row; its
-    ambiguity stays one finding proposing nothing."""
+    neighbour's are applied first, never stored or counted again), and tonight re-run changes no row."""
     rome.run("run-1")
     tonight = rome.snapshot(NIGHT_TEXT)
     quiet = {rule: 0 for rule in MATCHES_BY_RULE}

@@ -157,7 +157,7 @@ LABELS: Final[dict[str, str]] = {
     "ch_sp1": "one charge, two folio postings",
     "ch_sp2a": "deposit and balance, one folio posting",
     "ch_cw": "bar terminal: amount + card within the window, no booking at Stripe",
-    "ch_am1": "three identical charges, two postings",
+    "ch_am1": "three identical charges, two postings (the third: missing in the ledger)",
     "ch_sg1": "suggestion: amount within the window, no card on the posting",
     "ch_sg2": "suggestion: amount within the window, no card on the posting",
     "ch_hb": "booking typo on the posting: a person pairs it by hand",
@@ -207,7 +207,7 @@ def build_pms_night() -> PmsNight:
     # card + amount within the window, no booking at Stripe (the bar's terminal; the folio charged a room)
     c("ch_cw", 10.0, 4_250, None, ("amex", "3782", "CW0001"))
     p("le_cw", 10.3, 4_250, booking="BK-CW", brand="AMEX", last4="3782")
-    # three identical charges of one booking, two postings: two pair (certain money), one is held back
+    # three identical charges of one booking, two postings: two pair, the third is missing in the ledger
     for n, hours in ((1, 11.0), (2, 11.5), (3, 12.0)):
         c(f"ch_am{n}", hours, 11_000, "BK-AM", ("visa", "4008", f"AM000{n}"))
     p("le_am1", 11.2, 11_000, booking="BK-AM")
