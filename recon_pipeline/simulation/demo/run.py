@@ -2,12 +2,14 @@
 
 Seed the demo properties of one provider (``--provider``: the ones its package names) and the demo
 analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that provider's
-API, reconcile every property's newest night whose money the provider has published (``demo_nights``:
-last night, unless the provider publishes a night's money later) through the real ``reconcile_night`` job
-(its blocking asset check included), then print what was found against what was planted. Then the PMS
-catches up (``follow_the_ledger``): it books half of the missing payments and one ledger amount changes,
-the same partitions run again, and the demo prints how many findings were cleared and proposals withdrawn
-or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no new
+API (with each property's night before, where an earlier demo left it in the database:
+``serve_held_nights_before``, so that the demo runs twice in a row at any moment), reconcile every
+property's newest night whose money the provider has published (``demo_nights``: last night, unless the
+provider publishes a night's money later) through the real ``reconcile_night`` job (its blocking asset
+check included), then print what was found against what was planted. Then the PMS catches up
+(``follow_the_ledger``): it books half of the missing payments and one ledger amount changes, the same
+partitions run again, and the demo prints how many findings were cleared and proposals withdrawn or
+superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no new
 adjustments and, the ledger being as the first left it, clears nothing. Last, each night's report files
 are rendered on demand from the database (as `recon report night` does; the runs write none) and their
 paths printed. A run that fails stops the demo with one line saying which check or step failed and why
