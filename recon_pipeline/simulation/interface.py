@@ -6,7 +6,8 @@ Kept apart from ``providers/interface.py`` so that production providers carry no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -49,6 +50,10 @@ class DemoWorld:
     # provider's id, so the matcher pairs them. Seeded by ``recon demo`` beside ``properties``, which the
     # tests' worlds are built of alone.
     hotel_properties: tuple[PropertyRow, ...] = ()
+    # Hotel properties whose PMS is a named one (``demo/pms_ledgers.py``: ``apaleo``, ``opera``, ``mews``),
+    # property id → PMS: their ledgers are written as that PMS records money (tenders, card-type spellings,
+    # refunds as negative payments, reversals, group folios).
+    pms_styles: Mapping[str, str] = field(default_factory=dict)
 
 
 class ProviderSimulation(Protocol):

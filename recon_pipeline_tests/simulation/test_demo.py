@@ -26,11 +26,14 @@ from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES as KEYED_P
 from recon_pipeline.simulation.demo.properties import demo_properties
 from recon_pipeline.simulation.demo.run import NightOutcome, run_demo, unlike_the_world
 from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline.simulation.registry import simulation_named
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata, seeded
 
-# What `recon demo` seeds: the keyed properties the tests' worlds are built of, and the hotel-style one.
+# What `recon demo` seeds: the keyed properties the tests' worlds are built of, the hotel-style one, and
+# the hotel-style ones whose PMS is a named one (test_demo_pms_ledgers.py).
 DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)
 HOTEL = "rome-trastevere"
+PMS_STYLE_OF = simulation_named(DEFAULT_FLAVOUR).demo_world().pms_styles
 HOTEL_BOOKINGS = 60
 
 
@@ -247,14 +250,13 @@ def test_the_demo_runs_twice_in_a_row_as_rome_crosses_midnight(
 @pytest.mark.fast
 def test_the_hotel_world_builds_what_each_rule_pairs_and_leaves_the_keyed_properties_as_they_were() -> None:
     properties = demo_properties(DEFAULT_FLAVOUR)
-    assert [p.property_id for p in properties] == [*(p.property_id for p in KEYED_PROPERTIES), HOTEL]
+    keyed_ids = [p.property_id for p in KEYED_PROPERTIES]
+    assert [p.property_id for p in properties] == [*keyed_ids, HOTEL, *PMS_STYLE_OF]
     nights = {p.property_id: date(2026, 12, 3) for p in properties}
     world = build_world(nights, HOTEL_BOOKINGS, properties=properties)
     keyed = build_world(nights, HOTEL_BOOKINGS)  # the tests' worlds: the keyed properties alone
-    assert [e for e in world.ledger_entries if e["property_id"] != HOTEL] == keyed.ledger_entries
-    assert (
-        world.expected - Counter({k: n for k, n in world.expected.items() if k[0] == HOTEL}) == keyed.expected
-    )
+    assert [e for e in world.ledger_entries if e["property_id"] in keyed_ids] == keyed.ledger_entries
+    assert Counter({k: n for k, n in world.expected.items() if k[0] in keyed_ids}) == keyed.expected
     built = {rule: n for (p, _night, rule), n in world.expected_matches.items() if p == HOTEL}
     assert set(built) == set(TIERS) and all(built.values())  # every matcher's rule has something to pair
     entries = [e for e in world.ledger_entries if e["property_id"] == HOTEL]
@@ -273,9 +275,10 @@ def test_the_demo_pairs_the_hotel_ledger_rule_by_rule_and_finds_only_what_was_pl
     assert "differs" not in result.stdout
     nights = dict(NIGHT_BLOCK.findall(result.stdout))
     assert HOTEL in nights
-    # the hotel alone prints its matches per rule (the keyed properties' are the provider's id alone)
+    # the hotel-style properties alone print their matches per rule (the keyed properties' are the
+    # provider's id alone)
     block = result.stdout.split(f"== {HOTEL}")[1].split("\n== ")[0]
-    assert result.stdout.count("matched by") == block.count("matched by") == 1
+    assert block.count("matched by") == 1 and result.stdout.count("matched by") == 1 + len(PMS_STYLE_OF)
     assert re.search(r"^   booking and amount +\d+ +\d+$", block, re.MULTILINE)
     assert lifecycle_lines(result.stdout)[HOTEL] == (1, 1, 1, 1, 1, 1)  # the PMS catches up, as elsewhere
 
@@ -316,7 +319,10 @@ def test_the_demo_pairs_the_hotel_ledger_rule_by_rule_and_finds_only_what_was_pl
             "SELECT provider_record_id, ledger_entry_id FROM adjustments WHERE property_id = ? AND night = ?",
             (HOTEL, night),
         ).fetchall()
-        other_matches = connection.execute("SELECT COUNT(*) FROM matches WHERE property_id != ?", (HOTEL,))
+        keyed = [p.property_id for p in KEYED_PROPERTIES]
+        other_matches = connection.execute(
+            f"SELECT COUNT(*) FROM matches WHERE property_id IN ({', '.join('?' * len(keyed))})", keyed
+        )
         assert other_matches.fetchone() == (0,)  # the keyed properties: everything by the provider's id
     assert found == planted
     assert matched == built

@@ -31,4 +31,7 @@ DEMO_THRESHOLDS_MINOR = {
     "amsterdam-canal": 1_000_000,  # €10,000
     "london-borough": 1_000_000,  # £10,000
     "rome-trastevere": 1_000_000,  # €10,000
+    "edinburgh-royalmile": 1_000_000,  # £10,000
+    "newyork-midtown": 1_000_000,  # $10,000
+    "osaka-namba": 1_000_000,  # ¥1,000,000
 }

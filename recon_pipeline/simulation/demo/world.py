@@ -71,15 +71,25 @@ def build_world(
 ) -> World:
     """The demo world for ``nights`` (property_id → night) of ``properties``, in ``flavour``'s ids; with
     ``plant=False`` a clean night (ordinary bookings and timing differences only: nothing to find). A
-    property among the flavour's ``hotel_properties`` keeps a hotel-style ledger (``_HotelNightBuilder``)."""
+    property among the flavour's ``hotel_properties`` keeps a hotel-style ledger (``_HotelNightBuilder``),
+    as its PMS records it where ``pms_styles`` names one (``pms_ledgers.py``)."""
+    # pms_ledgers builds on this module's builders: imported here, where a world is built.
+    from recon_pipeline.simulation.demo.pms_ledgers import pms_night_builder
+
     world, ids = World(), simulation_named(flavour).demo_world()
     hotel_style = {p.property_id for p in ids.hotel_properties}
     for prop in properties:
         world.properties.append(prop.row())
         night = nights[prop.property_id]
         rng = random.Random(f"{seed}/{prop.property_id}/{night}")
-        builder = _HotelNightBuilder if prop.property_id in hotel_style else _NightBuilder
-        builder(world, prop, night, rng, ids).build(bookings_per_night, plant)
+        builder: _NightBuilder
+        if prop.property_id in ids.pms_styles:
+            builder = pms_night_builder(ids.pms_styles[prop.property_id], world, prop, night, rng, ids)
+        elif prop.property_id in hotel_style:
+            builder = _HotelNightBuilder(world, prop, night, rng, ids)
+        else:
+            builder = _NightBuilder(world, prop, night, rng, ids)
+        builder.build(bookings_per_night, plant)
     world.store.reindex()
     return world
 
@@ -690,7 +700,16 @@ class _HotelNightBuilder(_NightBuilder):
 
     Stripe only (``stripe/__init__.py`` names the property): the card keys every flavour serves are the
     same (``host/cards.py``), but the keyed night it builds on plants Stripe-only money movements too.
+    The demo's PMS-style properties (``pms_ledgers.py``) change how it posts: ``posting_styles``,
+    ``reference_texts`` and ``card_brand``.
     """
+
+    posting_styles: tuple[tuple[str, float], ...] = HOTEL_STYLES
+    reference_texts: tuple[str, ...] = HOTEL_REFERENCE_TEXTS
+
+    def card_brand(self, brand: str) -> str:
+        """The card's brand as this PMS writes it (Stripe's ``visa`` as ``VISA``)."""
+        return brand.upper()
 
     # ----- the hotel's postings ----------------------------------------------------------------------
     def posting(
@@ -709,7 +728,7 @@ class _HotelNightBuilder(_NightBuilder):
         self.entry("payment", None, charge["amount"] if amount is None else amount, posted, booking)
         known = card_of(charge)
         self.world.ledger_entries[-1].update(
-            card_brand=known.brand.upper() if card else None,
+            card_brand=self.card_brand(known.brand) if card else None,
             card_last4=known.last4 if card else None,
             approval_code=known.approval_code if approval else None,
             reference=reference,
@@ -723,7 +742,7 @@ class _HotelNightBuilder(_NightBuilder):
         delay = timedelta(seconds=self.rng.randrange(30, 300))
         posted = datetime.fromtimestamp(charge["created"], UTC) + delay
         roll = self.rng.random()
-        style = next(name for name, share in HOTEL_STYLES if roll < share)
+        style = next(name for name, share in self.posting_styles if roll < share)
         booking = charge["metadata"]["booking_id"]
         if style == "keyed":
             self.book_charge(charge, delay)
@@ -732,10 +751,13 @@ class _HotelNightBuilder(_NightBuilder):
         elif style == "channel":
             self.posting(charge, posted, booking=booking)
         elif style == "reference":
-            text = self.rng.choice(HOTEL_REFERENCE_TEXTS)
+            text = self.rng.choice(self.reference_texts)
             card = card_of(charge)
             said = text.format(
-                charge=charge["id"], intent=_order_id(charge), brand=card.brand.upper(), last4=card.last4
+                charge=charge["id"],
+                intent=_order_id(charge),
+                brand=self.card_brand(card.brand),
+                last4=card.last4,
             )
             self.posting(charge, posted, reference=said)
         elif style == "terminal":
