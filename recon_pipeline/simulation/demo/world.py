@@ -633,9 +633,10 @@ class _NightBuilder:
             return
         checkout = self.first_half()
         self.captured_hold(checkout - timedelta(days=2), checkout, period)
-        # open for days yet: taken at a check-in tonight (extended where the card can), so that even a
-        # three-day hold (Razorpay's) lapses after the next two nights, whose runs judge none of this night's
-        opened = self.window.start + timedelta(hours=1)
+        # Open for days yet (extended where the card can): taken half a day before the night, or as late
+        # as a hold of the provider's period needs to outlast the next two nights (Razorpay's three days:
+        # tonight), so that neither's run judges it (a demo run after midnight serves tonight's world too).
+        opened = max(self.window.start - timedelta(hours=12), self.window.start + OUTLASTS - period)
         self.authorization_hold(opened, opened + max(period, EXTENDED_AUTHORIZATION))
         lapses = self.window.end + timedelta(hours=5)
         self.authorization_hold(lapses - period, lapses)
@@ -645,6 +646,7 @@ class _NightBuilder:
 
 
 EXTENDED_AUTHORIZATION = timedelta(days=30)  # Stripe's extended authorization for lodging
+OUTLASTS = timedelta(days=3, hours=1)  # from a night's start, past the end of the two nights after it
 
 
 # ----- the hotel-style property ---------------------------------------------------------------------
