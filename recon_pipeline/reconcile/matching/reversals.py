@@ -63,20 +63,10 @@ def _legs(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> tuple[np.ndar
     maybe_negative = (kinds == REFUND) & (amounts < 0)
     if not maybe_positive.any() or not maybe_negative.any():
         return None
-    moved = {
-        (str(record_id), str(kind))
-        for record_id, kind, settled in zip(
-            provider_records["provider_record_id"],
-            provider_records["kind"],
-            provider_records["settled"].to_numpy(dtype=bool),
-            strict=True,
-        )
-        if settled
-    }
+    settled = provider_records[provider_records["settled"].to_numpy(dtype=bool)]
+    moved = pd.MultiIndex.from_arrays([settled["provider_record_id"], settled["kind"]])
     ids = ledger["provider_record_id"].to_numpy(dtype=object)
-    explained = np.array(
-        [isinstance(i, str) and (i, k) in moved for i, k in zip(ids, kinds, strict=True)], dtype=bool
-    )
+    explained = pd.notna(ids) & pd.MultiIndex.from_arrays([ids, kinds]).isin(moved)
     positive = np.flatnonzero(maybe_positive & ~explained)
     negative = np.flatnonzero(maybe_negative & ~explained)
     if not len(positive) or not len(negative):

@@ -95,10 +95,10 @@ def _groups_of(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
     known = ledger[["booking_id", "group_id"]].dropna()
     if known.empty:
         return groups
-    group_of = dict(zip(texts(known["booking_id"].to_numpy(dtype=object)), known["group_id"], strict=True))
-    for at, booking in enumerate(bookings.tolist()):
-        if booking is not None:
-            groups[at] = group_of.get(booking)
+    booked = texts(known["booking_id"].to_numpy())
+    group_of = pd.Series(known["group_id"].to_numpy(dtype=object), index=booked)
+    found = pd.Series(bookings, dtype=object).map(group_of[~group_of.index.duplicated()])
+    groups[found.notna().to_numpy()] = found.dropna().to_numpy(dtype=object)
     return groups
 
 
