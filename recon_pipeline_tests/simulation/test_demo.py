@@ -260,7 +260,7 @@ def demos_across_midnight(monkeypatch: pytest.MonkeyPatch, flavour: str, moved: 
         assert outcome.adjustments_new == 0
 
 
-# --- the hotel-style property (simulation/demo/world.py, _HotelNightBuilder) ----------------------------
+# --- the hotel-style property (simulation/demo/hotel_night.py, HotelNightBuilder) -----------------------
 
 
 @pytest.mark.fast

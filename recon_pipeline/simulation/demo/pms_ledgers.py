@@ -1,6 +1,6 @@
 """The demo's PMS-style properties: a hotel night whose ledger is written as Apaleo, OPERA or Mews records it.
 
-Why: a PMS's folio is more than card payments posted without the provider's id (``_HotelNightBuilder``).
+Why: a PMS's folio is more than card payments posted without the provider's id (``HotelNightBuilder``).
 It holds money the provider never sees (cash, bank transfers, what an OTA collected and remits), spells
 card types its own way, posts a refund as a negative payment, posts a card declined at the terminal and
 reverses it on the folio, posts a group's one charge across the group's bookings, and now and then posts
@@ -46,7 +46,8 @@ from typing import Any, Final
 from recon_pipeline import categories as c
 from recon_pipeline.properties import FEE_PER_PAYOUT, PropertyRow
 from recon_pipeline.reconcile.matching.policy import BOOKING_AMOUNT, REFERENCE, SPLIT
-from recon_pipeline.simulation.demo.world import World, _HotelNightBuilder, _NightBuilder, order_key
+from recon_pipeline.simulation.demo.hotel_night import HotelNightBuilder
+from recon_pipeline.simulation.demo.night import NightBuilder, World, order_key
 from recon_pipeline.simulation.host.cards import card_of
 from recon_pipeline.simulation.interface import DemoWorld
 from recon_pipeline.tenders import BANK_TRANSFER, CARD, CASH, OTA_COLLECT
@@ -62,7 +63,7 @@ class PmsStyle:
     """How one PMS records a night's money (the module's docstring says each one's)."""
 
     name: str
-    # How ordinary payments are posted: (``_HotelNightBuilder`` style, cumulative share), tried in order.
+    # How ordinary payments are posted: (``HotelNightBuilder`` style, cumulative share), tried in order.
     posting_styles: tuple[tuple[str, float], ...]
     reference_texts: tuple[str, ...]  # the free text naming a charge ({charge}, {intent}, {brand}, {last4})
     brands: Mapping[str, str]  # Stripe's card brand → the PMS's card type
@@ -132,12 +133,12 @@ GROUP_SIZE: Final = 3
 
 def pms_night_builder(
     style: str, world: World, prop: PropertyRow, night: date, rng: random.Random, ids: DemoWorld
-) -> _NightBuilder:
+) -> NightBuilder:
     """The night builder of a property whose PMS is ``style`` (a key of ``PMS_STYLES``)."""
-    return _PmsNightBuilder(world, prop, night, rng, ids, PMS_STYLES[style])
+    return PmsNightBuilder(world, prop, night, rng, ids, PMS_STYLES[style])
 
 
-class _PmsNightBuilder(_HotelNightBuilder):
+class PmsNightBuilder(HotelNightBuilder):
     """A hotel night written as ``style``'s PMS records it (see the module's docstring)."""
 
     def __init__(
@@ -213,7 +214,7 @@ class _PmsNightBuilder(_HotelNightBuilder):
         if self.prop.fee_booking_mode == FEE_PER_PAYOUT:
             super().pay_out(charges, refunds)
         else:
-            _NightBuilder.pay_out(self, charges, refunds)
+            NightBuilder.pay_out(self, charges, refunds)
 
     # ----- the night ---------------------------------------------------------------------------------
     def build(self, bookings: int, plant: bool) -> None:

@@ -23,7 +23,7 @@ SEED_BATCH = 2_000
 
 def seed_world(engine: Engine, world: World) -> dict[str, int]:
     """Insert the world's PMS rows; returns rows newly inserted per table."""
-    # A hotel-style property's entries carry the card keys and reference (``_HotelNightBuilder``), the
+    # A hotel-style property's entries carry the card keys and reference (``HotelNightBuilder``), the
     # others none: every row names every column, as one batched insert needs.
     optional = [name for name in LEDGER_MATCH_KEY_COLUMNS if name in ledger_entries.c]
     entries = [dict.fromkeys(optional) | entry for entry in world.ledger_entries]

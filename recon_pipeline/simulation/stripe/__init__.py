@@ -54,8 +54,7 @@ PMS_PROPERTIES = (
 )
 PMS_STYLES = {"edinburgh-royalmile": "apaleo", "newyork-midtown": "opera", "osaka-namba": "mews"}
 # A hotel whose PMS posts most payments per booking without Stripe's id and books fees per payout, on a
-# connected account of its own: the demo's hotel-style property (``demo/world.py``,
-# ``_HotelNightBuilder``).
+# connected account of its own: the demo's hotel-style property (``demo/hotel_night.py``).
 HOTEL_PROPERTIES = (
     PropertyRow(
         "rome-trastevere",
