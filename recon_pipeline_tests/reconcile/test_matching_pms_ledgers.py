@@ -207,3 +207,18 @@ def test_a_code_for_another_brand_is_another_card_and_an_unknown_spelling_is_no_
         pull(charge("ch_1", card="visa 4242")), folio(posting("le_1", card="ZQ 4242", booking=None))
     )
     assert matched(unknown) == [("ch_1=le_1", "card_window", "matched")]
+
+
+def test_a_disputes_withdrawal_posted_as_a_negative_payment_pairs_with_the_dispute() -> None:
+    outcome = match_night(
+        pull(
+            charge("ch_1", amount=20_000),
+            charge("dp_1", kind="dispute", amount=-20_000, charge_id="ch_1"),
+        ),
+        folio(posting("le_1", amount=20_000), posting("le_2", amount=-20_000, minute=90)),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("dp_1=le_2", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == []
