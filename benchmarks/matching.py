@@ -8,9 +8,9 @@ look-alike charges, late postings, the three fee bookings, takings the provider 
 refunds posted as negative payments, reversals), each with its ground truth. Each night's ledger is read as
 the pipeline reads it (``ledger_frame``: brands and tenders in their vocabularies; the rows the contract
 forbids apart, not timed), then reconciled by the pure steps of ``batches/work.py``: the takings set aside
-(``by_tender``), the frames the property's fee booking compares (``fees_for_diff``), ``match_night``, then
-``diff_night`` on its outputs plus its findings; or with ``--without-matcher`` ``diff_night`` alone, as
-before the matcher. Scored:
+(``by_tender``), the frames the property's fee booking compares (``fees_for_diff``), ``match_night`` (the
+records' groups from ``bookings.group_id``, ``with_groups``), then ``diff_night`` on its outputs plus its
+findings; or with ``--without-matcher`` ``diff_night`` alone, as before the matcher. Scored:
 
 - precision: the share of findings that state a planted discrepancy (its ``(category, record_key)``, or
   an ambiguity or suggestion naming one of its records or entries, unless its money is certain) that no
@@ -54,7 +54,7 @@ from recon_pipeline.nights import night_window  # noqa: E402
 from recon_pipeline.reconcile.adjustments import plan_adjustments  # noqa: E402
 from recon_pipeline.reconcile.diff import diff_night, with_findings  # noqa: E402
 from recon_pipeline.reconcile.fees import fees_for_diff  # noqa: E402
-from recon_pipeline.reconcile.matching import match_night  # noqa: E402
+from recon_pipeline.reconcile.matching import match_night, with_groups  # noqa: E402
 from recon_pipeline.reconcile.takings import by_tender  # noqa: E402
 from recon_pipeline.simulation.hotel_ledger import (  # noqa: E402
     NIGHT_CUTOFF,
@@ -105,9 +105,10 @@ def diff_alone(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
 
 
 def matcher_then_diff(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
-    """The matcher, then the diff on what it hands on, plus the matcher's own findings."""
+    """The matcher (the records' bookings with their groups, ``bookings.group_id``), then the diff on what
+    it hands on, plus the matcher's own findings."""
     provider, compared = fees_compared(night, ledger)
-    outcome = match_night(provider, compared)
+    outcome = match_night(with_groups(provider, night.booking_groups), compared)
     result = diff_night(
         outcome.provider_records, outcome.ledger, night.provider_elsewhere, property_currency=night.currency
     )
