@@ -1,13 +1,14 @@
 """The night's takings through the batch path (``reconcile_batch``), on SQLite and PostgreSQL, against the
 Stripe simulator over loopback: a folio with cash, a bank transfer and OTA-collected money beside the cards
 (``support/takings_night.py``) stores its takings per tender and its cards per brand on both sides in
-``night_takings``, the report carries the same figures, the tenders the provider never sees make no
-finding; a re-run modifies no row, and a changed ledger updates only the lines it changed and removes the
-one that is gone.
+``night_takings``, the report and the night's HTML report carry the same figures, the tenders the provider
+never sees make no finding; a re-run modifies no row, and a changed ledger updates only the lines it
+changed and removes the one that is gone.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,11 @@ from sqlalchemy import Engine, delete, select, update
 
 from recon_pipeline.batches.work import BatchRequest, BatchResult, reconcile_batch
 from recon_pipeline.db.schema import discrepancies, ledger_entries, night_takings
+from recon_pipeline.money import format_minor
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.reconcile.takings import BRAND, LEDGER, PROVIDER, TENDER
+from recon_pipeline.reports.render import render_night_html
 from recon_pipeline_tests.support.pms_night import PROPERTY
 from recon_pipeline_tests.support.provider_fixtures import (
     FAST_RETRY,
@@ -112,6 +115,30 @@ def test_the_nights_takings_per_tender_and_cards_per_brand_are_stored_and_report
     for brand, keys in BRAND_FINDINGS.items():
         summed = sum(difference for category, key, difference in found if (category, key) in keys)
         assert summed == brands[(brand, "EUR")].difference_minor, brand
+
+    # The night's HTML report, rendered on demand from the database, shows both tables.
+    with takings_night.engine.connect() as connection:
+        page = render_night_html(connection, PROPERTY, NIGHT_TEXT)
+    assert {
+        (tender, currency): (int(count), amount)
+        for tender, currency, count, amount in re.findall(
+            r'<tr data-tender="(\w+)" data-currency="(\w+)"><td>[^<]+</td><td>\w+</td><td>(\d+)</td>'
+            r"<td>([^<]+)</td></tr>",
+            page,
+        )
+    } == {key: (count, format_minor(amount, key[1])) for key, (count, amount) in TENDERS.items()}
+    assert "<td>OTA-collected</td>" in page and "<td>Bank transfer</td>" in page
+    cells = re.findall(r'<tr data-brand="(\w+)" data-currency="EUR">((?:<td>[^<]*</td>){7})</tr>', page)
+    assert {brand: re.findall(r"<td>([^<]*)</td>", row)[2:] for brand, row in cells} == {
+        brand: [
+            str(ledger_count),
+            format_minor(ledger_minor, "EUR"),
+            str(provider_count),
+            format_minor(provider_minor, "EUR"),
+            format_minor(provider_minor - ledger_minor, "EUR"),
+        ]
+        for (brand, _), (ledger_count, ledger_minor, provider_count, provider_minor) in BRANDS.items()
+    }
 
 
 def test_a_rerun_modifies_no_row_and_a_changed_ledger_only_its_lines(takings_night: Night) -> None:
