@@ -10,16 +10,15 @@ the matcher stood in the path.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 import pytest
-from sqlalchemy import Engine, Table, delete, select
+from sqlalchemy import Engine, delete, select
 
 from recon_pipeline.batches import work
-from recon_pipeline.batches.work import BatchRequest, BatchResult, reconcile_batch
+from recon_pipeline.batches.work import BatchRequest, reconcile_batch
 from recon_pipeline.db.schema import (
     adjustments,
     discrepancies,
@@ -39,8 +38,9 @@ from recon_pipeline_tests.support.pms_night import (
     NIGHT,
     PAYOUT_FEE_ENTRY,
     PROPERTY,
-    PmsNight,
+    PmsNightRun,
     build_pms_night,
+    served_night,
 )
 from recon_pipeline_tests.support.provider_fixtures import (
     FAST_RETRY,
@@ -81,7 +81,6 @@ MATCHES_BY_RULE = {
     "split": 2,
     "card_window": 1,
 }
-AMBIGUITY = "ambiguous:ch_am1+ch_am2+ch_am3=le_am1+le_am2"
 # The planted discrepancies (and the booking typo a person pairs later), each found once, with what it
 # proposes; the held-back rows' findings, proposing nothing.
 PLANTED = {
@@ -92,71 +91,20 @@ PLANTED = {
     ("missing_in_ledger", "ch_la:payment"): ("post_missing_payment", 18_000),  # the look-alikes
     ("missing_at_provider", "entry:le_la"): ("reverse_unmatched_payment", -18_000),
     ("missing_in_ledger", "ch_hb:payment"): ("post_missing_payment", 8_800),  # the booking typo
+    # three interchangeable twins, two postings: the earliest two pair, the third is certain money
+    ("missing_in_ledger", "ch_am3:payment"): ("post_missing_payment", 11_000),
     ("missing_at_provider", "entry:le_hb"): ("reverse_unmatched_payment", -8_800),
 }
 HELD = {
-    ("ambiguous_match", AMBIGUITY),
     ("suggested_match", "match:ch_sg1=le_sg1"),
     ("suggested_match", "match:ch_sg2=le_sg2"),
 }
 
 
-@dataclass
-class Rome:
-    """The PMS-style night seeded in the database and served by the simulator, and a Stripe client."""
-
-    engine: Engine
-    client: StripeAdapter
-    night: PmsNight
-    database_url: str
-
-    def run(self, run_id: str, night: str = NIGHT_TEXT) -> BatchResult:
-        """One batch run of the night (or another) for the property; it must succeed."""
-        batch = reconcile_batch(
-            self.engine, self.client, BatchRequest(night, (PROPERTY.property_id,)), run_id
-        )
-        assert [o.status for o in batch.outcomes] == ["succeeded"], batch.outcomes
-        return batch
-
-    def rows(self, table: Table, *where: Any) -> list[dict[str, Any]]:
-        with self.engine.connect() as connection:
-            query = select(table).where(*where).order_by(*table.primary_key.columns)
-            return [dict(row) for row in connection.execute(query).mappings()]
-
-    def findings(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """The current findings by (category, record_key)."""
-        return {
-            (row["category"], row["record_key"]): row
-            for row in self.rows(discrepancies, discrepancies.c.cleared_at.is_(None))
-        }
-
-    def proposals(self) -> dict[tuple[str, str], tuple[str, int]]:
-        """The proposed adjustments by their finding: (kind, amount)."""
-        return {
-            (row["category"], row["record_key"]): (row["kind"], row["amount_minor"])
-            for row in self.rows(adjustments, adjustments.c.status == "proposed")
-        }
-
-    def matches(self) -> dict[str, dict[str, Any]]:
-        return {row["match_key"]: row for row in self.rows(matches)}
-
-    def snapshot(self, night: str | None = None) -> dict[str, list[dict[str, Any]]]:
-        """Every row a run or a decision writes (night_reconciliations aside: one row per run), of one
-        night or all."""
-        tables = (discrepancies, adjustments, matches, match_decisions)
-        return {t.name: self.rows(t, *([] if night is None else [t.c.night == night])) for t in tables}
-
-
 @pytest.fixture
-def rome(engine: Engine, database_url: str, simulator: StartSimulator) -> Iterator[Rome]:
-    night = build_pms_night()
-    night.seed(engine)
-    served = simulator(night.store)
-    http = ProviderHttp(served.base_url, retry=FAST_RETRY)
-    try:
-        yield Rome(engine, StripeAdapter(http), night, database_url)
-    finally:
-        http.close()
+def rome(engine: Engine, database_url: str, simulator: StartSimulator) -> Iterator[PmsNightRun]:
+    with served_night(build_pms_night(), engine, database_url, simulator) as run:
+        yield run
 
 
 def _ids(match_key: str) -> set[str]:
@@ -164,7 +112,9 @@ def _ids(match_key: str) -> set[str]:
     return {*records.split("+"), *entries.split("+")}
 
 
-def test_every_tier_pairs_what_it_should_and_only_the_planted_discrepancies_are_found(rome: Rome) -> None:
+def test_every_tier_pairs_what_it_should_and_only_the_planted_discrepancies_are_found(
+    rome: PmsNightRun,
+) -> None:
     [result] = rome.run("run-1").results
     assert result.matches_by_rule == MATCHES_BY_RULE
     assert result.report.matches_by_rule == MATCHES_BY_RULE
@@ -187,10 +137,9 @@ def test_every_tier_pairs_what_it_should_and_only_the_planted_discrepancies_are_
     assert stored["ch_s2=le_s2"]["keys_differ"] == "amount 200.00 EUR vs 195.00 EUR"
     # The look-alikes (one card, one amount, two bookings, no approval code) are never paired.
     assert not [key for key in stored if _ids(key) & {"ch_la", "le_la", "ch_hb", "le_hb"}]
-    # Three identical charges, two postings: two pair (certain money), the third is one ambiguity.
-    ambiguity = found[("ambiguous_match", AMBIGUITY)]
-    assert ambiguity["provider_record_id"] == "ch_am3" and "ch_am3 stays unpaired" in ambiguity["detail"]
-    assert not [key for key in found if "ch_am3" in key[1] and key[0] != "ambiguous_match"]
+    # Three identical charges, two postings: two pair in time order, the third is missing with its money.
+    assert not [key for key in found if key[0] == "ambiguous_match"]
+    assert found[("missing_in_ledger", "ch_am3:payment")]["difference_minor"] == 11_000
     # A suggestion names its one candidate, below the threshold.
     suggestion = stored["ch_sg1=le_sg1"]
     assert (suggestion["score"], suggestion["provider_amount_minor"]) == (0.5, 7_700)
@@ -210,11 +159,10 @@ def test_every_tier_pairs_what_it_should_and_only_the_planted_discrepancies_are_
     assert again.matches_by_rule == MATCHES_BY_RULE
 
 
-def test_the_nights_either_side_leave_the_night_as_it_was(rome: Rome) -> None:
+def test_the_nights_either_side_leave_the_night_as_it_was(rome: PmsNightRun) -> None:
     """The schedule reconciles the next night and re-runs the earlier ones: the next night's folio posting
     of tonight's charge (le_td) is a timing difference there too, each night keeps its own matches (a
-    neighbour's are applied first, never stored or counted again), and tonight re-run changes no row; its
-    ambiguity stays one finding proposing nothing."""
+    neighbour's are applied first, never stored or counted again), and tonight re-run changes no row."""
     rome.run("run-1")
     tonight = rome.snapshot(NIGHT_TEXT)
     quiet = {rule: 0 for rule in MATCHES_BY_RULE}
@@ -231,7 +179,7 @@ def test_the_nights_either_side_leave_the_night_as_it_was(rome: Rome) -> None:
     assert again.matches_by_rule == MATCHES_BY_RULE and again.matches_saved["unchanged"] == 15
 
 
-def _decide_in_review(rome: Rome, now: datetime) -> None:
+def _decide_in_review(rome: PmsNightRun, now: datetime) -> None:
     """The analyst's three decisions, through review/matches.py."""
     args = (PROPERTY.property_id, NIGHT_TEXT)
     with rome.engine.begin() as connection:
@@ -242,7 +190,9 @@ def _decide_in_review(rome: Rome, now: datetime) -> None:
         reject_match(connection, *args, "ch_sg2=le_sg2", "ben", "two guests at the bar", now)
 
 
-def _decide_in_cli(rome: Rome, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def _decide_in_cli(
+    rome: PmsNightRun, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same decisions through `recon matches list|confirm|pair|reject`."""
     monkeypatch.setenv("RECON_DATABASE_URL", rome.database_url)
     where = ("--property", PROPERTY.property_id, "--night", NIGHT_TEXT)
@@ -267,7 +217,7 @@ def _decide_in_cli(rome: Rome, capsys: pytest.CaptureFixture[str], monkeypatch: 
 
 @pytest.mark.parametrize("where", ["review", "cli"])
 def test_a_persons_decisions_hold_across_the_next_run(
-    rome: Rome, where: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    rome: PmsNightRun, where: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Confirm a suggestion, pair two unmatched records by hand, reject a suggestion; re-run: the
     confirmed and paired findings clear and their proposals are withdrawn, the rejected pairing is never

@@ -106,8 +106,14 @@ def test_identical_candidates_pair_in_time_order_when_the_money_is_certain() -> 
 
 
 def test_the_remainder_of_equally_good_candidates_is_one_ambiguity_without_money() -> None:
+    """Three charges of one booking and amount on three cards, one posting that names no card: which two
+    are unposted is a question for a person."""
     outcome = match_night(
-        pull(charge("ch_1", minute=10), charge("ch_2", minute=20), charge("ch_3", minute=30)),
+        pull(
+            charge("ch_1", card="visa 4242", minute=10),
+            charge("ch_2", card="visa 1111", minute=20),
+            charge("ch_3", card="amex 0005", minute=30),
+        ),
         folio(posting("le_1", minute=40)),
     )
     assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
@@ -122,6 +128,21 @@ def test_the_remainder_of_equally_good_candidates_is_one_ambiguity_without_money
     )
     assert list(outcome.findings.columns) == list(DISCREPANCY_COLUMNS)
     assert sorted(outcome.provider_records["provider_record_id"]) == ["ch_1"]
+
+
+def test_interchangeable_twins_pair_earliest_first_and_the_rest_is_the_certain_finding() -> None:
+    """Three identical charges (one booking, card and amount) and one posting: it makes no difference
+    which pairs, so the earliest does, and the two left are each missing in the ledger with their money."""
+    twins = [charge(f"ch_{i}", card="visa 4242", approval=f"00000{i}", minute=10 * i) for i in (1, 2, 3)]
+    outcome = match_night(pull(*twins), folio(posting("le_1", card="VA 4242", minute=40)))
+    assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
+    assert night(outcome) == [("missing_in_ledger", "ch_2:payment"), ("missing_in_ledger", "ch_3:payment")]
+    assert outcome.findings.empty
+    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
+    assert diff["difference_minor"].tolist() == [10_000, 10_000]
+    # the same night run again pairs the same twin
+    again = match_night(pull(*reversed(twins)), folio(posting("le_1", card="VA 4242", minute=40)))
+    assert matched(again) == matched(outcome)
 
 
 def test_a_card_tells_apart_candidates_a_booking_and_amount_cannot() -> None:

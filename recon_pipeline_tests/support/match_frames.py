@@ -58,12 +58,21 @@ def posting(
     minute: int = 65,
     in_night: bool = True,
     currency: str = "EUR",
+    group: str | None = None,
+    tender: str | None = None,
 ) -> dict[str, Any]:
     """A ledger entry as a PMS posts it: by default without the provider's id; its card as the PMS wrote
-    it (``"VISA **** 4242"``: the brand, then the rest)."""
+    it (``"VISA **** 4242"``: the brand, then the rest); ``group`` is its booking's group."""
     brand, last4 = card.split(maxsplit=1) if card else (None, None)
     row = entry(entry_id, record_id, kind, amount, currency, in_night, minute, booking)
-    return row | {"card_brand": brand, "card_last4": last4, "approval_code": approval, "reference": reference}
+    return row | {
+        "card_brand": brand,
+        "card_last4": last4,
+        "approval_code": approval,
+        "reference": reference,
+        "group_id": group,
+        "tender": tender,
+    }
 
 
 def _frame(

@@ -14,17 +14,35 @@ rows meet by accident (a tier pairing rows it was not meant to would show as a c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, Table, insert, select
 
-from recon_pipeline.db.schema import bookings, ledger_entries, properties
+from recon_pipeline.batches.work import BatchRequest, BatchResult, reconcile_batch
+from recon_pipeline.db.schema import (
+    adjustments,
+    bookings,
+    discrepancies,
+    ledger_entries,
+    match_decisions,
+    matches,
+    properties,
+)
 from recon_pipeline.nights import night_window
 from recon_pipeline.properties import PropertyRow
+from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.simulation.host.store import SimulatorStore
-from recon_pipeline_tests.support.provider_fixtures import make_charge, make_refund
+from recon_pipeline_tests.support.provider_fixtures import (
+    FAST_RETRY,
+    StartSimulator,
+    make_charge,
+    make_refund,
+)
 
 NIGHT: Final = date(2026, 11, 30)
 ACCOUNT: Final = "acct_1PmsRomeTrastevere"
@@ -53,6 +71,7 @@ class PmsNight:
     store: SimulatorStore = field(default_factory=SimulatorStore)
     entries: list[dict[str, Any]] = field(default_factory=list)
     charges: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, str] = field(default_factory=dict)  # booking id -> its group (block, master folio)
 
     def charge(
         self,
@@ -61,12 +80,14 @@ class PmsNight:
         amount: int,
         booking: str | None,
         card: tuple[str, str, str],
+        status: str = "succeeded",
     ) -> dict[str, Any]:
-        """A succeeded card charge on the property's account; its metadata names the booking when the
-        channel handed Stripe one (a terminal sale names none)."""
+        """A card charge on the property's account (succeeded unless ``status`` says it failed); its
+        metadata names the booking when the channel handed Stripe one (a terminal sale names none)."""
         created = int(at(hours).timestamp())
+        fee = amount * 29 // 1000 + 30 if status == "succeeded" else None
         charge = make_charge(
-            charge_id, created, amount=amount, property_id=None, account=ACCOUNT, fee=amount * 29 // 1000 + 30
+            charge_id, created, amount=amount, property_id=None, account=ACCOUNT, fee=fee, status=status
         )
         charge["metadata"] = {"booking_id": booking} if booking else {}
         brand, last4, code = card
@@ -98,8 +119,9 @@ class PmsNight:
         last4: str | None = None,
         approval: str | None = None,
         reference: str | None = None,
+        tender: str | None = None,
     ) -> None:
-        """A folio posting, with only the keys the PMS kept."""
+        """A folio posting, with only the keys the PMS kept (``tender`` as the PMS writes it)."""
         self.entries.append(
             {
                 "entry_id": entry_id,
@@ -114,6 +136,7 @@ class PmsNight:
                 "card_last4": last4,
                 "approval_code": approval,
                 "reference": reference,
+                "tender": tender,
             }
         )
 
@@ -130,6 +153,7 @@ class PmsNight:
                 "currency": "EUR",
                 "created_at": at(-48),
                 "updated_at": at(-47),
+                "group_id": self.groups.get(booking),
             }
             for booking in sorted(b for b in named if b)
         ]
@@ -157,7 +181,7 @@ LABELS: Final[dict[str, str]] = {
     "ch_sp1": "one charge, two folio postings",
     "ch_sp2a": "deposit and balance, one folio posting",
     "ch_cw": "bar terminal: amount + card within the window, no booking at Stripe",
-    "ch_am1": "three identical charges, two postings",
+    "ch_am1": "three identical charges, two postings (the third: missing in the ledger)",
     "ch_sg1": "suggestion: amount within the window, no card on the posting",
     "ch_sg2": "suggestion: amount within the window, no card on the posting",
     "ch_hb": "booking typo on the posting: a person pairs it by hand",
@@ -207,7 +231,7 @@ def build_pms_night() -> PmsNight:
     # card + amount within the window, no booking at Stripe (the bar's terminal; the folio charged a room)
     c("ch_cw", 10.0, 4_250, None, ("amex", "3782", "CW0001"))
     p("le_cw", 10.3, 4_250, booking="BK-CW", brand="AMEX", last4="3782")
-    # three identical charges of one booking, two postings: two pair (certain money), one is held back
+    # three identical charges of one booking, two postings: two pair, the third is missing in the ledger
     for n, hours in ((1, 11.0), (2, 11.5), (3, 12.0)):
         c(f"ch_am{n}", hours, 11_000, "BK-AM", ("visa", "4008", f"AM000{n}"))
     p("le_am1", 11.2, 11_000, booking="BK-AM")
@@ -233,3 +257,64 @@ def build_pms_night() -> PmsNight:
     p("le_prev", -5.0, 51_000, booking="BK-OLD")
     night.store.reindex()
     return night
+
+
+@dataclass
+class PmsNightRun:
+    """The PMS-style night seeded in the database and served by the simulator, and a Stripe client."""
+
+    engine: Engine
+    client: StripeAdapter
+    night: PmsNight
+    database_url: str
+
+    def run(self, run_id: str, night: str = NIGHT.isoformat()) -> BatchResult:
+        """One batch run of the night (or another) for the property; it must succeed."""
+        batch = reconcile_batch(
+            self.engine, self.client, BatchRequest(night, (PROPERTY.property_id,)), run_id
+        )
+        assert [o.status for o in batch.outcomes] == ["succeeded"], batch.outcomes
+        return batch
+
+    def rows(self, table: Table, *where: Any) -> list[dict[str, Any]]:
+        with self.engine.connect() as connection:
+            query = select(table).where(*where).order_by(*table.primary_key.columns)
+            return [dict(row) for row in connection.execute(query).mappings()]
+
+    def findings(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """The current findings by (category, record_key)."""
+        return {
+            (row["category"], row["record_key"]): row
+            for row in self.rows(discrepancies, discrepancies.c.cleared_at.is_(None))
+        }
+
+    def proposals(self) -> dict[tuple[str, str], tuple[str, int]]:
+        """The proposed adjustments by their finding: (kind, amount)."""
+        return {
+            (row["category"], row["record_key"]): (row["kind"], row["amount_minor"])
+            for row in self.rows(adjustments, adjustments.c.status == "proposed")
+        }
+
+    def matches(self) -> dict[str, dict[str, Any]]:
+        return {row["match_key"]: row for row in self.rows(matches)}
+
+    def snapshot(self, night: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Every row a run or a decision writes (night_reconciliations aside: one row per run), of one
+        night or all."""
+        tables = (discrepancies, adjustments, matches, match_decisions)
+        return {t.name: self.rows(t, *([] if night is None else [t.c.night == night])) for t in tables}
+
+
+@contextmanager
+def served_night(
+    night: PmsNight, engine: Engine, database_url: str, simulator: StartSimulator
+) -> Iterator[PmsNightRun]:
+    """The night seeded in ``engine`` and its provider half served by the simulator over loopback."""
+    night.seed(engine)
+    night.store.reindex()
+    served = simulator(night.store)
+    http = ProviderHttp(served.base_url, retry=FAST_RETRY)
+    try:
+        yield PmsNightRun(engine, StripeAdapter(http), night, database_url)
+    finally:
+        http.close()

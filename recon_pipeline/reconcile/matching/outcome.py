@@ -84,6 +84,8 @@ class MatchOutcome:
     findings: pd.DataFrame  # discrepancy frame: ambiguous_match and suggested_match findings
     _rule_counts: Mapping[str, int] = field(repr=False)
     _exact_id: Callable[[], int] = field(repr=False)
+    # entries set aside as a reversed pair (+X and −X the PMS posted itself; ``reversals.py``)
+    reversed_entries: tuple[str, ...] = ()
 
     @functools.cached_property
     def counts_by_rule(self) -> dict[str, int]:

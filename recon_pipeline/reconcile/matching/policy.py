@@ -20,7 +20,9 @@ BOOKING_AMOUNT: Final = "booking_amount"
 STRONG_KEYS: Final = "strong_keys"
 SPLIT: Final = "split"
 CARD_WINDOW: Final = "card_window"
-TIERS: Final = (REFERENCE, BOOKING_AMOUNT, STRONG_KEYS, SPLIT, CARD_WINDOW)
+# SPLIT before STRONG_KEYS: a group's charge posted across its bookings would otherwise pair, by its card,
+# with the one posting of its own booking as an amount mismatch.
+TIERS: Final = (REFERENCE, BOOKING_AMOUNT, SPLIT, STRONG_KEYS, CARD_WINDOW)
 
 EXACT_ID: Final = "exact_id"  # the diff's own match on (provider_record_id, kind): not the matcher's
 PERSON: Final = "person"  # a person confirmed or paired by hand (KnownMatch.rule)
@@ -41,7 +43,8 @@ SCORES: Final[dict[str, float]] = {
     "strong_keys/approval": 0.97,  # the issuer's approval code agrees (card agrees or is unknown)
     BOOKING_AMOUNT: 0.95,  # same booking, amount and currency, unique both ways
     "strong_keys/card_booking": 0.9,  # same booking and card (brand + last four), amounts may differ
-    SPLIT: 0.9,  # N entries summing exactly to one record, or one entry to N records, of one booking
+    SPLIT: 0.9,  # N entries summing exactly to one record, or one entry to N records: of one booking, of one
+    # group's bookings, or (one record) of the postings carrying its card and approval code
     CARD_WINDOW: 0.85,  # amount + card within the time window, no booking to compare
     "card_window/amount_only": 0.5,  # amount within the time window, card unknown on a side
 }

@@ -5,9 +5,11 @@ its record or of its entry ranks higher). What is then unique both ways and scor
 pairs at once (vectorised: on a PMS-style night that is nearly everything); a unique edge below the
 threshold is a suggestion. The few rows left have several equally good candidates: when every candidate
 pair agrees on the amount and is sure, money is certain whichever way they pair, so they pair in time
-order (records by creation, entries in-night first, then by posting) as far as they go; whatever is left,
-or a tangle whose amounts differ, is held back as one ambiguity. Held rows stay candidates of the later
-tiers, which may still pair them with certainty; at the end, holds sharing a row merge into one.
+order (records by creation, entries in-night first, then by posting) as far as they go. When the
+candidates are equal in every key (twins), what is left is the certain finding, with its money, and goes
+to the diff; otherwise whatever is left, or a tangle whose amounts differ, is held back as one ambiguity.
+Held rows stay candidates of the later tiers, which may still pair them with certainty; at the end, holds
+sharing a row merge into one.
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ class Pool:
                     rule,
                     np.array([score for _, _, score in paired], dtype=np.float64),
                 )
+        if certain and _interchangeable(self.sides, records, entries):
+            return  # twins: whichever is left is the certain finding, with its money (the diff's)
         # left over: records that moved money, and in-night entries (a failed attempt or an adjacent
         # night's posting nobody pairs is no finding of this night, as for the diff)
         settled = self.sides.records["settled"]
@@ -274,6 +278,28 @@ def _pair_in_time_order(component: Table, sides: Sides) -> list[tuple[int, int, 
         augment(record, set())
     pairs = [(r, e, score[(r, e)]) for e, r in owner.items()]
     return sorted(pairs, key=lambda pair: (created[pair[0]], pair[0]))
+
+
+def _interchangeable(sides: Sides, records: list[int], entries: list[int]) -> bool:
+    """Whether the candidates are equal in every key the matcher reads (twins: two identical charges of
+    one booking and card, and one posting): then it makes no difference which pairs with which, and what
+    is left over is certain money, not a question for a person."""
+    same_records = all(_all_equal(sides.records[key][records]) for key in _TWIN_KEYS)
+    same_entries = all(_all_equal(sides.entries[key][entries]) for key in (*_TWIN_KEYS, "approval"))
+    approvals = sides.records["approval"][records]
+    told_apart = not _all_equal(approvals) and pd.notna(sides.entries["approval"][entries]).any()
+    return same_records and same_entries and not told_apart
+
+
+_TWIN_KEYS: Final = ("kind", "currency", "amount", "booking", "brand", "last4")
+
+
+def _all_equal(values: np.ndarray) -> bool:
+    """Every value equal to the first (nulls equal to nulls)."""
+    first = values[0]
+    if first is None or (isinstance(first, float) and np.isnan(first)):
+        return bool(pd.isna(values).all())
+    return bool((values == first).all())
 
 
 def _conflicting(sides: Sides, records: Rows, entries: Rows) -> bool:

@@ -83,7 +83,23 @@ def candidate_sides(
     free = ~named
     free[taken] = False
     records = record_keys(provider_records, np.flatnonzero(free))
+    records = records.with_columns(group=_groups_of(records["booking"], ledger))
     return Sides(records, entry_keys(ledger, entries_at), _figures(records), int(np.count_nonzero(named)))
+
+
+def _groups_of(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
+    """Each record's group: the ``group_id`` the ledger's entries of its booking carry (null if none)."""
+    groups = np.full(len(bookings), None, dtype=object)
+    if "group_id" not in ledger.columns or not len(bookings):
+        return groups
+    known = ledger[["booking_id", "group_id"]].dropna()
+    if known.empty:
+        return groups
+    booked = texts(known["booking_id"].to_numpy())
+    group_of = pd.Series(known["group_id"].to_numpy(dtype=object), index=booked)
+    found = pd.Series(bookings, dtype=object).map(group_of[~group_of.index.duplicated()])
+    groups[found.notna().to_numpy()] = found.dropna().to_numpy(dtype=object)
+    return groups
 
 
 def _named_by_ledger(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> np.ndarray:
@@ -143,6 +159,7 @@ def entry_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:
             "entry_id": column("entry_id"),
             "kind": column("kind"),
             "booking": texts(column("booking_id")),
+            "group": texts(column("group_id")),
             "brand": brands(column("card_brand")),
             "last4": last_fours(column("card_last4")),
             "approval": codes(column("approval_code")),

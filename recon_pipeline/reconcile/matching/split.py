@@ -1,16 +1,19 @@
 """Split folios: N ledger entries that sum exactly to one provider record, or one entry to N records.
 
 A hotel posts a deposit and a balance against one card charge, or one folio payment for a guest who paid
-twice. The search runs within one booking both sides know (and one kind and currency), over what the
-one-to-one tiers left, and is bounded: a side with more than ``max_split`` unmatched rows in a booking is
-not searched (2^max_split subsets at most, summed in one matrix product). Only a unique solution pairs:
-two solutions that share a row (two subsets summing to one charge, or one subset fitting two charges) are
-an ambiguity, never a guess.
+twice, or a group's one charge to each of the group's bookings. The search runs within one booking both
+sides know, then within one group (``bookings.group_id``), then, for one charge, across the postings that
+carry its card and approval code (``SCOPES``); always within one kind and currency, over what the earlier
+tiers left, and bounded: a side with more than ``max_split`` unmatched rows in one key is not searched
+(2^max_split subsets at most, summed in one matrix product). Only a unique solution pairs: two solutions
+that share a row (two subsets summing to one charge, or one subset fitting two charges) are an
+ambiguity, never a guess.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 import numpy as np
 import pandas as pd
@@ -31,21 +34,43 @@ class SplitFound:
     ambiguous: list[tuple[Rows, Rows]] = field(default_factory=list)
 
 
+# Where a split is looked for, in this order, each on what the ones before left: the postings of one
+# booking; of one group's bookings (bookings.group_id: a group's charge posted to each member booking);
+# and, for one record, the postings that carry its card and approval code, whatever their bookings.
+BOOKING: Final = "booking"
+GROUP: Final = "group"
+CARD: Final = "card"
+SCOPES: Final = (BOOKING, GROUP, CARD)
+_SCOPE_KEYS: Final = {BOOKING: ("booking",), GROUP: ("group",), CARD: ("approval", "last4")}
+
+
 def split_search(
-    sides: Sides, free_r: np.ndarray, free_e: np.ndarray, max_split: int, banned: frozenset[str]
+    sides: Sides,
+    free_r: np.ndarray,
+    free_e: np.ndarray,
+    max_split: int,
+    banned: frozenset[str],
+    scope: str = BOOKING,
 ) -> SplitFound:
-    """Every booking's unique splits among the free rows (settled records only)."""
+    """Every unique split among the free rows (settled records only) within one ``scope`` key (and one
+    kind and currency); ``CARD`` splits one record across N entries only."""
     found = SplitFound()
     records, entries, figures = sides.records, sides.entries, sides.figures
-    usable = free_r & records["settled"] & pd.notna(records["booking"])
+    keys = _SCOPE_KEYS[scope]
+    usable = free_r & records["settled"]
+    for key in keys:
+        usable &= pd.notna(records[key])
     figures = figures.take(usable[figures["r"]])
-    at_e = np.flatnonzero(free_e & pd.notna(entries["booking"]))
+    listed = free_e.copy()
+    for key in keys:
+        listed &= pd.notna(entries[key])
+    at_e = np.flatnonzero(listed)
     if not len(figures) or not len(at_e):
         return found
     r = figures["r"]
     key_f, key_e = dense_keys(
-        [figures["kind"], records["booking"][r], figures["currency"]],
-        [entries["kind"][at_e], entries["booking"][at_e], entries["currency"][at_e]],
+        [figures["kind"], *(records[key][r] for key in keys), figures["currency"]],
+        [entries["kind"][at_e], *(entries[key][at_e] for key in keys), entries["currency"][at_e]],
     )
     size = int(max(key_f.max(initial=-1), key_e.max(initial=-1))) + 1
     per_f = np.bincount(key_f[key_f >= 0], minlength=size)
@@ -61,7 +86,7 @@ def split_search(
         if 2 <= len(group_e) <= max_split:
             for subset, target in _sums_hitting(posted, amounts):
                 solutions.append(((int(group_r[target]),), tuple(int(x) for x in group_e[subset])))
-        if 2 <= len(group_r) <= max_split:
+        if scope != CARD and 2 <= len(group_r) <= max_split:
             for subset, target in _sums_hitting(amounts, posted):
                 solutions.append((tuple(int(x) for x in group_r[subset]), (int(group_e[target]),)))
         solutions = [

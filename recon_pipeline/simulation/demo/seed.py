@@ -25,7 +25,8 @@ def seed_world(engine: Engine, world: World) -> dict[str, int]:
     """Insert the world's PMS rows; returns rows newly inserted per table."""
     # A hotel-style property's entries carry the card keys and reference (``_HotelNightBuilder``), the
     # others none: every row names every column, as one batched insert needs.
-    entries = [dict.fromkeys(LEDGER_MATCH_KEY_COLUMNS) | entry for entry in world.ledger_entries]
+    optional = [name for name in LEDGER_MATCH_KEY_COLUMNS if name in ledger_entries.c]
+    entries = [dict.fromkeys(optional) | entry for entry in world.ledger_entries]
     plan = (
         (properties, world.properties, "property_id"),
         (bookings, world.bookings, "booking_id"),

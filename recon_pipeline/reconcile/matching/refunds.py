@@ -1,0 +1,77 @@
+"""Refunds as PMSs post them: a negative ``payment`` entry is a refund to the matcher and to the diff.
+
+Many PMSs reverse money on a payment line (Apaleo's refund, OPERA's negative payment) rather than in a
+refund posting, so the provider's refund (or a dispute's withdrawal) and the ledger's negative payment
+would never share a kind, and one movement would read as two findings. Before anything is compared, each
+negative payment takes the kind of the provider record it names (by its id or a whole token of its
+reference: a refund's or a dispute's), else ``refund``. One keyed by the id of a payment the refund
+belongs to (the PMS names the charge it refunds) names no refund: its id is moved into its reference, so
+that the matcher pairs it with that charge's refund as any reference naming a charge is paired.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+from recon_pipeline.reconcile.matching.tiers import reference_tokens
+
+PAYMENT: Final = "payment"
+REFUND: Final = "refund"
+_WITHDRAWALS: Final = ("refund", "dispute")  # the provider's movements a negative payment may post
+
+
+def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
+    """The ledger with every negative ``payment`` entry read as the withdrawal it posts (the module
+    docstring); the very frame when it holds none."""
+    kinds = ledger["kind"].to_numpy(dtype=object)
+    amounts = pd.to_numeric(ledger["amount_minor"], errors="coerce").to_numpy()
+    negative = np.flatnonzero((kinds == PAYMENT) & (amounts < 0))
+    if not len(negative):
+        return ledger
+    record_kinds = provider_records["kind"].to_numpy(dtype=object)
+    withdrawal_of = {
+        str(record_id): str(kind)
+        for record_id, kind in zip(provider_records["provider_record_id"], record_kinds, strict=True)
+        if kind in _WITHDRAWALS
+    }
+    paid = _payment_ids(provider_records)
+    ids = ledger["provider_record_id"].to_numpy(dtype=object, copy=True)
+    references = _column(ledger, "reference")
+    kinds = kinds.copy()
+    for at in negative.tolist():
+        record_id = ids[at] if isinstance(ids[at], str) else None
+        named = [record_id] if record_id else []
+        if isinstance(references[at], str):
+            named += reference_tokens(references[at])
+        kind = next((withdrawal_of[name] for name in named if name in withdrawal_of), REFUND)
+        kinds[at] = kind
+        if record_id and record_id not in withdrawal_of and record_id in paid:
+            ids[at] = None  # it names the charge it refunds: a reference, not the refund's id
+            references[at] = f"{record_id} {references[at]}" if references[at] else record_id
+    return ledger.assign(
+        kind=pd.Series(kinds, index=ledger.index, dtype=ledger["kind"].dtype),
+        provider_record_id=pd.Series(ids, index=ledger.index, dtype=ledger["provider_record_id"].dtype),
+        reference=pd.Series(references, index=ledger.index, dtype="object"),
+    )
+
+
+def _payment_ids(provider_records: pd.DataFrame) -> set[str]:
+    """Every id a refund of the pull names as the payment it refunds: its charge and payment intent."""
+    refunds = provider_records[provider_records["kind"].isin(_WITHDRAWALS)]
+    return {
+        str(value)
+        for name in ("charge_id", "payment_intent_id")
+        if name in refunds.columns
+        for value in refunds[name].dropna()
+    }
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame.columns:
+        return np.full(len(frame), None, dtype=object)
+    values = frame[name].to_numpy(dtype=object, copy=True)
+    values[pd.isna(values)] = None
+    return values
