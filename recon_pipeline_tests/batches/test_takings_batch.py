@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, delete, select, update
 
-from recon_pipeline.batches.work import BatchRequest, BatchResult, reconcile_batch
 from recon_pipeline.db.schema import discrepancies, ledger_entries, night_takings
 from recon_pipeline.money import format_minor
-from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.reconcile.takings import BRAND, LEDGER, PROVIDER, TENDER
 from recon_pipeline.reports.render import render_night_html
-from recon_pipeline_tests.support.pms_night import PROPERTY
+from recon_pipeline_tests.support.pms_night import PROPERTY, PmsNightRun, served_night
 from recon_pipeline_tests.support.provider_fixtures import (
-    FAST_RETRY,
     StartSimulator,
     simulator_fixture,  # noqa: F401  (fixtures)
     simulator_server_fixture,  # noqa: F401
@@ -38,61 +33,42 @@ from recon_pipeline_tests.support.takings_night import (
     build_takings_night,
 )
 
+Figures = tuple[int, ...]
 
-@dataclass
-class Night:
-    engine: Engine
-    client: StripeAdapter
 
-    def run(self, run_id: str) -> BatchResult:
-        batch = reconcile_batch(
-            self.engine, self.client, BatchRequest(NIGHT_TEXT, (PROPERTY.property_id,)), run_id
-        )
-        assert [o.status for o in batch.outcomes] == ["succeeded"], batch.outcomes
-        return batch
+def stored(run: PmsNightRun) -> tuple[dict[tuple[str, str], Figures], dict[tuple[str, str], Figures]]:
+    """The stored takings as the support module states them: per tender, and per brand both sides."""
+    tenders: dict[tuple[str, str], Figures] = {}
+    brands: dict[tuple[str, str], dict[str, Figures]] = {}
+    for row in run.rows(night_takings):
+        assert (row["property_id"], row["night"]) == (PROPERTY.property_id, NIGHT_TEXT)
+        figures = (row["movements"], row["amount_minor"])
+        if row["grouped_by"] == TENDER:
+            assert row["side"] == LEDGER
+            tenders[(row["name"], row["currency"])] = figures
+        else:
+            assert row["grouped_by"] == BRAND
+            brands.setdefault((row["name"], row["currency"]), {})[row["side"]] = figures
+    both = {key: (*sides.get(LEDGER, (0, 0)), *sides.get(PROVIDER, (0, 0))) for key, sides in brands.items()}
+    return tenders, both
 
-    def rows(self) -> list[dict[str, Any]]:
-        with self.engine.connect() as connection:
-            query = select(night_takings).order_by(*night_takings.primary_key.columns)
-            return [dict(row) for row in connection.execute(query).mappings()]
 
-    def stored(self) -> tuple[dict[tuple[str, str], tuple[int, int]], dict[tuple[str, str], tuple[int, ...]]]:
-        """The stored takings as the support module states them: per tender, and per brand both sides."""
-        tenders: dict[tuple[str, str], tuple[int, int]] = {}
-        brands: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
-        for row in self.rows():
-            assert (row["property_id"], row["night"]) == (PROPERTY.property_id, NIGHT_TEXT)
-            figures = (row["movements"], row["amount_minor"])
-            if row["grouped_by"] == TENDER:
-                assert row["side"] == LEDGER
-                tenders[(row["name"], row["currency"])] = figures
-            else:
-                assert row["grouped_by"] == BRAND
-                brands.setdefault((row["name"], row["currency"]), {})[row["side"]] = figures
-        both = {
-            key: (*sides.get(LEDGER, (0, 0)), *sides.get(PROVIDER, (0, 0))) for key, sides in brands.items()
-        }
-        return tenders, both
+def line_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (row["side"], row["grouped_by"], row["name"], row["currency"])
 
 
 @pytest.fixture
-def takings_night(engine: Engine, simulator: StartSimulator) -> Iterator[Night]:
-    night = build_takings_night()
-    night.seed(engine)
-    served = simulator(night.store)
-    http = ProviderHttp(served.base_url, retry=FAST_RETRY)
-    try:
-        yield Night(engine, StripeAdapter(http))
-    finally:
-        http.close()
+def takings_night(engine: Engine, database_url: str, simulator: StartSimulator) -> Iterator[PmsNightRun]:
+    with served_night(build_takings_night(), engine, database_url, simulator) as run:
+        yield run
 
 
 def test_the_nights_takings_per_tender_and_cards_per_brand_are_stored_and_reported(
-    takings_night: Night,
+    takings_night: PmsNightRun,
 ) -> None:
     [result] = takings_night.run("run-1").results
-    assert takings_night.stored() == (TENDERS, BRANDS)
-    assert {row["run_id"] for row in takings_night.rows()} == {"run-1"}
+    assert stored(takings_night) == (TENDERS, BRANDS)
+    assert {row["run_id"] for row in takings_night.rows(night_takings)} == {"run-1"}
     # The report carries the same figures, and its differences are the provider's less the PMS's.
     report = result.report.takings
     assert {(t.name, t.currency): (t.movements, t.amount_minor) for t in report.tenders()} == TENDERS
@@ -141,11 +117,11 @@ def test_the_nights_takings_per_tender_and_cards_per_brand_are_stored_and_report
     }
 
 
-def test_a_rerun_modifies_no_row_and_a_changed_ledger_only_its_lines(takings_night: Night) -> None:
+def test_a_rerun_modifies_no_row_and_a_changed_ledger_only_its_lines(takings_night: PmsNightRun) -> None:
     takings_night.run("run-1")
-    before = takings_night.rows()
+    before = takings_night.rows(night_takings)
     takings_night.run("run-2")
-    assert takings_night.rows() == before  # run ids and times included
+    assert takings_night.rows(night_takings) == before  # run ids and times included
 
     # The PMS takes the bank transfer back out of the night and corrects a cash posting.
     with takings_night.engine.begin() as connection:
@@ -155,7 +131,8 @@ def test_a_rerun_modifies_no_row_and_a_changed_ledger_only_its_lines(takings_nig
         )
     takings_night.run("run-3")
     after = {
-        (row["side"], row["grouped_by"], row["name"], row["currency"]): row for row in takings_night.rows()
+        (row["side"], row["grouped_by"], row["name"], row["currency"]): row
+        for row in takings_night.rows(night_takings)
     }
     kept = {(row["side"], row["grouped_by"], row["name"], row["currency"]): row for row in before}
     cash = (LEDGER, TENDER, "cash", "EUR")

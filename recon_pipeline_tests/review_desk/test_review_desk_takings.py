@@ -15,17 +15,13 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import Engine, select
 
-from recon_pipeline.batches.work import BatchRequest, reconcile_batch
 from recon_pipeline.db.schema import discrepancies
-from recon_pipeline.providers.http import ProviderHttp
-from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.words import CARD_BRAND_WORDS, TENDER_WORDS
 from recon_pipeline_tests.review_desk.screenshots import sign_in
 from recon_pipeline_tests.support.browser import LAPTOP_VIEWPORT, chromium_page
 from recon_pipeline_tests.support.desk_fixtures import ServedDesk, add_user, served_desk
-from recon_pipeline_tests.support.pms_night import PROPERTY
+from recon_pipeline_tests.support.pms_night import PROPERTY, served_night
 from recon_pipeline_tests.support.provider_fixtures import (
-    FAST_RETRY,
     StartSimulator,
     simulator_fixture,  # noqa: F401  (fixtures)
     simulator_server_fixture,  # noqa: F401
@@ -52,17 +48,11 @@ def desk(
     database_url: str, monkeypatch: pytest.MonkeyPatch, simulator: StartSimulator
 ) -> Iterator[ServedDesk]:
     """The desk serving the night, reconciled once through the batch path; a night auditor may see Rome."""
-    with served_desk(database_url, monkeypatch) as served:
-        night = build_takings_night()
-        night.seed(served.engine)
-        http = ProviderHttp(simulator(night.store).base_url, retry=FAST_RETRY)
-        try:
-            batch = reconcile_batch(
-                served.engine, StripeAdapter(http), BatchRequest(NIGHT_TEXT, (PROPERTY.property_id,)), "run-1"
-            )
-        finally:
-            http.close()
-        assert [o.status for o in batch.outcomes] == ["succeeded"], batch.outcomes
+    with (
+        served_desk(database_url, monkeypatch) as served,
+        served_night(build_takings_night(), served.engine, database_url, simulator) as night,
+    ):
+        night.run("run-1")
         add_user(AUDITOR, "analyst", PROPERTY.property_id)
         yield served
 

@@ -10,9 +10,9 @@ made of (``BRAND_FINDINGS``), so a test reads them, never works them out again.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from recon_pipeline_tests.support.pms_night import NIGHT, PROPERTY, PmsNight, at
+from recon_pipeline_tests.support.pms_night import NIGHT, PmsNight
 
 NIGHT_TEXT: Final = NIGHT.isoformat()
 
@@ -39,68 +39,35 @@ BRAND_FINDINGS: Final = {
 }
 
 
-def _post(
-    night: PmsNight,
-    entry_id: str,
-    hours: float,
-    amount: int,
-    tender: str | None,
-    *,
-    brand: str | None = None,
-    record: str | None = None,
-    booking: str | None = None,
-    kind: str = "payment",
-) -> None:
-    """A folio posting with the tender and the card type as the PMS wrote them (every entry has every
-    column: the insert is one statement)."""
-    entry: dict[str, Any] = {
-        "entry_id": entry_id,
-        "property_id": PROPERTY.property_id,
-        "booking_id": booking,
-        "provider_record_id": record,
-        "kind": kind,
-        "amount_minor": amount,
-        "currency": "EUR",
-        "posted_at": at(hours),
-        "card_brand": brand,
-        "card_last4": None,
-        "approval_code": None,
-        "reference": None,
-        "tender": tender,
-    }
-    night.entries.append(entry)
-
-
 def build_takings_night() -> PmsNight:
     """The night: 6 charges and a refund at Stripe; 14 folio postings, 4 of them neither card nor the
     provider's, one the next night's and one the provider's fees of a payout."""
     night = PmsNight()
-    c = night.charge
+    c, p = night.charge, night.post
     # Visa: keyed by the charge's id, the PMS's two-letter code and its own spellings; one refund.
     c("ch_v1", 1.0, 10_000, "BK-V1", ("visa", "4000", "V1V1V1"))
-    _post(night, "le_v1", 1.1, 10_000, "card", brand="VA", record="ch_v1", booking="BK-V1")
+    p("le_v1", 1.1, 10_000, tender="card", brand="VA", record="ch_v1", booking="BK-V1")
     night.refund("re_v1", "ch_v1", 60, 2_000)
-    _post(night, "le_v1r", 2.2, -2_000, "Card", brand="VA", record="re_v1", booking="BK-V1", kind="refund")
+    p("le_v1r", 2.2, -2_000, tender="Card", brand="VA", record="re_v1", booking="BK-V1", kind="refund")
     c("ch_v2", 3.0, 5_000, "BK-V2", ("visa", "4001", "V2V2V2"))
-    _post(night, "le_v2", 3.1, 5_000, None, brand="Visa", record="ch_v2", booking="BK-V2")  # no tender
+    p("le_v2", 3.1, 5_000, tender=None, brand="Visa", record="ch_v2", booking="BK-V2")  # no tender
     # Visa, planted: an amount booked 5.00 short, and a posting Stripe never saw (OPERA's VI)
     c("ch_v3", 4.0, 6_000, "BK-V3", ("visa", "4002", "V3V3V3"))
-    _post(night, "le_v3", 4.1, 5_500, "card", brand="VISA", record="ch_v3", booking="BK-V3")
-    _post(night, "le_p1", 5.0, 3_000, "card", brand="VI", booking="BK-P1")
+    p("le_v3", 4.1, 5_500, tender="card", brand="VISA", record="ch_v3", booking="BK-V3")
+    p("le_p1", 5.0, 3_000, tender="card", brand="VI", booking="BK-P1")
     # Mastercard: both sides agree
     c("ch_mc", 6.0, 7_700, "BK-MC", ("mastercard", "5000", "MC0001"))
-    _post(night, "le_mc", 6.1, 7_700, "CARD", brand="MC", record="ch_mc", booking="BK-MC")
+    p("le_mc", 6.1, 7_700, tender="CARD", brand="MC", record="ch_mc", booking="BK-MC")
     # Amex, planted: nobody posted it
     c("ch_ax", 7.0, 4_250, "BK-AX", ("amex", "3700", "AX0001"))
     # a posting of no tender and no card that Stripe never saw: brand unknown
-    _post(night, "le_u", 8.0, 2_500, None, booking="BK-U")
+    p("le_u", 8.0, 2_500, booking="BK-U")
     # the takings the provider never sees: no finding, no proposal, counted per tender
-    _post(night, "le_cash1", 9.0, 12_000, "Cash", booking="BK-C1")
-    _post(night, "le_cash2", 9.5, 3_550, "CASH", booking="BK-C2")
-    _post(night, "le_bank", 10.0, 48_000, "BankTransfer", booking="BK-B1")
-    _post(night, "le_ota", 11.0, 21_500, "ota collect", booking="BK-O1")
+    p("le_cash1", 9.0, 12_000, tender="Cash", booking="BK-C1")
+    p("le_cash2", 9.5, 3_550, tender="CASH", booking="BK-C2")
+    p("le_bank", 10.0, 48_000, tender="BankTransfer", booking="BK-B1")
+    p("le_ota", 11.0, 21_500, tender="ota collect", booking="BK-O1")
     # not the night's takings: the next night's cash, the provider's fees of a payout (booked per payout)
-    _post(night, "le_cash_next", 25.0, 9_900, "cash", booking="BK-C3")
-    _post(night, "le_fees", 12.0, -1_234, None, record="po_rome_1129", kind="fee")
-    night.store.reindex()
+    p("le_cash_next", 25.0, 9_900, tender="cash", booking="BK-C3")
+    p("le_fees", 12.0, -1_234, record="po_rome_1129", kind="fee")
     return night
