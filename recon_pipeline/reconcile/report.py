@@ -32,10 +32,16 @@ from recon_pipeline.reconcile.diff import DiffResult
 from recon_pipeline.reconcile.fees import FeesTaken
 from recon_pipeline.reconcile.matching.policy import EXACT_ID
 from recon_pipeline.reconcile.matching.words import matches_sentence
-from recon_pipeline.reconcile.takings import NightTakings
+from recon_pipeline.reconcile.takings import BrandTotals, NightTakings, Takings
 from recon_pipeline.words import brand_label, tender_label
 
 SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
+# The night's takings as every report shows them (``tender_cells``, ``brand_cells``).
+TENDER_HEADER = ("tender", "currency", "entries", "amount")
+BRAND_HEADER = (
+    *("brand", "currency", "PMS entries", "PMS amount", "provider records", "provider amount"),
+    "provider − PMS",
+)
 _NONE = "—"
 
 
@@ -115,33 +121,15 @@ class NightReport:
     def takings_markdown(self) -> str:
         """The night's takings per tender, then its cards per brand: the PMS's, the provider's and the
         difference (provider − PMS), each amount in major units of its currency."""
-        tenders = [
-            [tender_label(t.name), t.currency, str(t.movements), format_minor(t.amount_minor, t.currency)]
-            for t in self.takings.tenders()
-        ]
+        tenders = [tender_cells(t) for t in self.takings.tenders()]
         if not tenders:
             return "_No takings in the ledger._"
-        brands = [
-            [
-                brand_label(b.brand),
-                b.currency,
-                str(b.ledger_movements),
-                format_minor(b.ledger_minor, b.currency),
-                str(b.provider_movements),
-                format_minor(b.provider_minor, b.currency),
-                format_minor(b.difference_minor, b.currency),
-            ]
-            for b in self.takings.brands()
-        ]
-        header = [
-            *("brand", "currency", "PMS entries", "PMS amount", "provider records", "provider amount"),
-            "provider − PMS",
-        ]
+        brands = [brand_cells(b) for b in self.takings.brands()]
         return (
             "**Takings by tender**\n\n"
-            + markdown_table(["tender", "currency", "entries", "amount"], tenders)
+            + markdown_table(TENDER_HEADER, tenders)
             + "\n\n**Cards by brand**\n\n"
-            + (markdown_table(header, brands) if brands else "_No card takings on either side._")
+            + (markdown_table(BRAND_HEADER, brands) if brands else "_No card takings on either side._")
         )
 
     def _matched_beyond_ids(self) -> bool:
@@ -252,25 +240,13 @@ class NightReport:
 
     def _takings_lines(self) -> list[str]:
         """The takings per tender and the cards per brand as plain tables; none for a night without."""
-        tenders = [
-            [tender_label(t.name), str(t.movements), format_minor(t.amount_minor, t.currency)]
-            for t in self.takings.tenders()
-        ]
+        tenders = [tender_cells(t) for t in self.takings.tenders()]
         if not tenders:
             return []
-        brands = [
-            [
-                brand_label(b.brand),
-                f"{b.ledger_movements}: {format_minor(b.ledger_minor, b.currency)}",
-                f"{b.provider_movements}: {format_minor(b.provider_minor, b.currency)}",
-                format_minor(b.difference_minor, b.currency),
-            ]
-            for b in self.takings.brands()
-        ]
-        lines = ["", "takings by tender", plain_table(["tender", "entries", "amount"], tenders)]
+        lines = ["", "takings by tender", plain_table(TENDER_HEADER, tenders)]
+        brands = [brand_cells(b) for b in self.takings.brands()]
         if brands:
-            header = ["brand", "PMS", "provider", "provider - PMS"]
-            lines += ["", "cards by brand", plain_table(header, brands)]
+            lines += ["", "cards by brand", plain_table(BRAND_HEADER, brands)]
         return lines
 
     def _top_rows(self, limit: int, missing: str) -> list[tuple[str, str, str, str, str, str]]:
@@ -356,6 +332,31 @@ def top_discrepancies(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
         ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
     )
     return ranked.head(limit).drop(columns="magnitude").reset_index(drop=True)
+
+
+def tender_cells(takings: Takings) -> list[str]:
+    """A tender's row (``TENDER_HEADER``): the tender in words, its currency, entries and sum."""
+    currency = takings.currency
+    return [
+        tender_label(takings.name),
+        currency,
+        str(takings.movements),
+        format_minor(takings.amount_minor, currency),
+    ]
+
+
+def brand_cells(totals: BrandTotals) -> list[str]:
+    """A card brand's row (``BRAND_HEADER``): in words, both sides' counts and sums, the difference."""
+    currency = totals.currency
+    return [
+        brand_label(totals.brand),
+        currency,
+        str(totals.ledger_movements),
+        format_minor(totals.ledger_minor, currency),
+        str(totals.provider_movements),
+        format_minor(totals.provider_minor, currency),
+        format_minor(totals.difference_minor, currency),
+    ]
 
 
 def format_amount(amount: Any, currency: Any, missing: str = _NONE) -> str:

@@ -36,10 +36,8 @@ from recon_pipeline.tenders import CARD, NOT_RECORDED, TENDERS
 
 LEDGER: Final = "ledger"  # the PMS's side
 PROVIDER: Final = "provider"
-SIDES: Final = (LEDGER, PROVIDER)
 TENDER: Final = "tender"  # what a line is grouped by
 BRAND: Final = "brand"
-GROUPINGS: Final = (TENDER, BRAND)
 UNKNOWN_BRAND: Final = "unknown"  # a card whose brand nobody recorded or nobody can read
 TAKINGS_KINDS: Final = ("payment", "refund")
 _TENDER_ORDER: Final = {tender: at for at, tender in enumerate((*TENDERS, NOT_RECORDED))}

@@ -37,13 +37,16 @@ from recon_pipeline.nights import night_window
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.matching.words import RULE_WORDS, matches_sentence
 from recon_pipeline.reconcile.report import (
+    BRAND_HEADER,
+    TENDER_HEADER,
+    brand_cells,
     category_summary,
     finding_amounts,
     summed_difference,
+    tender_cells,
     top_discrepancies,
 )
 from recon_pipeline.reconcile.takings import NightTakings
-from recon_pipeline.words import brand_label, tender_label
 
 NIGHTS_SHOWN = 30
 TOP_SHOWN = 20
@@ -258,40 +261,20 @@ def _takings_section(takings: NightTakings | None) -> str:
     if takings is None:
         return ""
     tenders = [
-        _tr(
-            [tender_label(t.name), t.currency, str(t.movements), format_minor(t.amount_minor, t.currency)],
-            {"data-tender": t.name, "data-currency": t.currency},
-        )
-        for t in takings.tenders()
+        _tr(tender_cells(t), {"data-tender": t.name, "data-currency": t.currency}) for t in takings.tenders()
     ]
     if not tenders:
         return '<h2>Takings</h2>\n<p class="note">No takings kept for this night.</p>'
     brands = [
-        _tr(
-            [
-                brand_label(b.brand),
-                b.currency,
-                str(b.ledger_movements),
-                format_minor(b.ledger_minor, b.currency),
-                str(b.provider_movements),
-                format_minor(b.provider_minor, b.currency),
-                format_minor(b.difference_minor, b.currency),
-            ],
-            {"data-brand": b.brand, "data-currency": b.currency},
-        )
-        for b in takings.brands()
-    ]
-    brand_header = [
-        *("brand", "currency", "PMS entries", "PMS amount", "provider records", "provider amount"),
-        "provider − PMS",
+        _tr(brand_cells(b), {"data-brand": b.brand, "data-currency": b.currency}) for b in takings.brands()
     ]
     return (
         "<h2>Takings by tender</h2>\n"
-        + _table("takings-by-tender", ["tender", "currency", "entries", "amount"], tenders)
+        + _table("takings-by-tender", TENDER_HEADER, tenders)
         + "\n<h2>Cards by brand</h2>\n"
         + "<p class=\"note\">Card and unrecorded tenders: the PMS's entries against the provider's settled "
         + "payments and refunds; the difference is the provider's less the PMS's.</p>\n"
-        + _table("cards-by-brand", brand_header, brands)
+        + _table("cards-by-brand", BRAND_HEADER, brands)
     )
 
 
