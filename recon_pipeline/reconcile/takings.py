@@ -24,7 +24,7 @@ at its settlement figure, what the account received, as the night's provider tot
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -41,6 +41,7 @@ BRAND: Final = "brand"
 UNKNOWN_BRAND: Final = "unknown"  # a card whose brand nobody recorded or nobody can read
 TAKINGS_KINDS: Final = ("payment", "refund")
 _TENDER_ORDER: Final = {tender: at for at, tender in enumerate((*TENDERS, NOT_RECORDED))}
+Key = tuple[str, str, str, str]  # side, grouped_by, name, currency
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Takings:
     amount_minor: int
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
+    def key(self) -> Key:
         return (self.side, self.grouped_by, self.name, self.currency)
 
 
@@ -145,66 +146,55 @@ class NightTakings:
 def night_takings(tendered: Tendered, provider: pd.DataFrame) -> NightTakings:
     """The night's takings from its valid ledger entries split by tender (``by_tender``: both halves, the
     adjacent nights' entries left out here) and the provider's records of the night (the pull attributed
-    to the property: a provider-record frame)."""
-    counted: list[tuple[tuple[str, str, str, str], int, int]] = []
-    for entries in (tendered.provider, tendered.others):
-        taken = _in_night_takings(entries)
-        tenders = [str(t) if present(t) else NOT_RECORDED for t in taken["tender"].tolist()]
-        counted += _counted(LEDGER, TENDER, tenders, taken)
-    cards = _in_night_takings(tendered.provider)
-    counted += _counted(LEDGER, BRAND, _brands(cards["card_brand"]), cards)
-    moved = provider["settled"].to_numpy(dtype=bool) & provider["kind"].isin(TAKINGS_KINDS).to_numpy()
-    moved = provider[moved]
-    counted += _counted(PROVIDER, BRAND, _brands(moved["card_brand"]), _as_settled(moved))
-    return NightTakings(_lines(counted))
+    to the property: a provider-record frame). Worked in plain Python over each column's values: a night
+    is a few dozen rows, where every pandas filter costs more than the loop."""
+    counted: list[tuple[Key, int]] = []
+    for entries, cards in ((tendered.provider, True), (tendered.others, False)):
+        if not len(entries):
+            continue
+        tenders = entries["tender"].tolist() if "tender" in entries.columns else [None] * len(entries)
+        for in_night, kind, tender, brand, currency, amount in zip(
+            entries["in_night"].tolist(),
+            entries["kind"].tolist(),
+            tenders,
+            entries["card_brand"].tolist(),
+            entries["currency"].tolist(),
+            entries["amount_minor"].tolist(),
+            strict=True,
+        ):
+            if in_night and kind in TAKINGS_KINDS:
+                tendered_as = str(tender) if present(tender) else NOT_RECORDED
+                counted.append(((LEDGER, TENDER, tendered_as, str(currency)), int(amount)))
+                if cards:
+                    counted.append(((LEDGER, BRAND, _brand(brand), str(currency)), int(amount)))
+    if len(provider):
+        converted = provider["settlement_amount_minor"].astype("Int64").tolist()
+        for settled, kind, brand, currency, amount, settlement, settlement_currency in zip(
+            provider["settled"].tolist(),
+            provider["kind"].tolist(),
+            provider["card_brand"].tolist(),
+            provider["currency"].tolist(),
+            provider["amount_minor"].tolist(),
+            converted,
+            provider["settlement_currency"].tolist(),
+            strict=True,
+        ):
+            if settled and kind in TAKINGS_KINDS:  # a conversion: what the account received
+                if present(settlement):
+                    amount, currency = settlement, settlement_currency
+                counted.append(((PROVIDER, BRAND, _brand(brand), str(currency)), int(amount)))
+    return NightTakings(_lines((key, 1, amount) for key, amount in counted))
 
 
-def _in_night_takings(entries: pd.DataFrame) -> pd.DataFrame:
-    """The entries of the night (not its neighbours') that are takings: payments and refunds."""
-    if "tender" not in entries.columns:  # a frame built before the PMS recorded tenders
-        entries = entries.assign(tender=pd.Series([None] * len(entries), index=entries.index, dtype="object"))
-    keep = entries["in_night"].to_numpy(dtype=bool) & entries["kind"].isin(TAKINGS_KINDS).to_numpy()
-    return entries[keep]
+def _brand(brand: object) -> str:
+    """A brand in the one vocabulary (both frames read it so), ``unknown`` for none."""
+    return str(brand) if present(brand) else UNKNOWN_BRAND
 
 
-def _as_settled(records: pd.DataFrame) -> pd.DataFrame:
-    """``amount_minor`` and ``currency`` of each record as the account received it: a conversion's
-    settlement figure, else its own."""
-    if "settlement_amount_minor" not in records.columns or not len(records):
-        return records
-    settlement = records["settlement_amount_minor"].astype("Int64")
-    converted = settlement.notna().to_numpy()
-    if not converted.any():
-        return records
-    amounts = settlement.to_numpy(dtype=object, na_value=0)
-    currencies = records["settlement_currency"].to_numpy(dtype=object)
-    return records.assign(
-        amount_minor=np.where(converted, amounts, records["amount_minor"].to_numpy(dtype=object)),
-        currency=np.where(converted, currencies, records["currency"].to_numpy(dtype=object)),
-    )
-
-
-def _brands(column: pd.Series) -> list[str]:
-    """Each row's brand in the one vocabulary (already read so by both frames), ``unknown`` for none."""
-    return [str(brand) if present(brand) else UNKNOWN_BRAND for brand in column.tolist()]
-
-
-def _counted(
-    side: str, grouped_by: str, names: Sequence[str], rows: pd.DataFrame
-) -> list[tuple[tuple[str, str, str, str], int, int]]:
-    """One (key, 1, amount) per row: ``names`` are the rows' tenders or brands, in their order."""
-    return [
-        ((side, grouped_by, name, str(currency)), 1, int(amount))
-        for name, currency, amount in zip(
-            names, rows["currency"].tolist(), rows["amount_minor"].tolist(), strict=True
-        )
-    ]
-
-
-def _lines(counted: Iterable[tuple[tuple[str, str, str, str], int, int]]) -> tuple[Takings, ...]:
+def _lines(counted: Iterable[tuple[Key, int, int]]) -> tuple[Takings, ...]:
     """Counts and exact sums per key (Python integers: no int64 wrap), as lines in key order."""
-    movements: dict[tuple[str, str, str, str], int] = {}
-    amounts: dict[tuple[str, str, str, str], int] = {}
+    movements: dict[Key, int] = {}
+    amounts: dict[Key, int] = {}
     for key, n, amount in counted:
         movements[key] = movements.get(key, 0) + n
         amounts[key] = amounts.get(key, 0) + amount
