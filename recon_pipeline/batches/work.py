@@ -42,6 +42,7 @@ from recon_pipeline.ledger.queries import (
     list_properties,
     load_bookings,
     load_payment_order_owners,
+    read_booking_groups,
     read_captured_order_rows,
     read_ledger_rows,
 )
@@ -64,7 +65,14 @@ from recon_pipeline.reconcile.identity import (
     name_booked_ids,
     payment_aliases,
 )
-from recon_pipeline.reconcile.matching import PERSON, KnownMatch, MatchOutcome, MatchPolicy, match_night
+from recon_pipeline.reconcile.matching import (
+    PERSON,
+    KnownMatch,
+    MatchOutcome,
+    MatchPolicy,
+    match_night,
+    with_groups,
+)
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
@@ -193,6 +201,7 @@ class _PmsInput:
     posted: dict[str, list[PostedAdjustment]]  # the night's posted adjustments, credited to their entries
     # matches decided before this run (people's, and the adjacent nights'), as the matcher takes them
     known: dict[str, list[KnownMatch]]
+    groups: dict[str, dict[str, str]]  # booking id → group id of the bookings in a group
 
 
 def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _PmsInput:
@@ -207,6 +216,7 @@ def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _
             hold_payments(connection, list(windows), night),
             read_posted_adjustments(connection, list(windows), night),
             known_matches(connection, list(windows), night),
+            read_booking_groups(connection, list(windows)),
         )
 
 
@@ -261,7 +271,7 @@ def reconcile_property_night(
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
     # A bad match_policy fails this property alone, with its name (the policy's own one line).
     policy = _match_policy(target.row)
-    posted, decided = pms.posted[property_id], pms.known[property_id]
+    posted, decided, groups = pms.posted[property_id], pms.known[property_id], pms.groups[property_id]
 
     def matched(aliases: PaymentAliases) -> tuple[MatchOutcome, FeesTaken | None]:
         """The frames the diff compares: the ledger keyed by charge, the night's posted corrections
@@ -270,7 +280,7 @@ def reconcile_property_night(
         names no provider id (reconcile/matching)."""
         ledger = fold_posted_adjustments(canonical_ledger(tendered.provider, aliases), posted)
         compared, ledger, taken = fees_for_diff(own, ledger, target.row.fee_booking_mode)
-        return match_night(compared, ledger, policy, decided), taken
+        return match_night(with_groups(compared, groups), ledger, policy, decided), taken
 
     matching, taken = matched(aliases)
     unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)

@@ -219,6 +219,20 @@ def in_chunks(items: Sequence[str], size: int = IN_CLAUSE_CHUNK) -> Iterable[Seq
         yield items[start : start + size]
 
 
+def read_booking_groups(connection: Connection, property_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Per property, booking id → group id of its bookings in a group (``bookings.group_id``): the group of a
+    charge's booking, which may hold no posting of its own (a group's master reservation). Every property of
+    ``property_ids`` has a mapping, maybe empty; one statement per :data:`IN_CLAUSE_CHUNK` properties."""
+    found: dict[str, dict[str, str]] = {property_id: {} for property_id in property_ids}
+    for chunk in in_chunks(sorted(found)):
+        query = select(bookings.c.property_id, bookings.c.booking_id, bookings.c.group_id).where(
+            bookings.c.property_id.in_(chunk), bookings.c.group_id.is_not(None)
+        )
+        for property_id, booking_id, group_id in connection.execute(query):
+            found[property_id][booking_id] = group_id
+    return found
+
+
 def load_payment_order_owners(connection: Connection, payment_ids: Iterable[str]) -> dict[str, str]:
     """provider_payment_id → property_id of the ``payment_orders`` rows among ``payment_ids`` (attribution
     of payments whose provider record names no property)."""

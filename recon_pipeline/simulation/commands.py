@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 from recon_pipeline.providers.settings import simulator_flavour
 from recon_pipeline.simulation.demo import desk
 from recon_pipeline.simulation.demo.properties import demo_properties
-from recon_pipeline.simulation.demo.run import DemoRunFailed, demo_nights, run_demo
+from recon_pipeline.simulation.demo.run import DemoRunFailed, demo_nights, run_demo, unlike_the_world
 from recon_pipeline.simulation.demo.world import build_world
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline.simulation.host.store import SimulatorStore
@@ -37,16 +37,9 @@ def demo(args: argparse.Namespace, database: Callable[[], AbstractContextManager
     except DemoRunFailed as failure:
         print(f"error: {failure}", file=sys.stderr)
         return 1
-    mismatched = [o.property_id for o in outcomes if o.found != o.planted]
-    if mismatched:
-        print(
-            f"error: findings differ from the planted discrepancies for {', '.join(mismatched)}",
-            file=sys.stderr,
-        )
-        return 1
-    unpaired = [o.property_id for o in outcomes if o.matches_differ()]
-    if unpaired:
-        print(f"error: matches per rule differ from the world's for {', '.join(unpaired)}", file=sys.stderr)
+    unlike = unlike_the_world(outcomes)
+    if unlike:
+        print(f"error: {unlike}", file=sys.stderr)
         return 1
     if args.desk_users:
         with database() as engine:

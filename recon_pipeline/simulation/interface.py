@@ -6,7 +6,8 @@ Kept apart from ``providers/interface.py`` so that production providers carry no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,11 +32,11 @@ class DemoWorld:
     refund_prefix: str
     payment_intents: bool
     # Whether its API reads disputes and currency conversion from balance transactions (Stripe): the world
-    # then also holds disputes and converted charges (``demo/world.py``).
+    # then also holds disputes and converted charges (``demo/night.py``).
     balance_transactions: bool = False
     authorization_period: timedelta | None = None
     # Whether its payouts are daily settlements of earlier days' payments (Razorpay): the world then holds
-    # payments settling on the night, one in a settlement the bank refuses (``demo/world.py``).
+    # payments settling on the night, one in a settlement the bank refuses (``demo/night.py``).
     settled_payouts: bool = False
     # How long after a night ends the provider has published all of its money (Adyen: the settlement
     # batches that may hold it); the demo reconciles each property's newest night published by now, as a
@@ -44,11 +45,15 @@ class DemoWorld:
     # Whether its records show a failed payment (Adyen's settlement reports list only settled money): if
     # not, the ledger's booking of one is money missing at the provider, not a status mismatch.
     reports_failed_payments: bool = True
-    # Properties whose PMS keeps a hotel-style ledger (``demo/world.py``, ``_HotelNightBuilder``): most
+    # Properties whose PMS keeps a hotel-style ledger (``demo/hotel_night.py``, ``HotelNightBuilder``): most
     # payments posted per booking with the card's brand, last four and approval code but not the
     # provider's id, so the matcher pairs them. Seeded by ``recon demo`` beside ``properties``, which the
     # tests' worlds are built of alone.
     hotel_properties: tuple[PropertyRow, ...] = ()
+    # Hotel properties whose PMS is a named one (``demo/pms_ledgers.py``: ``apaleo``, ``opera``, ``mews``),
+    # property id → PMS: their ledgers are written as that PMS records money (tenders, card-type spellings,
+    # refunds as negative payments, reversals, group folios).
+    pms_styles: Mapping[str, str] = field(default_factory=dict)
 
 
 class ProviderSimulation(Protocol):

@@ -84,10 +84,15 @@ def test_a_groups_charge_posted_across_its_bookings_is_one_match(serve: Serve) -
     night.charge("ch_block", 10.0, 30_000, "BB-1", ("mastercard", "5454", "M22222"))
     for n, amount in ((1, 10_000), (2, 20_000)):
         night.post(f"le_b{n}", 10.5, amount, booking=f"BB-{n}", brand="MC", last4="5454", approval="M22222")
+    # a charge on the group's master reservation, which holds no posting of its own
+    night.groups.update({"GM-0": "GRP-M", "GM-1": "GRP-M", "GM-2": "GRP-M"})
+    night.charge("ch_master", 11.0, 42_000, "GM-0", ("amex", "0005", "X66666"))
+    night.post("le_m1", 11.5, 21_000, booking="GM-1")
+    night.post("le_m2", 11.5, 21_000, booking="GM-2")
     with serve(night) as run:
         findings, proposals, stored = reconciled(run)
     assert findings == {} and proposals == {}
-    assert stored == {"ch_group=le_g1+le_g2+le_g3", "ch_block=le_b1+le_b2"}
+    assert stored == {"ch_group=le_g1+le_g2+le_g3", "ch_block=le_b1+le_b2", "ch_master=le_m1+le_m2"}
     assert {row["rule"] for row in run.rows(matches)} == {"split"}
 
 

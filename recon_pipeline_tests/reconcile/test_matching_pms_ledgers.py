@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon_pipeline.reconcile.matching import match_night
+from recon_pipeline.reconcile.matching import match_night, with_groups
 from recon_pipeline_tests.support.match_frames import charge, folio, matched, night, posting, pull
 
 pytestmark = pytest.mark.fast
@@ -30,6 +30,19 @@ def test_a_groups_charge_posted_across_its_bookings_is_one_split() -> None:
         ),
     )
     assert matched(outcome) == [("ch_g=le_1+le_2+le_3", "split", "matched")]
+    assert night(outcome) == []
+
+
+def test_a_charge_on_the_groups_master_booking_is_split_across_the_members_postings() -> None:
+    """The master reservation holds no posting of its own: its group comes from ``bookings.group_id``."""
+    charges = pull(charge("ch_m", amount=40_000, booking="M-0"))
+    folio_rows = folio(
+        posting("le_1", amount=25_000, booking="M-1", group="G-M"),
+        posting("le_2", amount=15_000, booking="M-2", group="G-M"),
+    )
+    assert matched(match_night(charges, folio_rows)) == []  # without the master booking's group
+    outcome = match_night(with_groups(charges, {"M-0": "G-M", "M-1": "G-M", "M-2": "G-M"}), folio_rows)
+    assert matched(outcome) == [("ch_m=le_1+le_2", "split", "matched")]
     assert night(outcome) == []
 
 
@@ -207,3 +220,18 @@ def test_a_code_for_another_brand_is_another_card_and_an_unknown_spelling_is_no_
         pull(charge("ch_1", card="visa 4242")), folio(posting("le_1", card="ZQ 4242", booking=None))
     )
     assert matched(unknown) == [("ch_1=le_1", "card_window", "matched")]
+
+
+def test_a_disputes_withdrawal_posted_as_a_negative_payment_pairs_with_the_dispute() -> None:
+    outcome = match_night(
+        pull(
+            charge("ch_1", amount=20_000),
+            charge("dp_1", kind="dispute", amount=-20_000, charge_id="ch_1"),
+        ),
+        folio(posting("le_1", amount=20_000), posting("le_2", amount=-20_000, minute=90)),
+    )
+    assert matched(outcome) == [
+        ("ch_1=le_1", "booking_amount", "matched"),
+        ("dp_1=le_2", "booking_amount", "matched"),
+    ]
+    assert night(outcome) == []

@@ -71,7 +71,7 @@ def test_the_report_says_the_matches_per_rule_and_lists_each_one(engine: Engine)
     cells = Cells()
     cells.feed(page)
     assert cells.sentence == (
-        "Matched by booking and amount 1, a split folio (sums within a booking) 1; "
+        "Matched by booking and amount 1, a split folio (sums within a booking or a group) 1; "
         "1 suggestion waiting for a person."
     )
     header, *rows = cells.rows
@@ -81,7 +81,7 @@ def test_the_report_says_the_matches_per_rule_and_lists_each_one(engine: Engine)
          "card_window match"],
         ["booking and amount", "matched", "0.95", "ch_1", "le_1", "120.00 EUR", "120.00 EUR",
          "ch_1 is le_1: booking B-17 and 120.00 EUR"],
-        ["a split folio (sums within a booking)", "matched", "0.90", "ch_2", "le_2a le_2b", "90.00 EUR",
+        ["a split folio (sums within a booking or a group)", "matched", "0.90", "ch_2", "le_2a le_2b", "90.00 EUR",
          "90.00 EUR", "split match"],
     ]  # fmt: skip
 

@@ -8,8 +8,9 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import pytest
@@ -23,12 +24,16 @@ from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.reconcile.matching import TIERS
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES as KEYED_PROPERTIES
 from recon_pipeline.simulation.demo.properties import demo_properties
+from recon_pipeline.simulation.demo.run import NightOutcome, run_demo, unlike_the_world
 from recon_pipeline.simulation.demo.world import World, build_world
+from recon_pipeline.simulation.registry import simulation_named
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata, seeded
 
-# What `recon demo` seeds: the keyed properties the tests' worlds are built of, and the hotel-style one.
+# What `recon demo` seeds: the keyed properties the tests' worlds are built of, the hotel-style one, and
+# the hotel-style ones whose PMS is a named one (test_demo_pms_ledgers.py).
 DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)
 HOTEL = "rome-trastevere"
+PMS_STYLE_OF = simulation_named(DEFAULT_FLAVOUR).demo_world().pms_styles
 HOTEL_BOOKINGS = 60
 
 
@@ -196,20 +201,78 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     assert run_recon("db", "init", env=env).stdout.strip().endswith(", the newest")
 
 
-# --- the hotel-style property (simulation/demo/world.py, _HotelNightBuilder) ----------------------------
+# --- the demo's clock (run_demo's ``clock``) ----------------------------------------------------------
+
+
+@pytest.mark.slow  # three demos through Dagster per database
+def test_the_demo_runs_twice_in_a_row_as_rome_crosses_midnight(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A demo at 23:58 in Rome reconciles Rome's night before; at 00:02 Rome's newest night is the one
+    that just ended, and its first minutes hold what the night before posted after midnight (payments of
+    23:59 booked at 00:02, a late folio posting): the provider still serves those payments, so the demo
+    finds what was planted, and the same demo again finds the same and proposes nothing new."""
+    monkeypatch.setenv("RECON_DATABASE_URL", database_url)
+    demos_across_midnight(monkeypatch, DEFAULT_FLAVOUR, HOTEL, "Europe/Rome")
+
+
+@pytest.mark.slow  # three demos through Dagster
+def test_the_razorpay_demo_runs_twice_in_a_row_as_mumbai_crosses_midnight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As for Rome; Razorpay's holds last three days, so the night before's hold that is open for days
+    must not lapse before tonight's next night ends (it would be a finding nobody planted tonight)."""
+    demos_across_midnight(monkeypatch, "razorpay", "mumbai-marine", "Asia/Kolkata")
+
+
+def demos_across_midnight(monkeypatch: pytest.MonkeyPatch, flavour: str, moved: str, timezone: str) -> None:
+    """``flavour``'s demo two minutes before the local midnight of ``moved``'s property (two days ago), two
+    minutes after, and again: each finds what was planted; the second reconciles that property's new night
+    with the night before served too and the others' nights unmoved; the third changes nothing."""
+    for name in ("DAGSTER_HOME", "RECON_PROVIDER", "RECON_PROVIDER_FLAVOUR", "RECON_PROVIDER_BASE_URL"):
+        monkeypatch.setenv(name, "")  # the demo sets them; each is put back after the test
+    monkeypatch.delenv("DAGSTER_HOME")
+    zone = ZoneInfo(timezone)
+    midnight = datetime.combine(datetime.now(zone).date() - timedelta(days=2), time(0), zone)
+    printed: list[str] = []
+
+    def demo_at(moment: datetime) -> dict[str, NightOutcome]:
+        outcomes = run_demo(HOTEL_BOOKINGS, echo=printed.append, flavour=flavour, clock=lambda: moment)
+        assert unlike_the_world(outcomes) is None
+        return {outcome.property_id: outcome for outcome in outcomes}
+
+    before = demo_at(midnight - timedelta(minutes=2))
+    assert before[moved].night == (midnight.date() - timedelta(days=2)).isoformat()
+    printed.clear()
+    after = demo_at(midnight + timedelta(minutes=2))
+    assert after[moved].night == (midnight.date() - timedelta(days=1)).isoformat()
+    assert [line for line in printed if "also serves the night before" in line] == [
+        f"the provider also serves the night before of {moved} {before[moved].night} (an earlier demo's, "
+        "whose last payments were posted in tonight's)"
+    ]
+    for property_id, outcome in after.items():  # the other properties' nights did not move
+        assert (outcome.night == before[property_id].night) == (property_id != moved)
+    assert after[moved].adjustments_new > 0
+
+    again = demo_at(midnight + timedelta(minutes=2))
+    for property_id, outcome in again.items():
+        assert (outcome.night, outcome.found) == (after[property_id].night, after[property_id].found)
+        assert outcome.adjustments_new == 0
+
+
+# --- the hotel-style property (simulation/demo/hotel_night.py, HotelNightBuilder) -----------------------
 
 
 @pytest.mark.fast
 def test_the_hotel_world_builds_what_each_rule_pairs_and_leaves_the_keyed_properties_as_they_were() -> None:
     properties = demo_properties(DEFAULT_FLAVOUR)
-    assert [p.property_id for p in properties] == [*(p.property_id for p in KEYED_PROPERTIES), HOTEL]
+    keyed_ids = [p.property_id for p in KEYED_PROPERTIES]
+    assert [p.property_id for p in properties] == [*keyed_ids, HOTEL, *PMS_STYLE_OF]
     nights = {p.property_id: date(2026, 12, 3) for p in properties}
     world = build_world(nights, HOTEL_BOOKINGS, properties=properties)
     keyed = build_world(nights, HOTEL_BOOKINGS)  # the tests' worlds: the keyed properties alone
-    assert [e for e in world.ledger_entries if e["property_id"] != HOTEL] == keyed.ledger_entries
-    assert (
-        world.expected - Counter({k: n for k, n in world.expected.items() if k[0] == HOTEL}) == keyed.expected
-    )
+    assert [e for e in world.ledger_entries if e["property_id"] in keyed_ids] == keyed.ledger_entries
+    assert Counter({k: n for k, n in world.expected.items() if k[0] in keyed_ids}) == keyed.expected
     built = {rule: n for (p, _night, rule), n in world.expected_matches.items() if p == HOTEL}
     assert set(built) == set(TIERS) and all(built.values())  # every matcher's rule has something to pair
     entries = [e for e in world.ledger_entries if e["property_id"] == HOTEL]
@@ -228,9 +291,10 @@ def test_the_demo_pairs_the_hotel_ledger_rule_by_rule_and_finds_only_what_was_pl
     assert "differs" not in result.stdout
     nights = dict(NIGHT_BLOCK.findall(result.stdout))
     assert HOTEL in nights
-    # the hotel alone prints its matches per rule (the keyed properties' are the provider's id alone)
+    # the hotel-style properties alone print their matches per rule (the keyed properties' are the
+    # provider's id alone)
     block = result.stdout.split(f"== {HOTEL}")[1].split("\n== ")[0]
-    assert result.stdout.count("matched by") == block.count("matched by") == 1
+    assert block.count("matched by") == 1 and result.stdout.count("matched by") == 1 + len(PMS_STYLE_OF)
     assert re.search(r"^   booking and amount +\d+ +\d+$", block, re.MULTILINE)
     assert lifecycle_lines(result.stdout)[HOTEL] == (1, 1, 1, 1, 1, 1)  # the PMS catches up, as elsewhere
 
@@ -271,7 +335,10 @@ def test_the_demo_pairs_the_hotel_ledger_rule_by_rule_and_finds_only_what_was_pl
             "SELECT provider_record_id, ledger_entry_id FROM adjustments WHERE property_id = ? AND night = ?",
             (HOTEL, night),
         ).fetchall()
-        other_matches = connection.execute("SELECT COUNT(*) FROM matches WHERE property_id != ?", (HOTEL,))
+        keyed = [p.property_id for p in KEYED_PROPERTIES]
+        other_matches = connection.execute(
+            f"SELECT COUNT(*) FROM matches WHERE property_id IN ({', '.join('?' * len(keyed))})", keyed
+        )
         assert other_matches.fetchone() == (0,)  # the keyed properties: everything by the provider's id
     assert found == planted
     assert matched == built

@@ -25,6 +25,7 @@ from recon_pipeline.reconcile.matching.policy import (
     MatchPolicy,
     match_key,
 )
+from recon_pipeline.reconcile.matching.sides import with_groups
 
 __all__ = [
     "CONFIRMED",
@@ -44,4 +45,5 @@ __all__ = [
     "match_frame",
     "match_key",
     "match_night",
+    "with_groups",
 ]

@@ -4,14 +4,16 @@ Many PMSs reverse money on a payment line (Apaleo's refund, OPERA's negative pay
 refund posting, so the provider's refund (or a dispute's withdrawal) and the ledger's negative payment
 would never share a kind, and one movement would read as two findings. Before anything is compared, each
 negative payment takes the kind of the provider record it names (by its id or a whole token of its
-reference: a refund's or a dispute's), else ``refund``. One keyed by the id of a payment the refund
-belongs to (the PMS names the charge it refunds) names no refund: its id is moved into its reference, so
-that the matcher pairs it with that charge's refund as any reference naming a charge is paired.
+reference: a refund's or a dispute's), else the kind of the pull's withdrawals of its booking, currency
+and amount when they are of one kind (a dispute's withdrawal posted on the booking), else ``refund``. One
+keyed by the id of a payment the refund belongs to (the PMS names the charge it refunds) names no refund:
+its id is moved into its reference, so that the matcher pairs it with that charge's refund as any
+reference naming a charge is paired.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -38,15 +40,20 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
         if kind in _WITHDRAWALS
     }
     paid = _payment_ids(provider_records)
+    withdrawn = _withdrawals_by_booking(provider_records)
     ids = ledger["provider_record_id"].to_numpy(dtype=object, copy=True)
     references = _column(ledger, "reference")
+    bookings = _column(ledger, "booking_id")
+    currencies = ledger["currency"].to_numpy(dtype=object)
     kinds = kinds.copy()
     for at in negative.tolist():
         record_id = ids[at] if isinstance(ids[at], str) else None
         named = [record_id] if record_id else []
         if isinstance(references[at], str):
             named += reference_tokens(references[at])
-        kind = next((withdrawal_of[name] for name in named if name in withdrawal_of), REFUND)
+        by_booking = withdrawn.get((bookings[at], currencies[at], int(amounts[at])), ())
+        fits = by_booking[0] if len(by_booking) == 1 else REFUND
+        kind = next((withdrawal_of[name] for name in named if name in withdrawal_of), fits)
         kinds[at] = kind
         if record_id and record_id not in withdrawal_of and record_id in paid:
             ids[at] = None  # it names the charge it refunds: a reference, not the refund's id
@@ -56,6 +63,18 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
         provider_record_id=pd.Series(ids, index=ledger.index, dtype=ledger["provider_record_id"].dtype),
         reference=pd.Series(references, index=ledger.index, dtype="object"),
     )
+
+
+def _withdrawals_by_booking(provider_records: pd.DataFrame) -> dict[tuple[Any, Any, int], tuple[str, ...]]:
+    """(booking, currency, amount) → the kinds of the pull's withdrawals of it (refund, dispute)."""
+    found: dict[tuple[Any, Any, int], set[str]] = {}
+    rows = provider_records[provider_records["kind"].isin(_WITHDRAWALS)]
+    for booking, currency, amount, kind in zip(
+        rows["booking_id"], rows["currency"], rows["amount_minor"], rows["kind"], strict=True
+    ):
+        if isinstance(booking, str):
+            found.setdefault((booking.strip(), currency, int(amount)), set()).add(str(kind))
+    return {key: tuple(sorted(kinds)) for key, kinds in found.items()}
 
 
 def _payment_ids(provider_records: pd.DataFrame) -> set[str]:

@@ -83,12 +83,32 @@ def candidate_sides(
     free = ~named
     free[taken] = False
     records = record_keys(provider_records, np.flatnonzero(free))
-    records = records.with_columns(group=_groups_of(records["booking"], ledger))
+    records = records.with_columns(group=_groups_of(records, ledger))
     return Sides(records, entry_keys(ledger, entries_at), _figures(records), int(np.count_nonzero(named)))
 
 
-def _groups_of(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
-    """Each record's group: the ``group_id`` the ledger's entries of its booking carry (null if none)."""
+def with_groups(provider_records: pd.DataFrame, group_of: Mapping[str, str]) -> pd.DataFrame:
+    """The records with the ``group_id`` of their booking (``bookings.group_id``: a group's charge is often
+    taken on its master booking, which holds no posting to say its group); the frame itself when no
+    booking is in a group."""
+    if not group_of or provider_records.empty:
+        return provider_records
+    groups = provider_records["booking_id"].map(dict(group_of))
+    return provider_records.assign(group_id=groups.astype(object).where(groups.notna(), None))
+
+
+def _groups_of(records: Table, ledger: pd.DataFrame) -> np.ndarray:
+    """Each record's group: its own ``group_id`` (:func:`with_groups`), else the one the ledger's entries
+    of its booking carry (null if none)."""
+    groups = records["group_id"].copy()
+    missing = pd.isna(groups)
+    if missing.any():
+        groups[missing] = _ledger_groups(records["booking"][missing], ledger)
+    return groups
+
+
+def _ledger_groups(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
+    """The ``group_id`` the ledger's entries of each booking carry (null if none)."""
     groups = np.full(len(bookings), None, dtype=object)
     if "group_id" not in ledger.columns or not len(bookings):
         return groups
@@ -132,6 +152,7 @@ def record_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:
             "intent_id": column("payment_intent_id"),
             "kind": column("kind"),
             "booking": texts(column("booking_id")),
+            "group_id": texts(column("group_id")),
             "brand": brands(column("card_brand")),
             "last4": last_fours(column("card_last4")),
             "approval": codes(column("approval_code")),

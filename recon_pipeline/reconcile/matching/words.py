@@ -22,7 +22,7 @@ RULE_WORDS: Final[Mapping[str, str]] = {
     REFERENCE: "the id in the entry's reference",
     BOOKING_AMOUNT: "booking and amount",
     STRONG_KEYS: "approval code or card",
-    SPLIT: "a split folio (sums within a booking)",
+    SPLIT: "a split folio (sums within a booking or a group)",
     CARD_WINDOW: "card, amount and time",
 }
 assert set(RULE_WORDS) == set(RULES), "every rule has its words"

@@ -10,7 +10,7 @@ from recon_pipeline.simulation.registry import simulation_named
 
 def demo_properties(flavour: str) -> tuple[PropertyRow, ...]:
     """The properties `recon demo` seeds for the provider called ``flavour`` (its simulation says which):
-    its keyed ones, then its hotel-style ones (``demo/world.py``, ``_HotelNightBuilder``)."""
+    its keyed ones, then its hotel-style ones (``demo/hotel_night.py``, ``HotelNightBuilder``)."""
     world = simulation_named(flavour).demo_world()
     return (*world.properties, *world.hotel_properties)
 
@@ -31,4 +31,7 @@ DEMO_THRESHOLDS_MINOR = {
     "amsterdam-canal": 1_000_000,  # €10,000
     "london-borough": 1_000_000,  # £10,000
     "rome-trastevere": 1_000_000,  # €10,000
+    "edinburgh-royalmile": 1_000_000,  # £10,000
+    "newyork-midtown": 1_000_000,  # $10,000
+    "osaka-namba": 1_000_000,  # ¥1,000,000
 }

@@ -2,12 +2,14 @@
 
 Seed the demo properties of one provider (``--provider``: the ones its package names) and the demo
 analyst's thresholds, serve the provider half from the simulator on 127.0.0.1 speaking that provider's
-API, reconcile every property's newest night whose money the provider has published (``demo_nights``:
-last night, unless the provider publishes a night's money later) through the real ``reconcile_night`` job
-(its blocking asset check included), then print what was found against what was planted. Then the PMS
-catches up (``follow_the_ledger``): it books half of the missing payments and one ledger amount changes,
-the same partitions run again, and the demo prints how many findings were cleared and proposals withdrawn
-or superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no new
+API (with each property's night before, where an earlier demo left it in the database:
+``serve_held_nights_before``, so that the demo runs twice in a row at any moment), reconcile every
+property's newest night whose money the provider has published (``demo_nights``: last night, unless the
+provider publishes a night's money later) through the real ``reconcile_night`` job (its blocking asset
+check included), then print what was found against what was planted. Then the PMS catches up
+(``follow_the_ledger``): it books half of the missing payments and one ledger amount changes, the same
+partitions run again, and the demo prints how many findings were cleared and proposals withdrawn or
+superseded. Both steps are idempotent: a second run finds the same discrepancies, writes no new
 adjustments and, the ledger being as the first left it, clears nothing. Last, each night's report files
 are rendered on demand from the database (as `recon report night` does; the runs write none) and their
 paths printed. A run that fails stops the demo with one line saying which check or step failed and why
@@ -32,7 +34,7 @@ from recon_pipeline import config
 from recon_pipeline.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds, ledger_entries
+from recon_pipeline.db.schema import bookings, discrepancies, discrepancy_thresholds, ledger_entries
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.defs.batches import batch_run_config
 from recon_pipeline.defs.payouts import PAYOUTS_JOB
@@ -120,13 +122,20 @@ def prepare_dagster_home() -> Path:
     return home
 
 
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 def run_demo(
     bookings_per_night: int = 1000,
     seed: int = 7,
     echo: Callable[[str], None] = print,
     flavour: str = DEFAULT_FLAVOUR,
+    clock: Callable[[], datetime] = utc_now,
 ) -> list[NightOutcome]:
     """Seed, serve, reconcile and report ``flavour``'s demo properties; one outcome per property.
+    ``clock`` is the demo's now: which nights it reconciles, and the simulated provider's time (tests
+    pin it; the runs' own timestamps are the real clock's).
 
     Raises DemoRunFailed when a property's run fails."""
     started = time.monotonic()
@@ -136,15 +145,23 @@ def run_demo(
     os.environ.setdefault("RECON_DATABASE_URL", config.database_url())
     engine = make_engine(os.environ["RECON_DATABASE_URL"])
     migrations.upgrade(engine)
-    now = datetime.now(UTC)
+    now = clock()
     nights = demo_nights(now, flavour)
     world = build_world(nights, bookings_per_night, seed, properties, flavour)
     inserted = seed_world(engine, world)
+    served_before = serve_held_nights_before(engine, world, nights, bookings_per_night, seed, flavour)
+    world.store.clock = lambda: clock().timestamp()
     thresholds = {p.property_id: DEMO_THRESHOLDS_MINOR[p.property_id] for p in properties}
     inserted[discrepancy_thresholds.name] = seed_thresholds(engine, thresholds, now)
     echo(f"RECON_HOME={home}")
     echo("seeded: " + ", ".join(f"{table} +{n}" for table, n in inserted.items()))
     echo(render_nights(nights, flavour))
+    if served_before:
+        echo(
+            "the provider also serves the night before of "
+            + ", ".join(f"{p} {night}" for p, night in served_before.items())
+            + " (an earlier demo's, whose last payments were posted in tonight's)"
+        )
     dagster_home = prepare_dagster_home()
     app = build_app(world.store, flavour=flavour)
     # Dagster's own sensor constructors warn that a parameter they pass is in beta; the demo's reader can
@@ -179,6 +196,51 @@ def run_demo(
     echo(f"demo finished in {time.monotonic() - started:.1f}s")
     echo(f"see the runs with: DAGSTER_HOME={dagster_home} dagster dev")
     return outcomes
+
+
+def serve_held_nights_before(
+    engine: Engine,
+    world: World,
+    nights: dict[str, date],
+    bookings_per_night: int,
+    seed: int,
+    flavour: str,
+) -> dict[str, date]:
+    """Add to ``world``'s provider records those of each property's night before its demo night that the
+    database holds (an earlier demo seeded and reconciled it, before the property's midnight or cutoff
+    moved its newest night on); the nights added, per property.
+
+    Why: a night's world posts some of its payments after its end (a payment at 23:59 booked at 00:02, a
+    late folio posting), so the night before's ledger reaches into the demo night; the provider must still
+    serve those payments, as a real one serves yesterday's, or each would be missing at the provider."""
+    before = {property_id: night - timedelta(days=1) for property_id, night in nights.items()}
+    earlier = {
+        prop.property_id: build_world(
+            {prop.property_id: before[prop.property_id]}, bookings_per_night, seed, (prop,), flavour
+        )
+        for prop in demo_properties(flavour)
+        if prop.property_id in nights
+    }
+    # The night before's last booking (the world's last-built row) says whether the database holds it all.
+    last_booking = {world_before.bookings[-1]["booking_id"]: p for p, world_before in earlier.items()}
+    query = select(bookings.c.booking_id).where(bookings.c.booking_id.in_(list(last_booking)))
+    with engine.connect() as connection:
+        held = sorted(last_booking[booking_id] for booking_id in connection.execute(query).scalars())
+    for property_id in held:
+        world.store.absorb(earlier[property_id].store)
+    world.store.reindex()
+    return {property_id: before[property_id] for property_id in held}
+
+
+def unlike_the_world(outcomes: list[NightOutcome]) -> str | None:
+    """Why the demo's outcomes are not what its world planted and built, on one line; None when they are."""
+    mismatched = [o.property_id for o in outcomes if o.found != o.planted]
+    if mismatched:
+        return f"findings differ from the planted discrepancies for {', '.join(mismatched)}"
+    unpaired = [o.property_id for o in outcomes if o.matches_differ()]
+    if unpaired:
+        return f"matches per rule differ from the world's for {', '.join(unpaired)}"
+    return None
 
 
 def reconcile(instance: dg.DagsterInstance, engine: Engine, world: World, property_id: str) -> NightOutcome:

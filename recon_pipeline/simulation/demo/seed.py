@@ -23,13 +23,14 @@ SEED_BATCH = 2_000
 
 def seed_world(engine: Engine, world: World) -> dict[str, int]:
     """Insert the world's PMS rows; returns rows newly inserted per table."""
-    # A hotel-style property's entries carry the card keys and reference (``_HotelNightBuilder``), the
+    # A hotel-style property's entries carry the card keys and reference (``HotelNightBuilder``), the
     # others none: every row names every column, as one batched insert needs.
     optional = [name for name in LEDGER_MATCH_KEY_COLUMNS if name in ledger_entries.c]
     entries = [dict.fromkeys(optional) | entry for entry in world.ledger_entries]
+    stays = [{"group_id": None} | booking for booking in world.bookings]  # a group's members name it
     plan = (
         (properties, world.properties, "property_id"),
-        (bookings, world.bookings, "booking_id"),
+        (bookings, stays, "booking_id"),
         (payment_orders, world.payment_orders, "provider_payment_id"),
         (ledger_entries, entries, "entry_id"),
     )

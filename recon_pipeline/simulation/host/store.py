@@ -165,10 +165,12 @@ class SimulatorStore:
         return self._transactions
 
     def absorb(self, other: SimulatorStore) -> None:
-        """Add every stored object of ``other`` (worlds of several nights are built night by night and
-        merged); call ``reindex()`` once all are in."""
+        """Add every stored object of ``other``, and its settled fees and failed payouts (worlds of several
+        nights are built night by night and merged); call ``reindex()`` once all are in."""
         for kind in KINDS:
             getattr(self, kind).extend(getattr(other, kind))
+        self.settled_fees.update(other.settled_fees)
+        self.failed_payouts.update(other.failed_payouts)
 
     def get(self, kind: Kind, object_id: str) -> StripeObject | None:
         """The stored object (with its ``account`` key) or None."""
