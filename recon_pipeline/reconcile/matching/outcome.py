@@ -146,8 +146,10 @@ def build_outcome(
 
     named_r = {int(record_at[r]) for hold in holds for r in hold.named_records}
     named_e = {int(entry_at[e]) for hold in holds for e in hold.named_entries}
-    records = _rows(record_keys, provider_records, {p for m in matches for p in m.records} | named_r)
-    entries = _rows(entry_keys, ledger, {p for m in matches for p in m.entries} | named_e)
+    records = _rows(
+        record_keys, provider_records, {p for m in matches for p in m.records} | named_r, sides.records
+    )
+    entries = _rows(entry_keys, ledger, {p for m in matches for p in m.entries} | named_e, sides.entries)
 
     rows: dict[str, list[Any]] = {name: [] for name in MATCH_COLUMNS}
     found: dict[str, list[Any]] = {}
@@ -294,14 +296,24 @@ def _add_pairs(
 
 
 def _rows(
-    read: Callable[[pd.DataFrame, np.ndarray], Table], frame: pd.DataFrame, at: set[int]
+    read: Callable[[pd.DataFrame, np.ndarray], Table], frame: pd.DataFrame, at: set[int], sides: Table
 ) -> dict[int, Any]:
-    """The rows at ``at`` with their normalised keys, by position (namedtuples)."""
+    """The rows at ``at`` with their normalised keys, by position (namedtuples): a candidate's from the
+    sides already read, any other (a decided match's) read from the frame."""
     if not at:
         return {}
     positions = np.array(sorted(at), dtype=np.int64)
-    table = read(frame, positions)
-    return dict(zip(positions.tolist(), _table_rows(table, np.arange(len(positions))), strict=True))
+    found = np.isin(positions, sides["at"])
+    rows: dict[int, Any] = {}
+    if found.any():
+        row_of = {int(position): row for row, position in enumerate(sides["at"].tolist())}
+        taken = positions[found]
+        named = np.array([row_of[int(position)] for position in taken], dtype=np.int64)
+        rows.update(zip(taken.tolist(), _table_rows(sides, named), strict=True))
+    if not found.all():
+        rest = positions[~found]
+        rows.update(zip(rest.tolist(), _table_rows(read(frame, rest), np.arange(len(rest))), strict=True))
+    return rows
 
 
 def _add_match(
