@@ -78,7 +78,7 @@ from recon_pipeline.reconcile.takings import by_tender
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.review.matches import known_matches, save_matches
 from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.review.store import save_findings
 
 logger = logging.getLogger(__name__)
 
@@ -314,7 +314,7 @@ def reconcile_property_night(
     tonights_matches, tonights_counts = _tonights(matching, decided)
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
         plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
-        saved = save_discrepancies(
+        saved = save_findings(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )
         matches_saved = save_matches(connection, property_id, night, tonights_matches, run_id, now)

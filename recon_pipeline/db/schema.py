@@ -178,7 +178,7 @@ discrepancies = Table(
     Column("detected_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
     Column("review_status", Text, nullable=False, server_default="open"),
-    # The last human review (recon discrepancies ack|resolve|reopen); an automatic re-open leaves them as
+    # The last human review (recon findings ack|resolve|reopen); an automatic re-open leaves them as
     # they were, so they keep saying who looked at which amount. reviewed_difference_minor is the amount the
     # reviewer saw: a re-detection with another difference re-opens the finding (review/store.py).
     Column("reviewed_by", Text, nullable=True),

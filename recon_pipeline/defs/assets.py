@@ -170,7 +170,7 @@ def reconcile_batch_assets(
             **{f"fees/{status}": n for status, n in sorted(fees.items())},
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
-            "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+            "top_discrepancies": dg.MetadataValue.md(report.top_findings_markdown()),
             "per_property": dg.MetadataValue.md(_per_property_markdown(batch, night, desk_url)),
         },
     )

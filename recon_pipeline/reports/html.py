@@ -38,7 +38,7 @@ from recon_pipeline.reconcile.report import (
     category_summary,
     finding_amounts,
     summed_difference,
-    top_discrepancies,
+    top_findings,
 )
 
 NIGHTS_SHOWN = 30
@@ -192,7 +192,7 @@ def _top_table(findings: pd.DataFrame) -> str:
                 _text(finding["detail"]),
             ]
         )
-        for finding in top_discrepancies(findings, TOP_SHOWN).to_dict("records")
+        for finding in top_findings(findings, TOP_SHOWN).to_dict("records")
     ]
     header = [
         *("category", "record", "booking", "provider", "ledger", "difference", "review", "adjustment"),

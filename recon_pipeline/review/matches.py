@@ -157,7 +157,7 @@ def save_matches(
     the run hands over as ``confirmed`` (rule ``person``: the matcher applied a known match) is not
     written: the decision is stored where the person made it, on this night or a night either side.
 
-    Under the partition's lock (the one ``save_discrepancies`` and ``sync_adjustments`` take, so the three
+    Under the partition's lock (the one ``save_findings`` and ``sync_adjustments`` take, so the three
     are one step of a night's run), so each writer's read of what is there is current: two identical runs
     at once insert each match once, and the second changes nothing."""
     lock_partition(connection, property_id, night)

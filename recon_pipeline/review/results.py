@@ -60,7 +60,7 @@ def sync_adjustments(
     supersession. The status guard on each update is the rule's second line in the database.
 
     ``categories``: the finding categories whose proposals this writer owns (default: all), as
-    ``save_discrepancies`` scopes findings: the payouts asset proposes for its payout-fee findings in
+    ``save_findings`` scopes findings: the payouts asset proposes for its payout-fee findings in
     property-nights the night's reconciliation writes too, and neither may withdraw the other's proposals.
     """
     lock_partition(connection, property_id, night)

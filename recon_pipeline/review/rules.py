@@ -81,8 +81,8 @@ def validate_note(note: str | None, field: str = "--note") -> str:
 
 
 @dataclass(frozen=True)
-class DiscrepancyFilter:
-    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation.
+class FindingFilter:
+    """Which findings `recon findings list` shows; None matches everything. Validated on creation.
 
     ``cleared``: False for the findings the latest run still sees (what checks count), True for those a
     later run no longer saw, None for both."""

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, insert, select, update
 
-from recon_pipeline.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.categories import FINDING_COLUMNS
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
 from recon_pipeline.errors import ReviewError
@@ -34,7 +34,7 @@ from recon_pipeline.review.rules import (
     OPEN,
     PIPELINE_REVIEWER,
     REOPEN,
-    DiscrepancyFilter,
+    FindingFilter,
     next_status,
     reopens,
 )
@@ -43,13 +43,13 @@ from recon_pipeline.review.rules import (
 # values (a changed difference re-opens the finding afterwards, see reopen_changed); cleared_at (and the
 # run that cleared it) is written too, as the clear rule has it (reconcile/lifecycle.py).
 FINDING_FACTS = (
-    *(name for name in DISCREPANCY_COLUMNS if name not in ("category", "record_key")),
+    *(name for name in FINDING_COLUMNS if name not in ("category", "record_key")),
     "cleared_at",
     "cleared_run_id",
 )
 
 
-# What save_discrepancies reads of a partition's rows: the key, whether cleared, and what a re-open
+# What save_findings reads of a partition's rows: the key, whether cleared, and what a re-open
 # decides on and records.
 _PRESENT_COLUMNS = (
     "discrepancy_id",
@@ -62,7 +62,7 @@ _PRESENT_COLUMNS = (
 )
 
 
-class UnknownDiscrepancyError(LookupError):
+class UnknownFindingError(LookupError):
     """No row of ``discrepancies`` has this id."""
 
 
@@ -70,7 +70,7 @@ class UnknownDiscrepancyError(LookupError):
 class ReviewOutcome:
     """What one acknowledge/resolve/reopen did to one finding; ``changed`` is False when it was already so."""
 
-    discrepancy_id: int
+    finding_id: int
     previous_status: str
     status: str
     difference_minor: int
@@ -81,7 +81,7 @@ class ReviewOutcome:
         return self.previous_status != self.status
 
 
-def matching_conditions(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
+def matching_conditions(where: FindingFilter) -> list[ColumnElement[bool]]:
     conditions = [
         discrepancies.c[column] == value
         for column, value in (
@@ -98,7 +98,7 @@ def matching_conditions(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
     return conditions
 
 
-def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: int) -> list[RowMapping]:
+def list_findings(connection: Connection, where: FindingFilter, limit: int) -> list[RowMapping]:
     """Matching findings, newest night first, then property, category and record."""
     query = (
         select(discrepancies)
@@ -114,17 +114,17 @@ def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: 
     return list(connection.execute(query).mappings())
 
 
-def count_discrepancies(connection: Connection, where: DiscrepancyFilter) -> int:
+def count_findings(connection: Connection, where: FindingFilter) -> int:
     query = select(func.count()).select_from(discrepancies).where(*matching_conditions(where))
     return int(connection.execute(query).scalar_one())
 
 
-def get_discrepancy(connection: Connection, discrepancy_id: int, *, lock: bool = False) -> RowMapping:
-    """The finding's row, or UnknownDiscrepancyError; ``lock`` holds it until the transaction ends."""
-    query = select(discrepancies).where(discrepancies.c.discrepancy_id == discrepancy_id)
+def get_finding(connection: Connection, finding_id: int, *, lock: bool = False) -> RowMapping:
+    """The finding's row, or UnknownFindingError; ``lock`` holds it until the transaction ends."""
+    query = select(discrepancies).where(discrepancies.c.discrepancy_id == finding_id)
     row = connection.execute(query.with_for_update() if lock else query).mappings().first()
     if row is None:
-        raise UnknownDiscrepancyError(f"no discrepancy with id {discrepancy_id}")
+        raise UnknownFindingError(f"no finding with id {finding_id}")
     return row
 
 
@@ -140,7 +140,7 @@ def review_history(connection: Connection, finding: RowMapping) -> list[RowMappi
 
 def review(
     connection: Connection,
-    discrepancy_ids: Sequence[int],
+    finding_ids: Sequence[int],
     action: str,
     reviewer: str,
     note: str,
@@ -153,16 +153,16 @@ def review(
     (the caller's transaction rolls back). A finding already in the target status is left as it is.
     """
     locked = {
-        discrepancy_id: get_discrepancy(connection, discrepancy_id, lock=True)
-        for discrepancy_id in sorted(set(discrepancy_ids))
+        finding_id: get_finding(connection, finding_id, lock=True)
+        for finding_id in sorted(set(finding_ids))
     }
-    rows = [locked[discrepancy_id] for discrepancy_id in dict.fromkeys(discrepancy_ids)]
+    rows = [locked[finding_id] for finding_id in dict.fromkeys(finding_ids)]
     outcomes = [_decide(row, action) for row in rows]
     changed = [(row, outcome) for row, outcome in zip(rows, outcomes, strict=True) if outcome.changed]
     for _row, outcome in changed:
         connection.execute(
             update(discrepancies)
-            .where(discrepancies.c.discrepancy_id == outcome.discrepancy_id)
+            .where(discrepancies.c.discrepancy_id == outcome.finding_id)
             .values(
                 review_status=outcome.status,
                 reviewed_by=reviewer,
@@ -178,24 +178,24 @@ def review(
     return outcomes
 
 
-def assign(connection: Connection, discrepancy_id: int, assignee: str | None, now: datetime) -> RowMapping:
+def assign(connection: Connection, finding_id: int, assignee: str | None, now: datetime) -> RowMapping:
     """Give the finding to ``assignee`` (None: to no one) from ``now``, its status untouched; the finding as
-    it was before (UnknownDiscrepancyError for an unknown id). Who may be given it is the caller's rule."""
-    before = get_discrepancy(connection, discrepancy_id, lock=True)
+    it was before (UnknownFindingError for an unknown id). Who may be given it is the caller's rule."""
+    before = get_finding(connection, finding_id, lock=True)
     connection.execute(
         update(discrepancies)
-        .where(discrepancies.c.discrepancy_id == discrepancy_id)
+        .where(discrepancies.c.discrepancy_id == finding_id)
         .values(assigned_to=assignee, assigned_at=None if assignee is None else now)
     )
     return before
 
 
 def add_note(
-    connection: Connection, discrepancy_id: int, reviewer: str, note: str, now: datetime
+    connection: Connection, finding_id: int, reviewer: str, note: str, now: datetime
 ) -> RowMapping:
     """A ``note`` row in the finding's history (who, what, the difference as it is now) that leaves its
-    status as it is; the finding (UnknownDiscrepancyError for an unknown id)."""
-    row = get_discrepancy(connection, discrepancy_id, lock=True)
+    status as it is; the finding (UnknownFindingError for an unknown id)."""
+    row = get_finding(connection, finding_id, lock=True)
     record_reviews(connection, [_audit(row, NOTE, row["review_status"], reviewer, note, now)])
     return row
 
@@ -204,9 +204,9 @@ def _decide(row: RowMapping, action: str) -> ReviewOutcome:
     try:
         status = next_status(action, row["review_status"])
     except ReviewError as error:
-        raise ReviewError(f"discrepancy {row['discrepancy_id']}: {error}") from None
+        raise ReviewError(f"finding {row['discrepancy_id']}: {error}") from None
     return ReviewOutcome(
-        discrepancy_id=row["discrepancy_id"],
+        finding_id=row["discrepancy_id"],
         previous_status=row["review_status"],
         status=status or row["review_status"],
         difference_minor=int(row["difference_minor"]),
@@ -242,7 +242,7 @@ def record_reviews(connection: Connection, rows: Sequence[Mapping[str, Any]]) ->
         connection.execute(insert(discrepancy_reviews), list(rows))
 
 
-def save_discrepancies(
+def save_findings(
     connection: Connection,
     property_id: str,
     night: str,
@@ -292,7 +292,7 @@ def save_discrepancies(
             "cleared_at": None,
             "cleared_run_id": None,
         }
-        for record in findings.loc[:, list(DISCREPANCY_COLUMNS)].to_dict("records")
+        for record in findings.loc[:, list(FINDING_COLUMNS)].to_dict("records")
     ]
     upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
     written = {(row["category"], row["record_key"]): row for row in rows}
@@ -362,7 +362,7 @@ def unexplained_amounts(
 ) -> dict[str, int]:
     """Sum of |difference_minor| of the property-night's open findings that the latest run still sees (of
     ``category``, if given), per currency, in minor units."""
-    where = DiscrepancyFilter(property_id, night, category, OPEN, cleared=False)
+    where = FindingFilter(property_id, night, category, OPEN, cleared=False)
     query = (
         select(discrepancies.c.currency, func.sum(func.abs(discrepancies.c.difference_minor)))
         .where(*matching_conditions(where))

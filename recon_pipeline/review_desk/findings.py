@@ -20,7 +20,7 @@ from recon_pipeline.db.schema import discrepancies, ledger_entries, properties
 from recon_pipeline.keys import parse_night
 from recon_pipeline.money import is_iso_currency
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import DiscrepancyFilter
+from recon_pipeline.review.rules import FindingFilter
 from recon_pipeline.review.store import matching_conditions
 from recon_pipeline.review_desk.listing import (
     MajorAmount,
@@ -58,10 +58,10 @@ TIEBREAK: Final = (_d.night.desc(), _d.property_id, _d.category, _d.record_key, 
 
 @dataclass(frozen=True)
 class FindingQuery:
-    """A findings page's filters: ``review.rules.DiscrepancyFilter`` plus a night range, a currency, an
+    """A findings page's filters: ``review.rules.FindingFilter`` plus a night range, a currency, an
     amount the difference reaches (major units), a booking, a search (``search_condition``) and an order."""
 
-    where: DiscrepancyFilter
+    where: FindingFilter
     night_from: str | None = None
     night_to: str | None = None
     amount_at_least: MajorAmount | None = None  # compared with the absolute difference, in its currency
@@ -167,7 +167,7 @@ def list_position(
     its cells in the list's order (a keyset, so no query numbers the whole list), and its number, counted
     with the list's size. It need not match any more (acknowledged off an open-only list): its neighbours
     are still those either side of where it stood."""
-    discrepancy_id = int(row["discrepancy_id"])
+    finding_id = int(row["discrepancy_id"])
     matching = finding_conditions(query, allowed)
     terms = order_terms(query.sort, SORT_COLUMNS, TIEBREAK)
     values = [row[term.column.key] for term in terms]
@@ -180,7 +180,7 @@ def list_position(
     counted = select(
         func.count(),
         func.coalesce(func.sum(case((beyond(terms, values, reverse=True), 1), else_=0)), 0),
-        func.coalesce(func.sum(case((_d.discrepancy_id == discrepancy_id, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((_d.discrepancy_id == finding_id, 1), else_=0)), 0),
     ).where(*matching)
     total, before, listed = connection.execute(counted).one()
     return ListPosition(
@@ -222,9 +222,9 @@ def finding_age(detected_at: datetime, cleared_at: datetime | None, now: datetim
     return f"open {days} day{'' if days == 1 else 's'}"
 
 
-def get_finding(connection: Connection, discrepancy_id: int, allowed: tuple[str, ...]) -> RowMapping | None:
+def get_finding(connection: Connection, finding_id: int, allowed: tuple[str, ...]) -> RowMapping | None:
     """The finding if it exists and is of an ``allowed`` property; None otherwise (the caller's 404)."""
     statement = select(discrepancies).where(
-        discrepancies.c.discrepancy_id == discrepancy_id, discrepancies.c.property_id.in_(allowed)
+        discrepancies.c.discrepancy_id == finding_id, discrepancies.c.property_id.in_(allowed)
     )
     return connection.execute(statement).mappings().first()

@@ -68,7 +68,7 @@ GATE_TIMEOUT_S = 240.0  # every run pulls ~2,000 records first; four share two c
 RUN_TIMEOUT_S = 300.0
 
 # A run waits at a writer either on the gated table or on the property-night's advisory lock that both writers
-# (sync_adjustments, save_discrepancies) take first, which only they use.
+# (sync_adjustments, save_findings) take first, which only they use.
 PARTITION_LOCK = "partition_lock"
 WAITERS_SQL = text(
     """

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from recon_pipeline.batches.evidence import named_record_ids, save_provider_records
-from recon_pipeline.categories import discrepancy_frame
+from recon_pipeline.categories import finding_frame
 from recon_pipeline.db.schema import discrepancies, provider_records
 from recon_pipeline.providers.interface import RecordAddress
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
@@ -106,7 +106,7 @@ def test_only_the_named_records_are_stored_with_their_fee_folded_in_and_a_rerun_
 
 @pytest.mark.fast
 def test_the_named_ids_are_the_findings_records_the_held_back_keys_and_the_matches() -> None:
-    findings = discrepancy_frame(
+    findings = finding_frame(
         {
             "category": ["amount_mismatch", "ambiguous_match", "missing_at_provider"],
             "record_key": ["ch_1:payment", "ambiguous:ch_3+ch_4=le_1", "le_9"],

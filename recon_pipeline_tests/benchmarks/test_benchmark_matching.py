@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import matching
-from recon_pipeline.categories import discrepancy_frame
+from recon_pipeline.categories import finding_frame
 from recon_pipeline.simulation.hotel_ledger import HotelNight, HotelWorld, build_hotel_world
 
 
@@ -50,7 +50,7 @@ def _perfect(night: HotelNight) -> matching.Reconciled:
             }
         )
     columns = {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
-    return matching.Reconciled(discrepancy_frame(columns))
+    return matching.Reconciled(finding_frame(columns))
 
 
 def test_a_perfect_reconciliation_scores_perfectly(world: HotelWorld) -> None:

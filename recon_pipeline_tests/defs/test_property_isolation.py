@@ -303,9 +303,9 @@ def test_a_recon_command_on_the_bad_property_fails_in_one_line_naming_it(
 
     seeded_properties(database_url, [DEMO_PROPERTIES[0], MARS])
     monkeypatch.setenv("RECON_DATABASE_URL", database_url)
-    assert main(["discrepancies", "threshold", DEMO_PROPERTIES[0].property_id]) == 0
+    assert main(["findings", "threshold", DEMO_PROPERTIES[0].property_id]) == 0
     capsys.readouterr()
-    assert main(["discrepancies", "threshold", "mars-base"]) == 2
+    assert main(["findings", "threshold", "mars-base"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err == "error: property 'mars-base' is invalid: unknown IANA timezone 'Mars/Olympus'\n"

@@ -129,7 +129,7 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     currency = missing["currency"]
     assert unexplained[currency] == unexplained_before[currency] - abs(missing["difference_minor"])
     assert len(overview) == len(pipeline.table(discrepancies)) - 1
-    assert cli.main(["discrepancies", "list", "--category", "missing_in_ledger", "--limit", "500"]) == 0
+    assert cli.main(["findings", "list", "--category", "missing_in_ledger", "--limit", "500"]) == 0
     assert f"{missing_key}" in (listed := capsys.readouterr().out) and "open, cleared" in listed
 
     # The ledger amount of the mismatch changes: the proposal is superseded by one for the new need.

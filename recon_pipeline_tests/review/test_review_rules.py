@@ -12,7 +12,7 @@ from recon_pipeline.review.rules import (
     NOTE,
     REOPEN,
     RESOLVE,
-    DiscrepancyFilter,
+    FindingFilter,
     next_status,
     reopens,
     status_after,
@@ -83,7 +83,7 @@ def test_reviewer_and_note_are_validated() -> None:
 
 
 def test_filters_and_ids_are_validated() -> None:
-    assert DiscrepancyFilter("kyoto-gion", "2026-11-30", "amount_mismatch", "open").status == "open"
+    assert FindingFilter("kyoto-gion", "2026-11-30", "amount_mismatch", "open").status == "open"
     for where in (
         {"property_id": "a,b"},
         {"night": "30-11-2026"},
@@ -91,7 +91,7 @@ def test_filters_and_ids_are_validated() -> None:
         {"status": "Open"},
     ):
         with pytest.raises(ValueError):
-            DiscrepancyFilter(**where)
+            FindingFilter(**where)
 
 
 def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

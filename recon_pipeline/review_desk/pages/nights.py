@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from recon_pipeline.keys import parse_night
-from recon_pipeline.review.rules import DiscrepancyFilter
+from recon_pipeline.review.rules import FindingFilter
 from recon_pipeline.review_desk import findings, nights
 from recon_pipeline.review_desk.listing import CurrencyTotal, parse_sort, totals
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
@@ -81,7 +81,7 @@ def routes(desk: Desk) -> list[Route]:
             return desk.not_found(request, user)
         with desk.engine.connect() as connection:
             (summary,) = nights.summarise(connection, [(property_id, night)], user.properties)
-            query = findings.FindingQuery(DiscrepancyFilter(property_id=property_id), night, night)
+            query = findings.FindingQuery(FindingFilter(property_id=property_id), night, night)
             found = findings.list_findings(connection, query, user.properties)
             adjusted = nights.night_adjustments(connection, property_id, night, user.properties)
         return desk.page(
