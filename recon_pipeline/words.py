@@ -1,5 +1,6 @@
 """What the codes of the data contract mean, in words an analyst reads: each finding category's name and
-one-sentence meaning with what the sign of its difference says, and the names of review and queue states.
+one-sentence meaning with what the sign of its difference says, the names of review and queue states, and
+of tenders and card brands.
 
 Vocabulary on the ground floor, beside ``categories.py``: the review desk's lists, legend and finding
 pages, its exports' headers and cells, and any report show the same words. The codes stay the contract's
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from recon_pipeline import categories as c
+from recon_pipeline import tenders as t
 
 SIGN_CONVENTION: Final = (
     "A difference is the provider's amount less the ledger's: positive when the provider moved more money "
@@ -220,6 +222,46 @@ KIND_WORDS: Final[Mapping[str, str]] = {
         for kind, kind_words in RECORD_KIND_WORDS.items()
     },
 }
+
+# How a guest paid (``tenders.py``), as the night's takings name each tender; NOT_RECORDED is a NULL tender.
+TENDER_WORDS: Final[Mapping[str, str]] = {
+    t.CARD: "Card",
+    t.CASH: "Cash",
+    t.BANK_TRANSFER: "Bank transfer",
+    t.OTA_COLLECT: "OTA-collected",
+    t.VOUCHER: "Voucher",
+    t.OTHER: "Other",
+    t.NOT_RECORDED: "Not recorded",
+}
+assert set(TENDER_WORDS) == {*t.TENDERS, t.NOT_RECORDED}, "every tender has its words"
+# A card's brand in the one vocabulary (``providers/cards.py``: ``CARD_BRANDS``), as the cards-by-brand
+# comparison names it; "unknown" is a card whose brand nobody recorded or nobody can read.
+CARD_BRAND_WORDS: Final[Mapping[str, str]] = {
+    "visa": "Visa",
+    "mastercard": "Mastercard",
+    "amex": "American Express",
+    "discover": "Discover",
+    "jcb": "JCB",
+    "diners": "Diners Club",
+    "unionpay": "UnionPay",
+    "maestro": "Maestro",
+    "cartes_bancaires": "Cartes Bancaires",
+    "eftpos_au": "eftpos Australia",
+    "interac": "Interac",
+    "rupay": "RuPay",
+    "bajaj": "Bajaj Finserv",
+    "unknown": "Brand unknown",
+}
+
+
+def tender_label(code: str) -> str:
+    """The tender's words; an unknown code is shown as it is."""
+    return TENDER_WORDS.get(code, code)
+
+
+def brand_label(code: str) -> str:
+    """The card brand's words; an unknown code is shown as it is."""
+    return CARD_BRAND_WORDS.get(code, code)
 
 
 def category_label(code: str) -> str:

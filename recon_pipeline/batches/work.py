@@ -3,10 +3,11 @@
 Per property-night, in order: the ledger's entries of the window (and the adjacent nights'), the
 provider's records of the window attributed to it, by id what the ledger names that the night lacks, the
 diff (pure), the orphaned captured payments, then the adjustments, the findings, the matches and the
-provider's records they name (``evidence.py``) in one transaction, so that a finding clears in the commit
-that withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around
-its commit). Every result lands in the reconciliation database; the
-caller gets counts and a report to summarise, nothing another host must read from this one's disk.
+provider's records they name (``evidence.py``) and the night's takings (``takings.py``) in one
+transaction, so that a finding clears in the commit that withdraws its proposal (the rule:
+``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). Every result lands in the
+reconciliation database; the caller gets counts and a report to summarise, nothing another host must read
+from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
 metadata) are pulled **once** and the pull is split by attribution; the account groups of a batch are
@@ -32,6 +33,7 @@ from sqlalchemy import Connection, Engine
 from recon_pipeline.batches.evidence import named_record_ids, save_provider_records
 from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
+from recon_pipeline.batches.takings import save_takings
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.ledger.queries import (
@@ -74,7 +76,7 @@ from recon_pipeline.reconcile.matching import (
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
-from recon_pipeline.reconcile.takings import by_tender
+from recon_pipeline.reconcile.takings import by_tender, night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.review.matches import known_matches, save_matches
 from recon_pipeline.review.results import sync_adjustments
@@ -312,6 +314,7 @@ def reconcile_property_night(
     proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
     found = pd.concat([result.discrepancies, orphans], ignore_index=True)
     tonights_matches, tonights_counts = _tonights(matching, decided)
+    takings = night_takings(tendered, own)  # per tender, and the cards per brand on both sides
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
         plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
         saved = save_findings(
@@ -330,6 +333,7 @@ def reconcile_property_night(
             run_id,
             now,
         )
+        save_takings(connection, property_id, night, takings, run_id, now)
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     return PropertyNightResult(
@@ -346,7 +350,7 @@ def reconcile_property_night(
         },
         matches_by_rule=tonights_counts,
         matches_saved=asdict(matches_saved),
-        report=build_night_report(result, orphans, taken, tonights_counts),
+        report=build_night_report(result, orphans, taken, tonights_counts, takings),
         adjustments=plan.counts(),
         findings={
             "new": saved.new,

@@ -594,3 +594,27 @@ provider_records = Table(
     Column("run_id", Text, nullable=True),
     Column("seen_at", UTC_TIMESTAMP, nullable=False),
 )
+
+
+# ----- the night's takings (revision 0014) -------------------------------------------------------------
+
+# A property-night's takings as its latest run counted them (reconcile/takings.py): per tender on the
+# ledger's side (``grouped_by`` tender: cash, bank_transfer, ota_collect... and not_recorded), and per card
+# brand on both sides (``grouped_by`` brand, ``side`` ledger or provider), each in one currency: how many
+# movements and their signed sum. Written in the property-night's transaction (batches/takings.py): a line
+# whose figures did not change is not written, one that is gone is deleted. ``run_id``/``recorded_at``: the
+# run that last changed the line's figures.
+night_takings = Table(
+    "night_takings",
+    metadata,
+    Column("property_id", Text, primary_key=True),
+    Column("night", Text, primary_key=True),
+    Column("side", Text, primary_key=True),  # ledger | provider
+    Column("grouped_by", Text, primary_key=True),  # tender | brand
+    Column("name", Text, primary_key=True),  # the tender or the brand (unknown: none can be read)
+    Column("currency", Text, primary_key=True),
+    Column("movements", Integer, nullable=False),
+    Column("amount_minor", BigInteger, nullable=False),
+    Column("run_id", Text, nullable=True),
+    Column("recorded_at", UTC_TIMESTAMP, nullable=False),
+)

@@ -43,10 +43,12 @@ _ALIASES = {
     "bajaj": ("bajajfinserv",),
 }
 _UNKNOWN = frozenset({"", "unknown", "other", "none", "null", "card", "creditcard", "n/a", "na", "xx"})
+# What reading a spelling drops besides its case: blanks, hyphens, underscores and dots ("Master-Card").
+IGNORED_CHARACTERS = " \t\n\r-_."
 
 
 def _folded(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch not in " -_.\t")
+    return "".join(ch for ch in text.lower() if ch not in IGNORED_CHARACTERS)
 
 
 _SPELLINGS: dict[str, str] = {_folded(brand): brand for brand in CARD_BRANDS} | {
@@ -64,6 +66,13 @@ def brand_of(text: str | None) -> str | None:
     if word in _UNKNOWN:
         return None
     return _SPELLINGS.get(_folded(word))
+
+
+def spellings_of(brand: str | None = None) -> frozenset[str]:
+    """Every spelling :func:`brand_of` reads as ``brand`` (with None: as any brand), folded: lower case,
+    without ``IGNORED_CHARACTERS``. A query that folds a stored spelling the same way finds the rows of a
+    brand (the review desk's brand filter over the PMS's raw ``card_brand``)."""
+    return frozenset(spelling for spelling, known in _SPELLINGS.items() if brand is None or known == brand)
 
 
 def card_brand(raw: Any, what: str) -> str | None:

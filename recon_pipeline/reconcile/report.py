@@ -12,6 +12,10 @@ so it shows none (never "0.00 EUR").
 A property whose PMS does not book the provider's fees per movement (``fee_booking`` per_payout or none,
 ``reconcile/fees.py``) has the fees the provider took in its report (``fees_taken``); one booking them per
 movement has none, and its report reads exactly as it always did.
+
+The night's takings (``takings.py``) are in every report of a night with any: per tender (count and sum
+per currency) and the cards per brand on both sides, the PMS's against the provider's, with the
+difference a night auditor works out by hand. A night without takings reads as it always did.
 """
 
 from __future__ import annotations
@@ -28,8 +32,16 @@ from recon_pipeline.reconcile.diff import DiffResult
 from recon_pipeline.reconcile.fees import FeesTaken
 from recon_pipeline.reconcile.matching.policy import EXACT_ID
 from recon_pipeline.reconcile.matching.words import matches_sentence
+from recon_pipeline.reconcile.takings import BrandTotals, NightTakings, Takings
+from recon_pipeline.words import brand_label, tender_label
 
 SUMMARY_COLUMNS = ("category", "currency", "count", "amount_minor")
+# The night's takings as every report shows them (``tender_cells``, ``brand_cells``).
+TENDER_HEADER = ("tender", "currency", "entries", "amount")
+BRAND_HEADER = (
+    *("brand", "currency", "PMS entries", "PMS amount", "provider records", "provider amount"),
+    "provider − PMS",
+)
 _NONE = "—"
 
 
@@ -57,6 +69,8 @@ class NightReport:
     fees_taken: FeesTaken | None = None
     # provider records matched per rule (reconcile/matching; "exact_id": by the provider's id)
     matches_by_rule: dict[str, int] = field(default_factory=dict)
+    # the night's takings per tender and its cards per brand on both sides (reconcile/takings.py)
+    takings: NightTakings = field(default_factory=NightTakings)
 
     def category_summary(self) -> pd.DataFrame:
         """One row per (category, currency): findings and the sum of |difference| in minor units."""
@@ -104,6 +118,20 @@ class NightReport:
             text += f"\n\n{matches_sentence(self.matches_by_rule)}."
         return text
 
+    def takings_markdown(self) -> str:
+        """The night's takings per tender, then its cards per brand: the PMS's, the provider's and the
+        difference (provider − PMS), each amount in major units of its currency."""
+        tenders = [tender_cells(t) for t in self.takings.tenders()]
+        if not tenders:
+            return "_No takings in the ledger._"
+        brands = [brand_cells(b) for b in self.takings.brands()]
+        return (
+            "**Takings by tender**\n\n"
+            + markdown_table(TENDER_HEADER, tenders)
+            + "\n\n**Cards by brand**\n\n"
+            + (markdown_table(BRAND_HEADER, brands) if brands else "_No card takings on either side._")
+        )
+
     def _matched_beyond_ids(self) -> bool:
         """Whether a record was matched otherwise than by its id (a keyed night's report reads as before)."""
         return any(n for rule, n in self.matches_by_rule.items() if rule != EXACT_ID)
@@ -128,7 +156,9 @@ class NightReport:
 
     def as_metadata(self) -> dict[str, int | float | str]:
         """Flat plain values: counts as ints; ``amount/<category>/<CUR>`` (none for a currency mismatch),
-        matched and totals per currency as text in major units ("1,234.50 EUR")."""
+        matched and totals per currency as text in major units ("1,234.50 EUR"); the takings per tender
+        (``takings/<tender>/<CUR>``) and each card brand's difference, provider less PMS
+        (``card_difference/<brand>/<CUR>``), the same way."""
         summary = self.category_summary()
         metadata: dict[str, int | float | str] = {
             "findings": len(self.findings),
@@ -152,6 +182,18 @@ class NightReport:
                 }
             )
         metadata.update({f"matches/{rule}": n for rule, n in self.matches_by_rule.items()})
+        metadata.update(
+            {
+                f"takings/{t.name}/{t.currency}": format_minor(t.amount_minor, t.currency)
+                for t in self.takings.tenders()
+            }
+        )
+        metadata.update(
+            {
+                f"card_difference/{b.brand}/{b.currency}": format_minor(b.difference_minor, b.currency)
+                for b in self.takings.brands()
+            }
+        )
         if self.fees_taken is not None:
             taken = self.fees_taken
             metadata["fees_taken"] = taken.count
@@ -178,6 +220,7 @@ class NightReport:
             lines.append(f"  {self.fees_taken.as_text()}")
         if self._matched_beyond_ids():
             lines.append(f"  {matches_sentence(self.matches_by_rule)}")
+        lines += self._takings_lines()
         summary = [
             [category, currency or "-", str(count), summed_difference(category, amount, currency, "-")]
             for category, currency, count, amount in self.category_summary().itertuples(index=False)
@@ -194,6 +237,17 @@ class NightReport:
                 plain_table(["category", "record", "difference", "detail"], top),
             ]
         return "\n".join(lines)
+
+    def _takings_lines(self) -> list[str]:
+        """The takings per tender and the cards per brand as plain tables; none for a night without."""
+        tenders = [tender_cells(t) for t in self.takings.tenders()]
+        if not tenders:
+            return []
+        lines = ["", "takings by tender", plain_table(TENDER_HEADER, tenders)]
+        brands = [brand_cells(b) for b in self.takings.brands()]
+        if brands:
+            lines += ["", "cards by brand", plain_table(BRAND_HEADER, brands)]
+        return lines
 
     def _top_rows(self, limit: int, missing: str) -> list[tuple[str, str, str, str, str, str]]:
         """(category, record_key, provider, ledger, difference, detail) of the largest findings, formatted."""
@@ -213,10 +267,12 @@ def build_night_report(
     orphans: pd.DataFrame,
     fees_taken: FeesTaken | None = None,
     matches_by_rule: Mapping[str, int] | None = None,
+    takings: NightTakings | None = None,
 ) -> NightReport:
     """The report over the diff's findings and the orphaned captured payments, with the fees the provider
-    took when the ledger does not book them per movement (``fees_for_diff``'s third value) and the
-    records matched per rule (``MatchOutcome.counts_by_rule``)."""
+    took when the ledger does not book them per movement (``fees_for_diff``'s third value), the
+    records matched per rule (``MatchOutcome.counts_by_rule``) and the night's takings
+    (``takings.night_takings``)."""
     parts = [frame for frame in (result.discrepancies, orphans) if len(frame)]
     findings = pd.concat(parts, ignore_index=True) if parts else empty_findings()
     return NightReport(
@@ -228,6 +284,7 @@ def build_night_report(
         ledger_total_by_currency=dict(result.ledger_total_by_currency),
         fees_taken=fees_taken,
         matches_by_rule=dict(matches_by_rule or {}),
+        takings=takings or NightTakings(),
     )
 
 
@@ -275,6 +332,31 @@ def top_findings(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
         ["magnitude", "category", "record_key"], ascending=[False, True, True], kind="stable"
     )
     return ranked.head(limit).drop(columns="magnitude").reset_index(drop=True)
+
+
+def tender_cells(takings: Takings) -> list[str]:
+    """A tender's row (``TENDER_HEADER``): the tender in words, its currency, entries and sum."""
+    currency = takings.currency
+    return [
+        tender_label(takings.name),
+        currency,
+        str(takings.movements),
+        format_minor(takings.amount_minor, currency),
+    ]
+
+
+def brand_cells(totals: BrandTotals) -> list[str]:
+    """A card brand's row (``BRAND_HEADER``): in words, both sides' counts and sums, the difference."""
+    currency = totals.currency
+    return [
+        brand_label(totals.brand),
+        currency,
+        str(totals.ledger_movements),
+        format_minor(totals.ledger_minor, currency),
+        str(totals.provider_movements),
+        format_minor(totals.provider_minor, currency),
+        format_minor(totals.difference_minor, currency),
+    ]
 
 
 def format_amount(amount: Any, currency: Any, missing: str = _NONE) -> str:
@@ -345,4 +427,5 @@ def combined_report(reports: Sequence[NightReport]) -> NightReport:
         ledger_total_by_currency=summed(r.ledger_total_by_currency for r in reports),
         fees_taken=FeesTaken.combined(taken) if taken else None,
         matches_by_rule=summed(r.matches_by_rule for r in reports),
+        takings=NightTakings.combined(r.takings for r in reports),
     )

@@ -8,11 +8,13 @@ once as JSON in ``<script type="application/json" id="report-data">``; at load t
 ``svg#chart-by-night``. Both SVGs are empty in the source, so a drawn bar proves the script ran.
 Bar lengths are amounts in the property's currency; each bar's label names every currency.
 
-Everything on the page comes from the database (``discrepancies``, ``adjustments``, ``properties``), so
-any host renders it on demand, any time after the night's run committed. The run's own reference figures
-(provider and ledger totals, matched amount and count, timing differences) live only in the run and its
-Dagster metadata, never in the database: the page leaves them out rather than show figures it cannot
-read back.
+Everything on the page comes from the database (``discrepancies``, ``adjustments``, ``properties``,
+``matches``, ``night_takings``), so any host renders it on demand, any time after the night's run
+committed. The night's takings (``reconcile/takings.py``) are kept: the page shows them per tender and the
+cards per brand on both sides, PMS against provider, with the difference. The run's other reference
+figures (provider and ledger totals, matched amount and count, timing differences) live only in the run
+and its Dagster metadata, never in the database: the page leaves them out rather than show figures it
+cannot read back.
 """
 
 from __future__ import annotations
@@ -35,11 +37,16 @@ from recon_pipeline.nights import night_window
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.matching.words import RULE_WORDS, matches_sentence
 from recon_pipeline.reconcile.report import (
+    BRAND_HEADER,
+    TENDER_HEADER,
+    brand_cells,
     category_summary,
     finding_amounts,
     summed_difference,
+    tender_cells,
     top_findings,
 )
+from recon_pipeline.reconcile.takings import NightTakings
 
 NIGHTS_SHOWN = 30
 TOP_SHOWN = 20
@@ -57,6 +64,7 @@ class ReportPage:
     recent: pd.DataFrame  # night, category, currency, difference_minor of the last NIGHTS_SHOWN nights
     files: Sequence[str]  # names of the exports beside the page, linked from it
     matches: pd.DataFrame | None = None  # the night's current rows of ``matches``; None: none read
+    takings: NightTakings | None = None  # the night's ``night_takings``; None: none read
 
 
 def first_night_shown(night: str) -> date:
@@ -95,6 +103,7 @@ def render_report_html(page: ReportPage) -> str:
         top_shown=TOP_SHOWN,
         files=_files_paragraph(page.files),
         matches=_matches_section(page.matches),
+        takings=_takings_section(page.takings),
         data=_json_for_script(report_data(page)),
         script=_SCRIPT,
     )
@@ -246,6 +255,29 @@ def _matches_section(matches: pd.DataFrame | None) -> str:
     )
 
 
+def _takings_section(takings: NightTakings | None) -> str:
+    """The night's takings per tender (count and sum per currency) and its cards per brand, the PMS's
+    against the provider's with the difference (provider − PMS); a note for a night whose run kept none."""
+    if takings is None:
+        return ""
+    tenders = [
+        _tr(tender_cells(t), {"data-tender": t.name, "data-currency": t.currency}) for t in takings.tenders()
+    ]
+    if not tenders:
+        return '<h2>Takings</h2>\n<p class="note">No takings kept for this night.</p>'
+    brands = [
+        _tr(brand_cells(b), {"data-brand": b.brand, "data-currency": b.currency}) for b in takings.brands()
+    ]
+    return (
+        "<h2>Takings by tender</h2>\n"
+        + _table("takings-by-tender", TENDER_HEADER, tenders)
+        + "\n<h2>Cards by brand</h2>\n"
+        + "<p class=\"note\">Card and unrecorded tenders: the PMS's entries against the provider's settled "
+        + "payments and refunds; the difference is the provider's less the PMS's.</p>\n"
+        + _table("cards-by-brand", BRAND_HEADER, brands)
+    )
+
+
 def _amount(minor: object, currency: object) -> str:
     if minor is None or bool(pd.isna(minor)):
         return ""
@@ -304,6 +336,7 @@ the number above a bar counts its findings.</p>
 <svg id="chart-by-night" viewBox="0 0 760 240" role="img" aria-label="discrepancy amounts per night"></svg>
 <h2>Largest discrepancies (up to {top_shown})</h2>
 {top}
+{takings}
 {matches}
 {files}
 <script type="application/json" id="report-data">{data}</script>
@@ -323,6 +356,8 @@ td { font-variant-numeric: tabular-nums; }
 #top-discrepancies td:nth-child(n+4):nth-child(-n+6) { white-space: nowrap; text-align: right; }
 #matches td:nth-child(4), #matches td:nth-child(5) { word-break: break-all; }
 #matches td:nth-child(6), #matches td:nth-child(7) { white-space: nowrap; text-align: right; }
+#takings-by-tender td:nth-child(n+3), #cards-by-brand td:nth-child(n+3) {
+  white-space: nowrap; text-align: right; }
 svg { width: 100%; height: auto; background: #f7f8fa; border-radius: 4px; }
 rect.bar { fill: #3b6fb6; } rect.bar[data-current="true"] { fill: #c2410c; }
 text { font: 11px system-ui, sans-serif; fill: #1d2430; } text.axis { fill: #5b6472; }

@@ -1,4 +1,5 @@
-"""Reads of the ``discrepancies`` table for reports, as frames typed from the selected columns themselves.
+"""Reads of the ``discrepancies`` table for reports, as frames typed from the selected columns themselves;
+and of a property-night's matches and takings.
 
 The columns come from the query (``select(discrepancies)`` is every column of the table), not from a
 list kept here, so a column added to the table appears in every export without touching this module.
@@ -15,8 +16,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import Integer, String
 
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
-from recon_pipeline.db.schema import bookings, discrepancies, matches, payment_orders
+from recon_pipeline.db.schema import bookings, discrepancies, matches, night_takings, payment_orders
 from recon_pipeline.db.types import UtcDateTime
+from recon_pipeline.reconcile.takings import NightTakings, Takings
 
 # Findings someone still has to act on: acknowledged ones are seen, not settled.
 UNRESOLVED_STATUSES = ("open", "acknowledged")
@@ -53,6 +55,18 @@ def partition_matches(connection: Connection, property_id: str, night: str) -> p
         .where(c.property_id == property_id, c.night == night, c.cleared_at.is_(None))
         .order_by(c.status != "suggested", c.rule, c.match_key),
     )
+
+
+def partition_takings(connection: Connection, property_id: str, night: str) -> NightTakings:
+    """The property-night's takings as its latest run kept them (``night_takings``); none for a night not
+    reconciled since takings were kept."""
+    t = night_takings.c
+    rows = connection.execute(
+        select(t.side, t.grouped_by, t.name, t.currency, t.movements, t.amount_minor)
+        .where(t.property_id == property_id, t.night == night)
+        .order_by(t.side, t.grouped_by, t.name, t.currency)
+    ).all()
+    return NightTakings(tuple(Takings(*row) for row in rows))
 
 
 def findings_between(connection: Connection, property_id: str, first: date, last: date) -> pd.DataFrame:

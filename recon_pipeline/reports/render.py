@@ -9,9 +9,9 @@ whichever host asks, so nothing a run writes to local disk is needed by another 
   of ``discrepancies`` ordered by category and record key, cleared ones with their ``cleared_at``, and each
   finding's ``adjustment`` state (``proposed 120.00 EUR``, ``approved …``, ``withdrawn``; empty for a
   finding that proposed none);
-- ``<property>/<night>/report.html``: the outstanding findings only (``reports.html``). The run's provider
-  and ledger totals, matched figures and timing differences are not in the database, so no on-demand
-  report shows them: they stay in the run's Dagster metadata;
+- ``<property>/<night>/report.html``: the outstanding findings, the night's matches and its takings
+  (``reports.html``). The run's provider and ledger totals, matched figures and timing differences are not
+  in the database, so no on-demand report shows them: they stay in the run's Dagster metadata;
 - ``_overview/open_discrepancies.csv`` and ``_overview/orphaned_payments.csv`` (``recon report
   overview``): the cross-night views the ``reports`` assets show as markdown.
 
@@ -47,7 +47,12 @@ from recon_pipeline.reports.paths import (
     night_folder,
     overview_folder,
 )
-from recon_pipeline.reports.queries import findings_between, partition_findings, partition_matches
+from recon_pipeline.reports.queries import (
+    findings_between,
+    partition_findings,
+    partition_matches,
+    partition_takings,
+)
 from recon_pipeline.review.adjustments import adjustment_states
 
 ADJUSTMENT_COLUMN = "adjustment"
@@ -135,7 +140,10 @@ def render_night_html(
     )
     cleared = len(findings) - len(outstanding)
     matched = partition_matches(connection, property_row.property_id, night)
-    return render_report_html(ReportPage(property_row, night, outstanding, cleared, recent, files, matched))
+    takings = partition_takings(connection, property_row.property_id, night)
+    return render_report_html(
+        ReportPage(property_row, night, outstanding, cleared, recent, files, matched, takings)
+    )
 
 
 def with_adjustment_state(findings: pd.DataFrame, states: dict[tuple[str, str], str]) -> pd.DataFrame:

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Select, case, exists, func, or_, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, Select, and_, case, exists, func, or_, select
 
-from recon_pipeline.db.schema import discrepancies, ledger_entries, properties
+from recon_pipeline.db.schema import discrepancies, ledger_entries, properties, provider_records
 from recon_pipeline.keys import parse_night
 from recon_pipeline.money import is_iso_currency
+from recon_pipeline.providers.cards import CARD_BRANDS, IGNORED_CHARACTERS, spellings_of
+from recon_pipeline.reconcile.takings import UNKNOWN_BRAND
 from recon_pipeline.review.render import difference_text
 from recon_pipeline.review.rules import FindingFilter
 from recon_pipeline.review.store import matching_conditions
@@ -59,7 +61,8 @@ TIEBREAK: Final = (_d.night.desc(), _d.property_id, _d.category, _d.record_key, 
 @dataclass(frozen=True)
 class FindingQuery:
     """A findings page's filters: ``review.rules.FindingFilter`` plus a night range, a currency, an
-    amount the difference reaches (major units), a booking, a search (``search_condition``) and an order."""
+    amount the difference reaches (major units), a booking, a card brand (``brand_condition``), a search
+    (``search_condition``) and an order."""
 
     where: FindingFilter
     night_from: str | None = None
@@ -69,6 +72,7 @@ class FindingQuery:
     booking: str | None = None
     search: str | None = None
     sort: Sort = field(default=DEFAULT_SORT)
+    brand: str | None = None  # a brand of ``cards.CARD_BRANDS``, or ``unknown``
 
     def __post_init__(self) -> None:
         for night in (self.night_from, self.night_to):
@@ -77,6 +81,8 @@ class FindingQuery:
         check_range(self.night_from, self.night_to, "night")
         if self.currency is not None and not is_iso_currency(self.currency):
             raise ValueError(f"currency {self.currency!r} is not an ISO 4217 code like EUR")
+        if self.brand is not None and self.brand not in CARD_BRANDS and self.brand != UNKNOWN_BRAND:
+            raise ValueError(f"unknown card brand {self.brand!r}")
         if self.search is not None:
             if len(self.search) > MAX_SEARCH_LENGTH:
                 raise ValueError(f"search is longer than {MAX_SEARCH_LENGTH} characters")
@@ -117,6 +123,8 @@ def finding_conditions(query: FindingQuery, allowed: tuple[str, ...]) -> list[Co
         conditions.append(_d.currency == query.currency)
     if query.booking is not None:
         conditions.append(_d.booking_id == query.booking)
+    if query.brand is not None:
+        conditions.append(brand_condition(query.brand))
     if query.amount_at_least is not None:
         amounts = [_d.difference_minor]
         conditions.append(amount_between(amounts, _d.currency, query.amount_at_least, None, query.currency))
@@ -145,6 +153,34 @@ def search_condition(text: str, currency: str | None) -> ColumnElement[bool]:
         sides = [_d.provider_amount_minor, _d.ledger_amount_minor, _d.difference_minor]
         named.append(amount_between(sides, _d.currency, *amounts, currency))
     return or_(*named)
+
+
+def brand_condition(brand: str) -> ColumnElement[bool]:
+    """A finding of a card of ``brand``: its provider record (as the night's run kept it in
+    ``provider_records``, in the one vocabulary) or its ledger entry (``card_brand`` as the PMS wrote it:
+    ``VA``, ``Visa``, ``visa credit``..., folded in SQL as ``cards.brand_of`` reads it) has that brand.
+    ``unknown``: neither side names a brand anyone can read."""
+    record, entry = provider_records.c, ledger_entries.c
+    its_record = (record.property_id == _d.property_id, record.provider_record_id == _d.provider_record_id)
+    its_entry = (entry.property_id == _d.property_id, entry.entry_id == _d.ledger_entry_id)
+    written = _folded(entry.card_brand)
+    if brand == UNKNOWN_BRAND:
+        return and_(
+            ~exists().where(*its_record, record.card_brand.is_not(None)),
+            ~exists().where(*its_entry, written.in_(sorted(spellings_of()))),
+        )
+    return or_(
+        exists().where(*its_record, record.card_brand == brand),
+        exists().where(*its_entry, written.in_(sorted(spellings_of(brand)))),
+    )
+
+
+def _folded(text: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``text`` lower-cased without ``cards.IGNORED_CHARACTERS``: a spelling as ``spellings_of`` has it."""
+    folded = func.lower(text)
+    for character in IGNORED_CHARACTERS:
+        folded = func.replace(folded, character, "")
+    return folded
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The property-nights a review desk user may see, each summed up: findings per category, review states,
-adjustment and posting states, and how fresh its reconciliation is.
+adjustment and posting states, and how fresh its reconciliation is; and a night's takings.
 
 A handful of GROUP BY queries over the chosen property-nights, never one query per row; every query is
 narrowed to the user's properties in SQL, so no filter or URL shows another property's night.
@@ -24,6 +24,8 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.keys import parse_night
 from recon_pipeline.money import format_minor
+from recon_pipeline.reconcile.takings import NightTakings
+from recon_pipeline.reports.queries import partition_takings
 from recon_pipeline.review_desk.findings import search_condition
 from recon_pipeline.review_desk.listing import Sort, SortColumn, amount_search, check_range, sorted_statement
 
@@ -300,3 +302,13 @@ def night_adjustments(
         .order_by(a.kind, a.provider_record_id, a.revision)
     )
     return list(connection.execute(statement).mappings())
+
+
+def night_takings(
+    connection: Connection, property_id: str, night: str, allowed: tuple[str, ...]
+) -> NightTakings:
+    """The property-night's takings (of an ``allowed`` property) as its latest run kept them: per tender,
+    and the cards per brand on both sides (``reconcile/takings.py``)."""
+    if property_id not in allowed:
+        return NightTakings()
+    return partition_takings(connection, property_id, night)

@@ -29,7 +29,13 @@ from recon_pipeline.review_desk.access import may
 from recon_pipeline.review_desk.audit import record_audit
 from recon_pipeline.review_desk.sessions import SessionLimits, session_user
 from recon_pipeline.review_desk.users import ReviewUser, load_user
-from recon_pipeline.words import MATCH_STATE_WORDS, category_label, category_meaning
+from recon_pipeline.words import (
+    MATCH_STATE_WORDS,
+    brand_label,
+    category_label,
+    category_meaning,
+    tender_label,
+)
 
 HERE = Path(__file__).parent
 SESSION_KEY = "session"  # the cookie's entry holding the session id (``review_sessions``)
@@ -80,6 +86,8 @@ def desk_templates() -> Jinja2Templates:
     env.filters["category_label"] = category_label
     env.filters["category_meaning"] = category_meaning
     env.filters["match_state"] = lambda code: MATCH_STATE_WORDS.get(code, code)
+    env.filters["tender_label"] = tender_label
+    env.filters["brand_label"] = brand_label
     return Jinja2Templates(env=env)
 
 

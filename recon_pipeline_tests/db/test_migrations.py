@@ -48,6 +48,7 @@ TABLES_0009 = {"approval_thresholds"}
 TABLES_0010 = {"review_sessions", "review_signin_failures"}
 TABLES_0011 = {"matches", "match_decisions"}
 TABLES_0012 = {"review_saved_views", "provider_records"}
+TABLES_0014 = {"night_takings"}
 ADDED_AFTER_ALEMBIC = {
     TABLE_0003,
     *TABLES_0005,
@@ -57,6 +58,7 @@ ADDED_AFTER_ALEMBIC = {
     *TABLES_0010,
     *TABLES_0011,
     *TABLES_0012,
+    *TABLES_0014,
 }
 
 
@@ -200,6 +202,7 @@ def test_revision_0004_adds_a_null_fx_tolerance_to_every_property(database_url: 
                 *TABLES_0010,
                 *TABLES_0011,
                 *TABLES_0012,
+                *TABLES_0014,
             }
         ],
     )
@@ -295,7 +298,7 @@ def test_revision_0010_adds_the_desk_sessions_and_sign_in_failures_and_downgrade
         [
             table
             for table in metadata.sorted_tables
-            if table.name not in TABLES_0010 | TABLES_0011 | TABLES_0012
+            if table.name not in TABLES_0010 | TABLES_0011 | TABLES_0012 | TABLES_0014
         ],
     )
     with engine.begin() as connection:
@@ -340,7 +343,12 @@ def test_revision_0011_adds_the_match_keys_and_the_match_tables_and_downgrades(d
     with engine.begin() as connection:
         command.upgrade(migrations.alembic_config(connection), "0010")
     at_0010 = as_of(
-        engine, [table for table in metadata.sorted_tables if table.name not in TABLES_0011 | TABLES_0012]
+        engine,
+        [
+            table
+            for table in metadata.sorted_tables
+            if table.name not in TABLES_0011 | TABLES_0012 | TABLES_0014
+        ],
     )
     shapes = {table.name: table for table in at_0010}
     assert "card_brand" not in shapes["ledger_entries"].columns
@@ -382,6 +390,38 @@ def test_revision_0011_adds_the_match_keys_and_the_match_tables_and_downgrades(d
     assert "match_policy" not in {c["name"] for c in inspect(engine).get_columns("properties")}
 
     assert migrations.upgrade(engine) == migrations.Upgrade("0010", migrations.head())
+    assert schema_differences(engine) == []
+    engine.dispose()
+
+
+def test_revision_0014_adds_the_nights_takings_and_downgrades(database_url: str) -> None:
+    """A database at 0013 with rows in every table upgrades to head: no row changes, ``night_takings``
+    exists as ``db/schema.py`` declares and takes a row; the downgrade to 0013 drops it and keeps every
+    other row; upgrading again is head once more."""
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        command.upgrade(migrations.alembic_config(connection), "0013")
+    at_0013 = [table for table in metadata.sorted_tables if table.name not in TABLES_0014]
+    with engine.begin() as connection:
+        for table in at_0013:
+            connection.execute(table.insert(), [sample_row(table, 1), sample_row(table, 2)])
+    before = every_row(engine, at_0013)
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0013", migrations.head())
+    assert every_row(engine, at_0013) == before
+    assert schema_differences(engine) == []
+    takings = metadata.tables["night_takings"]
+    with engine.begin() as connection:
+        connection.execute(takings.insert(), sample_row(takings, 1))
+    assert every_row(engine, [takings])["night_takings"] == [sample_row(takings, 1)]
+
+    with engine.begin() as connection:
+        command.downgrade(migrations.alembic_config(connection), "0013")
+    assert recorded_revision(engine) == ["0013"]
+    assert TABLES_0014.isdisjoint(inspect(engine).get_table_names())
+    assert every_row(engine, at_0013) == before
+
+    assert migrations.upgrade(engine) == migrations.Upgrade("0013", migrations.head())
     assert schema_differences(engine) == []
     engine.dispose()
 

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from recon_pipeline.providers.adyen.report import SETTLEMENT_DETAIL_COLUMNS, parse_settlement_report
-from recon_pipeline.providers.cards import approval_code, card_brand, card_keys, card_last4
+from recon_pipeline.providers.cards import (
+    CARD_BRANDS,
+    approval_code,
+    brand_of,
+    card_brand,
+    card_keys,
+    card_last4,
+    spellings_of,
+)
 from recon_pipeline.providers.errors import ProviderDataError
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.objects import PropertyAccount
@@ -83,6 +91,15 @@ def test_every_providers_brand_is_spelled_one_way(raw: str | None, brand: str | 
 
 
 @pytest.mark.fast
+def test_a_brands_spellings_are_what_brand_of_reads_as_it_and_nothing_else() -> None:
+    """What the review desk's brand filter folds a stored spelling against (``spellings_of``)."""
+    for brand in CARD_BRANDS:
+        assert spellings_of(brand) and all(brand_of(spelling) == brand for spelling in spellings_of(brand))
+    assert spellings_of() == frozenset().union(*(spellings_of(brand) for brand in CARD_BRANDS))
+    assert {"va", "vi", "visacredit"} <= spellings_of("visa") and "mc" in spellings_of("mastercard")
+    assert not spellings_of("visa") & spellings_of("mastercard")
+
+
 def test_card_keys_are_validated_like_every_field() -> None:
     assert card_keys("Visa", "4242", "T30444", "x") == {
         "card_brand": "visa",

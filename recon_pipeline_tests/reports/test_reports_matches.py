@@ -81,8 +81,8 @@ def test_the_report_says_the_matches_per_rule_and_lists_each_one(engine: Engine)
          "card_window match"],
         ["booking and amount", "matched", "0.95", "ch_1", "le_1", "120.00 EUR", "120.00 EUR",
          "ch_1 is le_1: booking B-17 and 120.00 EUR"],
-        ["a split folio (sums within a booking or a group)", "matched", "0.90", "ch_2", "le_2a le_2b", "90.00 EUR",
-         "90.00 EUR", "split match"],
+        ["a split folio (sums within a booking or a group)", "matched", "0.90", "ch_2", "le_2a le_2b",
+         "90.00 EUR", "90.00 EUR", "split match"],
     ]  # fmt: skip
 
 

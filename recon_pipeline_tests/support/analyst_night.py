@@ -3,8 +3,10 @@ screenshots: three properties in EUR, GBP and JPY, two nights each, their bookin
 provider records, 270 findings of seven categories (a currency mismatch among them), adjustments in every
 state of the queue, matches and suggestions, and a traced and an untraced payout.
 
-Rows go straight into the tables, as the night's run leaves them; deterministic (a seeded generator), so
-a test can name the booking it searches for and the screenshots do not change from run to run."""
+Rows go straight into the tables, as the night's run leaves them (the night's takings counted from its rows
+by the run's own function and writer, beside a few cash, bank-transfer and OTA-collected postings);
+deterministic (a seeded generator), so a test can name the booking it searches for and the screenshots do
+not change from run to run."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pandas as pd
 from sqlalchemy import Connection, insert, update
 
 from recon_pipeline import categories as c
+from recon_pipeline.batches.takings import save_takings
 from recon_pipeline.db.schema import (
     adjustment_reviews,
     adjustments,
@@ -32,7 +36,9 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.reconcile.matching import match_key
+from recon_pipeline.reconcile.takings import by_tender, night_takings
 from recon_pipeline.review.store import set_threshold
+from recon_pipeline.tenders import tender_of
 
 DETECTED = datetime(2026, 12, 3, 2, 30, tzinfo=UTC)
 NIGHTS = ("2026-12-01", "2026-12-02")
@@ -101,6 +107,7 @@ def seed_analyst_night(connection: Connection) -> None:
         (night_reconciliations, rows.reconciliations),
     ):
         connection.execute(insert(table), values)
+    _seed_takings(connection, rows)
     _seed_adjustments(connection)
     set_threshold(connection, "rome-centro", FOUR_EYES_ABOVE, DETECTED)
     _seed_matches(connection)
@@ -290,6 +297,50 @@ class _Rows:
                 "run_id": f"run-{night}-{pid}",
             }
         )
+
+
+# What a folio holds beside the cards, per night: (entry suffix, tender as the PMS wrote it, amount).
+OTHER_TENDERS = (
+    ("cash1", "Cash", 12_000),
+    ("cash2", "CASH", 3_550),
+    ("bank", "BankTransfer", 48_000),
+    ("ota", "ota collect", 21_500),
+)
+
+
+def _seed_takings(connection: Connection, rows: _Rows) -> None:
+    """Each property-night's takings, counted from its rows as the night's run counts them: its ledger
+    entries (no tender recorded) and a few postings of other tenders, against its provider records."""
+    tendered: list[dict[str, Any]] = []
+    for hotel in HOTELS:
+        for night in NIGHTS:
+            for suffix, tender, amount in OTHER_TENDERS:
+                tendered.append(
+                    {
+                        "entry_id": f"le_{hotel.property_id[:2]}{night[-2:]}{suffix}",
+                        "property_id": hotel.property_id,
+                        "booking_id": None,
+                        "provider_record_id": None,
+                        "kind": "payment",
+                        "amount_minor": amount,
+                        "currency": hotel.currency,
+                        "posted_at": datetime.fromisoformat(f"{night}T20:00:00+00:00"),
+                        "tender": tender,
+                    }
+                )
+    connection.execute(insert(ledger_entries), tendered)
+    entries = pd.DataFrame([*rows.entries, *tendered]).assign(in_night=True)
+    entries["tender"] = [tender_of(t) if isinstance(t, str) else None for t in entries["tender"]]
+    entries["night"] = [at.astimezone(UTC).date().isoformat() for at in entries["posted_at"]]
+    records = pd.DataFrame(rows.records)
+    for hotel in HOTELS:
+        for night in NIGHTS:
+            ledger = entries[(entries["property_id"] == hotel.property_id) & (entries["night"] == night)]
+            pulled = records[(records["property_id"] == hotel.property_id) & (records["night"] == night)]
+            takings = night_takings(by_tender(ledger.reset_index(drop=True)), pulled)
+            save_takings(
+                connection, hotel.property_id, night, takings, f"run-{night}-{hotel.property_id}", DETECTED
+            )
 
 
 # (label, property, status, amount, outbox state or None); the queue's every tab has rows.

@@ -21,6 +21,8 @@ from starlette.routing import Route
 
 from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.errors import ReviewError
+from recon_pipeline.providers.cards import brand_of
+from recon_pipeline.reconcile.takings import UNKNOWN_BRAND
 from recon_pipeline.review.links import finding_links
 from recon_pipeline.review.render import difference_text
 from recon_pipeline.review.rules import (
@@ -43,6 +45,7 @@ from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, filled_query
 from recon_pipeline.words import (
+    CARD_BRAND_WORDS,
     CATEGORY_WORDS,
     KIND_WORDS,
     MATCH_STATE_WORDS,
@@ -61,6 +64,7 @@ FILTERS = (
     "currency",
     "amount_at_least",
     "booking",
+    "brand",
     "q",
     "sort",
 )
@@ -272,7 +276,19 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
         booking=optional_param(params, "booking"),
         search=optional_param(params, "q"),
         sort=parse_sort(params, findings.SORT_COLUMNS, findings.DEFAULT_SORT.word),
+        brand=_brand(optional_param(params, "brand")),
     )
+
+
+def _brand(text: str | None) -> str | None:
+    """The brand filter in the one vocabulary (``VA`` or ``Visa`` is ``visa``), ``unknown`` as it is;
+    ValueError for a spelling nobody knows."""
+    if text is None or text.lower() == UNKNOWN_BRAND:
+        return None if text is None else UNKNOWN_BRAND
+    brand = brand_of(text)
+    if brand is None:
+        raise ValueError(f"unknown card brand {text[:40]!r}")
+    return brand
 
 
 def list_query(params: Any) -> str:
@@ -311,6 +327,7 @@ def _choices(params: Any, user: ReviewUser, currencies: list[str]) -> dict[str, 
         "category_words": CATEGORY_WORDS,
         "statuses": REVIEW_STATUSES,
         "currencies": currencies,
+        "brands": CARD_BRAND_WORDS,
         "sort_columns": findings.SORT_COLUMNS,
         "may_review": may(user.role, REVIEW_FINDINGS),
     }

@@ -84,6 +84,7 @@ def routes(desk: Desk) -> list[Route]:
             query = findings.FindingQuery(FindingFilter(property_id=property_id), night, night)
             found = findings.list_findings(connection, query, user.properties)
             adjusted = nights.night_adjustments(connection, property_id, night, user.properties)
+            takings = nights.night_takings(connection, property_id, night, user.properties)
         return desk.page(
             request,
             "night.html",
@@ -91,7 +92,9 @@ def routes(desk: Desk) -> list[Route]:
             row=_shown([summary])[0],
             findings=found,
             adjustments=adjusted,
-            empty=summary.is_empty and not found,
+            tenders=takings.tenders(),
+            brands=takings.brands(),
+            empty=summary.is_empty and not found and not takings.lines,
         )
 
     return [
