@@ -24,7 +24,7 @@ from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.holds import expiring_authorizations
-from recon_pipeline.review.store import reported_payments
+from recon_pipeline.storage.findings import reported_payments
 
 
 def hold_payments(

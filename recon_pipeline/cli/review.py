@@ -19,22 +19,23 @@ if TYPE_CHECKING:
 
 
 def cmd_findings_list(args: argparse.Namespace) -> int:
-    from recon_pipeline.review import render, store
-    from recon_pipeline.review.rules import FindingFilter
+    from recon_pipeline.review import render
+    from recon_pipeline.storage import findings
 
-    where = FindingFilter(args.property, args.night, args.category, args.status)
+    where = findings.FindingFilter(args.property, args.night, args.category, args.status)
     with recon_database() as engine, engine.connect() as connection:
-        rows = store.list_findings(connection, where, args.limit)
-        total = store.count_findings(connection, where)
+        rows = findings.list_findings(connection, where, args.limit)
+        total = findings.count_findings(connection, where)
     print(render.list_text(rows, total))
     return 0
 
 
 def cmd_findings_show(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render, store
+    from recon_pipeline.storage.findings import get_finding
 
     with recon_database() as engine, engine.connect() as connection:
-        row = store.get_finding(connection, args.finding_id)
+        row = get_finding(connection, args.finding_id)
         history = store.review_history(connection, row)
     print(render.show_text(row, history))
     return 0
@@ -62,27 +63,27 @@ def cmd_findings_review(args: argparse.Namespace) -> int:
 
 
 def cmd_findings_assign(args: argparse.Namespace) -> int:
-    from recon_pipeline.review import store
     from recon_pipeline.review_desk.finding_work import assign_finding
+    from recon_pipeline.storage.findings import get_finding
 
     who = acting_reviewer(args.by)
     assignee = None if args.unassign else args.to
     with recon_database() as engine, engine.begin() as connection:
-        finding = store.get_finding(connection, args.finding_id)
+        finding = get_finding(connection, args.finding_id)
         change = assign_finding(connection, who, finding, assignee, datetime.now(UTC))
     print(f"finding {args.finding_id}: {change} (by {who})")
     return 0
 
 
 def cmd_findings_note(args: argparse.Namespace) -> int:
-    from recon_pipeline.review import store
     from recon_pipeline.review.rules import validate_note
     from recon_pipeline.review_desk.finding_work import note_finding
+    from recon_pipeline.storage.findings import get_finding
 
     who = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
-        finding = store.get_finding(connection, args.finding_id)
+        finding = get_finding(connection, args.finding_id)
         change = note_finding(connection, who, finding, note, datetime.now(UTC))
     print(f"finding {args.finding_id}: {change} (by {who})")
     return 0
@@ -213,7 +214,7 @@ def add_commands(commands: Commands) -> None:
 
 def _add_finding_commands(commands: Commands) -> None:
     from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds
-    from recon_pipeline.review.rules import ACKNOWLEDGE, REOPEN, RESOLVE
+    from recon_pipeline.storage.findings import ACKNOWLEDGE, REOPEN, RESOLVE
 
     finding_id = cli_args.database_id(discrepancies.c.discrepancy_id, "finding_id")
 

@@ -32,7 +32,6 @@ import dagster as dg
 from sqlalchemy import Connection, RowMapping
 
 from recon_pipeline.batches.nightly import late_night, previous_nights
-from recon_pipeline.batches.outcomes import succeeded_nights
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.config import text_from_env
 from recon_pipeline.defs.assets import DISCREPANCY_REPORT
@@ -46,14 +45,15 @@ from recon_pipeline.nights import night_window, parse_cutoff
 from recon_pipeline.properties import PropertyRow, split_valid_properties
 from recon_pipeline.review.limits import OrphanVerdict, judge_orphans, judge_unexplained, orphan_error_after
 from recon_pipeline.review.render import findings_markdown, money
-from recon_pipeline.review.rules import OPEN, FindingFilter
-from recon_pipeline.review.store import (
-    Threshold,
+from recon_pipeline.review.store import Threshold, threshold_for
+from recon_pipeline.storage.findings import (
+    OPEN,
+    FindingFilter,
     count_findings,
     list_findings,
-    threshold_for,
     unexplained_amounts,
 )
+from recon_pipeline.storage.night_outcomes import succeeded_nights
 
 ORPHANS_LISTED = 20
 

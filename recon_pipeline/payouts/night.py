@@ -45,8 +45,8 @@ from recon_pipeline.properties import FEE_PER_PAYOUT, PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.payouts import Payout
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_findings
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
 
 logger = logging.getLogger(__name__)
 

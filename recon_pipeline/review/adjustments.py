@@ -42,7 +42,6 @@ from sqlalchemy import (
     func,
     insert,
     select,
-    update,
 )
 
 from recon_pipeline.db import outbox_states
@@ -59,7 +58,8 @@ from recon_pipeline.reconcile.lifecycle import (
 )
 from recon_pipeline.review.four_eyes import four_eyes_threshold
 from recon_pipeline.review.render import money
-from recon_pipeline.review.results import lock_partition
+from recon_pipeline.storage.adjustments import set_status
+from recon_pipeline.storage.partition import lock_partition
 
 APPROVE = "approve"
 REJECT = "reject"
@@ -379,11 +379,7 @@ def _record_review(
 ) -> None:
     """The adjustment's new ``status`` (when it changes) and its review row, with the amount decided on."""
     if status != row["status"]:
-        connection.execute(
-            update(adjustments)
-            .where(adjustments.c.adjustment_id == row["adjustment_id"])
-            .values(status=status, updated_at=now)
-        )
+        set_status(connection, row["adjustment_id"], status, now)
     connection.execute(
         insert(adjustment_reviews).values(
             adjustment_id=row["adjustment_id"],

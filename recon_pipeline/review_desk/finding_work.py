@@ -17,9 +17,9 @@ from recon_pipeline.db.schema import review_users
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.review import store
 from recon_pipeline.review.render import money
-from recon_pipeline.review.rules import NOTE
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.storage.findings import NOTE, get_finding
 from recon_pipeline.words import REVIEW_STATE_WORDS
 
 ASSIGN = "assign"
@@ -38,7 +38,7 @@ def review_finding(
     """``action`` on the finding (already narrowed by the caller) by ``actor`` with ``note``, audited (the
     audit row in codes); what changed, in words. ReviewError, with nothing written, when its difference is
     no longer the ``seen`` one (None: not said) or its status forbids the action."""
-    current = store.get_finding(connection, finding_id, lock=True)
+    current = get_finding(connection, finding_id, lock=True)
     difference = int(current["difference_minor"])
     if seen is not None and seen != difference:
         raise ReviewError(

@@ -1,5 +1,5 @@
-"""The findings a review desk user may see: ``review.store``'s filter, narrowed to their properties, searched
-and sorted as the list's URL says.
+"""The findings a review desk user may see: ``storage.findings``' filter, narrowed to their properties,
+searched and sorted as the list's URL says.
 
 Every query here takes the user's properties and applies them in SQL, so no page can show a finding of
 another property whatever its URL or filter says. The list, its totals, its export and a finding page's
@@ -22,8 +22,6 @@ from recon_pipeline.money import is_iso_currency
 from recon_pipeline.providers.cards import CARD_BRANDS, IGNORED_CHARACTERS, spellings_of
 from recon_pipeline.reconcile.takings import UNKNOWN_BRAND
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import FindingFilter
-from recon_pipeline.review.store import matching_conditions
 from recon_pipeline.review_desk.listing import (
     MajorAmount,
     Sort,
@@ -35,6 +33,7 @@ from recon_pipeline.review_desk.listing import (
     order_terms,
     sorted_statement,
 )
+from recon_pipeline.storage.findings import FindingFilter, matching_conditions
 from recon_pipeline.words import REVIEW_STATE_WORDS, category_label, category_meaning
 
 PAGE_SIZE = 200

@@ -19,8 +19,8 @@ from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY, plan_adjustments
 from recon_pipeline.reports.overview import ORPHAN_COLUMNS, OVERVIEW_COLUMNS
 from recon_pipeline.reports.paths import FILE_NAMES, OPEN_CSV, ORPHANS_CSV, OVERVIEW_FOLDER
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_findings
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW, finding, findings_frame
 from recon_pipeline_tests.support.review_commands import recon
 

@@ -13,8 +13,8 @@ from recon_pipeline.db.bulk import BULK_MIN_ROWS, supports_copy
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.review.results import sync_adjustments, write_adjustments
-from recon_pipeline.review.store import save_findings
+from recon_pipeline.storage.adjustments import sync_adjustments, write_adjustments
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW, finding
 
 

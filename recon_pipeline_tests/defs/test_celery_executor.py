@@ -20,10 +20,10 @@ import dagster as dg
 import pytest
 from sqlalchemy import create_engine, func, select
 
-from recon_pipeline.batches.outcomes import SUCCEEDED
 from recon_pipeline.db.schema import adjustments, discrepancies, night_reconciliations
 from recon_pipeline.defs.checks import finding_checks
 from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
+from recon_pipeline.storage.night_outcomes import SUCCEEDED
 from recon_pipeline_tests.support.celery_workers import (
     CELERY_DAGSTER_YAML,
     NO_THRESHOLD,

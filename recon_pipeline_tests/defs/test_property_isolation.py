@@ -13,7 +13,6 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, Table, insert, select, update
 
-from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, load_outcomes, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, properties
@@ -23,6 +22,13 @@ from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
 from recon_pipeline.nights import last_closed_night
 from recon_pipeline.properties import InvalidPropertyError, PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.night_outcomes import (
+    FAILED,
+    SUCCEEDED,
+    PropertyOutcome,
+    load_outcomes,
+    record_outcomes,
+)
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 
 MARS = PropertyRow("mars-base", "Mars Base", "Mars/Olympus", "EUR", "00:00", None)

@@ -30,8 +30,8 @@ from recon_pipeline.payouts.trace import TracedTransaction
 from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.properties import FEE_NONE, FEE_PER_PAYOUT, PropertyRow
 from recon_pipeline.providers.payouts import Payout, PayoutTransaction
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_findings
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.payout_fixtures import (
     ARRIVAL,
     PROPERTIES,

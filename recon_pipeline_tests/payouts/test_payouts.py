@@ -45,10 +45,10 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.payouts import PayoutTransaction
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import payout_of
-from recon_pipeline.review.store import save_findings
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import build_world
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.payout_fixtures import (
     ARRIVAL,
     CONNECTED,

@@ -23,7 +23,7 @@ from recon_pipeline.nights import night_window
 from recon_pipeline.reports.queries import unresolved_findings
 from recon_pipeline.review.adjustments import adjustment_states
 from recon_pipeline.review.render import money
-from recon_pipeline.review.store import unexplained_amounts
+from recon_pipeline.storage.findings import unexplained_amounts
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 LISBON = "lisbon-riverside"  # EUR

@@ -14,19 +14,17 @@ from sqlalchemy import Engine, event, select
 from recon_pipeline.db.schema import match_decisions, matches
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.reconcile.matching import KnownMatch
-from recon_pipeline.review.matches import (
+from recon_pipeline.review.matches import confirm_match, pair_by_hand, reject_match
+from recon_pipeline.storage.findings import save_findings
+from recon_pipeline.storage.matches import (
     MatchFilter,
     MatchSaveCounts,
     UnknownMatchError,
-    confirm_match,
     count_matches,
     known_matches,
     list_matches,
-    pair_by_hand,
-    reject_match,
     save_matches,
 )
-from recon_pipeline.review.store import save_findings
 from recon_pipeline_tests.support.finding_rows import finding, findings_frame
 from recon_pipeline_tests.support.match_rows import (
     NIGHT,

@@ -12,8 +12,9 @@ from sqlalchemy import Engine, select, text, update
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, ledger_entries
-from recon_pipeline.review.results import WriteCounts
-from recon_pipeline.review.store import review, save_findings
+from recon_pipeline.review.store import review
+from recon_pipeline.storage.adjustments import WriteCounts
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW
 from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline
 from recon_pipeline_tests.support.review_commands import KYOTO, jpy, recon

@@ -7,18 +7,8 @@ import pytest
 from recon_pipeline.errors import ConfigError, ReviewError
 from recon_pipeline.review import render
 from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
-from recon_pipeline.review.rules import (
-    ACKNOWLEDGE,
-    NOTE,
-    REOPEN,
-    RESOLVE,
-    FindingFilter,
-    next_status,
-    reopens,
-    status_after,
-    validate_note,
-    validate_reviewer,
-)
+from recon_pipeline.review.rules import next_status, status_after, validate_note, validate_reviewer
+from recon_pipeline.storage.findings import ACKNOWLEDGE, NOTE, REOPEN, RESOLVE, FindingFilter, reopens
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,8 @@ from recon_pipeline.db.schema import (
     payouts,
     posting_outbox,
 )
-from recon_pipeline.review.matches import save_matches
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
+from recon_pipeline.storage.matches import save_matches
 from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,

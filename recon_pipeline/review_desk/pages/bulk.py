@@ -23,13 +23,14 @@ from starlette.routing import Route
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import ACKNOWLEDGE, RESOLVE, validate_note
+from recon_pipeline.review.rules import validate_note
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS
 from recon_pipeline.review_desk.finding_work import review_finding
 from recon_pipeline.review_desk.pages.findings import parse_id, signed_int
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.views import clean_query
 from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.storage.findings import ACKNOWLEDGE, RESOLVE
 from recon_pipeline.words import category_label, category_meaning
 
 MAX_SELECTED: Final = 200  # a page of the list; more at once is no longer a reviewed selection

@@ -25,13 +25,7 @@ from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.reconcile.takings import UNKNOWN_BRAND
 from recon_pipeline.review.links import finding_links
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import (
-    ACTION_STATUS,
-    MAX_NOTE_LENGTH,
-    REVIEW_STATUSES,
-    FindingFilter,
-    validate_note,
-)
+from recon_pipeline.review.rules import ACTION_STATUS, MAX_NOTE_LENGTH, validate_note
 from recon_pipeline.review_desk import findings
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.facts import local_and_utc
@@ -44,6 +38,7 @@ from recon_pipeline.review_desk.pages.filters import optional_param, users_prope
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, filled_query
+from recon_pipeline.storage.findings import REVIEW_STATUSES, FindingFilter
 from recon_pipeline.words import (
     CARD_BRAND_WORDS,
     CATEGORY_WORDS,

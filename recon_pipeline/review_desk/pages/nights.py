@@ -14,13 +14,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from recon_pipeline.keys import parse_night
-from recon_pipeline.review.rules import FindingFilter
 from recon_pipeline.review_desk import findings, nights
 from recon_pipeline.review_desk.listing import CurrencyTotal, parse_sort, totals
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.storage.findings import FindingFilter
 
 FILTERS = ("property", "night_from", "night_to", "q", "sort")
 

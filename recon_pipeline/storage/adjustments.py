@@ -1,5 +1,5 @@
-"""Durable results of a reconciliation: adjustments and their lifecycle (the findings' table has its own
-owner, ``review/store.py``).
+"""The ``adjustments`` table's run writes: a night's proposals and their lifecycle (people's approvals and
+rejections are ``review/adjustments.py``'s decisions).
 
 Writes are keyed on business keys, so a replay, a retry or two concurrent runs of one partition leave the
 same rows behind; the database's unique constraints, not the caller, decide what is new. Every writer of a
@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.reconcile.lifecycle import PROPOSED, LifecyclePlan, plan_lifecycle
-
-# connection.info entry: (transaction, partition keys whose advisory lock it holds)
-_HELD_LOCKS = "recon_partition_locks"
+from recon_pipeline.storage.partition import lock_partition
 
 # What the lifecycle planner reads of the partition's adjustments.
 LIFECYCLE_COLUMNS = ("adjustment_id", "idempotency_key", "revision", "status", "amount_minor", "currency")
@@ -88,21 +86,10 @@ def sync_adjustments(
     return plan
 
 
-def lock_partition(connection: Connection, property_id: str, night: str) -> None:
-    """Hold the (property, night) writer lock until the transaction ends.
-
-    PostgreSQL: a transaction-scoped advisory lock on the partition's key, asked for once per transaction
-    (the adjustments and the findings of a property-night are written in one: the second writer finds it
-    held). SQLite has a single writer per database already, and its transactions that write never
-    interleave.
-    """
-    if connection.dialect.name != "postgresql":
-        return
-    key = f"recon/discrepancies/{property_id}/{night}"
-    held_by, keys = connection.info.get(_HELD_LOCKS, (None, frozenset()))
-    if held_by is not None and held_by is connection.get_transaction() and key in keys:
-        return
-    connection.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key})
-    transaction = connection.get_transaction()  # begun by the statement if it was not already
-    # Only the current transaction's keys are kept: the entry stays as small as one transaction's locks.
-    connection.info[_HELD_LOCKS] = (transaction, (keys if held_by is transaction else frozenset()) | {key})
+def set_status(connection: Connection, adjustment_id: str, status: str, now: datetime) -> None:
+    """The adjustment's new contract status, as a person's review or the posting of it decides."""
+    connection.execute(
+        update(adjustments)
+        .where(adjustments.c.adjustment_id == adjustment_id)
+        .values(status=status, updated_at=now)
+    )
