@@ -148,7 +148,7 @@ def _property_threshold(
 
 def cmd_adjustments_list(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render
-    from recon_pipeline.review.adjustments import AdjustmentFilter, count_adjustments, list_adjustments
+    from recon_pipeline.storage.adjustments import AdjustmentFilter, count_adjustments, list_adjustments
 
     where = AdjustmentFilter(args.property, args.night, args.status)
     with recon_database() as engine, engine.connect() as connection:
@@ -160,7 +160,8 @@ def cmd_adjustments_list(args: argparse.Namespace) -> int:
 
 def cmd_adjustments_show(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render
-    from recon_pipeline.review.adjustments import get_adjustment, parse_adjustment_id, review_history
+    from recon_pipeline.review.adjustments import parse_adjustment_id, review_history
+    from recon_pipeline.storage.adjustments import get_adjustment
 
     adjustment_id = parse_adjustment_id(args.adjustment_id)
     with recon_database() as engine, engine.connect() as connection:

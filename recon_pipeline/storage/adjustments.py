@@ -1,5 +1,6 @@
-"""The ``adjustments`` table's run writes: a night's proposals and their lifecycle (people's approvals and
-rejections are ``review/adjustments.py``'s decisions).
+"""The ``adjustments`` table: the run's writes of a night's proposals and their lifecycle, the query type
+the command line and the review desk select adjustments with (``AdjustmentFilter``), and the status a
+person's review or a posting sets (``review/adjustments.py`` and ``postings/`` decide them).
 
 Writes are keyed on business keys, so a replay, a retry or two concurrent runs of one partition leave the
 same rows behind; the database's unique constraints, not the caller, decide what is new. Every writer of a
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, func, select, update
 
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.db.upsert import insert_new
-from recon_pipeline.reconcile.lifecycle import PROPOSED, LifecyclePlan, plan_lifecycle
+from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.reconcile.lifecycle import ADJUSTMENT_STATUSES, PROPOSED, LifecyclePlan, plan_lifecycle
 from recon_pipeline.storage.partition import lock_partition
 
 # What the lifecycle planner reads of the partition's adjustments.
@@ -93,3 +95,61 @@ def set_status(connection: Connection, adjustment_id: str, status: str, now: dat
         .where(adjustments.c.adjustment_id == adjustment_id)
         .values(status=status, updated_at=now)
     )
+
+
+class UnknownAdjustmentError(LookupError):
+    """No row of ``adjustments`` has this id."""
+
+
+@dataclass(frozen=True)
+class AdjustmentFilter:
+    """Which adjustments `recon adjustments list` shows; None matches everything. Validated on creation."""
+
+    property_id: str | None = None
+    night: str | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.property_id is not None:
+            validate_property_id(self.property_id)
+        if self.night is not None:
+            parse_night(self.night)
+        if self.status is not None and self.status not in ADJUSTMENT_STATUSES:
+            raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(ADJUSTMENT_STATUSES)}")
+
+    def matching(self) -> list[ColumnElement[bool]]:
+        return [
+            adjustments.c[column] == value
+            for column, value in (
+                ("property_id", self.property_id),
+                ("night", self.night),
+                ("status", self.status),
+            )
+            if value is not None
+        ]
+
+
+def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
+    """Matching adjustments, newest night first, then property, kind, record and revision."""
+    c = adjustments.c
+    query = (
+        select(adjustments)
+        .where(*where.matching())
+        .order_by(c.night.desc(), c.property_id, c.kind, c.idempotency_key, c.revision)
+        .limit(limit)
+    )
+    return list(connection.execute(query).mappings())
+
+
+def count_adjustments(connection: Connection, where: AdjustmentFilter) -> int:
+    query = select(func.count()).select_from(adjustments).where(*where.matching())
+    return int(connection.execute(query).scalar_one())
+
+
+def get_adjustment(connection: Connection, adjustment_id: str, *, lock: bool = False) -> RowMapping:
+    """The adjustment's row, or UnknownAdjustmentError; ``lock`` holds it until the transaction ends."""
+    query = select(adjustments).where(adjustments.c.adjustment_id == adjustment_id)
+    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
+    if row is None:
+        raise UnknownAdjustmentError(f"no adjustment with id {adjustment_id}")
+    return row
