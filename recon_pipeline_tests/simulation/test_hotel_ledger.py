@@ -1,26 +1,32 @@
 """The labelled hotel-ledger world is deterministic and its ground truth is consistent with its frames.
 
 The benchmark's precision is only as true as this ground truth: every group balances, every record and
-entry is accounted for exactly once, and every planted finding names rows that are there.
+entry is accounted for exactly once, every planted finding names rows that are there, and the PMS shapes
+are what they claim to be once the ledger is read as the pipeline reads it.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 import pandas as pd
 import pytest
 
+from benchmarks.matching import read_ledger
 from recon_pipeline.categories import AMOUNT_MISMATCH, MISSING_AT_PROVIDER, MISSING_IN_LEDGER
+from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.simulation.hotel_ledger import (
     FEE_BOOKINGS,
     HOTEL_LEDGER_COLUMNS,
     HOTEL_PROVIDER_COLUMNS,
+    PLANTS,
+    PMS_STYLES,
     STYLES,
     HotelNight,
     HotelWorld,
     build_hotel_world,
 )
+from recon_pipeline.tenders import CARD, is_provider_tender, tender_of
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +57,16 @@ def test_the_frames_follow_the_contracts_and_mix_every_shape(world: HotelWorld) 
         assert night.ledger_records["entry_id"].is_unique
         styles.update(group.style for group in night.groups)
     assert {night.fee_booking for night in world.nights} == set(FEE_BOOKINGS)
-    assert set(STYLES) - {"failed"} <= set(styles)
-    assert set(world.planted_by_label()) == {
-        "amount_off",
-        "identical_short",
-        "look_alike",
-        "phantom_posting",
-        "unposted_payment",
-    }
+    assert {night.pms for night in world.nights} == set(PMS_STYLES)
+    assert {"JPY", "KRW"} <= {night.currency for night in world.nights if night.pms == "mews"}
+    assert set(STYLES) - {"failed", "takings"} <= set(styles)
+    assert set(world.planted_by_label()) == set(PLANTS)
     ledger = pd.concat([night.ledger_records for night in world.nights])
     assert ledger["provider_record_id"].isna().mean() > 0.5  # most postings without the provider's id
     assert (~ledger["in_night"]).any() and ledger["reference"].notna().any()
     assert ledger["approval_code"].notna().any() and ledger["card_last4"].notna().any()
+    # the PMS shapes are at least a fifth of the entries
+    assert world.pms_shape_entries() >= 0.2 * world.rows()[1]
 
 
 def _amounts(night: HotelNight) -> tuple[dict[str, int], dict[str, int]]:
@@ -89,7 +93,8 @@ def test_every_group_balances_and_every_row_is_accounted_for_once(world: HotelWo
         record_keys += [*night.fees_elsewhere, *night.unsettled]
         assert sorted(record_keys) == sorted(by_record)
         entries = [entry for group in night.groups for entry in group.entries]
-        entries += [entry for plant in night.planted for entry in plant.entries] + list(night.adjacent)
+        entries += [entry for plant in night.planted for entry in plant.entries]
+        entries += [*night.adjacent, *night.takings]
         assert sorted(entries) == sorted(by_entry)
         fees = night.provider_records["kind"] == "fee"
         if night.fee_booking == "per_movement":
@@ -121,3 +126,85 @@ def test_every_planted_finding_names_rows_that_are_there(world: HotelWorld) -> N
                 assert plant.category == AMOUNT_MISMATCH
                 (entry,) = plant.entries
                 assert by_record[plant.key] != by_entry[entry]
+                assert (by_record[plant.key] > 0) == (by_entry[entry] > 0)  # off, not of the other sign
+
+
+def test_each_pms_writes_its_own_spellings_and_the_pipeline_reads_them_back(world: HotelWorld) -> None:
+    """Tenders, card brands and last fours as each PMS writes them; read as the pipeline reads the
+    ledger, every tender is in the vocabulary, every card posting's brand is its charge's, and the
+    window the pipeline computes puts each entry in the night the world says."""
+    written: dict[str, set[str]] = {pms: set() for pms in PMS_STYLES}
+    for night in world.nights:
+        raw = night.ledger_records
+        written[night.pms].update(raw["card_brand"].dropna())
+        read = read_ledger(night)
+        assert len(read) == len(raw)  # no entry the contract forbids
+        assert (
+            read.set_index("entry_id")["in_night"].to_dict()
+            == raw.set_index("entry_id")["in_night"].to_dict()
+        )
+        tenders = dict(zip(read["entry_id"], read["tender"].tolist(), strict=True))
+        assert tenders == {
+            entry: tender_of(t) for entry, t in zip(raw["entry_id"], raw["tender"], strict=True)
+        }
+        cards = read[read["card_brand"].notna()]
+        assert cards["card_brand"].isin(["visa", "mastercard", "amex", "jcb"]).all()
+        takings = read["entry_id"].isin(night.takings)
+        assert not read.loc[takings, "tender"].map(is_provider_tender).any()
+        assert read.loc[~takings, "tender"].map(is_provider_tender).all()
+        by_charge = night.provider_records.set_index("provider_record_id")
+        for entry in raw[raw["approval_code"].notna()].to_dict("records"):
+            charge = by_charge.loc[by_charge["approval_code"] == entry["approval_code"]].iloc[0]
+            assert brand_of(entry["card_brand"]) == charge["card_brand"]
+            assert str(entry["card_last4"]).endswith(charge["card_last4"])
+    assert {"VA", "MC", "AX"} <= written["opera"] and not written["opera"] & {"Visa", "visa"}
+    assert {"VisaCredit", "Amex"} & written["apaleo"] and {"Visa", "MasterCard"} <= written["mews"]
+    assert None in set(pd.concat([n.ledger_records for n in world.nights if n.pms == "opera"])["tender"])
+
+
+def test_the_pms_shapes_are_what_they_claim(world: HotelWorld) -> None:
+    """A group's parts sum to its charge across bookings (with the group's id, the master's own part
+    sometimes missing, or with the charge's card and approval code on every part); a reversal's legs net
+    to zero on one booking and card, an uneven one's do not; a refund posted as a payment is negative; an
+    unposted charge beside takings of its booking and amount; one of two or three twins unposted."""
+    seen: Counter[str] = Counter()
+    uneven: defaultdict[tuple[str, object], list[int]] = defaultdict(list)
+    for night in world.nights:
+        entries = night.ledger_records.set_index("entry_id")
+        records = night.provider_records.set_index(
+            night.provider_records["provider_record_id"] + ":" + night.provider_records["kind"]
+        )
+        for group in night.groups:
+            rows = entries.loc[list(group.entries)]
+            seen[group.style] += 1
+            if group.style == "group_folio" and group.records[0].endswith(":payment"):
+                assert rows["booking_id"].nunique() == len(rows) >= 2 and rows["group_id"].nunique() == 1
+                assert rows["group_id"].notna().all()
+                if records.loc[group.records[0], "booking_id"] not in set(rows["booking_id"]):
+                    seen["group_folio without the master's part"] += 1
+            elif group.style == "group_by_card" and group.records[0].endswith(":payment"):
+                assert rows["booking_id"].nunique() == len(rows) >= 2 and rows["group_id"].isna().all()
+                assert set(rows["approval_code"]) == {records.loc[group.records[0], "approval_code"]}
+            elif group.style == "reversal" and not group.records:
+                assert rows["amount_minor"].sum() == 0 and len(rows) == 2
+                assert rows["booking_id"].nunique() == rows["card_last4"].str[-4:].nunique() == 1
+            elif group.style == "negative_refund":
+                assert (rows["kind"] == "payment").all() and (rows["amount_minor"] < 0).all()
+        for plant in night.planted:
+            if plant.label == "cash_beside_unposted" and plant.key.endswith(":payment"):
+                charge = records.loc[plant.key]
+                takings = entries.loc[list(night.takings)]
+                beside = takings[takings["booking_id"] == charge["booking_id"]]
+                assert (beside["amount_minor"] == charge["amount_minor"]).any()
+            if plant.label == "identical_short":
+                assert plant.certain and len(plant.accepted) == len(plant.records) == len(plant.entries) + 1
+            uneven[night.property_id, night.night] += [
+                int(entries.loc[e, "amount_minor"]) for e in plant.entries if plant.label == "reversal_uneven"
+            ]
+    for legs in uneven.values():  # each +X then -Y, in pairs, never netting to zero
+        for plus, minus in zip(legs[::2], legs[1::2], strict=True):
+            assert plus > 0 > minus and plus + minus != 0
+    assert {"group_folio", "group_by_card", "reversal", "negative_refund", "dispute_withdrawal"} <= set(seen)
+    assert seen["group_folio without the master's part"] > 0
+    tenders = pd.concat([night.ledger_records for night in world.nights])["tender"].dropna()
+    assert {tender_of(t) for t in tenders} > {CARD}

@@ -408,6 +408,9 @@ def _rewritten_ledger(
     drop = np.zeros(len(ledger), dtype=bool)
     drop[held] = True
     record_ids = provider_records["provider_record_id"].to_numpy(dtype=object)
+    figure_at = _Figures(provider_records)
+    first_entry = _FirstEntry(ledger)
+    currencies = ledger["currency"].to_numpy(dtype=object)
     simple: list[tuple[int, str]] = []
     extra_from: list[int] = []
     extra_ids: list[str] = []
@@ -420,10 +423,10 @@ def _rewritten_ledger(
         if len(match.entries) == 1 and len(names) == 1:
             simple.append((match.entries[0], names[0]))
             continue
-        first = _first_entry(ledger, match.entries)
-        currency = ledger["currency"].iat[first]
+        first = first_entry(match.entries)
+        currency = currencies[first]
         total = int(amounts[list(match.entries)].sum())
-        shares = [_figure_at(provider_records, p, currency) for p in match.records]
+        shares = [figure_at(p, currency) for p in match.records]
         rest = total - sum(shares)
         if match.absent:  # an absent record's figure is unknown: it takes what the present ones leave
             names, shares = names[: len(match.records) + 1], [*shares, rest]
@@ -448,19 +451,38 @@ def _rewritten_ledger(
     return pd.concat(parts).reset_index(drop=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
 
-def _first_entry(ledger: pd.DataFrame, entries: Sequence[int]) -> int:
-    """The entry a combined row stands as: in-night first, then the earliest posted, then the smallest id."""
-    in_night = ledger["in_night"].to_numpy()
-    posted = ledger["posted_at"].to_numpy(dtype="datetime64[ns]").view(np.int64)
-    ids = ledger["entry_id"].to_numpy(dtype=object)
-    return min(entries, key=lambda p: (not in_night[p], posted[p], str(ids[p])))
+class _FirstEntry:
+    """The entry a combined row stands as: in-night first, then the earliest posted, then the smallest id
+    (the ledger's columns read once for every combined row of the night)."""
+
+    def __init__(self, ledger: pd.DataFrame) -> None:
+        self.in_night = ledger["in_night"].to_numpy()
+        self.posted = ledger["posted_at"].to_numpy(dtype="datetime64[ns]").view(np.int64)
+        self.ids = ledger["entry_id"].to_numpy(dtype=object)
+
+    def __call__(self, entries: Sequence[int]) -> int:
+        return min(entries, key=lambda p: (not self.in_night[p], self.posted[p], str(self.ids[p])))
 
 
-def _figure_at(provider_records: pd.DataFrame, position: int, currency: str) -> int:
-    """The record's figure in ``currency`` (presentment, or a conversion's settlement), else its amount."""
-    row = provider_records.iloc[position]
-    if row["currency"] == currency:
-        return int(row["amount_minor"])
-    if present(row.get("settlement_amount_minor")) and row.get("settlement_currency") == currency:
-        return int(row["settlement_amount_minor"])
-    return int(row["amount_minor"])
+class _Figures:
+    """A record's figure in a currency (presentment, or a conversion's settlement), else its amount (the
+    records' columns read once for the night)."""
+
+    def __init__(self, provider_records: pd.DataFrame) -> None:
+        def column(name: str) -> np.ndarray:
+            if name not in provider_records.columns:
+                return np.full(len(provider_records), None, dtype=object)
+            return provider_records[name].to_numpy(dtype=object)
+
+        self.currency = column("currency")
+        self.amount = column("amount_minor")
+        self.settlement_amount = column("settlement_amount_minor")
+        self.settlement_currency = column("settlement_currency")
+
+    def __call__(self, position: int, currency: str) -> int:
+        if self.currency[position] == currency:
+            return int(self.amount[position])
+        settled = self.settlement_amount[position]
+        if present(settled) and self.settlement_currency[position] == currency:
+            return int(settled)
+        return int(self.amount[position])

@@ -29,7 +29,7 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
     """The ledger with every negative ``payment`` entry read as the withdrawal it posts (the module
     docstring); the very frame when it holds none."""
     kinds = ledger["kind"].to_numpy(dtype=object)
-    amounts = pd.to_numeric(ledger["amount_minor"], errors="coerce").to_numpy()
+    amounts = ledger["amount_minor"].to_numpy(dtype=np.int64)  # validated entries: integers
     negative = np.flatnonzero((kinds == PAYMENT) & (amounts < 0))
     if not len(negative):
         return ledger
@@ -68,23 +68,27 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
 def _withdrawals_by_booking(provider_records: pd.DataFrame) -> dict[tuple[Any, Any, int], tuple[str, ...]]:
     """(booking, currency, amount) → the kinds of the pull's withdrawals of it (refund, dispute)."""
     found: dict[tuple[Any, Any, int], set[str]] = {}
-    rows = provider_records[provider_records["kind"].isin(_WITHDRAWALS)]
-    for booking, currency, amount, kind in zip(
-        rows["booking_id"], rows["currency"], rows["amount_minor"], rows["kind"], strict=True
-    ):
+    kinds = provider_records["kind"].to_numpy(dtype=object)
+    rows = np.flatnonzero(np.isin(kinds, _WITHDRAWALS))
+    bookings = provider_records["booking_id"].to_numpy(dtype=object)[rows].tolist()
+    currencies = provider_records["currency"].to_numpy(dtype=object)[rows].tolist()
+    amounts = provider_records["amount_minor"].to_numpy(dtype=np.int64)[rows].tolist()
+    withdrawn = kinds[rows].tolist()
+    for booking, currency, amount, kind in zip(bookings, currencies, amounts, withdrawn, strict=True):
         if isinstance(booking, str):
-            found.setdefault((booking.strip(), currency, int(amount)), set()).add(str(kind))
+            found.setdefault((booking.strip(), currency, amount), set()).add(str(kind))
     return {key: tuple(sorted(kinds)) for key, kinds in found.items()}
 
 
 def _payment_ids(provider_records: pd.DataFrame) -> set[str]:
     """Every id a refund of the pull names as the payment it refunds: its charge and payment intent."""
-    refunds = provider_records[provider_records["kind"].isin(_WITHDRAWALS)]
+    withdrawals = np.isin(provider_records["kind"].to_numpy(dtype=object), _WITHDRAWALS)
     return {
-        str(value)
+        value
         for name in ("charge_id", "payment_intent_id")
-        if name in refunds.columns
-        for value in refunds[name].dropna()
+        if name in provider_records.columns
+        for value in provider_records[name].to_numpy(dtype=object)[withdrawals].tolist()
+        if isinstance(value, str)
     }
 
 

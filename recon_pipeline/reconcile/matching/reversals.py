@@ -40,16 +40,16 @@ def set_aside_reversals(provider_records: pd.DataFrame, outcome: MatchOutcome) -
     entry_ids = ledger["entry_id"].to_numpy(dtype=object)
     ledger = ledger[~np.isin(entry_ids, list(reversed_ids))].reset_index(drop=True)
     matches = outcome.matches
-    touched = np.array(
-        [bool(reversed_ids & set(str(ids).split())) for ids in matches["ledger_entry_ids"]], dtype=bool
-    )
+    touched = [bool(reversed_ids.intersection(str(ids).split())) for ids in matches["ledger_entry_ids"]]
     counts = dict(outcome._rule_counts)
-    for rule, n in matches.loc[touched, "rule"].value_counts().items():
-        counts[str(rule)] = counts.get(str(rule), 0) - int(n)
+    if any(touched):
+        for rule in matches["rule"].to_numpy(dtype=object)[np.array(touched, dtype=bool)].tolist():
+            counts[str(rule)] = counts.get(str(rule), 0) - 1
+        matches = matches[~np.array(touched, dtype=bool)].reset_index(drop=True)
     return dataclasses.replace(
         outcome,
         ledger=ledger,
-        matches=matches[~touched].reset_index(drop=True),
+        matches=matches,
         _rule_counts=counts,
         reversed_entries=tuple(sorted(reversed_ids)),
     )
@@ -63,10 +63,19 @@ def _legs(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> tuple[np.ndar
     maybe_negative = (kinds == REFUND) & (amounts < 0)
     if not maybe_positive.any() or not maybe_negative.any():
         return None
-    settled = provider_records[provider_records["settled"].to_numpy(dtype=bool)]
-    moved = pd.MultiIndex.from_arrays([settled["provider_record_id"], settled["kind"]])
     ids = ledger["provider_record_id"].to_numpy(dtype=object)
-    explained = pd.notna(ids) & pd.MultiIndex.from_arrays([ids, kinds]).isin(moved)
+    keyed = np.flatnonzero((maybe_positive | maybe_negative) & pd.notna(ids))
+    explained = np.zeros(len(ledger), dtype=bool)
+    if len(keyed):  # a night of a few dozen rows: plain sets beat an index of pairs
+        settled = provider_records["settled"].to_numpy(dtype=bool)
+        moved = set(
+            zip(
+                provider_records["provider_record_id"].to_numpy(dtype=object)[settled].tolist(),
+                provider_records["kind"].to_numpy(dtype=object)[settled].tolist(),
+                strict=True,
+            )
+        )
+        explained[keyed] = [(ids[at], kinds[at]) in moved for at in keyed.tolist()]
     positive = np.flatnonzero(maybe_positive & ~explained)
     negative = np.flatnonzero(maybe_negative & ~explained)
     if not len(positive) or not len(negative):

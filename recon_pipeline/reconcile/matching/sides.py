@@ -112,13 +112,13 @@ def _ledger_groups(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
     groups = np.full(len(bookings), None, dtype=object)
     if "group_id" not in ledger.columns or not len(bookings):
         return groups
-    known = ledger[["booking_id", "group_id"]].dropna()
-    if known.empty:
+    grouped = ledger["group_id"].to_numpy(dtype=object)
+    known = pd.notna(grouped)
+    if not known.any():
         return groups
-    booked = texts(known["booking_id"].to_numpy())
-    group_of = pd.Series(known["group_id"].to_numpy(dtype=object), index=booked)
-    found = pd.Series(bookings, dtype=object).map(group_of[~group_of.index.duplicated()])
-    groups[found.notna().to_numpy()] = found.dropna().to_numpy(dtype=object)
+    booked = texts(ledger["booking_id"].to_numpy(dtype=object)[known])
+    group_of = dict(zip(booked.tolist(), grouped[known].tolist(), strict=True))
+    groups[:] = [group_of.get(booking) for booking in bookings.tolist()]
     return groups
 
 
