@@ -43,7 +43,7 @@ from recon_pipeline_tests.support.dagster_processes import pg_dagster_world_in
 NIGHT = date(2026, 11, 29)
 
 
-def found_discrepancies(recon_url: str) -> Counter[tuple[str, str, str]]:
+def found_findings(recon_url: str) -> Counter[tuple[str, str, str]]:
     engine = create_engine(recon_url)
     try:
         with engine.connect() as connection:
@@ -93,7 +93,7 @@ def measure(
         }
         return {
             "failed_runs": failed,
-            "found_as_planted": found_discrepancies(world.recon_url) == world.world.world.expected,
+            "found_as_planted": found_findings(world.recon_url) == world.world.world.expected,
             "workers": workers,
             "concurrency": concurrency,
             "properties": properties,

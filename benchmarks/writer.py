@@ -29,7 +29,7 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline.review.results import sync_adjustments
+from recon_pipeline.storage.adjustments import sync_adjustments
 from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
 
 NIGHT = "2025-03-15"  # the generated night (datagen.NIGHT_START)

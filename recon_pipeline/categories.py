@@ -1,4 +1,4 @@
-"""Discrepancy categories and record kinds of the data contract, and the frame a diff produces.
+"""Finding categories and record kinds of the data contract, and the frame a diff produces.
 
 Vocabulary on the ground floor: the ledger's validation, the reconciliation and every reader of findings
 name the same categories and kinds and build the same frame, importing nothing above the package root.
@@ -81,8 +81,8 @@ ALL_CATEGORIES: Final = (
 PAYOUT_CATEGORIES: Final = (PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, PAYOUT_FEE_MISMATCH, PAYOUT_FEE_MISSING)
 RECONCILIATION_CATEGORIES: Final = tuple(c for c in ALL_CATEGORIES if c not in PAYOUT_CATEGORIES)
 
-# Columns of a discrepancy frame (one row per finding), before property/night/run are stamped on it.
-DISCREPANCY_COLUMNS: Final = (
+# Columns of a finding frame (one row per finding), before property/night/run are stamped on it.
+FINDING_COLUMNS: Final = (
     "category",
     "record_key",  # stable per finding: "<provider_record_id>:<kind>", or "entry:<entry_id>"
     "kind",  # payment | refund | fee | dispute | dispute_reversal (null: an invalid entry's unknown kind)
@@ -98,27 +98,31 @@ DISCREPANCY_COLUMNS: Final = (
 )
 
 # Nullable amounts are Int64; text stays object, as in the provider and ledger frame contracts.
-DISCREPANCY_DTYPES: Final[Mapping[str, str]] = {
+FINDING_DTYPES: Final[Mapping[str, str]] = {
     name: "Int64" if name in ("provider_amount_minor", "ledger_amount_minor") else "object"
-    for name in DISCREPANCY_COLUMNS
+    for name in FINDING_COLUMNS
 } | {"difference_minor": "int64"}
 
 
-def discrepancy_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """A discrepancy frame from column values (None is null), in the contract's column order and dtypes;
+def finding_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """A finding frame from column values (None is null), in the contract's column order and dtypes;
     a column not given is null in every row."""
     rows = max((len(values) for values in columns.values()), default=0)
     if rows == 0:  # most of a night's parts are empty: a copy costs ~1% of building twelve typed columns
-        return _empty_discrepancy_frame().copy()
-    return typed_frame(columns, DISCREPANCY_DTYPES, rows)
+        return _empty_finding_frame().copy()
+    return typed_frame(columns, FINDING_DTYPES, rows)
 
 
 @functools.cache
-def _empty_discrepancy_frame() -> pd.DataFrame:
+def _empty_finding_frame() -> pd.DataFrame:
     """The zero-row frame every empty part copies (never handed out itself: callers may modify theirs)."""
-    return typed_frame({}, DISCREPANCY_DTYPES, 0)
+    return typed_frame({}, FINDING_DTYPES, 0)
 
 
-def empty_discrepancies() -> pd.DataFrame:
-    """A zero-row discrepancy frame (a night with nothing to report)."""
-    return discrepancy_frame({})
+def empty_findings() -> pd.DataFrame:
+    """A zero-row finding frame (a night with nothing to report)."""
+    return finding_frame({})
+
+
+# The matcher (``reconcile/matching/outcome.py``) still imports the frame under its former name.
+discrepancy_frame = finding_frame

@@ -1,1 +1,2 @@
-"""Runs that reconcile a batch of properties of one night: the plan (pure), the work, the outcomes."""
+"""Runs that reconcile a batch of properties of one night: the plan (pure) and the work, which writes
+through ``storage/`` (each property's outcome: ``storage/night_outcomes.py``)."""

@@ -24,7 +24,7 @@ from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.reconcile.holds import expiring_authorizations
-from recon_pipeline.review.store import reported_payments
+from recon_pipeline.storage.findings import reported_payments
 
 
 def hold_payments(
@@ -56,7 +56,7 @@ def authorization_findings(
     booking_of: Mapping[str, str | None],
     bookings: pd.DataFrame,
 ) -> pd.DataFrame:
-    """The property-night's ``authorization_expiring`` findings (a discrepancy frame, maybe empty);
+    """The property-night's ``authorization_expiring`` findings (a finding frame, maybe empty);
     ``bookings`` (``load_bookings``) holds at least the states of ``hold_booking_ids``."""
     next_night = night_window(window.night + timedelta(days=1), row.timezone, row.night_cutoff)
     return expiring_authorizations(

@@ -30,10 +30,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from recon_pipeline.batches.evidence import named_record_ids, save_provider_records
 from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
-from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
-from recon_pipeline.batches.takings import save_takings
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.ledger.queries import (
@@ -78,9 +75,12 @@ from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjust
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline.reconcile.takings import by_tender, night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
-from recon_pipeline.review.matches import known_matches, save_matches
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
+from recon_pipeline.storage.matches import known_matches, save_matches
+from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
+from recon_pipeline.storage.night_takings import save_takings
+from recon_pipeline.storage.provider_records import named_record_ids, save_provider_records
 
 logger = logging.getLogger(__name__)
 
@@ -317,7 +317,7 @@ def reconcile_property_night(
     takings = night_takings(tendered, own)  # per tender, and the cards per brand on both sides
     with engine.begin() as connection:  # the property-night's results commit together, or not at all
         plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
-        saved = save_discrepancies(
+        saved = save_findings(
             connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
         )
         matches_saved = save_matches(connection, property_id, night, tonights_matches, run_id, now)

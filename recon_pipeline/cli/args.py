@@ -36,9 +36,10 @@ def count(maximum: int) -> Callable[[str], int]:
     return lambda text: bounded_integer(text, 1, maximum, "a count")
 
 
-def database_id(column: Column[Any]) -> Callable[[str], int]:
-    """A positive id that ``column`` (Integer or BigInteger) can hold, so the driver never overflows."""
-    return lambda text: bounded_integer(text, 1, column_maximum(column), f"a {column.name}")
+def database_id(column: Column[Any], name: str | None = None) -> Callable[[str], int]:
+    """A positive id that ``column`` (Integer or BigInteger) can hold, so the driver never overflows; errors
+    call it ``name`` (the column's name by default)."""
+    return lambda text: bounded_integer(text, 1, column_maximum(column), f"a {name or column.name}")
 
 
 def amount(column: Column[Any]) -> Callable[[str], int]:

@@ -19,7 +19,7 @@ LIST_HEADER = ("property", "night", "match", "rule", "score", "status", "provide
 
 
 def cmd_matches_list(args: argparse.Namespace) -> int:
-    from recon_pipeline.review.matches import MatchFilter, count_matches, list_matches
+    from recon_pipeline.storage.matches import MatchFilter, count_matches, list_matches
 
     cleared = False if args.current else None
     where = MatchFilter(args.property, args.night, args.status, args.rule, cleared)
@@ -31,7 +31,7 @@ def cmd_matches_list(args: argparse.Namespace) -> int:
 
 
 def cmd_matches_show(args: argparse.Namespace) -> int:
-    from recon_pipeline.review.matches import decision_history, get_match
+    from recon_pipeline.storage.matches import decision_history, get_match
 
     with recon_database() as engine, engine.connect() as connection:
         row = get_match(connection, args.property, args.night, args.match_key)
@@ -139,7 +139,8 @@ def decision_text(decision: Any, by: str) -> str:
 
 def add_commands(commands: Commands) -> None:
     """Add `recon matches ...`."""
-    from recon_pipeline.review.matches import CONFIRM, MATCH_STATUSES, REJECT
+    from recon_pipeline.review.matches import CONFIRM, REJECT
+    from recon_pipeline.storage.matches import MATCH_STATUSES
 
     group = commands.add_parser(
         "matches", help="matches beyond the provider's id: list, show, confirm, reject, pair by hand"

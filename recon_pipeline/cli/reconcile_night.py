@@ -174,7 +174,7 @@ def _property_errors(night: str, failed: Sequence[BatchRun]) -> dict[str, str]:
     a note, when the database cannot say (the runs' own logs still can)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from recon_pipeline.batches.outcomes import FAILED, load_outcomes
+    from recon_pipeline.storage.night_outcomes import FAILED, load_outcomes
 
     wanted = [p for run in failed for p in run.batch.property_ids]
     try:

@@ -32,9 +32,9 @@ def commands(
     yield parser, summary
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            summaries = {choice.dest: choice.help or "" for choice in action._choices_actions}
-            for name, command in action.choices.items():
-                yield from commands(command, summaries.get(name, ""))
+            # a command once, under its own name: its aliases (``choices``' other keys) lead to it as well
+            for choice in action._choices_actions:
+                yield from commands(action.choices[choice.dest], choice.help or "")
 
 
 def reference() -> str:

@@ -1,5 +1,6 @@
-"""`recon discrepancies` and `recon adjustments`: review the findings and the proposed ledger corrections,
-and set each property's thresholds (the unexplained amount, four eyes)."""
+"""`recon findings` and `recon adjustments`: review the findings and the proposed ledger corrections, and
+set each property's thresholds (the unexplained amount, four eyes). `recon findings`, the findings'
+table's name, is the same command under an alias."""
 
 from __future__ import annotations
 
@@ -17,33 +18,34 @@ if TYPE_CHECKING:
     from recon_pipeline.review.store import Threshold
 
 
-def cmd_discrepancies_list(args: argparse.Namespace) -> int:
-    from recon_pipeline.review import render, store
-    from recon_pipeline.review.rules import DiscrepancyFilter
+def cmd_findings_list(args: argparse.Namespace) -> int:
+    from recon_pipeline.review import render
+    from recon_pipeline.storage import findings
 
-    where = DiscrepancyFilter(args.property, args.night, args.category, args.status)
+    where = findings.FindingFilter(args.property, args.night, args.category, args.status)
     with recon_database() as engine, engine.connect() as connection:
-        rows = store.list_discrepancies(connection, where, args.limit)
-        total = store.count_discrepancies(connection, where)
+        rows = findings.list_findings(connection, where, args.limit)
+        total = findings.count_findings(connection, where)
     print(render.list_text(rows, total))
     return 0
 
 
-def cmd_discrepancies_show(args: argparse.Namespace) -> int:
+def cmd_findings_show(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render, store
+    from recon_pipeline.storage.findings import get_finding
 
     with recon_database() as engine, engine.connect() as connection:
-        row = store.get_discrepancy(connection, args.discrepancy_id)
+        row = get_finding(connection, args.finding_id)
         history = store.review_history(connection, row)
     print(render.show_text(row, history))
     return 0
 
 
-def cmd_discrepancies_review(args: argparse.Namespace) -> int:
+def cmd_findings_review(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render, store
     from recon_pipeline.review.rules import validate_note
 
-    ids = args.discrepancy_ids
+    ids = args.finding_ids
     reviewer = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
@@ -52,42 +54,42 @@ def cmd_discrepancies_review(args: argparse.Namespace) -> int:
         amount = render.money(outcome.difference_minor, outcome.currency)
         if outcome.changed:
             print(
-                f"discrepancy {outcome.discrepancy_id}: {outcome.previous_status} -> {outcome.status} "
+                f"finding {outcome.finding_id}: {outcome.previous_status} -> {outcome.status} "
                 f"by {reviewer} at {amount}"
             )
         else:
-            print(f"discrepancy {outcome.discrepancy_id}: already {outcome.status}, unchanged")
+            print(f"finding {outcome.finding_id}: already {outcome.status}, unchanged")
     return 0
 
 
-def cmd_discrepancies_assign(args: argparse.Namespace) -> int:
-    from recon_pipeline.review import store
+def cmd_findings_assign(args: argparse.Namespace) -> int:
     from recon_pipeline.review_desk.finding_work import assign_finding
+    from recon_pipeline.storage.findings import get_finding
 
     who = acting_reviewer(args.by)
     assignee = None if args.unassign else args.to
     with recon_database() as engine, engine.begin() as connection:
-        finding = store.get_discrepancy(connection, args.discrepancy_id)
+        finding = get_finding(connection, args.finding_id)
         change = assign_finding(connection, who, finding, assignee, datetime.now(UTC))
-    print(f"discrepancy {args.discrepancy_id}: {change} (by {who})")
+    print(f"finding {args.finding_id}: {change} (by {who})")
     return 0
 
 
-def cmd_discrepancies_note(args: argparse.Namespace) -> int:
-    from recon_pipeline.review import store
+def cmd_findings_note(args: argparse.Namespace) -> int:
     from recon_pipeline.review.rules import validate_note
     from recon_pipeline.review_desk.finding_work import note_finding
+    from recon_pipeline.storage.findings import get_finding
 
     who = acting_reviewer(args.by)
     note = validate_note(args.note)
     with recon_database() as engine, engine.begin() as connection:
-        finding = store.get_discrepancy(connection, args.discrepancy_id)
+        finding = get_finding(connection, args.finding_id)
         change = note_finding(connection, who, finding, note, datetime.now(UTC))
-    print(f"discrepancy {args.discrepancy_id}: {change} (by {who})")
+    print(f"finding {args.finding_id}: {change} (by {who})")
     return 0
 
 
-def cmd_discrepancies_threshold(args: argparse.Namespace) -> int:
+def cmd_findings_threshold(args: argparse.Namespace) -> int:
     from recon_pipeline.review import store
     from recon_pipeline.review.limits import THRESHOLD_ENV
 
@@ -126,7 +128,7 @@ def _property_threshold(
     sources: Mapping[str, str],
 ) -> int:
     """Show a property's threshold in force and where it comes from, after setting it to ``new`` or
-    clearing it (``--clear``) if asked: `recon discrepancies threshold` and `recon adjustments four-eyes`.
+    clearing it (``--clear``) if asked: `recon findings threshold` and `recon adjustments four-eyes`.
     An unknown property is one line naming it (exit 2)."""
     from recon_pipeline.ledger.queries import load_property
     from recon_pipeline.review import render
@@ -146,7 +148,7 @@ def _property_threshold(
 
 def cmd_adjustments_list(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render
-    from recon_pipeline.review.adjustments import AdjustmentFilter, count_adjustments, list_adjustments
+    from recon_pipeline.storage.adjustments import AdjustmentFilter, count_adjustments, list_adjustments
 
     where = AdjustmentFilter(args.property, args.night, args.status)
     with recon_database() as engine, engine.connect() as connection:
@@ -158,7 +160,8 @@ def cmd_adjustments_list(args: argparse.Namespace) -> int:
 
 def cmd_adjustments_show(args: argparse.Namespace) -> int:
     from recon_pipeline.review import render
-    from recon_pipeline.review.adjustments import get_adjustment, parse_adjustment_id, review_history
+    from recon_pipeline.review.adjustments import parse_adjustment_id, review_history
+    from recon_pipeline.storage.adjustments import get_adjustment
 
     adjustment_id = parse_adjustment_id(args.adjustment_id)
     with recon_database() as engine, engine.connect() as connection:
@@ -205,21 +208,22 @@ def cmd_adjustments_withdraw_approval(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: Commands) -> None:
-    """Add `recon discrepancies ...` and `recon adjustments ...`, in that order."""
-    _add_discrepancy_commands(commands)
+    """Add `recon findings ...` and `recon adjustments ...`, in that order."""
+    _add_finding_commands(commands)
     _add_adjustment_commands(commands)
 
 
-def _add_discrepancy_commands(commands: Commands) -> None:
+def _add_finding_commands(commands: Commands) -> None:
     from recon_pipeline.db.schema import discrepancies, discrepancy_thresholds
-    from recon_pipeline.review.rules import ACKNOWLEDGE, REOPEN, RESOLVE
+    from recon_pipeline.storage.findings import ACKNOWLEDGE, REOPEN, RESOLVE
 
-    discrepancy_id = cli_args.database_id(discrepancies.c.discrepancy_id)
+    finding_id = cli_args.database_id(discrepancies.c.discrepancy_id, "finding_id")
 
     group = commands.add_parser(
-        "discrepancies",
+        "findings",
+        aliases=["discrepancies"],
         help="review findings: list, show, acknowledge, resolve, reopen, assign, note; set thresholds",
-    ).add_subparsers(dest="discrepancies_command", required=True)
+    ).add_subparsers(dest="findings_command", required=True)
     listing = group.add_parser("list", help="findings, newest night first")
     listing.add_argument("--property", type=cli_args.property_id, help="only this property id")
     listing.add_argument("--night", type=cli_args.night, help="only this night (YYYY-MM-DD)")
@@ -228,11 +232,11 @@ def _add_discrepancy_commands(commands: Commands) -> None:
     listing.add_argument(
         "--limit", type=cli_args.count(10_000), default=50, help="show at most this many (50, at most 10000)"
     )
-    listing.set_defaults(handler=cmd_discrepancies_list)
+    listing.set_defaults(handler=cmd_findings_list)
 
     show = group.add_parser("show", help="every column of one finding and its review history")
-    show.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
-    show.set_defaults(handler=cmd_discrepancies_show)
+    show.add_argument("finding_id", type=finding_id, help="the id `list` shows")
+    show.set_defaults(handler=cmd_findings_show)
 
     for name, action, verb in (
         ("ack", ACKNOWLEDGE, "acknowledge"),
@@ -240,28 +244,28 @@ def _add_discrepancy_commands(commands: Commands) -> None:
         ("reopen", REOPEN, "reopen"),
     ):
         review = group.add_parser(name, help=f"{verb} findings, recording who, why and the amount seen")
-        review.add_argument("discrepancy_ids", nargs="+", type=discrepancy_id, metavar="discrepancy_id")
+        review.add_argument("finding_ids", nargs="+", type=finding_id, metavar="finding_id")
         review.add_argument("--by", help="who reviews (default: $USER)")
         review.add_argument("--note", help="why (required)")
-        review.set_defaults(handler=cmd_discrepancies_review, action=action)
+        review.set_defaults(handler=cmd_findings_review, action=action)
 
     assign = group.add_parser(
         "assign", help="give a finding to a desk user who may review its property, or to no one"
     )
-    assign.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
+    assign.add_argument("finding_id", type=finding_id, help="the id `list` shows")
     assignee = assign.add_mutually_exclusive_group(required=True)
     assignee.add_argument("--to", metavar="NAME", help="the desk user (`recon users list`) to give it to")
     assignee.add_argument("--unassign", action="store_true", help="give it to no one")
     assign.add_argument("--by", help="who assigns, for the desk's audit log (default: $USER)")
-    assign.set_defaults(handler=cmd_discrepancies_assign)
+    assign.set_defaults(handler=cmd_findings_assign)
 
     note = group.add_parser(
         "note", help="add a note to a finding's review history; its status stays as it is"
     )
-    note.add_argument("discrepancy_id", type=discrepancy_id, help="the id `list` shows")
+    note.add_argument("finding_id", type=finding_id, help="the id `list` shows")
     note.add_argument("--by", help="who writes it (default: $USER)")
     note.add_argument("--note", help="the note (required)")
-    note.set_defaults(handler=cmd_discrepancies_note)
+    note.set_defaults(handler=cmd_findings_note)
 
     threshold = group.add_parser(
         "threshold", help="show or set a property's unexplained-amount threshold (the blocking check's)"
@@ -275,7 +279,7 @@ def _add_discrepancy_commands(commands: Commands) -> None:
         help="new threshold in minor units (JPY: yen, EUR: cents)",
     )
     change.add_argument("--clear", action="store_true", help="fall back to the default")
-    threshold.set_defaults(handler=cmd_discrepancies_threshold)
+    threshold.set_defaults(handler=cmd_findings_threshold)
 
 
 def _add_adjustment_commands(commands: Commands) -> None:

@@ -178,9 +178,9 @@ discrepancies = Table(
     Column("detected_at", UTC_TIMESTAMP, nullable=False),
     Column("run_id", Text, nullable=True),
     Column("review_status", Text, nullable=False, server_default="open"),
-    # The last human review (recon discrepancies ack|resolve|reopen); an automatic re-open leaves them as
+    # The last human review (recon findings ack|resolve|reopen); an automatic re-open leaves them as
     # they were, so they keep saying who looked at which amount. reviewed_difference_minor is the amount the
-    # reviewer saw: a re-detection with another difference re-opens the finding (review/store.py).
+    # reviewer saw: a re-detection with another difference re-opens the finding (storage/findings.py).
     Column("reviewed_by", Text, nullable=True),
     Column("reviewed_at", UTC_TIMESTAMP, nullable=True),
     Column("review_note", Text, nullable=True),
@@ -199,7 +199,7 @@ discrepancies = Table(
 
 # The matcher's matches and suggestions (reconcile/matching; revision 0011), one row per property-night and
 # match_key (the sides' sorted ids: stable across runs), kept true across re-runs as findings are
-# (review/matches.py): not seen again, cleared_at is set; seen again, NULL. A person's decision (status
+# (storage/matches.py): not seen again, cleared_at is set; seen again, NULL. A person's decision (status
 # confirmed or rejected, decided_by/decided_at/decision_reason) is never rewritten by a run.
 # provider_record_ids / ledger_entry_ids: the ids joined by a single space.
 matches = Table(
@@ -382,8 +382,8 @@ provider_rate_slots = Table(
     Column("next_slot_s", Float(precision=53), nullable=False),
 )
 
-# Per property-night, the outcome of its latest reconciliation (``recon_pipeline/batches/outcomes.py``): a
-# run reconciles a batch of properties, so what each property's night came to is kept here, where the
+# Per property-night, the outcome of its latest reconciliation (``storage/night_outcomes.py``): a run
+# reconciles a batch of properties, so what each property's night came to is kept here, where the
 # stale-night sensor, the SLO check, ``recon reconcile-night --wait`` and the analyst find it. Made by
 # migration 0003.
 night_reconciliations = Table(
@@ -601,9 +601,9 @@ provider_records = Table(
 # A property-night's takings as its latest run counted them (reconcile/takings.py): per tender on the
 # ledger's side (``grouped_by`` tender: cash, bank_transfer, ota_collect... and not_recorded), and per card
 # brand on both sides (``grouped_by`` brand, ``side`` ledger or provider), each in one currency: how many
-# movements and their signed sum. Written in the property-night's transaction (batches/takings.py): a line
-# whose figures did not change is not written, one that is gone is deleted. ``run_id``/``recorded_at``: the
-# run that last changed the line's figures.
+# movements and their signed sum. Written in the property-night's transaction (storage/night_takings.py): a
+# line whose figures did not change is not written, one that is gone is deleted. ``run_id``/``recorded_at``:
+# the run that last changed the line's figures.
 night_takings = Table(
     "night_takings",
     metadata,

@@ -171,7 +171,7 @@ def reconcile_batch_assets(
             "totals": dg.MetadataValue.md(report.totals_markdown()),
             "takings": dg.MetadataValue.md(report.takings_markdown()),
             "categories": dg.MetadataValue.md(report.summary_markdown()),
-            "top_discrepancies": dg.MetadataValue.md(report.top_discrepancies_markdown()),
+            "top_discrepancies": dg.MetadataValue.md(report.top_findings_markdown()),
             "per_property": dg.MetadataValue.md(_per_property_markdown(batch, night, desk_url)),
         },
     )

@@ -12,7 +12,7 @@
 Per partition, in every ``reconcile_night`` run (checks of the job's selected assets run with them):
 
 - ``unexplained_discrepancy_amount`` (blocking, ERROR): the night's open findings may add up to at most
-  the property's threshold per currency (``recon discrepancies threshold``, else
+  the property's threshold per currency (``recon findings threshold``, else
   ``RECON_UNEXPLAINED_THRESHOLD_MINOR``). A failure fails the run; with ``run_retries`` the daemon
   re-executes it from the failure, which re-runs only this check (no provider calls), at most
   ``max_retries`` times: acknowledging or resolving the findings in between lets the retry pass.
@@ -32,7 +32,6 @@ import dagster as dg
 from sqlalchemy import Connection, RowMapping
 
 from recon_pipeline.batches.nightly import late_night, previous_nights
-from recon_pipeline.batches.outcomes import succeeded_nights
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT
 from recon_pipeline.config import text_from_env
 from recon_pipeline.defs.assets import DISCREPANCY_REPORT
@@ -46,14 +45,15 @@ from recon_pipeline.nights import night_window, parse_cutoff
 from recon_pipeline.properties import PropertyRow, split_valid_properties
 from recon_pipeline.review.limits import OrphanVerdict, judge_orphans, judge_unexplained, orphan_error_after
 from recon_pipeline.review.render import findings_markdown, money
-from recon_pipeline.review.rules import OPEN, DiscrepancyFilter
-from recon_pipeline.review.store import (
-    Threshold,
-    count_discrepancies,
-    list_discrepancies,
-    threshold_for,
+from recon_pipeline.review.store import Threshold, threshold_for
+from recon_pipeline.storage.findings import (
+    OPEN,
+    FindingFilter,
+    count_findings,
+    list_findings,
     unexplained_amounts,
 )
+from recon_pipeline.storage.night_outcomes import succeeded_nights
 
 ORPHANS_LISTED = 20
 
@@ -167,7 +167,7 @@ def _batch_rows(context: dg.AssetCheckExecutionContext, connection: Connection) 
     asset=DISCREPANCY_REPORT,
     blocking=True,
     description="Each property's open findings of the night add up to at most its threshold, per "
-    "currency. Acknowledge or resolve what is explained (`recon discrepancies ack|resolve`), then "
+    "currency. Acknowledge or resolve what is explained (`recon findings ack|resolve`), then "
     "re-execute.",
 )
 def unexplained_discrepancy_amount(
@@ -228,15 +228,15 @@ def orphaned_payment_age(
     verdicts: list[OrphanVerdict] = []
     with recon_db.engine().connect() as connection:
         for row in _batch_rows(context, connection):
-            orphans = DiscrepancyFilter(
+            orphans = FindingFilter(
                 row.property_id, night, ORPHANED_CAPTURED_PAYMENT, OPEN, cleared=False
             )
-            found = count_discrepancies(connection, orphans)
+            found = count_findings(connection, orphans)
             window = night_window(night, row.timezone, row.night_cutoff)
             verdicts.append(judge_orphans(found, window.end, now, error_after))
             if found:
                 count += found
-                shown += list_discrepancies(connection, orphans, ORPHANS_LISTED - len(shown))
+                shown += list_findings(connection, orphans, ORPHANS_LISTED - len(shown))
                 amounts.update(
                     unexplained_amounts(connection, row.property_id, night, ORPHANED_CAPTURED_PAYMENT)
                 )
@@ -257,7 +257,7 @@ def orphaned_payment_age(
     )
 
 
-discrepancy_checks = [unexplained_discrepancy_amount, orphaned_payment_age]
+finding_checks = [unexplained_discrepancy_amount, orphaned_payment_age]
 
 slo_checks = [previous_night_reconciled, oldest_pending_event_age, oldest_open_posting_age]
 slo_checks_job = dg.define_asset_job("slo_checks", selection=dg.AssetSelection.checks(*slo_checks))

@@ -7,7 +7,6 @@ from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
 
-from recon_pipeline.batches.outcomes import succeeded_nights
 from recon_pipeline.batches.plan import plan_batches
 from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.defs.batches import batch_run_request, batch_size
@@ -21,6 +20,7 @@ from recon_pipeline.events.stale import recent_stale_nights
 from recon_pipeline.ledger.queries import list_properties
 from recon_pipeline.metrics.queues import read_events_queue
 from recon_pipeline.properties import PropertyRow, split_valid_properties
+from recon_pipeline.storage.night_outcomes import succeeded_nights
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,

@@ -7,7 +7,7 @@ import dagster as dg
 from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.defs.assets import GROUP
 from recon_pipeline.defs.batches import JOB_NAME
-from recon_pipeline.defs.checks import discrepancy_checks
+from recon_pipeline.defs.checks import finding_checks
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.defs.partitions import night_partitions
 
@@ -15,7 +15,7 @@ reconcile_night_job = dg.define_asset_job(
     JOB_NAME,
     # The batch's own checks, not the SLO check over every property (slo_checks_job runs that).
     selection=dg.AssetSelection.groups(GROUP).without_checks()
-    | dg.AssetSelection.checks(*discrepancy_checks),
+    | dg.AssetSelection.checks(*finding_checks),
     partitions_def=night_partitions,
     description="Reconcile a batch of properties of one night (run config `ops.reconcile_batch.config."
     "properties`; empty: every property): pull, diff, write adjustments and findings, summarise.",

@@ -18,7 +18,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.categories import DISCREPANCY_COLUMNS, INVALID_LEDGER_ENTRY, KINDS, discrepancy_frame
+from recon_pipeline.categories import FINDING_COLUMNS, INVALID_LEDGER_ENTRY, KINDS, finding_frame
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import MAX_AMOUNT_MINOR, is_contract_amount, is_iso_currency
 from recon_pipeline.tenders import TENDERS
@@ -36,7 +36,7 @@ class LedgerSplit:
     """A night's ledger entries as the diff takes them, and the rows it must not take."""
 
     valid: pd.DataFrame  # LEDGER_RECORD_COLUMNS dtypes: the entries the diff takes
-    invalid: pd.DataFrame  # DISCREPANCY_COLUMNS: one invalid_ledger_entry finding per in-night invalid row
+    invalid: pd.DataFrame  # FINDING_COLUMNS: one invalid_ledger_entry finding per in-night invalid row
 
 
 def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
@@ -63,7 +63,7 @@ def split_ledger_records(raw: pd.DataFrame) -> LedgerSplit:
 
 def _findings(rows: pd.DataFrame) -> pd.DataFrame:
     """One invalid_ledger_entry finding per row: record_key ``entry:<entry_id>``, every problem named."""
-    columns: dict[str, list[Any]] = {name: [] for name in DISCREPANCY_COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name in FINDING_COLUMNS}
     for row in rows.to_dict("records"):
         kind, amount, currency, tender = row["kind"], row["amount_minor"], row["currency"], row["tender"]
         entry_id = row["entry_id"]
@@ -83,7 +83,7 @@ def _findings(rows: pd.DataFrame) -> pd.DataFrame:
             f"ledger entry {_SHOWN.repr(entry_id)} is invalid: "
             + "; ".join(_problems(kind, amount, currency, tender))
         )
-    return discrepancy_frame(columns)
+    return finding_frame(columns)
 
 
 def _problems(kind: Any, amount: Any, currency: Any, tender: Any) -> list[str]:

@@ -18,7 +18,7 @@ night. A payout the provider does not break down (untraceable) is not judged: it
 shared account the movements nobody owns are nobody's fees.
 
 Why categories of their own and not ``amount_mismatch``/``missing_in_ledger``: findings are kept true per
-writer and category (``save_discrepancies``): the night's reconciliation owns those two in every
+writer and category (``save_findings``): the night's reconciliation owns those two in every
 property-night and clears what its diff did not see, so a payout's fee finding written under them would be
 cleared by the next nightly run and re-opened by the next payouts run. As ``payout_fee_mismatch`` and
 ``payout_fee_missing`` (``PAYOUT_CATEGORIES``) they are the payouts asset's alone, cleared by its own
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from recon_pipeline.categories import PAYOUT_FEE_MISMATCH, PAYOUT_FEE_MISSING, discrepancy_frame
+from recon_pipeline.categories import PAYOUT_FEE_MISMATCH, PAYOUT_FEE_MISSING, finding_frame
 from recon_pipeline.money import format_minor, upper_currency
 from recon_pipeline.payouts.trace import TracedTransaction
 from recon_pipeline.providers.payouts import Payout
@@ -130,9 +130,9 @@ def fee_findings(
 
 
 def fee_findings_frame(findings: Sequence[PayoutFeeFinding]) -> pd.DataFrame:
-    """The discrepancy frame of one property-night's payout fee findings, ordered by category and payout."""
+    """The finding frame of one property-night's payout fee findings, ordered by category and payout."""
     ordered = sorted(findings, key=lambda f: (f.category, f.payout.payout_id))
-    return discrepancy_frame(
+    return finding_frame(
         {
             "category": [f.category for f in ordered],
             "record_key": [f"{f.payout.payout_id}:{FEE_KIND}" for f in ordered],

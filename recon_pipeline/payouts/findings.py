@@ -15,7 +15,7 @@ from datetime import date
 
 import pandas as pd
 
-from recon_pipeline.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, discrepancy_frame
+from recon_pipeline.categories import PAYOUT_FAILED, PAYOUT_NOT_DEPOSITED, finding_frame
 from recon_pipeline.money import format_minor
 from recon_pipeline.providers.payouts import Payout
 
@@ -52,10 +52,10 @@ def not_deposited_finding(payout: Payout, deadline: date) -> PayoutFinding:
 
 
 def findings_frame(findings: Sequence[PayoutFinding]) -> pd.DataFrame:
-    """The discrepancy frame of one property-night's payout findings, ordered by category and payout."""
+    """The finding frame of one property-night's payout findings, ordered by category and payout."""
     ordered = sorted(findings, key=lambda f: (f.category, f.payout.payout_id))
     amounts = [finding.payout.amount_minor for finding in ordered]
-    return discrepancy_frame(
+    return finding_frame(
         {
             "category": [finding.category for finding in ordered],
             "record_key": [f"{finding.payout.payout_id}:{PAYOUT_KIND}" for finding in ordered],

@@ -45,8 +45,8 @@ from recon_pipeline.properties import FEE_PER_PAYOUT, PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.payouts import Payout
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def reconcile_payouts(
             night_text = night.isoformat()
             proposals = plan_adjustments(row.property_id, night_text, frame, run_id, now)
             sync_adjustments(connection, row.property_id, night_text, proposals, now, PAYOUT_CATEGORIES)
-            save_discrepancies(connection, row.property_id, night_text, frame, run_id, now, PAYOUT_CATEGORIES)
+            save_findings(connection, row.property_id, night_text, frame, run_id, now, PAYOUT_CATEGORIES)
             result.proposed += len(proposals)
     return result
 

@@ -25,6 +25,7 @@ from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.reconcile.lifecycle import POSTED as ADJUSTMENT_POSTED
 from recon_pipeline.reconcile.posted import PostedAdjustment
+from recon_pipeline.storage.adjustments import set_status
 
 
 class UnknownPostingError(LookupError):
@@ -49,11 +50,7 @@ def enqueue(connection: Connection, adjustment_id: str, idempotency_key: str, no
 
 def mark_adjustment_posted(connection: Connection, adjustment_id: str, now: datetime) -> None:
     """The adjustment's contract status once the PMS holds it; in the outbox write's transaction."""
-    connection.execute(
-        update(adjustments)
-        .where(adjustments.c.adjustment_id == adjustment_id)
-        .values(status=ADJUSTMENT_POSTED, updated_at=now)
-    )
+    set_status(connection, adjustment_id, ADJUSTMENT_POSTED, now)
 
 
 def read_posted_adjustments(

@@ -39,17 +39,17 @@ ADJUSTMENT_POLICY: dict[str, tuple[str, str, str, int]] = {
 
 
 def plan_adjustments(
-    property_id: str, night: str, discrepancies: pd.DataFrame, run_id: str | None, now: datetime
+    property_id: str, night: str, findings: pd.DataFrame, run_id: str | None, now: datetime
 ) -> list[dict[str, Any]]:
     """What the findings call for now: one first-revision row per finding that calls for a correction,
     linked to it by (category, record_key); ``reconcile/lifecycle.py`` turns these into what to write."""
-    return list(_planned(property_id, night, discrepancies, run_id, now))
+    return list(_planned(property_id, night, findings, run_id, now))
 
 
 def _planned(
-    property_id: str, night: str, discrepancies: pd.DataFrame, run_id: str | None, now: datetime
+    property_id: str, night: str, findings: pd.DataFrame, run_id: str | None, now: datetime
 ) -> Iterator[dict[str, Any]]:
-    for finding in discrepancies.to_dict("records"):
+    for finding in findings.to_dict("records"):
         policy = ADJUSTMENT_POLICY.get(finding["category"])
         if policy is None:
             continue

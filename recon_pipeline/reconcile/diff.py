@@ -53,7 +53,7 @@ _NO_CURRENCY: Final = -1  # currency code of a record's settlement side when it 
 class DiffResult:
     """What the diff of one night found, and the figures an analyst checks the findings against."""
 
-    discrepancies: pd.DataFrame  # DISCREPANCY_COLUMNS, ordered by (category, record_key)
+    discrepancies: pd.DataFrame  # FINDING_COLUMNS, ordered by (category, record_key)
     # settled provider records booked in-night at one of their figures (the settlement one within tolerance)
     matched_count: int
     matched_amount_by_currency: dict[str, int]  # as provider totals: a conversion at its settlement figure

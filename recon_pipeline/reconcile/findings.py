@@ -1,4 +1,4 @@
-"""The diff's findings as rows: each finding's columns of the discrepancy frame and its one sentence.
+"""The diff's findings as rows: each finding's columns of the finding frame and its one sentence.
 
 The diff (``reconcile/diff.py``) decides which records and entries are findings, as positions into its
 input frames; this module reads only those rows out of the frames, states each finding in the contract's
@@ -17,24 +17,24 @@ import pandas as pd
 from recon_pipeline.categories import (
     AMOUNT_MISMATCH,
     CURRENCY_MISMATCH,
-    DISCREPANCY_COLUMNS,
     DUPLICATE_IN_LEDGER,
+    FINDING_COLUMNS,
     FX_DIFFERENCE,
     MISSING_AT_PROVIDER,
     MISSING_IN_LEDGER,
-    discrepancy_frame,
+    finding_frame,
 )
 from recon_pipeline.frames import present
 from recon_pipeline.money import format_minor, minor_unit_exponent
 
-Rows: TypeAlias = dict[str, list[Any]]  # discrepancy columns (or input columns) as aligned lists
+Rows: TypeAlias = dict[str, list[Any]]  # finding columns (or input columns) as aligned lists
 _FIGURE_FIELDS: Final = ("amount_minor", "currency", "settlement_amount_minor", "settlement_currency")
 _PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "status", *_FIGURE_FIELDS)
 _LEDGER_FIELDS: Final = ("entry_id", "provider_record_id", "kind", "booking_id", "amount_minor", "currency")
 
 
 class Findings:
-    """Builds the discrepancy rows as plain columns; runs per finding only, never per input row."""
+    """Builds the finding rows as plain columns; runs per finding only, never per input row."""
 
     def __init__(
         self,
@@ -247,7 +247,7 @@ def _rows(
     detail: list[str],
     record_key: list[str] | None = None,
 ) -> Rows:
-    """Discrepancy columns from the provider and/or ledger rows of each finding (aligned, same length)."""
+    """Finding columns from the provider and/or ledger rows of each finding (aligned, same length)."""
     main = record if record is not None else entry
     assert main is not None
     nothing = [None] * len(difference)
@@ -277,7 +277,7 @@ def _rows(
 
 def frame_of(parts: list[Rows]) -> pd.DataFrame:
     """All findings in one frame, ordered by (category, record_key)."""
-    columns = {name: [value for part in parts for value in part[name]] for name in DISCREPANCY_COLUMNS}
+    columns = {name: [value for part in parts for value in part[name]] for name in FINDING_COLUMNS}
     keys = list(zip(columns["category"], columns["record_key"], strict=True))
     order = sorted(range(len(keys)), key=keys.__getitem__)  # stable, as the frame's sort was
-    return discrepancy_frame({name: [values[i] for i in order] for name, values in columns.items()})
+    return finding_frame({name: [values[i] for i in order] for name, values in columns.items()})

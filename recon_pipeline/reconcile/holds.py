@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from recon_pipeline.categories import AUTHORIZATION_EXPIRING, discrepancy_frame
+from recon_pipeline.categories import AUTHORIZATION_EXPIRING, finding_frame
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.providers.holds import LAPSED, OPEN, AuthorizationHold
@@ -59,7 +59,7 @@ def expiring_authorizations(
             and booking_status.get(booking_id) == CONFIRMED
         ):
             found.append((hold, booking_id))
-    return discrepancy_frame(
+    return finding_frame(
         {
             "category": [AUTHORIZATION_EXPIRING] * len(found),
             "record_key": [f"{hold.payment_id}:payment" for hold, _ in found],

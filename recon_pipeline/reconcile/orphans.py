@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, discrepancy_frame
+from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, finding_frame
 from recon_pipeline.frames import present
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 
@@ -33,7 +33,7 @@ _SOURCE_PREFERENCE = {"provider": 0, "payment_orders": 1}
 def find_orphaned_captured_payments(
     captured_payments: pd.DataFrame, bookings: pd.DataFrame, now: datetime, grace: timedelta
 ) -> pd.DataFrame:
-    """Discrepancy rows (category ``orphaned_captured_payment``) ordered by record_key.
+    """Finding rows (category ``orphaned_captured_payment``) ordered by record_key.
 
     A night holds a few dozen sightings: they are walked as Python rows, which costs a fraction of the
     dozen pandas operations (sorts, de-duplications, maps) the same rules take on frames this small."""
@@ -51,7 +51,7 @@ def find_orphaned_captured_payments(
     ]
     order_ids = _payment_order_ids(sightings)
     amounts = [int(payment["amount_minor"]) for payment, _state in orphans]
-    return discrepancy_frame(
+    return finding_frame(
         {
             "category": [ORPHANED_CAPTURED_PAYMENT] * len(orphans),
             "record_key": [f"payment:{payment['payment_id']}" for payment, _state in orphans],

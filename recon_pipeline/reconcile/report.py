@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from recon_pipeline.categories import ALL_CATEGORIES, CURRENCY_MISMATCH, empty_discrepancies
+from recon_pipeline.categories import ALL_CATEGORIES, CURRENCY_MISMATCH, empty_findings
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.diff import DiffResult
 from recon_pipeline.reconcile.fees import FeesTaken
@@ -76,9 +76,9 @@ class NightReport:
         """One row per (category, currency): findings and the sum of |difference| in minor units."""
         return category_summary(self.findings)
 
-    def top_discrepancies(self, limit: int = 10) -> pd.DataFrame:
-        """The ``limit`` findings of largest |difference| (see :func:`top_discrepancies`)."""
-        return top_discrepancies(self.findings, limit)
+    def top_findings(self, limit: int = 10) -> pd.DataFrame:
+        """The ``limit`` findings of largest |difference| (see :func:`top_findings`)."""
+        return top_findings(self.findings, limit)
 
     def totals(self) -> list[CurrencyTotals]:
         """Provider, ledger and matched totals per currency, sorted by currency."""
@@ -136,7 +136,7 @@ class NightReport:
         """Whether a record was matched otherwise than by its id (a keyed night's report reads as before)."""
         return any(n for rule, n in self.matches_by_rule.items() if rule != EXACT_ID)
 
-    def top_discrepancies_markdown(self, limit: int = 10) -> str:
+    def top_findings_markdown(self, limit: int = 10) -> str:
         """A markdown table of the largest findings, amounts in major units of their currency."""
         rows = [
             [category, f"`{key}`", provider, ledger, difference, detail]
@@ -258,7 +258,7 @@ class NightReport:
                 *finding_amounts(finding, missing),
                 finding["detail"],
             )
-            for finding in self.top_discrepancies(limit).to_dict("records")
+            for finding in self.top_findings(limit).to_dict("records")
         ]
 
 
@@ -274,7 +274,7 @@ def build_night_report(
     records matched per rule (``MatchOutcome.counts_by_rule``) and the night's takings
     (``takings.night_takings``)."""
     parts = [frame for frame in (result.discrepancies, orphans) if len(frame)]
-    findings = pd.concat(parts, ignore_index=True) if parts else empty_discrepancies()
+    findings = pd.concat(parts, ignore_index=True) if parts else empty_findings()
     return NightReport(
         findings=findings,
         matched_count=result.matched_count,
@@ -322,7 +322,7 @@ def exact_magnitudes(differences: pd.Series) -> pd.Series:
     return pd.Series([abs(int(d)) for d in differences.tolist()], index=differences.index, dtype=object)
 
 
-def top_discrepancies(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
+def top_findings(findings: pd.DataFrame, limit: int) -> pd.DataFrame:
     """The ``limit`` findings of largest |difference| (ties: category, then record_key); a currency
     mismatch ranks by its provider amount, the money in question, not by its difference of 0."""
     mismatch = findings["category"] == CURRENCY_MISMATCH
@@ -367,7 +367,7 @@ def format_amount(amount: Any, currency: Any, missing: str = _NONE) -> str:
 
 
 def finding_amounts(finding: Mapping[str, Any], missing: str = _NONE) -> tuple[str, str, str]:
-    """The provider, ledger and difference cells of a finding (a row of a discrepancy frame or table),
+    """The provider, ledger and difference cells of a finding (a row of a finding frame or table),
     each side in its own currency.
 
     The ledger side is in ``ledger_currency`` when the finding has one; when it differs from the
@@ -397,7 +397,7 @@ def markdown_table(header: Sequence[object], rows: Sequence[Sequence[object]]) -
 
 
 def plain_table(header: Sequence[object], rows: Sequence[Sequence[object]]) -> str:
-    """A fixed-width text table for terminals (the demo's report, ``recon discrepancies list``)."""
+    """A fixed-width text table for terminals (the demo's report, ``recon findings list``)."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[object]) -> str:
@@ -419,7 +419,7 @@ def combined_report(reports: Sequence[NightReport]) -> NightReport:
     parts = [r.findings for r in reports if len(r.findings)]
     taken = [r.fees_taken for r in reports if r.fees_taken is not None]
     return NightReport(
-        findings=pd.concat(parts, ignore_index=True) if parts else empty_discrepancies(),
+        findings=pd.concat(parts, ignore_index=True) if parts else empty_findings(),
         matched_count=sum(r.matched_count for r in reports),
         timing_difference_count=sum(r.timing_difference_count for r in reports),
         matched_amount_by_currency=summed(r.matched_amount_by_currency for r in reports),

@@ -5,7 +5,7 @@ are set aside before anything is compared with it (``tenders.is_provider_tender`
 proposal, no candidate of any match. They are still the hotel's takings, and the night counts them.
 
 What a night auditor compares by hand, computed here (pure) and kept per property-night
-(``batches/takings.py``):
+(``storage/night_takings.py``):
 
 - **takings per tender**: the night's in-night valid ledger entries of every tender (an unrecorded one
   named ``tenders.NOT_RECORDED``), count and signed sum per (tender, currency);

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from recon_pipeline.categories import UNATTRIBUTED_PAYMENT, discrepancy_frame, empty_discrepancies
+from recon_pipeline.categories import UNATTRIBUTED_PAYMENT, empty_findings, finding_frame
 from recon_pipeline.money import format_minor
 
 
 def unattributed_findings(records: pd.DataFrame) -> pd.DataFrame:
     """One ``unattributed_payment`` finding per settled payment or refund of ``records``, by record_key."""
     if records.empty:  # every property but the first on a shared account, and most of those too
-        return empty_discrepancies()
+        return empty_findings()
     moved = records[records["settled"] & records["kind"].isin(("payment", "refund"))]
     moved = moved.sort_values(["provider_record_id", "kind"], kind="stable")
     amounts = moved["amount_minor"].astype("int64").tolist()
-    return discrepancy_frame(
+    return finding_frame(
         {
             "category": [UNATTRIBUTED_PAYMENT] * len(moved),
             "record_key": [

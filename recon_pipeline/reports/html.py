@@ -44,7 +44,7 @@ from recon_pipeline.reconcile.report import (
     finding_amounts,
     summed_difference,
     tender_cells,
-    top_discrepancies,
+    top_findings,
 )
 from recon_pipeline.reconcile.takings import NightTakings
 
@@ -201,7 +201,7 @@ def _top_table(findings: pd.DataFrame) -> str:
                 _text(finding["detail"]),
             ]
         )
-        for finding in top_discrepancies(findings, TOP_SHOWN).to_dict("records")
+        for finding in top_findings(findings, TOP_SHOWN).to_dict("records")
     ]
     header = [
         *("category", "record", "booking", "provider", "ledger", "difference", "review", "adjustment"),

@@ -35,7 +35,7 @@ def read_frame(connection: Connection, query: Select[tuple[object, ...]]) -> pd.
     )
 
 
-def partition_discrepancies(connection: Connection, property_id: str, night: str) -> pd.DataFrame:
+def partition_findings(connection: Connection, property_id: str, night: str) -> pd.DataFrame:
     """Every column of the partition's rows in ``discrepancies``, ordered by (category, record_key)."""
     return read_frame(
         connection,

@@ -49,7 +49,7 @@ from recon_pipeline.reports.paths import (
 )
 from recon_pipeline.reports.queries import (
     findings_between,
-    partition_discrepancies,
+    partition_findings,
     partition_matches,
     partition_takings,
 )
@@ -117,7 +117,7 @@ def render_night(
 
 def night_findings(connection: Connection, property_row: PropertyRow, night: str) -> pd.DataFrame:
     """Every column of the property-night's rows of ``discrepancies``, with each one's adjustment state."""
-    findings = partition_discrepancies(connection, property_row.property_id, night)
+    findings = partition_findings(connection, property_row.property_id, night)
     states = adjustment_states(connection, property_row.property_id, night, format_minor)
     return with_adjustment_state(findings, states)
 

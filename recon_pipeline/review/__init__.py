@@ -1,4 +1,5 @@
-"""Review of discrepancies: who acknowledged or resolved a finding, at which amount, and what it leaves
-unexplained. Pure rules (``rules``, ``limits``, ``render``) apart from the database reads and writes
-(``store``); the `recon discrepancies` commands and the asset checks are thin callers of both.
+"""People's decisions: acknowledging, resolving and reopening findings (``store``), approving and rejecting
+adjustments (``adjustments``), confirming, rejecting and pairing matches (``matches``). Pure rules (``rules``,
+``limits``, ``render``) apart from the decisions, which write through ``storage/``; the `recon findings`
+commands, the desk and the asset checks are thin callers of both.
 """

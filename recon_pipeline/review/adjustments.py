@@ -42,16 +42,13 @@ from sqlalchemy import (
     func,
     insert,
     select,
-    update,
 )
 
 from recon_pipeline.db import outbox_states
 from recon_pipeline.db.schema import adjustment_reviews, adjustments, posting_outbox
 from recon_pipeline.errors import ReviewError
-from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.postings.store import enqueue
 from recon_pipeline.reconcile.lifecycle import (
-    ADJUSTMENT_STATUSES,
     APPROVED,
     PROPOSED,
     REJECTED,
@@ -59,7 +56,8 @@ from recon_pipeline.reconcile.lifecycle import (
 )
 from recon_pipeline.review.four_eyes import four_eyes_threshold
 from recon_pipeline.review.render import money
-from recon_pipeline.review.results import lock_partition
+from recon_pipeline.storage.adjustments import get_adjustment, set_status
+from recon_pipeline.storage.partition import lock_partition
 
 APPROVE = "approve"
 REJECT = "reject"
@@ -68,69 +66,11 @@ ACTION_STATUS = {APPROVE: APPROVED, REJECT: REJECTED}
 _ADJUSTMENT_ID = re.compile(r"^adj_[0-9a-f]{24}$")
 
 
-class UnknownAdjustmentError(LookupError):
-    """No row of ``adjustments`` has this id."""
-
-
-@dataclass(frozen=True)
-class AdjustmentFilter:
-    """Which adjustments `recon adjustments list` shows; None matches everything. Validated on creation."""
-
-    property_id: str | None = None
-    night: str | None = None
-    status: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.property_id is not None:
-            validate_property_id(self.property_id)
-        if self.night is not None:
-            parse_night(self.night)
-        if self.status is not None and self.status not in ADJUSTMENT_STATUSES:
-            raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(ADJUSTMENT_STATUSES)}")
-
-    def matching(self) -> list[ColumnElement[bool]]:
-        return [
-            adjustments.c[column] == value
-            for column, value in (
-                ("property_id", self.property_id),
-                ("night", self.night),
-                ("status", self.status),
-            )
-            if value is not None
-        ]
-
-
 def parse_adjustment_id(text: str) -> str:
     """An adjustment id as `list` shows it: ``adj_`` and 24 hex digits."""
     if not _ADJUSTMENT_ID.match(text):
         raise ValueError(f"an adjustment id is 'adj_' and 24 hex digits, not {text!r}")
     return text
-
-
-def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
-    """Matching adjustments, newest night first, then property, kind, record and revision."""
-    c = adjustments.c
-    query = (
-        select(adjustments)
-        .where(*where.matching())
-        .order_by(c.night.desc(), c.property_id, c.kind, c.idempotency_key, c.revision)
-        .limit(limit)
-    )
-    return list(connection.execute(query).mappings())
-
-
-def count_adjustments(connection: Connection, where: AdjustmentFilter) -> int:
-    query = select(func.count()).select_from(adjustments).where(*where.matching())
-    return int(connection.execute(query).scalar_one())
-
-
-def get_adjustment(connection: Connection, adjustment_id: str, *, lock: bool = False) -> RowMapping:
-    """The adjustment's row, or UnknownAdjustmentError; ``lock`` holds it until the transaction ends."""
-    query = select(adjustments).where(adjustments.c.adjustment_id == adjustment_id)
-    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
-    if row is None:
-        raise UnknownAdjustmentError(f"no adjustment with id {adjustment_id}")
-    return row
 
 
 def review_history(connection: Connection, adjustment_id: str) -> list[RowMapping]:
@@ -379,11 +319,7 @@ def _record_review(
 ) -> None:
     """The adjustment's new ``status`` (when it changes) and its review row, with the amount decided on."""
     if status != row["status"]:
-        connection.execute(
-            update(adjustments)
-            .where(adjustments.c.adjustment_id == row["adjustment_id"])
-            .values(status=status, updated_at=now)
-        )
+        set_status(connection, row["adjustment_id"], status, now)
     connection.execute(
         insert(adjustment_reviews).values(
             adjustment_id=row["adjustment_id"],

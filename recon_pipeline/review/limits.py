@@ -4,7 +4,7 @@ Unexplained is the sum of |difference_minor| of a property-night's OPEN findings
 minor units; acknowledged and resolved findings are explained (someone looked at that amount). Each
 currency's sum is compared with the same threshold, which is in minor units: minor units of JPY (yen),
 EUR and USD (cents) are of a similar size, so one default serves them; set a property's own threshold
-(`recon discrepancies threshold`) where that is too coarse.
+(`recon findings threshold`) where that is too coarse.
 """
 
 from __future__ import annotations

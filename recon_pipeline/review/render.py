@@ -1,4 +1,4 @@
-"""Plain text for `recon discrepancies`: amounts in major units of their currency (JPY has no decimals)."""
+"""Plain text for `recon findings`: amounts in major units of their currency (JPY has no decimals)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def money(amount: int | None, currency: str) -> str:
 def list_text(rows: Sequence[Mapping[Any, Any]], total: int) -> str:
     """A table of findings, then how many of the matching ones it shows."""
     if not rows:
-        return "no discrepancies match"
+        return "no findings match"
     table = [
         [
             str(row["discrepancy_id"]),

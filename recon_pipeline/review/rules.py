@@ -1,4 +1,5 @@
-"""Review statuses and what a reviewer may do to a finding (pure).
+"""What a reviewer may do to a finding (pure); the statuses and actions are the values the findings' table
+holds (``storage/findings.py``).
 
 ``open`` → ``acknowledged`` (someone knows and is on it) → ``resolved`` (dealt with); ``open`` →
 ``resolved`` directly too. A person may ``reopen`` an acknowledged or resolved finding (back to ``open``:
@@ -12,28 +13,22 @@ comment to a finding's history and leaves its status as it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
-from recon_pipeline.categories import ALL_CATEGORIES
 from recon_pipeline.errors import ReviewError
-from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.storage.findings import (
+    ACKNOWLEDGE,
+    ACKNOWLEDGED,
+    NOTE,
+    OPEN,
+    REOPEN,
+    RESOLVE,
+    RESOLVED,
+)
 
-OPEN: Final = "open"
-ACKNOWLEDGED: Final = "acknowledged"
-RESOLVED: Final = "resolved"
-REVIEW_STATUSES: Final = (OPEN, ACKNOWLEDGED, RESOLVED)
-
-ACKNOWLEDGE: Final = "acknowledge"
-RESOLVE: Final = "resolve"
-REOPEN: Final = "reopen"
 # The review actions and the status each leads to: a person's (all three) and the pipeline's (REOPEN).
 ACTION_STATUS: Final = {ACKNOWLEDGE: ACKNOWLEDGED, RESOLVE: RESOLVED, REOPEN: OPEN}
 RESULTING_STATUS: Final = ACTION_STATUS
-# A comment in the history that leaves the status as it was (not a review action: ``review`` refuses it).
-NOTE: Final = "note"
-# Who an automatic re-open is recorded as.
-PIPELINE_REVIEWER: Final = "recon"
 
 MAX_REVIEWER_LENGTH = 200
 MAX_NOTE_LENGTH = 2000
@@ -52,11 +47,6 @@ def next_status(action: str, current: str) -> str | None:
 def status_after(action: str, previous_status: str) -> str:
     """The status a history row left its finding in: a review action's target, a note's status unchanged."""
     return previous_status if action == NOTE else RESULTING_STATUS[action]
-
-
-def reopens(review_status: str, reviewed_difference: int | None, difference: int) -> bool:
-    """A reviewed finding re-detected with another difference than the reviewer saw goes back to open."""
-    return review_status != OPEN and reviewed_difference is not None and reviewed_difference != difference
 
 
 def validate_reviewer(reviewer: str | None) -> str:
@@ -78,27 +68,3 @@ def validate_note(note: str | None, field: str = "--note") -> str:
     if len(cleaned) > MAX_NOTE_LENGTH:
         raise ReviewError(f"{field} must be at most {MAX_NOTE_LENGTH} characters")
     return cleaned
-
-
-@dataclass(frozen=True)
-class DiscrepancyFilter:
-    """Which findings `recon discrepancies list` shows; None matches everything. Validated on creation.
-
-    ``cleared``: False for the findings the latest run still sees (what checks count), True for those a
-    later run no longer saw, None for both."""
-
-    property_id: str | None = None
-    night: str | None = None
-    category: str | None = None
-    status: str | None = None
-    cleared: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.property_id is not None:
-            validate_property_id(self.property_id)
-        if self.night is not None:
-            parse_night(self.night)
-        if self.category is not None and self.category not in ALL_CATEGORIES:
-            raise ValueError(f"unknown category {self.category!r}: use one of {', '.join(ALL_CATEGORIES)}")
-        if self.status is not None and self.status not in REVIEW_STATUSES:
-            raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(REVIEW_STATUSES)}")

@@ -1,11 +1,6 @@
-"""The one owner of the findings' table (``discrepancies``): the pipeline's upsert of a night's findings,
-listing and showing them, acknowledging, resolving and reopening them, their assignee and notes, automatic
-re-opens, and what the checks judge (open amounts, thresholds).
-
-A finding no longer seen is cleared, not deleted (the rule: ``reconcile/lifecycle.py``). Review status
-survives re-detection: a re-run refreshes a finding's facts and keeps its status, unless the finding was
-acknowledged or resolved at another difference than it has now; then it goes back to ``open`` and
-``discrepancy_reviews`` records the automatic re-open.
+"""A person's review of findings: acknowledging, resolving and reopening them, their assignee and notes,
+their review history, and the unexplained-amount thresholds the checks judge by (the ``discrepancies``
+table and its queries are ``storage/findings.py``'s).
 
 A review locks its findings (``FOR UPDATE`` on PostgreSQL, in id order so two reviewers cannot deadlock;
 SQLite serialises writers anyway) before it decides, and writes the status and its audit row in the
@@ -14,63 +9,32 @@ caller's one transaction, so two reviewers at once leave one consistent history.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-import pandas as pd
-from sqlalchemy import ColumnElement, Connection, RowMapping, delete, func, insert, select, update
+from sqlalchemy import Connection, RowMapping, delete, select
 
-from recon_pipeline.categories import DISCREPANCY_COLUMNS
-from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews, discrepancy_thresholds
+from recon_pipeline.db.schema import FINDING_KEY, discrepancy_reviews, discrepancy_thresholds
 from recon_pipeline.db.upsert import upsert
 from recon_pipeline.errors import ReviewError
-from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.review.limits import default_threshold_minor
-from recon_pipeline.review.results import WriteCounts, lock_partition
-from recon_pipeline.review.rules import (
+from recon_pipeline.review.rules import next_status
+from recon_pipeline.storage.findings import (
     NOTE,
-    OPEN,
-    PIPELINE_REVIEWER,
-    REOPEN,
-    DiscrepancyFilter,
-    next_status,
-    reopens,
+    get_finding,
+    history_row,
+    record_reviews,
+    write_assignee,
+    write_review,
 )
-
-# What a re-detection may refresh; detected_at, run_id, review_status and the review columns keep their
-# values (a changed difference re-opens the finding afterwards, see reopen_changed); cleared_at (and the
-# run that cleared it) is written too, as the clear rule has it (reconcile/lifecycle.py).
-FINDING_FACTS = (
-    *(name for name in DISCREPANCY_COLUMNS if name not in ("category", "record_key")),
-    "cleared_at",
-    "cleared_run_id",
-)
-
-
-# What save_discrepancies reads of a partition's rows: the key, whether cleared, and what a re-open
-# decides on and records.
-_PRESENT_COLUMNS = (
-    "discrepancy_id",
-    *FINDING_KEY,
-    "cleared_at",
-    "review_status",
-    "reviewed_difference_minor",
-    "difference_minor",
-    "currency",
-)
-
-
-class UnknownDiscrepancyError(LookupError):
-    """No row of ``discrepancies`` has this id."""
 
 
 @dataclass(frozen=True)
 class ReviewOutcome:
     """What one acknowledge/resolve/reopen did to one finding; ``changed`` is False when it was already so."""
 
-    discrepancy_id: int
+    finding_id: int
     previous_status: str
     status: str
     difference_minor: int
@@ -79,53 +43,6 @@ class ReviewOutcome:
     @property
     def changed(self) -> bool:
         return self.previous_status != self.status
-
-
-def matching_conditions(where: DiscrepancyFilter) -> list[ColumnElement[bool]]:
-    conditions = [
-        discrepancies.c[column] == value
-        for column, value in (
-            ("property_id", where.property_id),
-            ("night", where.night),
-            ("category", where.category),
-            ("review_status", where.status),
-        )
-        if value is not None
-    ]
-    if where.cleared is not None:
-        cleared_at = discrepancies.c.cleared_at
-        conditions.append(cleared_at.is_not(None) if where.cleared else cleared_at.is_(None))
-    return conditions
-
-
-def list_discrepancies(connection: Connection, where: DiscrepancyFilter, limit: int) -> list[RowMapping]:
-    """Matching findings, newest night first, then property, category and record."""
-    query = (
-        select(discrepancies)
-        .where(*matching_conditions(where))
-        .order_by(
-            discrepancies.c.night.desc(),
-            discrepancies.c.property_id,
-            discrepancies.c.category,
-            discrepancies.c.record_key,
-        )
-        .limit(limit)
-    )
-    return list(connection.execute(query).mappings())
-
-
-def count_discrepancies(connection: Connection, where: DiscrepancyFilter) -> int:
-    query = select(func.count()).select_from(discrepancies).where(*matching_conditions(where))
-    return int(connection.execute(query).scalar_one())
-
-
-def get_discrepancy(connection: Connection, discrepancy_id: int, *, lock: bool = False) -> RowMapping:
-    """The finding's row, or UnknownDiscrepancyError; ``lock`` holds it until the transaction ends."""
-    query = select(discrepancies).where(discrepancies.c.discrepancy_id == discrepancy_id)
-    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
-    if row is None:
-        raise UnknownDiscrepancyError(f"no discrepancy with id {discrepancy_id}")
-    return row
 
 
 def review_history(connection: Connection, finding: RowMapping) -> list[RowMapping]:
@@ -140,7 +57,7 @@ def review_history(connection: Connection, finding: RowMapping) -> list[RowMappi
 
 def review(
     connection: Connection,
-    discrepancy_ids: Sequence[int],
+    finding_ids: Sequence[int],
     action: str,
     reviewer: str,
     note: str,
@@ -153,50 +70,35 @@ def review(
     (the caller's transaction rolls back). A finding already in the target status is left as it is.
     """
     locked = {
-        discrepancy_id: get_discrepancy(connection, discrepancy_id, lock=True)
-        for discrepancy_id in sorted(set(discrepancy_ids))
+        finding_id: get_finding(connection, finding_id, lock=True) for finding_id in sorted(set(finding_ids))
     }
-    rows = [locked[discrepancy_id] for discrepancy_id in dict.fromkeys(discrepancy_ids)]
+    rows = [locked[finding_id] for finding_id in dict.fromkeys(finding_ids)]
     outcomes = [_decide(row, action) for row in rows]
     changed = [(row, outcome) for row, outcome in zip(rows, outcomes, strict=True) if outcome.changed]
     for _row, outcome in changed:
-        connection.execute(
-            update(discrepancies)
-            .where(discrepancies.c.discrepancy_id == outcome.discrepancy_id)
-            .values(
-                review_status=outcome.status,
-                reviewed_by=reviewer,
-                reviewed_at=now,
-                review_note=note,
-                reviewed_difference_minor=outcome.difference_minor,
-            )
+        write_review(
+            connection, outcome.finding_id, outcome.status, reviewer, note, outcome.difference_minor, now
         )
     record_reviews(
         connection,
-        [_audit(row, action, outcome.previous_status, reviewer, note, now) for row, outcome in changed],
+        [history_row(row, action, outcome.previous_status, reviewer, note, now) for row, outcome in changed],
     )
     return outcomes
 
 
-def assign(connection: Connection, discrepancy_id: int, assignee: str | None, now: datetime) -> RowMapping:
+def assign(connection: Connection, finding_id: int, assignee: str | None, now: datetime) -> RowMapping:
     """Give the finding to ``assignee`` (None: to no one) from ``now``, its status untouched; the finding as
-    it was before (UnknownDiscrepancyError for an unknown id). Who may be given it is the caller's rule."""
-    before = get_discrepancy(connection, discrepancy_id, lock=True)
-    connection.execute(
-        update(discrepancies)
-        .where(discrepancies.c.discrepancy_id == discrepancy_id)
-        .values(assigned_to=assignee, assigned_at=None if assignee is None else now)
-    )
+    it was before (UnknownFindingError for an unknown id). Who may be given it is the caller's rule."""
+    before = get_finding(connection, finding_id, lock=True)
+    write_assignee(connection, finding_id, assignee, now)
     return before
 
 
-def add_note(
-    connection: Connection, discrepancy_id: int, reviewer: str, note: str, now: datetime
-) -> RowMapping:
+def add_note(connection: Connection, finding_id: int, reviewer: str, note: str, now: datetime) -> RowMapping:
     """A ``note`` row in the finding's history (who, what, the difference as it is now) that leaves its
-    status as it is; the finding (UnknownDiscrepancyError for an unknown id)."""
-    row = get_discrepancy(connection, discrepancy_id, lock=True)
-    record_reviews(connection, [_audit(row, NOTE, row["review_status"], reviewer, note, now)])
+    status as it is; the finding (UnknownFindingError for an unknown id)."""
+    row = get_finding(connection, finding_id, lock=True)
+    record_reviews(connection, [history_row(row, NOTE, row["review_status"], reviewer, note, now)])
     return row
 
 
@@ -204,171 +106,14 @@ def _decide(row: RowMapping, action: str) -> ReviewOutcome:
     try:
         status = next_status(action, row["review_status"])
     except ReviewError as error:
-        raise ReviewError(f"discrepancy {row['discrepancy_id']}: {error}") from None
+        raise ReviewError(f"finding {row['discrepancy_id']}: {error}") from None
     return ReviewOutcome(
-        discrepancy_id=row["discrepancy_id"],
+        finding_id=row["discrepancy_id"],
         previous_status=row["review_status"],
         status=status or row["review_status"],
         difference_minor=int(row["difference_minor"]),
         currency=row["currency"],
     )
-
-
-def _audit(
-    finding: Mapping[Any, Any],
-    action: str,
-    previous_status: str,
-    reviewer: str,
-    note: str | None,
-    now: datetime,
-    run_id: str | None = None,
-) -> dict[str, Any]:
-    return {
-        **{name: finding[name] for name in FINDING_KEY},
-        "action": action,
-        "previous_status": previous_status,
-        "reviewed_by": reviewer,
-        "note": note,
-        "difference_minor": int(finding["difference_minor"]),
-        "currency": finding["currency"],
-        "reviewed_at": now,
-        "run_id": run_id,
-    }
-
-
-def record_reviews(connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Append rows to the review history."""
-    if rows:
-        connection.execute(insert(discrepancy_reviews), list(rows))
-
-
-def save_discrepancies(
-    connection: Connection,
-    property_id: str,
-    night: str,
-    findings: pd.DataFrame,
-    run_id: str | None,
-    now: datetime,
-    categories: Collection[str] | None = None,
-) -> WriteCounts:
-    """Make the partition's outstanding findings equal ``findings``: upsert them and clear the ones no
-    longer seen, as ``reconcile/lifecycle.py`` states the rule.
-
-    ``categories``: the categories this writer owns (default: all); findings of other categories in the
-    partition are another writer's and left alone (the payouts asset and the night's reconciliation
-    share property-nights).
-
-    A reviewed finding re-detected with another difference than its reviewer saw is re-opened. Writers of
-    one partition take turns (``lock_partition``), so each one's read of what was there is current: two
-    concurrent identical runs count the findings as new once, and neither clears what the other wrote.
-    """
-    lock_partition(connection, property_id, night)
-    if categories is not None:
-        foreign = set(findings["category"]) - set(categories)
-        if foreign:
-            raise ValueError(f"findings of {sorted(foreign)} are not this writer's ({sorted(categories)})")
-    # The partition's rows, read once (and locked, in id order, for the re-opens): what was there decides
-    # what is new and what is stale, and with the facts written below, what re-opens.
-    present = list(
-        connection.execute(
-            select(*(discrepancies.c[name] for name in _PRESENT_COLUMNS))
-            .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
-            .order_by(discrepancies.c.discrepancy_id)
-            .with_for_update()
-        ).mappings()
-    )
-    before = {
-        (row["category"], row["record_key"]): row
-        for row in present
-        if categories is None or row["category"] in categories
-    }
-    rows = [
-        {
-            **_clean(record),
-            "property_id": property_id,
-            "night": night,
-            "detected_at": now,
-            "run_id": run_id,
-            "cleared_at": None,
-            "cleared_run_id": None,
-        }
-        for record in findings.loc[:, list(DISCREPANCY_COLUMNS)].to_dict("records")
-    ]
-    upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
-    written = {(row["category"], row["record_key"]): row for row in rows}
-    reopened = reopen_changed(
-        connection,
-        [{**row, **written.get((row["category"], row["record_key"]), {})} for row in present],
-        run_id,
-        now,
-    )
-    stale = [
-        row["discrepancy_id"]
-        for key, row in before.items()
-        if key not in written and row["cleared_at"] is None
-    ]
-    if stale:
-        connection.execute(
-            update(discrepancies)
-            .where(discrepancies.c.discrepancy_id.in_(stale), discrepancies.c.cleared_at.is_(None))
-            .values(cleared_at=now, cleared_run_id=run_id)
-        )
-    new = len(written.keys() - before.keys())
-    return WriteCounts(new=new, already_present=len(rows) - new, cleared=len(stale), reopened=reopened)
-
-
-def reopen_changed(
-    connection: Connection, findings: Sequence[Mapping[str, Any]], run_id: str | None, now: datetime
-) -> int:
-    """Re-open the reviewed ``findings`` (rows of one partition, as they are now, in id order) whose
-    difference is no longer the one reviewed, with an audit row each; how many were re-opened.
-
-    The caller holds the partition's lock and the rows (read ``FOR UPDATE``), so a concurrent identical
-    run waits and, once this commits, finds nothing left to re-open.
-    """
-    changed = [
-        row
-        for row in findings
-        if reopens(row["review_status"], row["reviewed_difference_minor"], row["difference_minor"])
-    ]
-    if not changed:
-        return 0
-    connection.execute(
-        update(discrepancies)
-        .where(discrepancies.c.discrepancy_id.in_([row["discrepancy_id"] for row in changed]))
-        .values(review_status=OPEN)
-    )
-    record_reviews(
-        connection,
-        [
-            _audit(
-                row,
-                REOPEN,
-                row["review_status"],
-                PIPELINE_REVIEWER,
-                f"re-detected with difference {row['difference_minor']} (reviewed at "
-                f"{row['reviewed_difference_minor']}, minor units)",
-                now,
-                run_id,
-            )
-            for row in changed
-        ],
-    )
-    return len(changed)
-
-
-def unexplained_amounts(
-    connection: Connection, property_id: str, night: str, category: str | None = None
-) -> dict[str, int]:
-    """Sum of |difference_minor| of the property-night's open findings that the latest run still sees (of
-    ``category``, if given), per currency, in minor units."""
-    where = DiscrepancyFilter(property_id, night, category, OPEN, cleared=False)
-    query = (
-        select(discrepancies.c.currency, func.sum(func.abs(discrepancies.c.difference_minor)))
-        .where(*matching_conditions(where))
-        .group_by(discrepancies.c.currency)
-    )
-    return {currency: int(amount) for currency, amount in connection.execute(query).tuples()}
 
 
 @dataclass(frozen=True)
@@ -400,37 +145,3 @@ def set_threshold(connection: Connection, property_id: str, minor: int | None, n
     row = {"property_id": property_id, "unexplained_threshold_minor": minor, "updated_at": now}
     facts = ["unexplained_threshold_minor", "updated_at"]
     upsert(connection, discrepancy_thresholds, [row], ["property_id"], facts)
-
-
-def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    """pandas NA/NaN → None and numpy integers → int, as the DB drivers expect."""
-    return {key: (None if _is_missing(value) else _plain(value)) for key, value in record.items()}
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
-
-
-def reported_payments(
-    connection: Connection, property_ids: Sequence[str], night: str, category: str
-) -> dict[str, dict[str, str | None]]:
-    """Per property, provider_record_id → booking_id of its findings of ``category`` on ``night`` (cleared
-    or not): what a re-run must look at again to keep a finding true once its source no longer lists it.
-    Every property of ``property_ids`` has a mapping, maybe empty."""
-    found: dict[str, dict[str, str | None]] = {property_id: {} for property_id in property_ids}
-    for chunk in in_chunks(sorted(found)):
-        query = select(
-            discrepancies.c.property_id, discrepancies.c.provider_record_id, discrepancies.c.booking_id
-        ).where(
-            discrepancies.c.property_id.in_(chunk),
-            discrepancies.c.night == night,
-            discrepancies.c.category == category,
-            discrepancies.c.provider_record_id.is_not(None),
-        )
-        for property_id, record_id, booking_id in connection.execute(query):
-            found[property_id][record_id] = booking_id
-    return found

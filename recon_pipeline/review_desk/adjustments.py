@@ -54,6 +54,7 @@ from recon_pipeline.review_desk.listing import (
     amount_search,
     sorted_statement,
 )
+from recon_pipeline.storage.adjustments import AdjustmentFilter
 from recon_pipeline.words import QUEUE_STATE_WORDS
 
 QUEUE_STATES: Final = (PROPOSED, APPROVED, POSTING, UNKNOWN, POSTED, FAILED, REJECTED, WITHDRAWN, SUPERSEDED)
@@ -114,7 +115,7 @@ class AdjustmentQuery:
 
     tab: str = ALL
     state: str | None = None
-    property_id: str | None = None
+    where: AdjustmentFilter = AdjustmentFilter()  # the command line's filter: the property, here
     night_from: str | None = None
     night_to: str | None = None
     search: str | None = None
@@ -144,8 +145,7 @@ class AdjustmentQuery:
             conditions.append(queue_state == self.state)
         if self.search is not None:
             conditions.append(_search(self.search))
-        if self.property_id is not None:
-            conditions.append(column.property_id == self.property_id)
+        conditions += self.where.matching()
         if self.night_from is not None:
             conditions.append(column.night >= self.night_from)
         if self.night_to is not None:

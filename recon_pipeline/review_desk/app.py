@@ -109,8 +109,8 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
     desk = Desk(engine, desk_templates(), settings.dagster_ui_url, settings.sessions, clock)
     routes: list[BaseRoute] = [
         *signin.routes(desk, settings.signin_limit),
-        *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{discrepancy_id}
-        *bulk.routes(desk),  # before findings: /findings/bulk/review is not /findings/{discrepancy_id}/review
+        *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{finding_id}
+        *bulk.routes(desk),  # before findings: /findings/bulk/review is not /findings/{finding_id}/review
         *findings.routes(desk),
         *finding_work.routes(desk),
         *matches.routes(desk),

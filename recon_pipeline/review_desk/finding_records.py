@@ -7,8 +7,8 @@ entry or booking of another property with the same id is never shown), so a find
 its viewer may not see. The finding itself was already read narrowed to the viewer's properties.
 
 The provider's side comes from ``provider_records`` (what the night's run saw at the provider:
-``batches/evidence.py``), else from ``payment_orders`` (what the PMS's payment flow recorded), else the
-payout the finding names.
+``storage/provider_records.py``), else from ``payment_orders`` (what the PMS's payment flow recorded), else
+the payout the finding names.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from recon_pipeline.db.schema import (
     provider_records,
 )
 from recon_pipeline.review.render import difference_text, money
-from recon_pipeline.review.rules import NOTE, PIPELINE_REVIEWER, status_after
+from recon_pipeline.review.rules import status_after
 from recon_pipeline.review.store import review_history
 from recon_pipeline.review_desk.facts import (
     Fact,
@@ -46,6 +46,7 @@ from recon_pipeline.review_desk.facts import (
     provider_name,
     provider_record_facts,
 )
+from recon_pipeline.storage.findings import NOTE, PIPELINE_REVIEWER
 from recon_pipeline.words import QUEUE_STATE_WORDS, REVIEW_STATE_WORDS, category_label
 
 MAX_EVENTS = 50  # a payment's webhook events shown; a payment has a handful

@@ -17,9 +17,9 @@ from recon_pipeline.db.schema import review_users
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.review import store
 from recon_pipeline.review.render import money
-from recon_pipeline.review.rules import NOTE
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.storage.findings import NOTE, get_finding
 from recon_pipeline.words import REVIEW_STATE_WORDS
 
 ASSIGN = "assign"
@@ -29,7 +29,7 @@ UNASSIGN = "unassign"
 def review_finding(
     connection: Connection,
     actor: str,
-    discrepancy_id: int,
+    finding_id: int,
     action: str,
     note: str,
     seen: int | None,
@@ -38,20 +38,20 @@ def review_finding(
     """``action`` on the finding (already narrowed by the caller) by ``actor`` with ``note``, audited (the
     audit row in codes); what changed, in words. ReviewError, with nothing written, when its difference is
     no longer the ``seen`` one (None: not said) or its status forbids the action."""
-    current = store.get_discrepancy(connection, discrepancy_id, lock=True)
+    current = get_finding(connection, finding_id, lock=True)
     difference = int(current["difference_minor"])
     if seen is not None and seen != difference:
         raise ReviewError(
             f"the difference is now {money(difference, current['currency'])}, not the "
             f"{money(seen, current['currency'])} you saw: look again before reviewing"
         )
-    (outcome,) = store.review(connection, [discrepancy_id], action, actor, note, now)
+    (outcome,) = store.review(connection, [finding_id], action, actor, note, now)
     change = (
         f"{outcome.previous_status} -> {outcome.status}"
         if outcome.changed
         else f"already {outcome.status}, unchanged"
     )
-    record_audit(connection, actor, action, str(discrepancy_id), outcome.difference_minor, change)
+    record_audit(connection, actor, action, str(finding_id), outcome.difference_minor, change)
     was, now_is = (REVIEW_STATE_WORDS.get(s, s) for s in (outcome.previous_status, outcome.status))
     return f"{was} → {now_is}" if outcome.changed else f"already {now_is.lower()}, unchanged"
 

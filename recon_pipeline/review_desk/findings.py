@@ -1,5 +1,5 @@
-"""The findings a review desk user may see: ``review.store``'s filter, narrowed to their properties, searched
-and sorted as the list's URL says.
+"""The findings a review desk user may see: ``storage.findings``' filter, narrowed to their properties,
+searched and sorted as the list's URL says.
 
 Every query here takes the user's properties and applies them in SQL, so no page can show a finding of
 another property whatever its URL or filter says. The list, its totals, its export and a finding page's
@@ -22,8 +22,6 @@ from recon_pipeline.money import is_iso_currency
 from recon_pipeline.providers.cards import CARD_BRANDS, IGNORED_CHARACTERS, spellings_of
 from recon_pipeline.reconcile.takings import UNKNOWN_BRAND
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import DiscrepancyFilter
-from recon_pipeline.review.store import matching_conditions
 from recon_pipeline.review_desk.listing import (
     MajorAmount,
     Sort,
@@ -35,6 +33,7 @@ from recon_pipeline.review_desk.listing import (
     order_terms,
     sorted_statement,
 )
+from recon_pipeline.storage.findings import FindingFilter, matching_conditions
 from recon_pipeline.words import REVIEW_STATE_WORDS, category_label, category_meaning
 
 PAGE_SIZE = 200
@@ -60,11 +59,11 @@ TIEBREAK: Final = (_d.night.desc(), _d.property_id, _d.category, _d.record_key, 
 
 @dataclass(frozen=True)
 class FindingQuery:
-    """A findings page's filters: ``review.rules.DiscrepancyFilter`` plus a night range, a currency, an
+    """A findings page's filters: ``review.rules.FindingFilter`` plus a night range, a currency, an
     amount the difference reaches (major units), a booking, a card brand (``brand_condition``), a search
     (``search_condition``) and an order."""
 
-    where: DiscrepancyFilter
+    where: FindingFilter
     night_from: str | None = None
     night_to: str | None = None
     amount_at_least: MajorAmount | None = None  # compared with the absolute difference, in its currency
@@ -203,7 +202,7 @@ def list_position(
     its cells in the list's order (a keyset, so no query numbers the whole list), and its number, counted
     with the list's size. It need not match any more (acknowledged off an open-only list): its neighbours
     are still those either side of where it stood."""
-    discrepancy_id = int(row["discrepancy_id"])
+    finding_id = int(row["discrepancy_id"])
     matching = finding_conditions(query, allowed)
     terms = order_terms(query.sort, SORT_COLUMNS, TIEBREAK)
     values = [row[term.column.key] for term in terms]
@@ -216,7 +215,7 @@ def list_position(
     counted = select(
         func.count(),
         func.coalesce(func.sum(case((beyond(terms, values, reverse=True), 1), else_=0)), 0),
-        func.coalesce(func.sum(case((_d.discrepancy_id == discrepancy_id, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((_d.discrepancy_id == finding_id, 1), else_=0)), 0),
     ).where(*matching)
     total, before, listed = connection.execute(counted).one()
     return ListPosition(
@@ -258,9 +257,9 @@ def finding_age(detected_at: datetime, cleared_at: datetime | None, now: datetim
     return f"open {days} day{'' if days == 1 else 's'}"
 
 
-def get_finding(connection: Connection, discrepancy_id: int, allowed: tuple[str, ...]) -> RowMapping | None:
+def get_finding(connection: Connection, finding_id: int, allowed: tuple[str, ...]) -> RowMapping | None:
     """The finding if it exists and is of an ``allowed`` property; None otherwise (the caller's 404)."""
     statement = select(discrepancies).where(
-        discrepancies.c.discrepancy_id == discrepancy_id, discrepancies.c.property_id.in_(allowed)
+        discrepancies.c.discrepancy_id == finding_id, discrepancies.c.property_id.in_(allowed)
     )
     return connection.execute(statement).mappings().first()

@@ -1,4 +1,4 @@
-"""The matches a review desk user may see: ``review.matches``' filter, narrowed to their properties.
+"""The matches a review desk user may see: ``storage.matches``' filter, narrowed to their properties.
 
 As for findings (``findings.py``), every query takes the user's properties and applies them in SQL, so no
 page shows or decides a match of another property whatever its URL, filter or form says. Decisions
@@ -14,7 +14,6 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, Select, literal, o
 
 from recon_pipeline.db.schema import matches
 from recon_pipeline.reconcile.matching.words import RULE_WORDS
-from recon_pipeline.review.matches import MatchFilter, ids_of, matching_conditions
 from recon_pipeline.review.render import money
 from recon_pipeline.review_desk.listing import (
     Sort,
@@ -23,6 +22,7 @@ from recon_pipeline.review_desk.listing import (
     amount_search,
     sorted_statement,
 )
+from recon_pipeline.storage.matches import MatchFilter, ids_of, matching_conditions
 
 PAGE_SIZE: Final = 200
 MAX_CANDIDATES: Final = 50  # a finding's candidates shown; a held-back finding has a handful

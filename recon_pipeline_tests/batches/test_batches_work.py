@@ -9,10 +9,10 @@ import logging
 import dagster as dg
 from sqlalchemy import insert
 
-from recon_pipeline.batches.outcomes import load_outcomes
 from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.properties import PropertyRow
+from recon_pipeline.storage.night_outcomes import load_outcomes
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 MARS = PropertyRow("mars-base", "Mars Base", "Mars/Olympus_Mons", "EUR", "00:00", None)

@@ -39,14 +39,14 @@ import pytest
 from sqlalchemy import Connection, Engine, bindparam, select, text
 
 from recon_pipeline import categories as c
-from recon_pipeline.batches.outcomes import SUCCEEDED, load_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.review.results import write_adjustments
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.adjustments import write_adjustments
+from recon_pipeline.storage.night_outcomes import SUCCEEDED, load_outcomes
 from recon_pipeline_tests.support.dagster_processes import StartWorld
 from recon_pipeline_tests.support.warm_children import (
     CONTEXT,
@@ -68,7 +68,7 @@ GATE_TIMEOUT_S = 240.0  # every run pulls ~2,000 records first; four share two c
 RUN_TIMEOUT_S = 300.0
 
 # A run waits at a writer either on the gated table or on the property-night's advisory lock that both writers
-# (sync_adjustments, save_discrepancies) take first, which only they use.
+# (sync_adjustments, save_findings) take first, which only they use.
 PARTITION_LOCK = "partition_lock"
 WAITERS_SQL = text(
     """

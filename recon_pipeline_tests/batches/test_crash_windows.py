@@ -62,7 +62,6 @@ import yaml
 from sqlalchemy import Engine, delete, func, insert, select, text
 
 from recon_pipeline import checkpoints
-from recon_pipeline.batches.outcomes import SUCCEEDED, PropertyOutcome, load_outcomes
 from recon_pipeline.checkpoints import (
     ADJUSTMENTS_BEFORE_COMMIT,
     ADJUSTMENTS_COMMITTED,
@@ -91,6 +90,7 @@ from recon_pipeline.providers.stripe.webhook import parse_event as parse_stripe_
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline.simulation.host.store import SimulatorStore
+from recon_pipeline.storage.night_outcomes import SUCCEEDED, PropertyOutcome, load_outcomes
 from recon_pipeline_tests.support.crash_points import CrashAt, arm_from, crash_env
 from recon_pipeline_tests.support.dagster_processes import (
     ADJUSTED_CATEGORIES,

@@ -1,5 +1,5 @@
-"""The provider's side of a night's findings, kept (``batches/evidence.py``): the records its findings and
-matches name are stored as the provider holds them, fees folded in, and a re-run overwrites them; on
+"""The provider's side of a night's findings, kept (``storage/provider_records.py``): the records its findings
+and matches name are stored as the provider holds them, fees folded in, and a re-run overwrites them; on
 SQLite and PostgreSQL, and through a whole pipeline run."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, func, select
 
-from recon_pipeline.batches.evidence import named_record_ids, save_provider_records
-from recon_pipeline.categories import discrepancy_frame
+from recon_pipeline.categories import finding_frame
 from recon_pipeline.db.schema import discrepancies, provider_records
 from recon_pipeline.providers.interface import RecordAddress
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.reconcile.matching import match_frame
+from recon_pipeline.storage.provider_records import named_record_ids, save_provider_records
 from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline
 
 SEEN = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
@@ -106,7 +106,7 @@ def test_only_the_named_records_are_stored_with_their_fee_folded_in_and_a_rerun_
 
 @pytest.mark.fast
 def test_the_named_ids_are_the_findings_records_the_held_back_keys_and_the_matches() -> None:
-    findings = discrepancy_frame(
+    findings = finding_frame(
         {
             "category": ["amount_mismatch", "ambiguous_match", "missing_at_provider"],
             "record_key": ["ch_1:payment", "ambiguous:ch_3+ch_4=le_1", "le_9"],

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import matching
-from recon_pipeline.categories import discrepancy_frame
+from recon_pipeline.categories import finding_frame
 from recon_pipeline.simulation.hotel_ledger import PMS_SHAPES, HotelNight, HotelWorld, build_hotel_world
 
 # Plants inside the PMS shapes: what a matcher that pairs everything in them would lose.
@@ -58,7 +58,7 @@ def _findings(night: HotelNight, plants: list[tuple[str, str, str | None]]) -> m
             }
         )
     columns = {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
-    return matching.Reconciled(discrepancy_frame(columns))
+    return matching.Reconciled(finding_frame(columns))
 
 
 def _perfect(night: HotelNight, ledger: pd.DataFrame | None = None) -> matching.Reconciled:

@@ -47,22 +47,22 @@ CASES: list[tuple[list[str], dict[str, str], str, int]] = [
     (["simulator", "serve", "--port", "65536"], {}, "--port", 2),
     (["simulator", "serve", "--bookings", "0"], {}, "--bookings", 2),
     (["demo", "--bookings", "10000000"], {}, "--bookings", 2),
-    (["discrepancies", "show", "99999999999999999999"], {}, "discrepancy_id", 2),
-    (["discrepancies", "show", "2147483648"], {}, "discrepancy_id", 2),
+    (["findings", "show", "99999999999999999999"], {}, "finding_id", 2),
+    (["findings", "show", "2147483648"], {}, "finding_id", 2),
     (
-        ["discrepancies", "ack", "1", "9223372036854775808", "--by", "a", "--note", "n"],
+        ["findings", "ack", "1", "9223372036854775808", "--by", "a", "--note", "n"],
         {},
-        "discrepancy_id",
+        "finding_id",
         2,
     ),
-    (["discrepancies", "list", "--night", "2026-13-01"], {}, "--night", 2),
-    (["discrepancies", "list", "--night", "20261101"], {}, "--night", 2),
-    (["discrepancies", "list", "--property", "a,b"], {}, "--property", 2),
-    (["discrepancies", "list", "--limit", "0"], {}, "--limit", 2),
-    (["discrepancies", "list", "--limit", "99999999999999999999"], {}, "--limit", 2),
-    (["discrepancies", "threshold", "../etc"], {}, "property", 2),
-    (["discrepancies", "threshold", "p1", "--set", "9223372036854775808"], {}, "--set", 2),
-    (["discrepancies", "threshold", "p1", "--set", "-5"], {}, "--set", 2),
+    (["findings", "list", "--night", "2026-13-01"], {}, "--night", 2),
+    (["findings", "list", "--night", "20261101"], {}, "--night", 2),
+    (["findings", "list", "--property", "a,b"], {}, "--property", 2),
+    (["findings", "list", "--limit", "0"], {}, "--limit", 2),
+    (["findings", "list", "--limit", "99999999999999999999"], {}, "--limit", 2),
+    (["findings", "threshold", "../etc"], {}, "property", 2),
+    (["findings", "threshold", "p1", "--set", "9223372036854775808"], {}, "--set", 2),
+    (["findings", "threshold", "p1", "--set", "-5"], {}, "--set", 2),
     (["adjustments", "four-eyes", "../etc"], {}, "property", 2),
     (["adjustments", "four-eyes", "p1", "--above", "9223372036854775808"], {}, "--above", 2),
     (["adjustments", "four-eyes", "p1", "--above", "5", "--clear"], {}, "--clear", 2),
@@ -84,7 +84,7 @@ CASES: list[tuple[list[str], dict[str, str], str, int]] = [
     (["db", "init"], {"RECON_HOME": "{file}"}, "RECON_HOME", 2),
     # A database that is there but holds no tables yet is a failed command, not bad input.
     (
-        ["discrepancies", "list"],
+        ["findings", "list"],
         {"RECON_DATABASE_URL": "sqlite:///{tmp}/empty.sqlite"},
         "RECON_DATABASE_URL",
         1,
@@ -92,10 +92,10 @@ CASES: list[tuple[list[str], dict[str, str], str, int]] = [
 ]
 UNREACHABLE: list[list[str]] = [
     ["db", "init"],
-    ["discrepancies", "list"],
-    ["discrepancies", "show", "1"],
-    ["discrepancies", "resolve", "1", "--by", "a", "--note", "n"],
-    ["discrepancies", "threshold", "p1"],
+    ["findings", "list"],
+    ["findings", "show", "1"],
+    ["findings", "resolve", "1", "--by", "a", "--note", "n"],
+    ["findings", "threshold", "p1"],
     ["adjustments", "four-eyes", "p1"],
     ["webhooks", "serve", "--port", "1"],
     ["demo", "--bookings", "1"],
@@ -180,15 +180,15 @@ def test_ids_beyond_the_column_are_refused_on_a_real_database(database_url: str)
     hold. Both now refuse the id up front, and an id within range still reaches the database."""
     assert run_recon("db", "init", RECON_DATABASE_URL=database_url).returncode == 0
     for argv, name in (
-        (("discrepancies", "show", "99999999999999999999"), "discrepancy_id"),
-        (("discrepancies", "show", "2147483648"), "discrepancy_id"),
-        (("discrepancies", "threshold", "p1", "--set", "99999999999999999999"), "--set"),
+        (("findings", "show", "99999999999999999999"), "finding_id"),
+        (("findings", "show", "2147483648"), "finding_id"),
+        (("findings", "threshold", "p1", "--set", "99999999999999999999"), "--set"),
     ):
         done = run_recon(*argv, RECON_DATABASE_URL=database_url)
         assert (done.returncode, done.stdout) == (2, ""), done
         assert_one_line(done.stderr, name)
-    done = run_recon("discrepancies", "show", "2147483647", RECON_DATABASE_URL=database_url)
-    assert (done.returncode, done.stderr) == (2, "error: no discrepancy with id 2147483647\n")
+    done = run_recon("findings", "show", "2147483647", RECON_DATABASE_URL=database_url)
+    assert (done.returncode, done.stderr) == (2, "error: no finding with id 2147483647\n")
 
 
 def test_settings_read_by_dagster_definitions_name_their_variable(monkeypatch: pytest.MonkeyPatch) -> None:

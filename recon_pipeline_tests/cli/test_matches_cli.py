@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from recon_pipeline.db.schema import match_decisions, matches
-from recon_pipeline.review.matches import save_matches
+from recon_pipeline.storage.matches import save_matches
 from recon_pipeline_tests.support.match_rows import (
     NIGHT,
     NOW,

@@ -27,8 +27,6 @@ from sqlalchemy import insert
 
 from recon_pipeline import cli
 from recon_pipeline.batches import launch
-from recon_pipeline.batches.outcomes import FAILED as OUTCOME_FAILED
-from recon_pipeline.batches.outcomes import PropertyOutcome, record_outcomes
 from recon_pipeline.batches.plan import NightBatch
 from recon_pipeline.batches.submit import (
     FAILED,
@@ -48,6 +46,8 @@ from recon_pipeline.db.schema import properties
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, NIGHT_TAG, PROPERTIES_TAG
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.night_outcomes import FAILED as OUTCOME_FAILED
+from recon_pipeline.storage.night_outcomes import PropertyOutcome, record_outcomes
 from recon_pipeline_tests.support.dagster_processes import start_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -21,12 +21,12 @@ import dagster as dg
 import pytest
 from dagster._core.storage.tags import PARTITION_NAME_TAG
 
-from recon_pipeline.batches.outcomes import SUCCEEDED, load_outcomes
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, NIGHT_TAG
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.run import found_by_category
+from recon_pipeline.storage.night_outcomes import SUCCEEDED, load_outcomes
 from recon_pipeline_tests.support.dagster_processes import (
     DEPLOY_DIR,
     DagsterDeployment,

@@ -19,8 +19,8 @@ from recon_pipeline.db.schema import discrepancies, properties
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY, plan_adjustments
 from recon_pipeline.reports.overview import ORPHAN_COLUMNS, OVERVIEW_COLUMNS
 from recon_pipeline.reports.paths import FILE_NAMES, OPEN_CSV, ORPHANS_CSV, OVERVIEW_FOLDER
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW, finding, findings_frame
 from recon_pipeline_tests.support.review_commands import recon
 
@@ -58,7 +58,7 @@ def reconcile(engine: Engine, property_id: str, night: str, found: pd.DataFrame,
     """What a night's run commits: the findings, then the adjustments that follow them."""
     now = NOW + timedelta(hours=run)
     with engine.begin() as connection:
-        save_discrepancies(connection, property_id, night, found, f"run-{run}", now)
+        save_findings(connection, property_id, night, found, f"run-{run}", now)
         plan = plan_adjustments(property_id, night, found, f"run-{run}", now)
         sync_adjustments(connection, property_id, night, plan, now)
 

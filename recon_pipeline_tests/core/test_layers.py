@@ -42,10 +42,11 @@ FLOORS: dict[str, int] = {
     "db": 1,
     "providers": 1,
     "metrics": 1,
-    # 2 what is read and decided (reconcile stays pure)
+    # 2 what is read and decided (reconcile stays pure), and the pipeline's tables, one room per table
     "ledger": 2,
     "events": 2,
     "reconcile": 2,
+    "storage": 2,
     # 3 the work
     "batches": 3,
     "postings": 3,
@@ -257,3 +258,57 @@ def test_no_two_top_level_folders_import_each_other() -> None:
     assert not mutual, "\n".join(
         f"{a} and {b} import each other: {between[a, b][0]}; {between[b, a][0]}" for a, b in mutual
     )
+
+
+# The tables the pipeline writes, each owned by one module of ``storage/`` (a room per table).
+PIPELINE_TABLES: dict[str, str] = {
+    "discrepancies": "recon_pipeline.storage.findings",
+    "adjustments": "recon_pipeline.storage.adjustments",
+    "matches": "recon_pipeline.storage.matches",
+    "provider_records": "recon_pipeline.storage.provider_records",
+    "night_reconciliations": "recon_pipeline.storage.night_outcomes",
+    "night_takings": "recon_pipeline.storage.night_takings",
+}
+# SQLAlchemy's statements take the table first; the house's writers (db/upsert.py, db/bulk.py) second.
+STATEMENTS = {"insert": 0, "update": 0, "delete": 0, "upsert": 1, "insert_new": 1, "copy_insert_new": 1}
+
+
+def table_writes(path: Path) -> Iterator[tuple[str, int]]:
+    """Each pipeline table a module's code names as the target of a write, with the line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        owner = getattr(node.func, "value", None)  # ``table.insert()``: the table's own statement
+        if (
+            name in ("insert", "update", "delete")
+            and isinstance(owner, ast.Name)
+            and owner.id in PIPELINE_TABLES
+        ):
+            yield owner.id, node.lineno
+            continue
+        position = STATEMENTS.get(name)
+        if position is None or len(node.args) <= position:
+            continue
+        target = node.args[position]
+        if isinstance(target, ast.Name) and target.id in PIPELINE_TABLES:
+            yield target.id, node.lineno
+
+
+def test_the_parser_sees_the_writes() -> None:
+    """A scan that missed every write would pass: the run's known writes are found where they are."""
+    found = {table for table, _ in table_writes(MODULES["recon_pipeline.storage.findings"])}
+    assert found == {"discrepancies"}
+    assert {table for table, _ in table_writes(MODULES["recon_pipeline.storage.matches"])} == {"matches"}
+
+
+def test_only_storage_writes_a_pipeline_table() -> None:
+    """A pipeline table is written by its own room of ``storage/`` and nowhere else."""
+    elsewhere = [
+        f"{module}:{line} writes {table} (its room is {PIPELINE_TABLES[table]})"
+        for module, path in sorted(MODULES.items())
+        for table, line in table_writes(path)
+        if module != PIPELINE_TABLES[table]
+    ]
+    assert not elsewhere, "\n".join(elsewhere)

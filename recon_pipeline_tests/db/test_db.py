@@ -13,8 +13,8 @@ from recon_pipeline.db.bulk import BULK_MIN_ROWS, supports_copy
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries, metadata
 from recon_pipeline.reconcile.adjustments import plan_adjustments
-from recon_pipeline.review.results import sync_adjustments, write_adjustments
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.storage.adjustments import sync_adjustments, write_adjustments
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW, finding
 
 
@@ -191,19 +191,19 @@ def test_a_large_batch_is_written_once_with_every_value_intact(database_url: str
     engine.dispose()
 
 
-def test_discrepancies_upsert_leaves_a_rerun_identical(database_url: str) -> None:
+def test_findings_upsert_leaves_a_rerun_identical(database_url: str) -> None:
     engine = make_engine(database_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
-        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
+        counts = save_findings(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW)
     assert (counts.new, counts.already_present, counts.cleared) == (4, 0, 0)
-    snapshot = _discrepancy_rows(engine)
+    snapshot = _finding_rows(engine)
     with engine.begin() as connection:
-        counts = save_discrepancies(
+        counts = save_findings(
             connection, "p1", "2026-11-30", FINDINGS, "run-b", NOW + timedelta(hours=2)
         )
     assert (counts.new, counts.already_present, counts.cleared) == (0, 4, 0)
-    assert _discrepancy_rows(engine) == snapshot
+    assert _finding_rows(engine) == snapshot
 
 
 @pytest.mark.parametrize("scope", [None, RECONCILIATION_CATEGORIES], ids=["every-category", "scoped"])
@@ -226,23 +226,23 @@ def test_findings_no_longer_seen_are_cleared_not_deleted_and_outstanding_again_w
             return dict(rows.tuples().all())
 
     with engine.begin() as connection:
-        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW, scope)
+        save_findings(connection, "p1", "2026-11-30", FINDINGS, "run-a", NOW, scope)
         connection.execute(
             discrepancies.update()
             .where(discrepancies.c.record_key == "ch_9:payment")
             .values(review_status="acknowledged")
         )
     with engine.begin() as connection:
-        counts = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", later, scope)
+        counts = save_findings(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-b", later, scope)
     stale = ["ch_2:payment", "ch_3:payment", "ch_9:payment"]  # reviewed or not, each stays, cleared
     assert counts.cleared == 3
     assert cleared_at() == {"ch_1:payment": None, **dict.fromkeys(stale, later)}
     with engine.begin() as connection:  # no change: nothing cleared again, the first clearing time kept
-        again = save_discrepancies(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-c", latest, scope)
+        again = save_findings(connection, "p1", "2026-11-30", FINDINGS.iloc[:1], "run-c", latest, scope)
     assert again.cleared == 0
     assert cleared_at() == {"ch_1:payment": None, **dict.fromkeys(stale, later)}
     with engine.begin() as connection:  # seen again: outstanding again, its review kept
-        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-d", latest, scope)
+        save_findings(connection, "p1", "2026-11-30", FINDINGS, "run-d", latest, scope)
         status = connection.execute(
             select(discrepancies.c.review_status).where(discrepancies.c.record_key == "ch_9:payment")
         ).scalar_one()
@@ -250,7 +250,7 @@ def test_findings_no_longer_seen_are_cleared_not_deleted_and_outstanding_again_w
     assert status == "acknowledged"
 
 
-def _discrepancy_rows(engine) -> list[tuple]:  # type: ignore[no-untyped-def]
+def _finding_rows(engine) -> list[tuple]:  # type: ignore[no-untyped-def]
     with engine.connect() as connection:
         return [
             tuple(row)

@@ -31,12 +31,12 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 
 from recon_pipeline import cli
-from recon_pipeline.batches.outcomes import FAILED, PropertyOutcome, load_outcomes, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import metadata
 from recon_pipeline.db.types import UtcDateTime
 from recon_pipeline.ledger.queries import list_properties
+from recon_pipeline.storage.night_outcomes import FAILED, PropertyOutcome, load_outcomes, record_outcomes
 
 NOW = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 TABLE_0003 = "night_reconciliations"

@@ -20,10 +20,10 @@ import dagster as dg
 import pytest
 from sqlalchemy import create_engine, func, select
 
-from recon_pipeline.batches.outcomes import SUCCEEDED
 from recon_pipeline.db.schema import adjustments, discrepancies, night_reconciliations
-from recon_pipeline.defs.checks import discrepancy_checks
+from recon_pipeline.defs.checks import finding_checks
 from recon_pipeline.simulation.demo.fleet import FLEET_BOOKINGS_PER_NIGHT, fleet_properties
+from recon_pipeline.storage.night_outcomes import SUCCEEDED
 from recon_pipeline_tests.support.celery_workers import (
     CELERY_DAGSTER_YAML,
     NO_THRESHOLD,
@@ -38,7 +38,7 @@ WORKERS = 2
 # The fleet's night windows cut 200 properties into 15 batches (runs) whatever the size above 25; 50
 # keeps the platform account's groups whole and the runs several at a time under the run queue's limit.
 BATCH_SIZE = 50
-STEPS_PER_RUN = 1 + len(discrepancy_checks)  # reconcile_batch and the batch's own asset checks
+STEPS_PER_RUN = 1 + len(finding_checks)  # reconcile_batch and the batch's own asset checks
 
 
 @pytest.mark.slow

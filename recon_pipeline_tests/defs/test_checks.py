@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import Engine, insert, update
 
 from recon_pipeline.batches.nightly import late_night, previous_nights
-from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import payment_event_processing, properties
@@ -20,6 +19,7 @@ from recon_pipeline.nights import last_closed_night
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.events import ProviderEvent
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 
 LISBON = PropertyRow("lisbon", "L", "Europe/Lisbon", "EUR", "00:00", None)
 TOKYO = PropertyRow("tokyo", "T", "Asia/Tokyo", "JPY", "00:00", None)

@@ -8,7 +8,6 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, insert
 
-from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 from recon_pipeline.batches.plan import plan_batches
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -21,6 +20,7 @@ from recon_pipeline.events.store import store_event
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.events import ProviderEvent
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
 
 NOW = datetime.now(UTC)
 

@@ -13,7 +13,6 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, Table, insert, select, update
 
-from recon_pipeline.batches.outcomes import FAILED, SUCCEEDED, PropertyOutcome, load_outcomes, record_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, properties
@@ -23,6 +22,13 @@ from recon_pipeline.defs.schedules import nightly_reconciliation_schedule
 from recon_pipeline.nights import last_closed_night
 from recon_pipeline.properties import InvalidPropertyError, PropertyRow
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.night_outcomes import (
+    FAILED,
+    SUCCEEDED,
+    PropertyOutcome,
+    load_outcomes,
+    record_outcomes,
+)
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 
 MARS = PropertyRow("mars-base", "Mars Base", "Mars/Olympus", "EUR", "00:00", None)
@@ -303,9 +309,9 @@ def test_a_recon_command_on_the_bad_property_fails_in_one_line_naming_it(
 
     seeded_properties(database_url, [DEMO_PROPERTIES[0], MARS])
     monkeypatch.setenv("RECON_DATABASE_URL", database_url)
-    assert main(["discrepancies", "threshold", DEMO_PROPERTIES[0].property_id]) == 0
+    assert main(["findings", "threshold", DEMO_PROPERTIES[0].property_id]) == 0
     capsys.readouterr()
-    assert main(["discrepancies", "threshold", "mars-base"]) == 2
+    assert main(["findings", "threshold", "mars-base"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err == "error: property 'mars-base' is invalid: unknown IANA timezone 'Mars/Olympus'\n"

@@ -19,13 +19,13 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine, func, select
 
-from recon_pipeline.batches.outcomes import SUCCEEDED
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, night_reconciliations
 from recon_pipeline.defs.assets import ADJUSTMENTS, DISCREPANCY_REPORT, reconciliation_assets
 from recon_pipeline.defs.batches import batch_properties, batch_run_config
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.storage.night_outcomes import SUCCEEDED
 from recon_pipeline_tests.support.dagster_processes import (
     JOB_NAME,
     LAUNCH_BACKFILL_MUTATION,

@@ -21,7 +21,7 @@ from recon_pipeline.categories import (
     PAYOUT_FEE_MISMATCH,
     PAYOUT_FEE_MISSING,
     RECONCILIATION_CATEGORIES,
-    empty_discrepancies,
+    empty_findings,
 )
 from recon_pipeline.db.schema import adjustments, discrepancies, ledger_entries
 from recon_pipeline.payouts.fees import BookedFee, fee_findings, fee_findings_frame
@@ -30,8 +30,8 @@ from recon_pipeline.payouts.trace import TracedTransaction
 from recon_pipeline.postings.sql_adapter import entry_id_for
 from recon_pipeline.properties import FEE_NONE, FEE_PER_PAYOUT, PropertyRow
 from recon_pipeline.providers.payouts import Payout, PayoutTransaction
-from recon_pipeline.review.results import sync_adjustments
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.storage.adjustments import sync_adjustments
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.payout_fixtures import (
     ARRIVAL,
     PROPERTIES,
@@ -249,8 +249,8 @@ def test_the_nights_reconciliation_leaves_the_payouts_fee_findings_and_proposals
     with world.engine.begin() as connection:  # the nightly writers of the same property-night, scoped
         now = datetime.now(UTC)
         sync_adjustments(connection, "porto-ribeira", NIGHT, [], now, RECONCILIATION_CATEGORIES)
-        save_discrepancies(
-            connection, "porto-ribeira", NIGHT, empty_discrepancies(), "rec", now, RECONCILIATION_CATEGORIES
+        save_findings(
+            connection, "porto-ribeira", NIGHT, empty_findings(), "rec", now, RECONCILIATION_CATEGORIES
         )
     assert (outstanding(world), proposals(world)) == before
     with world.engine.begin() as connection, pytest.raises(ValueError, match="payout_fee_missing"):

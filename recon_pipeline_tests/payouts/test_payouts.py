@@ -18,7 +18,7 @@ from recon_pipeline.categories import (
     PAYOUT_FAILED,
     PAYOUT_NOT_DEPOSITED,
     RECONCILIATION_CATEGORIES,
-    empty_discrepancies,
+    empty_findings,
 )
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -45,10 +45,10 @@ from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.payouts import PayoutTransaction
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.providers.stripe.payouts import payout_of
-from recon_pipeline.review.store import save_discrepancies
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import build_world
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.payout_fixtures import (
     ARRIVAL,
     CONNECTED,
@@ -206,11 +206,11 @@ def test_deadline_night_finds_payouts_the_bank_never_showed_and_a_statement_clea
     ]
     # The night's reconciliation of the same property-night neither clears nor touches them.
     with world.engine.begin() as connection:
-        save_discrepancies(
+        save_findings(
             connection,
             "porto-ribeira",
             night,
-            empty_discrepancies(),
+            empty_findings(),
             "rec",
             datetime.now(UTC),
             RECONCILIATION_CATEGORIES,
@@ -390,7 +390,7 @@ def test_the_findings_writer_refuses_another_writers_category(sqlite_url: str) -
     migrations.upgrade(engine)
     payout_finding = findings_frame([failed_finding(next(iter(_payouts_of(payout_store()))))])
     with engine.begin() as connection, pytest.raises(ValueError, match="payout_failed"):
-        save_discrepancies(
+        save_findings(
             connection, "p1", "2026-11-27", payout_finding, "r", datetime.now(UTC), RECONCILIATION_CATEGORIES
         )
     engine.dispose()
@@ -404,7 +404,7 @@ def test_a_movement_is_owned_by_its_ledger_entry_else_its_finding_never_an_unatt
     world: PayoutWorld,
 ) -> None:
     def finding_of(category: str, record_id: str) -> Any:
-        frame = empty_discrepancies()
+        frame = empty_findings()
         row = {
             "category": category,
             "record_key": f"{record_id}:payment",
@@ -417,13 +417,13 @@ def test_a_movement_is_owned_by_its_ledger_entry_else_its_finding_never_an_unatt
 
     now = datetime.now(UTC)
     with world.engine.begin() as connection:
-        save_discrepancies(
+        save_findings(
             connection, "denver-lodge", "2026-11-25", finding_of("missing_in_ledger", "ch_x"), "r", now
         )
-        save_discrepancies(
+        save_findings(
             connection, "denver-lodge", "2026-11-24", finding_of("unattributed_payment", "ch_y"), "r", now
         )
-        save_discrepancies(
+        save_findings(
             connection, "denver-lodge", "2026-11-23", finding_of("amount_mismatch", "ch_l1"), "r", now
         )
         owners = store.source_owners(connection, ["ch_x", "ch_y", "ch_l1", "ch_unknown"])

@@ -29,7 +29,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recon_pipeline.batches.outcomes import FAILED, load_outcomes
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, properties
@@ -44,6 +43,7 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.serving import ServerThread
+from recon_pipeline.storage.night_outcomes import FAILED, load_outcomes
 from recon_pipeline_tests.support.fuzzing import (
     ABSENT,
     deep_nesting,

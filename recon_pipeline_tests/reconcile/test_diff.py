@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.datagen import generate_night
-from recon_pipeline.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.categories import FINDING_COLUMNS
 from recon_pipeline.reconcile import grouping
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline.reconcile.identity import canonical_ledger, name_booked_ids, payment_aliases
@@ -34,7 +34,7 @@ def test_a_clean_night_matches_payments_fees_and_refunds() -> None:
     assert result.matched_amount_by_currency == {"EUR": 10_000 - 320 - 2_500}
     assert result.provider_total_by_currency == result.ledger_total_by_currency == {"EUR": 7_180}
     assert result.timing_difference_count == 0
-    assert list(result.discrepancies.columns) == list(DISCREPANCY_COLUMNS)
+    assert list(result.discrepancies.columns) == list(FINDING_COLUMNS)
 
 
 def test_missing_in_ledger() -> None:
@@ -373,7 +373,7 @@ def test_empty_frames_on_either_side(
 ) -> None:
     result = diff_night(providers(*provider_rows), ledger(*ledger_rows), providers())
     assert result.discrepancies["category"].tolist() == categories
-    assert list(result.discrepancies.columns) == list(DISCREPANCY_COLUMNS)
+    assert list(result.discrepancies.columns) == list(FINDING_COLUMNS)
     assert str(result.discrepancies["ledger_amount_minor"].dtype) == "Int64"
     assert str(result.discrepancies["provider_amount_minor"].dtype) == "Int64"
 

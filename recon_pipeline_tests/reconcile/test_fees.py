@@ -13,7 +13,7 @@ from recon_pipeline.categories import (
     AMOUNT_MISMATCH,
     MISSING_AT_PROVIDER,
     MISSING_IN_LEDGER,
-    empty_discrepancies,
+    empty_findings,
 )
 from recon_pipeline.properties import FEE_NONE, FEE_PER_MOVEMENT, FEE_PER_PAYOUT
 from recon_pipeline.reconcile.adjustments import plan_adjustments
@@ -91,7 +91,7 @@ def test_per_movement_is_todays_diff_the_same_frames_and_no_summary() -> None:
     ]
     kinds = {p["kind"] for p in plan_adjustments("p1", "2025-03-15", result.discrepancies, "r", NOW)}
     assert kinds == {"post_missing_fee"}
-    report = build_night_report(result, empty_discrepancies())
+    report = build_night_report(result, empty_findings())
     assert report.fees_taken is None
     assert not any(key.startswith("fees_taken") for key in report.as_metadata())
     assert "Fees the provider took" not in report.as_text() + report.totals_markdown()
@@ -149,16 +149,16 @@ def test_the_summary_counts_settled_fees_at_the_figure_the_account_was_charged()
 
 def test_the_night_report_shows_the_fees_taken() -> None:
     result, taken = diffed(FEE_NONE, night(), gross_ledger())
-    report = build_night_report(result, empty_discrepancies(), taken)
+    report = build_night_report(result, empty_findings(), taken)
     metadata = report.as_metadata()
     assert (metadata["fees_taken"], metadata["fees_taken/EUR"]) == (5, "29.05 EUR")
     assert "Fees the provider took (not booked per movement): 5 fees, 29.05 EUR." in report.totals_markdown()
     assert "  Fees the provider took (not booked per movement): 5 fees, 29.05 EUR" in report.as_text()
     quiet, nothing = diffed(FEE_PER_PAYOUT, providers(record("ch_1")), ledger(entry("le_1", "ch_1")))
-    empty = build_night_report(quiet, empty_discrepancies(), nothing)
+    empty = build_night_report(quiet, empty_findings(), nothing)
     assert empty.as_metadata()["fees_taken"] == 0
     assert "Fees the provider took (not booked per movement): none" in empty.as_text()
-    today = build_night_report(result, empty_discrepancies())
+    today = build_night_report(result, empty_findings())
     batch = combined_report([report, today, report])
     assert batch.fees_taken == FeesTaken({"EUR": 10}, {"EUR": 5_810})
     assert combined_report([today, today]).fees_taken is None

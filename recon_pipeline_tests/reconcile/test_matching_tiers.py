@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from recon_pipeline.categories import AMBIGUOUS_MATCH, DISCREPANCY_COLUMNS, SUGGESTED_MATCH
+from recon_pipeline.categories import AMBIGUOUS_MATCH, FINDING_COLUMNS, SUGGESTED_MATCH
 from recon_pipeline.money import format_minor
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.matching import MATCH_COLUMNS, MatchPolicy, match_night
@@ -126,7 +126,7 @@ def test_the_remainder_of_equally_good_candidates_is_one_ambiguity_without_money
         "(100.00 EUR) of booking bk_1 are equally good candidates by booking_amount: ch_2 and ch_3 stay "
         "unpaired, and nothing is proposed until a person pairs them by hand"
     )
-    assert list(outcome.findings.columns) == list(DISCREPANCY_COLUMNS)
+    assert list(outcome.findings.columns) == list(FINDING_COLUMNS)
     assert sorted(outcome.provider_records["provider_record_id"]) == ["ch_1"]
 
 

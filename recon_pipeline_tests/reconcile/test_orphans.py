@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from recon_pipeline.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.categories import FINDING_COLUMNS
 from recon_pipeline.providers.objects import records_frame
 from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
@@ -68,7 +68,7 @@ def test_captured_payments_of_unconfirmed_or_unknown_bookings_are_orphans() -> N
         NOW,
         GRACE,
     )
-    assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+    assert list(orphans.columns) == list(FINDING_COLUMNS)
     assert orphans["record_key"].tolist() == [
         "payment:pi_1",
         "payment:pi_3",
@@ -187,7 +187,7 @@ def test_a_terminal_charge_takes_its_booking_from_the_folio_posting_that_books_i
 def test_no_captures_no_orphans() -> None:
     orphans = find_orphaned_captured_payments(payments(), bookings(), NOW, GRACE)
     assert orphans.empty
-    assert list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+    assert list(orphans.columns) == list(FINDING_COLUMNS)
 
 
 def test_a_night_whose_every_booking_is_confirmed_has_no_orphan() -> None:
@@ -200,7 +200,7 @@ def test_a_night_whose_every_booking_is_confirmed_has_no_orphan() -> None:
         NOW,
         GRACE,
     )
-    assert orphans.empty and list(orphans.columns) == list(DISCREPANCY_COLUMNS)
+    assert orphans.empty and list(orphans.columns) == list(FINDING_COLUMNS)
 
 
 @pytest.mark.parametrize(

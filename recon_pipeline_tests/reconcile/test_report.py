@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from recon_pipeline.categories import ALL_CATEGORIES, empty_discrepancies
+from recon_pipeline.categories import ALL_CATEGORIES, empty_findings
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
@@ -80,8 +80,8 @@ def test_category_summary_lists_every_category_in_contract_order() -> None:
     ]
 
 
-def test_top_discrepancies_markdown_formats_each_currency_in_its_own_unit() -> None:
-    markdown = night_report().top_discrepancies_markdown(limit=3)
+def test_top_findings_markdown_formats_each_currency_in_its_own_unit() -> None:
+    markdown = night_report().top_findings_markdown(limit=3)
     lines = markdown.splitlines()
     assert lines[0] == "| category | record | provider | ledger | difference | detail |"
     assert len(lines) == 2 + 3
@@ -102,7 +102,7 @@ def test_summary_markdown_is_a_table_of_the_summary() -> None:
 
 
 def test_a_currency_mismatch_shows_each_side_in_its_own_currency_and_no_difference() -> None:
-    markdown = night_report().top_discrepancies_markdown()
+    markdown = night_report().top_findings_markdown()
     [row] = [line for line in markdown.splitlines() if line.startswith("| currency_mismatch |")]
     assert row.startswith("| currency_mismatch | `ch_u1:payment` | 20.00 USD | 20.00 EUR | USD ≠ EUR |")
     assert re.search(r"currency_mismatch +ch_u1:payment +USD ≠ EUR ", night_report().as_text())
@@ -153,8 +153,8 @@ def test_text_report_for_a_terminal() -> None:
 
 def test_a_quiet_night() -> None:
     result = diff_night(providers(record("ch_1")), ledger(entry("le_1", "ch_1")))
-    report = build_night_report(result, empty_discrepancies())
-    assert report.top_discrepancies_markdown() == "_No discrepancies._"
+    report = build_night_report(result, empty_findings())
+    assert report.top_findings_markdown() == "_No discrepancies._"
     assert report.category_summary()["count"].sum() == 0
     assert len(report.category_summary()) == len(ALL_CATEGORIES)
     assert report.as_metadata()["matched"] == 1

@@ -15,7 +15,7 @@ from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.reports.exports import write_csv, write_parquet
-from recon_pipeline.reports.queries import partition_discrepancies
+from recon_pipeline.reports.queries import partition_findings
 
 PROPERTY, NIGHT = "p1", "2026-11-01"
 # record_key → (provider_record_id, ledger_entry_id, difference_minor): a formula in each text column
@@ -50,7 +50,7 @@ def test_formula_cells_are_neutralised_and_numbers_kept(database_url: str, tmp_p
     with engine.begin() as connection:
         connection.execute(insert(discrepancies), rows)
     with engine.connect() as connection:
-        frame = partition_discrepancies(connection, PROPERTY, NIGHT)
+        frame = partition_findings(connection, PROPERTY, NIGHT)
     engine.dispose()
     csv_path = write_csv(frame, tmp_path / "discrepancies.csv")
     parquet_path = write_parquet(frame, tmp_path / "discrepancies.parquet")

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, insert
 from recon_pipeline.db.schema import properties
 from recon_pipeline.ledger.queries import load_property
 from recon_pipeline.reports.render import render_night_html
-from recon_pipeline.review.matches import save_matches
+from recon_pipeline.storage.matches import save_matches
 from recon_pipeline_tests.support.match_rows import NIGHT, NOW, PROPERTY, match_row, matches_frame
 
 

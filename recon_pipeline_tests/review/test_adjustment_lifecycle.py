@@ -23,7 +23,7 @@ from recon_pipeline.nights import night_window
 from recon_pipeline.reports.queries import unresolved_findings
 from recon_pipeline.review.adjustments import adjustment_states
 from recon_pipeline.review.render import money
-from recon_pipeline.review.store import unexplained_amounts
+from recon_pipeline.storage.findings import unexplained_amounts
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata
 
 LISBON = "lisbon-riverside"  # EUR
@@ -129,7 +129,7 @@ def test_adjustments_follow_the_ledger_through_reruns_and_reviews(
     currency = missing["currency"]
     assert unexplained[currency] == unexplained_before[currency] - abs(missing["difference_minor"])
     assert len(overview) == len(pipeline.table(discrepancies)) - 1
-    assert cli.main(["discrepancies", "list", "--category", "missing_in_ledger", "--limit", "500"]) == 0
+    assert cli.main(["findings", "list", "--category", "missing_in_ledger", "--limit", "500"]) == 0
     assert f"{missing_key}" in (listed := capsys.readouterr().out) and "open, cleared" in listed
 
     # The ledger amount of the mismatch changes: the proposal is superseded by one for the new need.

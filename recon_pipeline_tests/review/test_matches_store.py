@@ -14,19 +14,17 @@ from sqlalchemy import Engine, event, select
 from recon_pipeline.db.schema import match_decisions, matches
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.reconcile.matching import KnownMatch
-from recon_pipeline.review.matches import (
+from recon_pipeline.review.matches import confirm_match, pair_by_hand, reject_match
+from recon_pipeline.storage.findings import save_findings
+from recon_pipeline.storage.matches import (
     MatchFilter,
     MatchSaveCounts,
     UnknownMatchError,
-    confirm_match,
     count_matches,
     known_matches,
     list_matches,
-    pair_by_hand,
-    reject_match,
     save_matches,
 )
-from recon_pipeline.review.store import save_discrepancies
 from recon_pipeline_tests.support.finding_rows import finding, findings_frame
 from recon_pipeline_tests.support.match_rows import (
     NIGHT,
@@ -304,7 +302,7 @@ def test_a_pair_by_hand_takes_its_records_kind_from_their_findings(engine: Engin
     )  # fmt: skip
     with engine.begin() as connection:
         seed_pairable_night(connection)
-        save_discrepancies(
+        save_findings(
             connection, PROPERTY, NIGHT, findings_frame(refund), "run-1", NOW, ["missing_in_ledger"]
         )
         pair_by_hand(connection, PROPERTY, NIGHT, ["re_3"], ["le_2"], "ana", "refund posted as -80", LATER[0])
@@ -327,7 +325,7 @@ def test_a_record_an_ambiguity_holds_back_can_be_paired_by_hand(engine: Engine) 
     )  # fmt: skip
     with engine.begin() as connection:
         seed_pairable_night(connection)
-        save_discrepancies(
+        save_findings(
             connection, PROPERTY, NIGHT, findings_frame(ambiguity), "run-1", NOW, ["ambiguous_match"]
         )
         pair_by_hand(

@@ -12,8 +12,9 @@ from sqlalchemy import Engine, select, text, update
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, ledger_entries
-from recon_pipeline.review.results import WriteCounts
-from recon_pipeline.review.store import review, save_discrepancies
+from recon_pipeline.review.store import review
+from recon_pipeline.storage.adjustments import WriteCounts
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import FINDINGS, NOW
 from recon_pipeline_tests.support.pipeline_fixtures import SeededPipeline
 from recon_pipeline_tests.support.review_commands import KYOTO, jpy, recon
@@ -49,7 +50,7 @@ def test_a_rerun_keeps_review_status_and_a_changed_amount_reopens(
     untouched = next(row for row in found.values() if row["category"] == "missing_in_ledger")
     for action, row in (("resolve", resolved), ("ack", acknowledged), ("resolve", untouched)):
         code, _, err = recon(
-            capsys, "discrepancies", action, str(row["discrepancy_id"]), "--by", "aiko", "--note", "checked"
+            capsys, "findings", action, str(row["discrepancy_id"]), "--by", "aiko", "--note", "checked"
         )
         assert (code, err) == (0, "")
     reviewed = seeded_pipeline.table(discrepancies)
@@ -90,7 +91,7 @@ def test_a_rerun_keeps_review_status_and_a_changed_amount_reopens(
         after[e["record_key"]]["difference_minor"] for e in reopened
     ]
 
-    code, out, _ = recon(capsys, "discrepancies", "show", str(resolved["discrepancy_id"]))
+    code, out, _ = recon(capsys, "findings", "show", str(resolved["discrepancy_id"]))
     history = out.split("review history\n", 1)[1].splitlines()
     assert "resolved -> open  by recon" in history[-1]
     assert f"at {jpy(resolved['difference_minor'] + 300)}" in history[-1]
@@ -103,7 +104,7 @@ def test_concurrent_identical_runs_reopen_once(postgres_url: str) -> None:
     engine = make_engine(postgres_url)
     migrations.upgrade(engine)
     with engine.begin() as connection:
-        save_discrepancies(connection, "p1", "2026-11-30", FINDINGS, "run-0", NOW)
+        save_findings(connection, "p1", "2026-11-30", FINDINGS, "run-0", NOW)
         target = connection.execute(
             select(discrepancies.c.discrepancy_id).where(discrepancies.c.record_key == "ch_2:payment")
         ).scalar_one()
@@ -120,12 +121,12 @@ def test_concurrent_identical_runs_reopen_once(postgres_url: str) -> None:
         try:
             with engine.begin() as connection:
                 second_started.set()
-                second.append(save_discrepancies(connection, "p1", "2026-11-30", changed, "run-2", NOW))
+                second.append(save_findings(connection, "p1", "2026-11-30", changed, "run-2", NOW))
         except BaseException as error:  # reported to the main thread below
             errors.append(error)
 
     with engine.begin() as connection:
-        first = save_discrepancies(connection, "p1", "2026-11-30", changed, "run-1", NOW)
+        first = save_findings(connection, "p1", "2026-11-30", changed, "run-1", NOW)
         worker = threading.Thread(target=second_run)
         worker.start()
         assert second_started.wait(WAIT_S)

@@ -7,18 +7,8 @@ import pytest
 from recon_pipeline.errors import ConfigError, ReviewError
 from recon_pipeline.review import render
 from recon_pipeline.review.limits import default_threshold_minor, orphan_error_after
-from recon_pipeline.review.rules import (
-    ACKNOWLEDGE,
-    NOTE,
-    REOPEN,
-    RESOLVE,
-    DiscrepancyFilter,
-    next_status,
-    reopens,
-    status_after,
-    validate_note,
-    validate_reviewer,
-)
+from recon_pipeline.review.rules import next_status, status_after, validate_note, validate_reviewer
+from recon_pipeline.storage.findings import ACKNOWLEDGE, NOTE, REOPEN, RESOLVE, FindingFilter, reopens
 
 
 @pytest.mark.parametrize(
@@ -83,7 +73,7 @@ def test_reviewer_and_note_are_validated() -> None:
 
 
 def test_filters_and_ids_are_validated() -> None:
-    assert DiscrepancyFilter("kyoto-gion", "2026-11-30", "amount_mismatch", "open").status == "open"
+    assert FindingFilter("kyoto-gion", "2026-11-30", "amount_mismatch", "open").status == "open"
     for where in (
         {"property_id": "a,b"},
         {"night": "30-11-2026"},
@@ -91,7 +81,7 @@ def test_filters_and_ids_are_validated() -> None:
         {"status": "Open"},
     ):
         with pytest.raises(ValueError):
-            DiscrepancyFilter(**where)
+            FindingFilter(**where)
 
 
 def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

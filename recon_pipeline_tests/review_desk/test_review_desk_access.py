@@ -25,8 +25,8 @@ from recon_pipeline.db.schema import (
     payouts,
     posting_outbox,
 )
-from recon_pipeline.review.matches import save_matches
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
+from recon_pipeline.storage.matches import save_matches
 from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,
@@ -96,7 +96,7 @@ def get_cases(desk: Desk) -> dict[str, list[tuple[str, dict[str, str], int]]]:
     p2_night = f"/nights/p2/{NIGHT}"
     return {
         "/findings": [("/findings", {}, 200), ("/findings", {"property": "p2"}, 400)],
-        "/findings/{discrepancy_id}": [(f"/findings/{desk.finding_id}", {}, 404)],
+        "/findings/{finding_id}": [(f"/findings/{desk.finding_id}", {}, 404)],
         "/findings/export.csv": [
             ("/findings/export.csv", {}, 200),
             ("/findings/export.csv", {"property": "p2"}, 400),
@@ -138,16 +138,16 @@ def get_cases(desk: Desk) -> dict[str, list[tuple[str, dict[str, str], int]]]:
 def post_cases(desk: Desk) -> dict[str, dict[str, Any]]:
     """Action route → the form a p1 user posts about p2's records (each must be a 404)."""
     return {
-        "/findings/{discrepancy_id}/review": {
+        "/findings/{finding_id}/review": {
             "path": f"/findings/{desk.finding_id}/review",
             "action": "acknowledge",
             "comment": "not mine to review",
         },
-        "/findings/{discrepancy_id}/assign": {
+        "/findings/{finding_id}/assign": {
             "path": f"/findings/{desk.finding_id}/assign",
             "assignee": "alice",
         },
-        "/findings/{discrepancy_id}/note": {"path": f"/findings/{desk.finding_id}/note", "note": "not mine"},
+        "/findings/{finding_id}/note": {"path": f"/findings/{desk.finding_id}/note", "note": "not mine"},
         "/findings/bulk/confirm": {
             "path": "/findings/bulk/confirm",
             "action": "acknowledge",

@@ -198,8 +198,8 @@ def test_bulk_acknowledge_of_three_findings_goes_through_a_confirmation(
     base = desk.base_url
     analyst.goto(f"{base}/findings?property=tokyo-ginza&status=open")
     chosen = row_ids(analyst)[:3]
-    for discrepancy_id in chosen:
-        analyst.get_by_label(f"Select finding {discrepancy_id}", exact=True).check()
+    for finding_id in chosen:
+        analyst.get_by_label(f"Select finding {finding_id}", exact=True).check()
     analyst.get_by_role("button", name="Acknowledge selected").click()
     analyst.wait_for_url(f"{base}/findings/bulk/confirm")
     expect(analyst.get_by_role("heading", level=1)).to_have_text("Confirm: acknowledge 3 findings")
@@ -270,8 +270,8 @@ def test_no_page_is_wider_than_a_laptops_window(desk: ServedDesk, request: pytes
             measure(f"adjustments?tab={tab}", f"/adjustments?tab={tab}")
 
         page.goto(f"{base}/findings?property=rome-centro")
-        for discrepancy_id in row_ids(page)[:2]:
-            page.get_by_label(f"Select finding {discrepancy_id}", exact=True).check()
+        for finding_id in row_ids(page)[:2]:
+            page.get_by_label(f"Select finding {finding_id}", exact=True).check()
         page.get_by_role("button", name="Acknowledge selected").click()
         page.wait_for_url(f"{base}/findings/bulk/confirm")
         expect(page.get_by_role("heading", level=1)).to_have_text("Confirm: acknowledge 2 findings")

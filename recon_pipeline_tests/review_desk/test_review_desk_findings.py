@@ -271,10 +271,10 @@ def desk(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
 
 
 def review(
-    client: httpx.Client, discrepancy_id: int, action: str, comment: str, **extra: str
+    client: httpx.Client, finding_id: int, action: str, comment: str, **extra: str
 ) -> httpx.Response:
     return post_form(
-        client, f"/findings/{discrepancy_id}/review", {"action": action, "comment": comment, **extra}
+        client, f"/findings/{finding_id}/review", {"action": action, "comment": comment, **extra}
     )
 
 

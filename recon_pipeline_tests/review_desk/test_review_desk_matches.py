@@ -19,9 +19,10 @@ import pytest
 from sqlalchemy import Engine, insert, select
 
 from recon_pipeline.db.schema import discrepancies, ledger_entries, match_decisions, matches, review_audit
-from recon_pipeline.review.matches import match_key, save_matches
+from recon_pipeline.review.matches import match_key
 from recon_pipeline.review_desk import matches as desk_matches
 from recon_pipeline.review_desk.pages.matches import split_ids
+from recon_pipeline.storage.matches import save_matches
 from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,

@@ -187,7 +187,7 @@ def test_bulk_acknowledge_confirms_then_reviews_each_with_a_refusal_beside_its_r
         done = html.unescape(review.text)
         assert "<h1>Acknowledged 2 findings</h1>" in done and "1 refused" in done
         refused = done.split(f'<tr data-id="{desk.ids["r-c"]}" class="error">', 1)[1].split("</tr>", 1)[0]
-        assert "refused: discrepancy" in refused and "a resolved finding cannot be acknowledged" in refused
+        assert "refused: finding" in refused and "a resolved finding cannot be acknowledged" in refused
         assert '<a href="/findings?status=open">Back to findings</a>' in done
     assert [desk.finding(key)["review_status"] for key in keys] == [
         "acknowledged",

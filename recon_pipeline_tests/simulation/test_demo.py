@@ -151,7 +151,7 @@ def test_razorpay_demo_passes_its_blocking_check_until_an_analyst_tightens_the_t
     assert f"== {prop}" in first.stdout and "speaking razorpay" in first.stdout
     assert "differs" not in first.stdout and "discrepancy_thresholds +1" in first.stdout
 
-    tightened = run_recon("discrepancies", "threshold", prop, "--set", "100000", env=env)
+    tightened = run_recon("findings", "threshold", prop, "--set", "100000", env=env)
     assert tightened.returncode == 0, tightened.stderr
     second = run_recon("demo", "--provider", "razorpay", "--bookings", "40", env=env)
     assert second.returncode == 1

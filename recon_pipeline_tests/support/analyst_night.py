@@ -19,7 +19,6 @@ import pandas as pd
 from sqlalchemy import Connection, insert, update
 
 from recon_pipeline import categories as c
-from recon_pipeline.batches.takings import save_takings
 from recon_pipeline.db.schema import (
     adjustment_reviews,
     adjustments,
@@ -38,6 +37,7 @@ from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.reconcile.matching import match_key
 from recon_pipeline.reconcile.takings import by_tender, night_takings
 from recon_pipeline.review.store import set_threshold
+from recon_pipeline.storage.night_takings import save_takings
 from recon_pipeline.tenders import tender_of
 
 DETECTED = datetime(2026, 12, 3, 2, 30, tzinfo=UTC)

@@ -68,7 +68,7 @@ CELERY_DAGSTER_YAML: dict[str, Any] = {
     },
 }
 # The planted findings of a yen or rupee fleet property exceed the default unexplained-amount threshold,
-# which fails its run by design (test_discrepancy_checks.py); a night on Celery is about where steps run.
+# which fails its run by design (test_finding_checks.py); a night on Celery is about where steps run.
 NO_THRESHOLD = {THRESHOLD_ENV: str(MAX_AMOUNT_MINOR)}
 WORKER_TASK = "Celery worker"  # the metadata key of dagster-celery's "Executing steps ... in celery worker"
 

@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from recon_pipeline.categories import DISCREPANCY_COLUMNS
+from recon_pipeline.categories import FINDING_COLUMNS
 
 NOW = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
 
 
 def finding(category: str, record_key: str, difference: int, **extra: object) -> dict[str, object]:
-    row: dict[str, object] = dict.fromkeys(DISCREPANCY_COLUMNS)
+    row: dict[str, object] = dict.fromkeys(FINDING_COLUMNS)
     row.update(
         category=category,
         record_key=record_key,
@@ -27,7 +27,7 @@ def finding(category: str, record_key: str, difference: int, **extra: object) ->
 
 
 def findings_frame(*rows: dict[str, object]) -> pd.DataFrame:
-    frame = pd.DataFrame(list(rows), columns=list(DISCREPANCY_COLUMNS))
+    frame = pd.DataFrame(list(rows), columns=list(FINDING_COLUMNS))
     for column in ("provider_amount_minor", "ledger_amount_minor"):
         frame[column] = frame[column].astype("Int64")
     return frame

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, insert
 from recon_pipeline.db.schema import ledger_entries, properties
 from recon_pipeline.nights import night_window
 from recon_pipeline.reconcile.matching import MATCH_COLUMNS, match_key
-from recon_pipeline.review.store import save_discrepancies
+from recon_pipeline.storage.findings import save_findings
 from recon_pipeline_tests.support.finding_rows import finding, findings_frame
 
 NIGHT = "2026-12-01"
@@ -95,4 +95,4 @@ def seed_pairable_night(connection: Connection) -> None:
         finding("missing_at_provider", "entry:le_1", -12_000, ledger_entry_id="le_1",
                 ledger_amount_minor=12_000),
     )  # fmt: skip
-    save_discrepancies(connection, PROPERTY, NIGHT, findings, "run-0", NOW)
+    save_findings(connection, PROPERTY, NIGHT, findings, "run-0", NOW)

@@ -77,7 +77,7 @@ def ledger(*rows: dict[str, Any]) -> pd.DataFrame:
 
 
 def findings(result: DiffResult) -> list[dict[str, Any]]:
-    """The discrepancy rows as dicts, nulls as None, without the detail sentence and the ledger's currency
+    """The finding rows as dicts, nulls as None, without the detail sentence and the ledger's currency
     (shown beside its amount: test_report.py)."""
     frame = result.discrepancies.drop(columns=["detail", "ledger_currency"]).astype(object)
     return [

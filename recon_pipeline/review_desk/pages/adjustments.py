@@ -47,6 +47,7 @@ from recon_pipeline.review_desk.pages.findings import parse_id
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, filled_query
+from recon_pipeline.storage.adjustments import AdjustmentFilter
 from recon_pipeline.words import KIND_WORDS, QUEUE_STATE_WORDS
 
 FILTERS: Final = ("tab", "state", "property", "night_from", "night_to", "q", "sort")
@@ -228,7 +229,7 @@ def parse_adjustment_query(params: Any, user: ReviewUser) -> adjustments.Adjustm
     return adjustments.AdjustmentQuery(
         tab=optional_param(params, "tab") or default_tab,
         state=state,
-        property_id=users_property(params, user),
+        where=AdjustmentFilter(property_id=users_property(params, user)),
         night_from=optional_param(params, "night_from"),
         night_to=optional_param(params, "night_to"),
         search=optional_param(params, "q"),

@@ -23,13 +23,14 @@ from starlette.routing import Route
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.errors import ReviewError
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import ACKNOWLEDGE, RESOLVE, validate_note
+from recon_pipeline.review.rules import validate_note
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS
 from recon_pipeline.review_desk.finding_work import review_finding
 from recon_pipeline.review_desk.pages.findings import parse_id, signed_int
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.views import clean_query
 from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.storage.findings import ACKNOWLEDGE, RESOLVE
 from recon_pipeline.words import category_label, category_meaning
 
 MAX_SELECTED: Final = 200  # a page of the list; more at once is no longer a reviewed selection
@@ -62,7 +63,7 @@ def routes(desk: Desk) -> list[Route]:
         try:
             action, ids = _selection(form)
             comment = validate_note(str(form.get("comment") or ""), COMMENT_FIELD)
-            seen = {discrepancy_id: _difference_seen(form, discrepancy_id) for discrepancy_id in ids}
+            seen = {finding_id: _difference_seen(form, finding_id) for finding_id in ids}
         except ValueError as error:
             return _refused(desk, request, user, str(error), back)
         rows = _allowed(desk, ids, user)
@@ -112,7 +113,7 @@ def _allowed(desk: Desk, ids: list[int], user: ReviewUser) -> list[dict[str, Any
         found = {row["discrepancy_id"]: _shown(row) for row in connection.execute(query).mappings()}
     if len(found) != len(ids):
         return None
-    return [found[discrepancy_id] for discrepancy_id in ids]
+    return [found[finding_id] for finding_id in ids]
 
 
 def _shown(row: Any) -> dict[str, Any]:
@@ -133,10 +134,10 @@ def _selection(form: FormData) -> tuple[str, list[int]]:
         raise ValueError("choose Acknowledge selected or Resolve selected")
     ids: dict[int, None] = {}
     for value in form.getlist("discrepancy_id"):
-        discrepancy_id = parse_id(str(value))
-        if discrepancy_id is None:
+        finding_id = parse_id(str(value))
+        if finding_id is None:
             raise ValueError(f"{str(value)[:40]!r} is not a finding's id")
-        ids[discrepancy_id] = None
+        ids[finding_id] = None
     if not ids:
         raise ValueError("select at least one finding")
     if len(ids) > MAX_SELECTED:
@@ -144,12 +145,12 @@ def _selection(form: FormData) -> tuple[str, list[int]]:
     return action, list(ids)
 
 
-def _difference_seen(form: FormData, discrepancy_id: int) -> int:
+def _difference_seen(form: FormData, finding_id: int) -> int:
     """The difference (minor units, signed) the confirmation page showed for the finding."""
-    seen = signed_int(str(form.get(f"difference_seen_{discrepancy_id}") or "").strip())
+    seen = signed_int(str(form.get(f"difference_seen_{finding_id}") or "").strip())
     if seen is None:
         raise ValueError(
-            f"the difference seen of finding {discrepancy_id} is missing or not whole minor units"
+            f"the difference seen of finding {finding_id} is missing or not whole minor units"
         )
     return seen
 

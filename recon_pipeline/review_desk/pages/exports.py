@@ -145,7 +145,7 @@ def adjustments_export(params: Any, user: ReviewUser) -> tuple[RowsReader, list[
     sort = parse_adjustment_sort(params)
     labels = [
         *([] if query.tab == adjustments.ALL else [query.tab]),
-        *_given(query.property_id),
+        *_given(query.where.property_id),
         *_night_range(query.night_from, query.night_to),
         *_given(query.state),
     ]

@@ -49,8 +49,8 @@ def routes(desk: Desk) -> list[Route]:
         return _change(desk, request, user, form, write)
 
     return [
-        Route("/findings/{discrepancy_id}/assign", desk.requires(REVIEW_FINDINGS, assign), methods=["POST"]),
-        Route("/findings/{discrepancy_id}/note", desk.requires(REVIEW_FINDINGS, note), methods=["POST"]),
+        Route("/findings/{finding_id}/assign", desk.requires(REVIEW_FINDINGS, assign), methods=["POST"]),
+        Route("/findings/{finding_id}/note", desk.requires(REVIEW_FINDINGS, note), methods=["POST"]),
     ]
 
 
@@ -63,12 +63,12 @@ def _change(
 ) -> Response:
     """``work`` on the finding of the URL, narrowed to the user's properties, in one transaction; back to
     its page (with the list's query), or the page with the refusal (400) when ``work`` refused."""
-    discrepancy_id = parse_id(request.path_params["discrepancy_id"])
+    finding_id = parse_id(request.path_params["finding_id"])
     refusal: str | None = None
     with desk.engine.begin() as connection:
         row = None
-        if discrepancy_id is not None:
-            row = findings.get_finding(connection, discrepancy_id, user.properties)
+        if finding_id is not None:
+            row = findings.get_finding(connection, finding_id, user.properties)
         if row is None:
             return desk.not_found(request, user)
         try:
@@ -78,7 +78,7 @@ def _change(
     if refusal is not None:
         return finding_page(desk, request, user, row, 400, refusal)
     back = clean_query(str(form.get("back") or ""))
-    return RedirectResponse(f"/findings/{discrepancy_id}" + (f"?{back}" if back else ""), status_code=303)
+    return RedirectResponse(f"/findings/{finding_id}" + (f"?{back}" if back else ""), status_code=303)
 
 
 def _now() -> datetime:

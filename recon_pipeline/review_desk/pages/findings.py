@@ -25,13 +25,7 @@ from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.reconcile.takings import UNKNOWN_BRAND
 from recon_pipeline.review.links import finding_links
 from recon_pipeline.review.render import difference_text
-from recon_pipeline.review.rules import (
-    ACTION_STATUS,
-    MAX_NOTE_LENGTH,
-    REVIEW_STATUSES,
-    DiscrepancyFilter,
-    validate_note,
-)
+from recon_pipeline.review.rules import ACTION_STATUS, MAX_NOTE_LENGTH, validate_note
 from recon_pipeline.review_desk import findings
 from recon_pipeline.review_desk.access import REVIEW_FINDINGS, may
 from recon_pipeline.review_desk.facts import local_and_utc
@@ -44,6 +38,7 @@ from recon_pipeline.review_desk.pages.filters import optional_param, users_prope
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk, filled_query
+from recon_pipeline.storage.findings import REVIEW_STATUSES, FindingFilter
 from recon_pipeline.words import (
     CARD_BRAND_WORDS,
     CATEGORY_WORDS,
@@ -111,11 +106,11 @@ def routes(desk: Desk) -> list[Route]:
         )
 
     async def finding_detail(request: Request, user: ReviewUser) -> Response:
-        discrepancy_id = parse_id(request.path_params["discrepancy_id"])
+        finding_id = parse_id(request.path_params["finding_id"])
         row = None
-        if discrepancy_id is not None:
+        if finding_id is not None:
             with desk.engine.connect() as connection:
-                row = findings.get_finding(connection, discrepancy_id, user.properties)
+                row = findings.get_finding(connection, finding_id, user.properties)
         if row is None:
             return desk.not_found(request, user)
         desk.audit(
@@ -127,15 +122,15 @@ def routes(desk: Desk) -> list[Route]:
         return finding_page(desk, request, user, row)
 
     async def finding_review(request: Request, user: ReviewUser, form: FormData) -> Response:
-        discrepancy_id = parse_id(request.path_params["discrepancy_id"])
+        finding_id = parse_id(request.path_params["finding_id"])
         action = str(form.get("action", ""))
         comment = str(form.get("comment", ""))
         refusal: tuple[int, str] | None = None
         with desk.engine.begin() as connection:
             row = None
-            if discrepancy_id is not None:
-                row = findings.get_finding(connection, discrepancy_id, user.properties)
-            if row is None or discrepancy_id is None:
+            if finding_id is not None:
+                row = findings.get_finding(connection, finding_id, user.properties)
+            if row is None or finding_id is None:
                 return desk.not_found(request, user)
             try:
                 note, seen = _review_input(action, comment, str(form.get("difference_seen", "")))
@@ -143,19 +138,19 @@ def routes(desk: Desk) -> list[Route]:
                 refusal = (400, str(error))
             else:
                 try:
-                    review_finding(connection, user.name, discrepancy_id, action, note, seen, _now())
+                    review_finding(connection, user.name, finding_id, action, note, seen, _now())
                 except ReviewError as error:  # raised before anything was written
                     refusal = (409, str(error))
         if refusal is not None:
             return finding_page(desk, request, user, row, *refusal, comment, str(form.get("back", "")))
         back = list_query(QueryParams(str(form.get("back", ""))))
-        return RedirectResponse(f"/findings/{discrepancy_id}{'?' if back else ''}{back}", status_code=303)
+        return RedirectResponse(f"/findings/{finding_id}{'?' if back else ''}{back}", status_code=303)
 
     return [
         Route("/findings", desk.signed_in(findings_list), methods=["GET"]),
-        Route("/findings/{discrepancy_id}", desk.signed_in(finding_detail), methods=["GET"]),
+        Route("/findings/{finding_id}", desk.signed_in(finding_detail), methods=["GET"]),
         Route(
-            "/findings/{discrepancy_id}/review",
+            "/findings/{finding_id}/review",
             desk.requires(REVIEW_FINDINGS, finding_review),
             methods=["POST"],
         ),
@@ -263,7 +258,7 @@ def parse_finding_query(params: Any, user: ReviewUser) -> findings.FindingQuery:
     amount_text = optional_param(params, "amount_at_least")
     amount = None if amount_text is None else parse_major_amount(amount_text, currency, "amount at least")
     return findings.FindingQuery(
-        DiscrepancyFilter(
+        FindingFilter(
             property_id=property_id,
             category=optional_param(params, "category"),
             status=optional_param(params, "status"),

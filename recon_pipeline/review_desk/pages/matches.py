@@ -38,6 +38,7 @@ from recon_pipeline.review_desk.pages.findings import parse_id
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.storage import matches as stored
 
 FILTERS: Final = ("property", "night", "status", "rule", "cleared", "q", "sort")
 PAIR_FIELDS: Final = ("property", "night", "records", "entries", "reason")
@@ -182,7 +183,7 @@ def routes(desk: Desk) -> list[Route]:
             except (ReviewError, LookupError, ValueError) as error:  # raised before anything was written
                 refusal = str(error)
             else:
-                row = store.get_match(connection, property_id, night, decision.match_key)
+                row = stored.get_match(connection, property_id, night, decision.match_key)
                 record_audit(
                     connection,
                     user.name,
@@ -215,7 +216,7 @@ def match_page(
 ) -> Response:
     """A match's page: both sides, the keys that agree and differ, its decisions; ``error`` above the form."""
     with desk.engine.connect() as connection:
-        history = store.decision_history(connection, row["property_id"], row["night"], row["match_key"])
+        history = stored.decision_history(connection, row["property_id"], row["night"], row["match_key"])
     return desk.page(
         request,
         "match.html",
@@ -252,7 +253,7 @@ def pair_page(
     )
 
 
-def parse_match_filter(params: Any, user: ReviewUser) -> store.MatchFilter:
+def parse_match_filter(params: Any, user: ReviewUser) -> stored.MatchFilter:
     """The list's filters, validated; a property outside the user's is refused like an unknown one."""
     property_id = users_property(params, user)
     cleared_text = optional_param(params, "cleared")
@@ -261,7 +262,7 @@ def parse_match_filter(params: Any, user: ReviewUser) -> store.MatchFilter:
     rule = optional_param(params, "rule")
     if rule is not None and rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}: use one of {', '.join(RULES)}")
-    return store.MatchFilter(
+    return stored.MatchFilter(
         property_id=property_id,
         night=optional_param(params, "night"),
         status=optional_param(params, "status"),
@@ -279,7 +280,7 @@ def _choices(params: Any, user: ReviewUser) -> dict[str, Any]:
     return {
         "params": {name: params.get(name, "") for name in FILTERS},
         "properties": user.properties,
-        "statuses": store.MATCH_STATUSES,
+        "statuses": stored.MATCH_STATUSES,
         "rules": RULES,
         "list_name": "matches",
         "sort_columns": {column.name: column for column in matches.SORT_COLUMNS},

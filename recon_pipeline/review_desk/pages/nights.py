@@ -14,13 +14,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from recon_pipeline.keys import parse_night
-from recon_pipeline.review.rules import DiscrepancyFilter
 from recon_pipeline.review_desk import findings, nights
 from recon_pipeline.review_desk.listing import CurrencyTotal, parse_sort, totals
 from recon_pipeline.review_desk.pages.filters import optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.storage.findings import FindingFilter
 
 FILTERS = ("property", "night_from", "night_to", "q", "sort")
 
@@ -81,7 +81,7 @@ def routes(desk: Desk) -> list[Route]:
             return desk.not_found(request, user)
         with desk.engine.connect() as connection:
             (summary,) = nights.summarise(connection, [(property_id, night)], user.properties)
-            query = findings.FindingQuery(DiscrepancyFilter(property_id=property_id), night, night)
+            query = findings.FindingQuery(FindingFilter(property_id=property_id), night, night)
             found = findings.list_findings(connection, query, user.properties)
             adjusted = nights.night_adjustments(connection, property_id, night, user.properties)
             takings = nights.night_takings(connection, property_id, night, user.properties)

@@ -24,7 +24,7 @@ from recon_pipeline.db.upsert import upsert
 from recon_pipeline.frames import present
 from recon_pipeline.providers.interface import RecordAddress
 from recon_pipeline.reconcile.evidence import folded_records
-from recon_pipeline.review.matches import held_back_records, ids_of
+from recon_pipeline.storage.matches import held_back_records, ids_of
 
 KEY = ("property_id", "provider_record_id", "kind")
 _FRAME_FACTS = (  # a row's facts as the frame (and the fee folded in) has them

@@ -1,5 +1,6 @@
-"""Durable results of a reconciliation: adjustments and their lifecycle (the findings' table has its own
-owner, ``review/store.py``).
+"""The ``adjustments`` table: the run's writes of a night's proposals and their lifecycle, the query type
+the command line and the review desk select adjustments with (``AdjustmentFilter``), and the status a
+person's review or a posting sets (``review/adjustments.py`` and ``postings/`` decide them).
 
 Writes are keyed on business keys, so a replay, a retry or two concurrent runs of one partition leave the
 same rows behind; the database's unique constraints, not the caller, decide what is new. Every writer of a
@@ -14,14 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, func, select, update
 
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.db.upsert import insert_new
-from recon_pipeline.reconcile.lifecycle import PROPOSED, LifecyclePlan, plan_lifecycle
-
-# connection.info entry: (transaction, partition keys whose advisory lock it holds)
-_HELD_LOCKS = "recon_partition_locks"
+from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.reconcile.lifecycle import ADJUSTMENT_STATUSES, PROPOSED, LifecyclePlan, plan_lifecycle
+from recon_pipeline.storage.partition import lock_partition
 
 # What the lifecycle planner reads of the partition's adjustments.
 LIFECYCLE_COLUMNS = ("adjustment_id", "idempotency_key", "revision", "status", "amount_minor", "currency")
@@ -60,7 +60,7 @@ def sync_adjustments(
     supersession. The status guard on each update is the rule's second line in the database.
 
     ``categories``: the finding categories whose proposals this writer owns (default: all), as
-    ``save_discrepancies`` scopes findings: the payouts asset proposes for its payout-fee findings in
+    ``save_findings`` scopes findings: the payouts asset proposes for its payout-fee findings in
     property-nights the night's reconciliation writes too, and neither may withdraw the other's proposals.
     """
     lock_partition(connection, property_id, night)
@@ -88,21 +88,68 @@ def sync_adjustments(
     return plan
 
 
-def lock_partition(connection: Connection, property_id: str, night: str) -> None:
-    """Hold the (property, night) writer lock until the transaction ends.
+def set_status(connection: Connection, adjustment_id: str, status: str, now: datetime) -> None:
+    """The adjustment's new contract status, as a person's review or the posting of it decides."""
+    connection.execute(
+        update(adjustments)
+        .where(adjustments.c.adjustment_id == adjustment_id)
+        .values(status=status, updated_at=now)
+    )
 
-    PostgreSQL: a transaction-scoped advisory lock on the partition's key, asked for once per transaction
-    (the adjustments and the findings of a property-night are written in one: the second writer finds it
-    held). SQLite has a single writer per database already, and its transactions that write never
-    interleave.
-    """
-    if connection.dialect.name != "postgresql":
-        return
-    key = f"recon/discrepancies/{property_id}/{night}"
-    held_by, keys = connection.info.get(_HELD_LOCKS, (None, frozenset()))
-    if held_by is not None and held_by is connection.get_transaction() and key in keys:
-        return
-    connection.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key})
-    transaction = connection.get_transaction()  # begun by the statement if it was not already
-    # Only the current transaction's keys are kept: the entry stays as small as one transaction's locks.
-    connection.info[_HELD_LOCKS] = (transaction, (keys if held_by is transaction else frozenset()) | {key})
+
+class UnknownAdjustmentError(LookupError):
+    """No row of ``adjustments`` has this id."""
+
+
+@dataclass(frozen=True)
+class AdjustmentFilter:
+    """Which adjustments `recon adjustments list` shows; None matches everything. Validated on creation."""
+
+    property_id: str | None = None
+    night: str | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.property_id is not None:
+            validate_property_id(self.property_id)
+        if self.night is not None:
+            parse_night(self.night)
+        if self.status is not None and self.status not in ADJUSTMENT_STATUSES:
+            raise ValueError(f"unknown status {self.status!r}: use one of {', '.join(ADJUSTMENT_STATUSES)}")
+
+    def matching(self) -> list[ColumnElement[bool]]:
+        return [
+            adjustments.c[column] == value
+            for column, value in (
+                ("property_id", self.property_id),
+                ("night", self.night),
+                ("status", self.status),
+            )
+            if value is not None
+        ]
+
+
+def list_adjustments(connection: Connection, where: AdjustmentFilter, limit: int) -> list[RowMapping]:
+    """Matching adjustments, newest night first, then property, kind, record and revision."""
+    c = adjustments.c
+    query = (
+        select(adjustments)
+        .where(*where.matching())
+        .order_by(c.night.desc(), c.property_id, c.kind, c.idempotency_key, c.revision)
+        .limit(limit)
+    )
+    return list(connection.execute(query).mappings())
+
+
+def count_adjustments(connection: Connection, where: AdjustmentFilter) -> int:
+    query = select(func.count()).select_from(adjustments).where(*where.matching())
+    return int(connection.execute(query).scalar_one())
+
+
+def get_adjustment(connection: Connection, adjustment_id: str, *, lock: bool = False) -> RowMapping:
+    """The adjustment's row, or UnknownAdjustmentError; ``lock`` holds it until the transaction ends."""
+    query = select(adjustments).where(adjustments.c.adjustment_id == adjustment_id)
+    row = connection.execute(query.with_for_update() if lock else query).mappings().first()
+    if row is None:
+        raise UnknownAdjustmentError(f"no adjustment with id {adjustment_id}")
+    return row

@@ -5,7 +5,7 @@ report show what the night's run counted without the run.
 The rows are made equal to the night's lines: a line found with the same figures is not written (a re-run
 with no change modifies no row), one with other figures is updated with the run that changed it, a new one
 is inserted and one no longer found (the PMS moved its only entry to another night) is deleted: a bucket
-that is gone has no figure to keep. Under the partition's lock (``review.results.lock_partition``), as the
+that is gone has no figure to keep. Under the partition's lock (``storage/partition.py``), as the
 night's other writers, so two runs of one night at once write each line once.
 """
 
@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Connection, delete, insert, select, update
 
 from recon_pipeline.db.schema import night_takings
 from recon_pipeline.reconcile.takings import NightTakings
-from recon_pipeline.review.results import lock_partition
+from recon_pipeline.storage.partition import lock_partition
 
 _KEY = ("side", "grouped_by", "name", "currency")
 

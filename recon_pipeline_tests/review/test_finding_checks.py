@@ -94,7 +94,7 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
     seeded_pipeline: SeededPipeline, capsys: pytest.CaptureFixture[str]
 ) -> None:
     instance = seeded_pipeline.instance
-    assert recon(capsys, "discrepancies", "threshold", KYOTO, "--set", "0")[0] == 0
+    assert recon(capsys, "findings", "threshold", KYOTO, "--set", "0")[0] == 0
     first = run_night(instance, KYOTO)
     assert not first.success
     unexplained = evaluations(first)[UNEXPLAINED]
@@ -120,7 +120,7 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
     assert asset_metadata(first, "discrepancy_report")["properties"] == 1
 
     # A retry re-executes from the failure: only the check, no provider call; at the threshold it passes.
-    assert recon(capsys, "discrepancies", "threshold", KYOTO, "--set", str(amount))[0] == 0
+    assert recon(capsys, "findings", "threshold", KYOTO, "--set", str(amount))[0] == 0
     requests = seeded_pipeline.stats()["api_requests"]
     retry = reexecute(instance, first.run_id)
     assert retry.success and executed_steps(retry) == {UNEXPLAINED_STEP}
@@ -128,7 +128,7 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
     assert evaluations(retry)[UNEXPLAINED].passed
 
     # One unit above it fails; acknowledging the largest finding explains enough to pass again.
-    assert recon(capsys, "discrepancies", "threshold", KYOTO, "--set", str(amount - 1))[0] == 0
+    assert recon(capsys, "findings", "threshold", KYOTO, "--set", str(amount - 1))[0] == 0
     assert not reexecute(instance, first.run_id, [UNEXPLAINED_STEP]).success
     with seeded_pipeline.engine.connect() as connection:
         largest = connection.execute(
@@ -137,7 +137,7 @@ def test_blocking_check_fails_the_run_above_the_threshold_and_passes_at_or_below
             .order_by(func.abs(discrepancies.c.difference_minor).desc())
         ).first()
     assert largest is not None
-    code, _, _ = recon(capsys, "discrepancies", "ack", str(largest[0]), "--by", "aiko", "--note", "known")
+    code, _, _ = recon(capsys, "findings", "ack", str(largest[0]), "--by", "aiko", "--note", "known")
     assert code == 0
     passing = reexecute(instance, first.run_id, [UNEXPLAINED_STEP])
     assert passing.success
@@ -180,8 +180,8 @@ def test_default_threshold_passes_the_demo_night_and_orphans_are_error_then_warn
     warned = evaluations(reexecute(instance, result.run_id, [ORPHANS_STEP]))[ORPHANS]
     assert not warned.passed and warned.severity == dg.AssetCheckSeverity.WARN
 
-    ids = [str(discrepancy_id) for discrepancy_id, _ in orphans]
-    assert recon(capsys, "discrepancies", "ack", *ids, "--by", "rui", "--note", "calling guests")[0] == 0
+    ids = [str(finding_id) for finding_id, _ in orphans]
+    assert recon(capsys, "findings", "ack", *ids, "--by", "rui", "--note", "calling guests")[0] == 0
     assert evaluations(reexecute(instance, result.run_id, [ORPHANS_STEP]))[ORPHANS].passed
 
 
@@ -191,7 +191,7 @@ def test_the_checks_judge_every_property_of_the_batch(
 ) -> None:
     """One property over its threshold fails the batch's run and is the one shown; the others are judged
     too, and the orphans of every property are counted."""
-    assert recon(capsys, "discrepancies", "threshold", KYOTO, "--set", "0")[0] == 0
+    assert recon(capsys, "findings", "threshold", KYOTO, "--set", "0")[0] == 0
     result = run_night(seeded_pipeline.instance, LISBON, KYOTO)
     assert not result.success
     assert [e.step_key for e in result.all_events if e.is_step_failure] == [UNEXPLAINED_STEP]
