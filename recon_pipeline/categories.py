@@ -122,7 +122,3 @@ def _empty_finding_frame() -> pd.DataFrame:
 def empty_findings() -> pd.DataFrame:
     """A zero-row finding frame (a night with nothing to report)."""
     return finding_frame({})
-
-
-# The matcher (``reconcile/matching/outcome.py``) still imports the frame under its former name.
-discrepancy_frame = finding_frame

@@ -18,7 +18,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.categories import AMBIGUOUS_MATCH, SUGGESTED_MATCH, discrepancy_frame
+from recon_pipeline.categories import AMBIGUOUS_MATCH, SUGGESTED_MATCH, finding_frame
 from recon_pipeline.frames import present, typed_frame
 from recon_pipeline.reconcile.matching.known import Applied
 from recon_pipeline.reconcile.matching.policy import (
@@ -103,7 +103,7 @@ def unchanged(
 ) -> MatchOutcome:
     """Nothing to match: both frames as they came."""
     return MatchOutcome(
-        provider_records, ledger, empty_matches(), discrepancy_frame({}), zero_counts(), exact_id
+        provider_records, ledger, empty_matches(), finding_frame({}), zero_counts(), exact_id
     )
 
 
@@ -200,7 +200,7 @@ def build_outcome(
             [entries[p] for p in at_e],
             detail,
         )
-    findings = discrepancy_frame(found)
+    findings = finding_frame(found)
     if len(findings) > 1:
         findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
     return MatchOutcome(provider_out, ledger_out, match_frame(rows), findings, counts, lambda: sides.exact_id)
