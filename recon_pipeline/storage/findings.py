@@ -25,6 +25,7 @@ from recon_pipeline.db.upsert import upsert
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.storage.adjustments import WriteCounts
+from recon_pipeline.storage.conditions import filter_conditions
 from recon_pipeline.storage.partition import lock_partition
 
 # The review statuses a finding is in and the actions its history records (``review/rules.py`` says which
@@ -95,20 +96,13 @@ class UnknownFindingError(LookupError):
 
 
 def matching_conditions(where: FindingFilter) -> list[ColumnElement[bool]]:
-    conditions = [
-        discrepancies.c[column] == value
-        for column, value in (
-            ("property_id", where.property_id),
-            ("night", where.night),
-            ("category", where.category),
-            ("review_status", where.status),
-        )
-        if value is not None
-    ]
-    if where.cleared is not None:
-        cleared_at = discrepancies.c.cleared_at
-        conditions.append(cleared_at.is_not(None) if where.cleared else cleared_at.is_(None))
-    return conditions
+    equal = {
+        "property_id": where.property_id,
+        "night": where.night,
+        "category": where.category,
+        "review_status": where.status,
+    }
+    return filter_conditions(discrepancies, equal, where.cleared)
 
 
 def list_findings(connection: Connection, where: FindingFilter, limit: int) -> list[RowMapping]:

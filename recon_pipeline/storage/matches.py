@@ -39,6 +39,7 @@ from recon_pipeline.reconcile.matching import (
     SUGGESTED,
     KnownMatch,
 )
+from recon_pipeline.storage.conditions import filter_conditions
 from recon_pipeline.storage.partition import lock_partition
 
 # The matcher's statuses (reconcile/matching/policy.py: matched at or above the property's threshold,
@@ -234,20 +235,13 @@ def known_matches(
 
 
 def matching_conditions(where: MatchFilter) -> list[ColumnElement[bool]]:
-    conditions = [
-        matches.c[column] == value
-        for column, value in (
-            ("property_id", where.property_id),
-            ("night", where.night),
-            ("status", where.status),
-            ("rule", where.rule),
-        )
-        if value is not None
-    ]
-    if where.cleared is not None:
-        cleared_at = matches.c.cleared_at
-        conditions.append(cleared_at.is_not(None) if where.cleared else cleared_at.is_(None))
-    return conditions
+    equal = {
+        "property_id": where.property_id,
+        "night": where.night,
+        "status": where.status,
+        "rule": where.rule,
+    }
+    return filter_conditions(matches, equal, where.cleared)
 
 
 def list_matches(connection: Connection, where: MatchFilter, limit: int) -> list[RowMapping]:
