@@ -18,6 +18,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
+from recon_pipeline.reconcile.matching.sides import optional_column
 from recon_pipeline.reconcile.matching.tiers import reference_tokens
 
 PAYMENT: Final = "payment"
@@ -42,8 +43,8 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
     paid = _payment_ids(provider_records)
     withdrawn = _withdrawals_by_booking(provider_records)
     ids = ledger["provider_record_id"].to_numpy(dtype=object, copy=True)
-    references = _column(ledger, "reference")
-    bookings = _column(ledger, "booking_id")
+    references = optional_column(ledger, "reference")
+    bookings = optional_column(ledger, "booking_id")
     currencies = ledger["currency"].to_numpy(dtype=object)
     kinds = kinds.copy()
     for at in negative.tolist():
@@ -90,11 +91,3 @@ def _payment_ids(provider_records: pd.DataFrame) -> set[str]:
         for value in provider_records[name].to_numpy(dtype=object)[withdrawals].tolist()
         if isinstance(value, str)
     }
-
-
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame.columns:
-        return np.full(len(frame), None, dtype=object)
-    values = frame[name].to_numpy(dtype=object, copy=True)
-    values[pd.isna(values)] = None
-    return values

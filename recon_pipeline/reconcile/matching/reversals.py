@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from recon_pipeline.reconcile.matching.outcome import MatchOutcome
-from recon_pipeline.reconcile.matching.sides import brands, last_fours, texts, times
+from recon_pipeline.reconcile.matching.sides import brands, last_fours, optional_column, texts, times
 
 PAYMENT: Final = "payment"
 REFUND: Final = "refund"
@@ -88,8 +88,8 @@ def _pair_legs(ledger: pd.DataFrame, positive: np.ndarray, negative: np.ndarray)
     earliest unpaired +X posted before it, else after it; a card both legs know and that differs never
     pairs."""
     bookings = texts(ledger["booking_id"].to_numpy(dtype=object))
-    last4 = last_fours(_column(ledger, "card_last4"))
-    brand = brands(_column(ledger, "card_brand"))
+    last4 = last_fours(optional_column(ledger, "card_last4"))
+    brand = brands(optional_column(ledger, "card_brand"))
     posted = times(ledger["posted_at"])
     currency = ledger["currency"].to_numpy(dtype=object)
     amounts = ledger["amount_minor"].to_numpy(dtype=np.int64)
@@ -125,9 +125,3 @@ def _same_card(one: int, other: int, brand: np.ndarray, last4: np.ndarray) -> bo
         if values[one] is not None and values[other] is not None and values[one] != values[other]:
             return False
     return True
-
-
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame.columns:
-        return np.full(len(frame), None, dtype=object)
-    return frame[name].to_numpy(dtype=object)

@@ -194,6 +194,15 @@ def entry_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:
     )
 
 
+def optional_column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as an object array of its own (nulls as None); a column the frame lacks is null."""
+    if name not in frame.columns:
+        return np.full(len(frame), None, dtype=object)
+    values = frame[name].to_numpy(dtype=object, copy=True)
+    values[pd.isna(values)] = None
+    return values
+
+
 def _reader(frame: pd.DataFrame, at: np.ndarray) -> Callable[[str], np.ndarray]:
     """Reads a column at ``at`` as an object array (nulls as None); a column the frame lacks is null."""
 
