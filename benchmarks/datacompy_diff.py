@@ -113,7 +113,7 @@ def compare_at(n: int, repeat: int, limit_s: float = DEFAULT_LIMIT_S, seed: int 
             over_limit = True
         else:
             theirs.append(run_seconds)
-    found = result.discrepancies["category"].value_counts()
+    found = result.findings["category"].value_counts()
     our_counts = {column: int(found.get(category, 0)) for column, category in COMPARED.items()}
     diff_median = statistics.median(ours)
     datacompy_median = statistics.median(theirs) if theirs else None
@@ -130,7 +130,7 @@ def compare_at(n: int, repeat: int, limit_s: float = DEFAULT_LIMIT_S, seed: int 
         # over the limit, the limit itself gives a lower bound of the ratio
         "ratio": round((datacompy_median or limit_s) / diff_median, 2),
         "diff_rows_per_second": round(n / diff_median),
-        "diff_findings": len(result.discrepancies),
+        "diff_findings": len(result.findings),
         "diff_mismatches": our_counts,
         "datacompy_counts": their_counts,
         "counts_agree": all(their_counts[c] == our_counts[c] for c in COMPARED) if their_counts else None,

@@ -88,8 +88,8 @@ def _matcher_figures(night: SyntheticNight, repeat: int, diff: DiffResult) -> di
         "matcher_runs": [round(run, 4) for run in matched],
         "matcher_diff_alone_runs": [round(run, 4) for run in alone],
         "matcher_ratio": round(statistics.median(m / a for m, a in zip(matched, alone, strict=True)), 3),
-        "matcher_same_findings": result.discrepancies[["category", "record_key"]].equals(
-            diff.discrepancies[["category", "record_key"]]
+        "matcher_same_findings": result.findings[["category", "record_key"]].equals(
+            diff.findings[["category", "record_key"]]
         ),
     }
 
@@ -119,12 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         "median_seconds": round(median, 4),
         "rows_per_second": round(args.n / median),
         "input_rows_per_second": round((args.n + len(night.ledger_records)) / median),
-        "discrepancies": len(result.discrepancies),
+        "discrepancies": len(result.findings),
         "injected": sum(night.injected.values()),
-        "by_category": {str(k): int(v) for k, v in result.discrepancies["category"].value_counts().items()},
+        "by_category": {str(k): int(v) for k, v in result.findings["category"].value_counts().items()},
         "identity_median_seconds": round(statistics.median(identity_seconds), 4),
-        "identity_same_findings": by_intent.discrepancies[["category", "record_key"]].equals(
-            result.discrepancies[["category", "record_key"]]
+        "identity_same_findings": by_intent.findings[["category", "record_key"]].equals(
+            result.findings[["category", "record_key"]]
         ),
     }
     if args.matcher:

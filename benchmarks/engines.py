@@ -99,7 +99,7 @@ def _duckdb() -> Any:
 def diff_findings(night: SyntheticNight) -> Findings:
     """The (category, record_key) of every finding of ``diff_night`` on the night."""
     result = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
-    found = result.discrepancies
+    found = result.findings
     return set(zip(found["category"], found["record_key"], strict=True))
 
 

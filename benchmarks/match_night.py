@@ -66,9 +66,9 @@ def measure(n: int, repeat: int) -> dict[str, Any]:
         lambda: diff_night(outcome.provider_records, outcome.ledger, elsewhere), repeat
     )
     before = set(
-        zip(keyed_result.discrepancies["category"], keyed_result.discrepancies["record_key"], strict=True)
+        zip(keyed_result.findings["category"], keyed_result.findings["record_key"], strict=True)
     )
-    after = set(zip(result.discrepancies["category"], result.discrepancies["record_key"], strict=True))
+    after = set(zip(result.findings["category"], result.findings["record_key"], strict=True))
     figures["unkeyed"] = {
         "match_seconds": match_unkeyed,
         "diff_seconds": diff_unkeyed,

@@ -101,7 +101,7 @@ def diff_alone(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
     and fees set aside."""
     provider, compared = fees_compared(night, ledger)
     result = diff_night(provider, compared, night.provider_elsewhere, property_currency=night.currency)
-    return Reconciled(result.discrepancies)
+    return Reconciled(result.findings)
 
 
 def matcher_then_diff(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
@@ -112,7 +112,7 @@ def matcher_then_diff(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
     result = diff_night(
         outcome.provider_records, outcome.ledger, night.provider_elsewhere, property_currency=night.currency
     )
-    return Reconciled(with_findings(result, outcome.findings).discrepancies, dict(outcome.counts_by_rule))
+    return Reconciled(with_findings(result, outcome.findings).findings, dict(outcome.counts_by_rule))
 
 
 @dataclass

@@ -40,7 +40,7 @@ def adjustment_rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
     """``count`` distinct adjustment rows of one night, as ``plan_adjustments`` proposes them."""
     night = generate_night(3 * count + 60, FINDING_RATE, seed)
     result = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
-    rows = plan_adjustments(PROPERTY_ID, NIGHT, result.discrepancies, "bench-run", datetime.now(UTC))
+    rows = plan_adjustments(PROPERTY_ID, NIGHT, result.findings, "bench-run", datetime.now(UTC))
     if len(rows) < count:
         raise RuntimeError(f"generated {len(rows)} adjustments, fewer than {count}")
     return rows[:count]

@@ -291,7 +291,7 @@ def reconcile_property_night(
         matching.provider_records, matching.ledger, elsewhere, target.row.fx_tolerance, target.row.currency
     )
     result = with_findings(
-        replace(result, discrepancies=name_booked_ids(result.discrepancies, tendered.provider)),
+        replace(result, findings=name_booked_ids(result.findings, tendered.provider)),
         matching.findings,
         unattributed_findings(nobody),
         entries.invalid,
@@ -311,8 +311,8 @@ def reconcile_property_night(
     result = with_findings(
         result, authorization_findings(target.row, window, holds, booking_of, booking_states)
     )
-    proposals = plan_adjustments(property_id, night, result.discrepancies, run_id, now)
-    found = pd.concat([result.discrepancies, orphans], ignore_index=True)
+    proposals = plan_adjustments(property_id, night, result.findings, run_id, now)
+    found = pd.concat([result.findings, orphans], ignore_index=True)
     tonights_matches, tonights_counts = _tonights(matching, decided)
     takings = night_takings(tendered, own)  # per tender, and the cards per brand on both sides
     with engine.begin() as connection:  # the property-night's results commit together, or not at all

@@ -53,7 +53,7 @@ _NO_CURRENCY: Final = -1  # currency code of a record's settlement side when it 
 class DiffResult:
     """What the diff of one night found, and the figures an analyst checks the findings against."""
 
-    discrepancies: pd.DataFrame  # FINDING_COLUMNS, ordered by (category, record_key)
+    findings: pd.DataFrame  # FINDING_COLUMNS, ordered by (category, record_key)
     # settled provider records booked in-night at one of their figures (the settlement one within tolerance)
     matched_count: int
     matched_amount_by_currency: dict[str, int]  # as provider totals: a conversion at its settlement figure
@@ -71,9 +71,9 @@ def with_findings(result: DiffResult, *found: pd.DataFrame) -> DiffResult:
     extra = [frame for frame in found if not frame.empty]
     if not extra:
         return result
-    findings = pd.concat([result.discrepancies, *extra], ignore_index=True)
+    findings = pd.concat([result.findings, *extra], ignore_index=True)
     findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
-    return dataclasses.replace(result, discrepancies=findings)
+    return dataclasses.replace(result, findings=findings)
 
 
 def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: pd.DataFrame) -> list[str]:
@@ -152,12 +152,12 @@ def diff_night(
 
     in_night_counted = ledger.in_night & (ledger.kinds != _ADJUSTMENT)
     unkeyed = np.flatnonzero(in_night_counted & ~ledger.keyed)
-    findings = Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps, property_currency)
-    discrepancies = frame_of(
+    rows = Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps, property_currency)
+    found = frame_of(
         [
-            findings.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
+            rows.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
             *(
-                findings.pairs(category, np.flatnonzero(mask), pairs.entry[mask])
+                rows.pairs(category, np.flatnonzero(mask), pairs.entry[mask])
                 for category, mask in (
                     (AMOUNT_MISMATCH, pairs.amount_mismatch),
                     (FX_DIFFERENCE, pairs.fx_difference),
@@ -166,7 +166,7 @@ def diff_night(
                 )
             ),
             *(
-                findings.pairs(category, records, entries, elsewhere=True)
+                rows.pairs(category, records, entries, elsewhere=True)
                 for category, (entries, records) in (
                     (AMOUNT_MISMATCH, late.amount_mismatch),
                     (FX_DIFFERENCE, late.fx_difference),
@@ -174,14 +174,14 @@ def diff_night(
                     (STATUS_MISMATCH, late.status_mismatch),
                 )
             ),
-            findings.missing_at_provider(late.missing),
-            findings.missing_at_provider_unkeyed(unkeyed),
-            findings.duplicates(keyed[extras], keyed[primary_by_group[keyed_group[extras]]]),
+            rows.missing_at_provider(late.missing),
+            rows.missing_at_provider_unkeyed(unkeyed),
+            rows.duplicates(keyed[extras], keyed[primary_by_group[keyed_group[extras]]]),
         ]
     )
 
     return DiffResult(
-        discrepancies=discrepancies,
+        findings=found,
         matched_count=int(pairs.matched.sum()),
         matched_amount_by_currency=_totals(
             tonight.held_amounts, tonight.held_currency, pairs.matched, currencies

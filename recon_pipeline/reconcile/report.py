@@ -273,7 +273,7 @@ def build_night_report(
     took when the ledger does not book them per movement (``fees_for_diff``'s third value), the
     records matched per rule (``MatchOutcome.counts_by_rule``) and the night's takings
     (``takings.night_takings``)."""
-    parts = [frame for frame in (result.discrepancies, orphans) if len(frame)]
+    parts = [frame for frame in (result.findings, orphans) if len(frame)]
     findings = pd.concat(parts, ignore_index=True) if parts else empty_findings()
     return NightReport(
         findings=findings,

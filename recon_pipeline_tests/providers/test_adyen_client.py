@@ -410,10 +410,10 @@ def test_a_ledger_booking_the_chargeback_and_its_reversal_has_no_finding(
         (DISPUTE, "dispute_reversal", 10_050, "EUR"),
     }
     result = diff_night(own, entries, elsewhere)
-    assert result.discrepancies.empty
+    assert result.findings.empty
     assert (result.matched_count, result.timing_difference_count) == (5, 1)
     without_reversal = diff_night(own, entries[entries["kind"].ne("dispute_reversal")], elsewhere)
-    assert without_reversal.discrepancies.empty  # booked on Jan 2, the reversal is Jan 2's business
+    assert without_reversal.findings.empty  # booked on Jan 2, the reversal is Jan 2's business
 
 
 def test_a_chargeback_follows_its_payment_on_a_shared_merchant_account(

@@ -372,9 +372,9 @@ def test_a_second_chargeback_in_a_later_batch_is_a_movement_of_its_own() -> None
         )
     ]
     result = diff_night(records, ledger(*booked))
-    assert result.discrepancies.empty and result.matched_count == 3
+    assert result.findings.empty and result.matched_count == 3
     # Without the second chargeback's entry the finding names it, not the first chargeback.
     result = diff_night(records, ledger(*booked[:2]))
-    assert result.discrepancies[["category", "record_key"]].values.tolist() == [
+    assert result.findings[["category", "record_key"]].values.tolist() == [
         ["missing_in_ledger", f"{SECOND}:dispute"]
     ]

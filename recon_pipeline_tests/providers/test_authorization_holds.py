@@ -426,7 +426,7 @@ def test_an_uncaptured_hold_in_the_nights_pull_is_neither_missing_in_the_ledger_
     charge, _ = stripe_hold_objects(T0 + 7 * 86_400)
     records = records_frame(charge_rows(charge, PROPERTY))
     assert records["settled"].tolist() == [False]
-    assert diff_night(records, typed_frame({}, LEDGER_RECORD_COLUMNS, 0)).discrepancies.empty
+    assert diff_night(records, typed_frame({}, LEDGER_RECORD_COLUMNS, 0)).findings.empty
     captured = captured_payments_from_provider(records)
     bookings = pd.DataFrame({"booking_id": ["bk_h1"], "status": ["confirming"], "updated_at": [None]})
     later = datetime.fromtimestamp(T0, UTC) + timedelta(days=1)

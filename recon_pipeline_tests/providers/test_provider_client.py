@@ -808,7 +808,7 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
         LEDGER_RECORD_COLUMNS
     )
     result = diff_night(pulled, booked)
-    assert result.discrepancies.empty and result.matched_count == len(pulled) == 62
+    assert result.findings.empty and result.matched_count == len(pulled) == 62
     confirmed = pd.DataFrame(
         {"booking_id": pulled.booking_id.unique(), "status": "confirmed", "updated_at": None}
     )

@@ -418,7 +418,7 @@ def test_a_lost_and_a_won_dispute_are_the_exact_frame_rows(
     booked = with_match_keys(books)[list(LEDGER_RECORD_COLUMNS)].astype(LEDGER_RECORD_COLUMNS)
     result = diff_night(disputed_night, booked)
     assert result.matched_count == 1
-    found = result.discrepancies[["category", "provider_record_id", "kind", "difference_minor"]]
+    found = result.findings[["category", "provider_record_id", "kind", "difference_minor"]]
     assert found.values.tolist() == [["amount_mismatch", "disp_lost", "dispute", -1_000]]
     # The recon lists the withdrawals as adjustments with every field of Razorpay's items.
     day = {"year": 2026, "month": 1, "day": 14, "count": 100}

@@ -452,9 +452,9 @@ def test_a_dispute_booked_a_night_late_is_a_timing_difference_found_by_id(
     unmatched = unmatched_ledger_record_ids(pulled, ledger)
     assert pulled.empty and unmatched == ["du_1", "txn_1r"]
     result = diff_night(pulled, ledger, adapter.fetch_records_by_id(PROP_A, unmatched))
-    assert result.discrepancies.empty and result.timing_difference_count == 4
+    assert result.findings.empty and result.timing_difference_count == 4
     off = _ledger([("du_1", "dispute", -7_000, "EUR", start)])  # booked, but not what Stripe withdrew
-    found = diff_night(pulled, off, adapter.fetch_records_by_id(PROP_A, ["du_1"])).discrepancies
+    found = diff_night(pulled, off, adapter.fetch_records_by_id(PROP_A, ["du_1"])).findings
     assert list(found.category) == ["amount_mismatch"]
 
 
@@ -524,13 +524,13 @@ def test_a_capture_is_matched_on_its_night_and_missing_there_when_unbooked(
     pulled = adapter.pull_night(PROP_A, *night(1))
     assert unmatched_ledger_record_ids(pulled, booked) == []
     matched = diff_night(pulled, booked, None)
-    assert matched.discrepancies.empty and matched.timing_difference_count == 0
-    unbooked = diff_night(pulled, booked.iloc[:0], None).discrepancies
+    assert matched.findings.empty and matched.timing_difference_count == 0
+    unbooked = diff_night(pulled, booked.iloc[:0], None).findings
     assert sorted(zip(unbooked.provider_record_id, unbooked.category, strict=True)) == [
         ("ch_stay", "missing_in_ledger"),
         ("ch_stay", "missing_in_ledger"),
     ]
-    assert diff_night(adapter.pull_night(PROP_A, *night(0)), booked.iloc[:0], None).discrepancies.empty
+    assert diff_night(adapter.pull_night(PROP_A, *night(0)), booked.iloc[:0], None).findings.empty
 
 
 def test_a_capture_whose_source_is_not_an_expanded_charge_fails_the_pull() -> None:

@@ -34,7 +34,7 @@ def test_a_clean_night_matches_payments_fees_and_refunds() -> None:
     assert result.matched_amount_by_currency == {"EUR": 10_000 - 320 - 2_500}
     assert result.provider_total_by_currency == result.ledger_total_by_currency == {"EUR": 7_180}
     assert result.timing_difference_count == 0
-    assert list(result.discrepancies.columns) == list(FINDING_COLUMNS)
+    assert list(result.findings.columns) == list(FINDING_COLUMNS)
 
 
 def test_missing_in_ledger() -> None:
@@ -50,7 +50,7 @@ def test_missing_in_ledger() -> None:
             difference=4_200,
         )
     ]
-    assert result.discrepancies.loc[0, "detail"] == (
+    assert result.findings.loc[0, "detail"] == (
         "provider payment ch_2 of 42.00 EUR settled but the ledger has no entry for it"
     )
     assert result.matched_count == 1
@@ -80,7 +80,7 @@ def test_missing_at_provider_with_and_without_a_provider_id() -> None:
             booking=None,
         ),
     ]
-    assert result.discrepancies.loc[1, "detail"] == (
+    assert result.findings.loc[1, "detail"] == (
         "ledger entry le_2 posts a refund of -7.00 EUR without a provider record id"
     )
     assert result.ledger_total_by_currency == {"EUR": 800}
@@ -99,7 +99,7 @@ def test_amount_mismatch_is_provider_minus_ledger() -> None:
             difference=1_000,
         )
     ]
-    assert result.discrepancies.loc[0, "detail"] == (
+    assert result.findings.loc[0, "detail"] == (
         "provider payment ch_1 is 100.00 EUR but ledger entry le_1 posts 90.00 EUR"
     )
     assert result.matched_count == 0
@@ -122,7 +122,7 @@ def test_currency_mismatch_has_no_difference_and_names_both_currencies() -> None
             currency="EUR",
         )
     ]
-    detail = result.discrepancies.loc[0, "detail"]
+    detail = result.findings.loc[0, "detail"]
     assert "EUR" in detail and "USD" in detail
     assert result.ledger_total_by_currency == {"USD": 5_000}
 
@@ -148,19 +148,19 @@ def test_duplicate_entries_match_the_earliest_and_report_each_extra() -> None:
         for extra in ("le_1", "le_3")
     ]
     assert result.matched_count == 1
-    assert "entry le_2 already posts it" in result.discrepancies.loc[0, "detail"]
+    assert "entry le_2 already posts it" in result.findings.loc[0, "detail"]
 
 
 def test_posting_time_ties_pick_the_smallest_entry_id() -> None:
     result = diff_night(providers(record("ch_1")), ledger(entry("le_b", "ch_1"), entry("le_a", "ch_1")))
-    assert result.discrepancies["record_key"].tolist() == ["ch_1:payment:dup:le_b"]
+    assert result.findings["record_key"].tolist() == ["ch_1:payment:dup:le_b"]
 
 
 def test_duplicates_across_the_night_boundary_belong_to_the_extra_entrys_night() -> None:
     # The earliest entry was posted the night before: the in-night one is the extra, reported here.
     earlier = entry("le_0", "ch_1", in_night=False, minute=-24 * 60 - 30)
     result = diff_night(providers(), ledger(earlier, entry("le_1", "ch_1")))
-    assert result.discrepancies["record_key"].tolist() == ["ch_1:payment:dup:le_1"]
+    assert result.findings["record_key"].tolist() == ["ch_1:payment:dup:le_1"]
     # The extra lies in the next night: that night reports it, this one matches the first entry.
     result = diff_night(
         providers(record("ch_1")), ledger(entry("le_1", "ch_1"), entry("le_2", "ch_1", in_night=False))
@@ -185,7 +185,7 @@ def test_status_mismatch_when_an_unsettled_record_is_booked() -> None:
             difference=-10_000,
         )
     ]
-    assert result.discrepancies.loc[0, "detail"] == "provider status failed but ledger posted payment"
+    assert result.findings.loc[0, "detail"] == "provider status failed but ledger posted payment"
     assert result.provider_total_by_currency == {}
 
 
@@ -211,7 +211,7 @@ def test_provider_record_of_another_night_is_a_timing_difference() -> None:
     assert findings(result) == []
     assert result.timing_difference_count == 1
     # Without the lookup, the same entry reads as missing at the provider.
-    assert diff_night(providers(), ledger_records).discrepancies["category"].tolist() == [
+    assert diff_night(providers(), ledger_records).findings["category"].tolist() == [
         "missing_at_provider"
     ]
 
@@ -257,7 +257,7 @@ def test_mismatches_against_another_nights_record_are_reported_in_the_entrys_nig
             difference=-10_000,
         ),
     ]
-    assert "(created in another night)" in result.discrepancies.loc[0, "detail"]
+    assert "(created in another night)" in result.findings.loc[0, "detail"]
     assert result.timing_difference_count == 2
 
 
@@ -332,7 +332,7 @@ def test_zero_decimal_and_two_decimal_currencies_side_by_side() -> None:
         ),
         ledger(entry("le_1", "ch_j", amount=11_000, currency="JPY"), entry("le_2", "ch_e", amount=12_000)),
     )
-    rows = result.discrepancies.set_index("record_key")
+    rows = result.findings.set_index("record_key")
     assert rows.loc["ch_j:payment", "detail"] == (
         "provider payment ch_j is 12,000 JPY but ledger entry le_1 posts 11,000 JPY"
     )
@@ -372,10 +372,10 @@ def test_empty_frames_on_either_side(
     provider_rows: tuple[dict[str, Any], ...], ledger_rows: tuple[dict[str, Any], ...], categories: list[str]
 ) -> None:
     result = diff_night(providers(*provider_rows), ledger(*ledger_rows), providers())
-    assert result.discrepancies["category"].tolist() == categories
-    assert list(result.discrepancies.columns) == list(FINDING_COLUMNS)
-    assert str(result.discrepancies["ledger_amount_minor"].dtype) == "Int64"
-    assert str(result.discrepancies["provider_amount_minor"].dtype) == "Int64"
+    assert result.findings["category"].tolist() == categories
+    assert list(result.findings.columns) == list(FINDING_COLUMNS)
+    assert str(result.findings["ledger_amount_minor"].dtype) == "Int64"
+    assert str(result.findings["provider_amount_minor"].dtype) == "Int64"
 
 
 def test_unmatched_ledger_record_ids_are_the_in_night_entries_without_a_record() -> None:
@@ -403,7 +403,7 @@ def test_ids_are_compared_exactly_whatever_their_length_or_script() -> None:
     assert findings(result) == []
     assert result.matched_count == len(ids)
     result = diff_night(providers(record("ch_é")), ledger(entry("le_1", "ch_e")))
-    assert sorted(result.discrepancies["record_key"]) == ["ch_e:payment", "ch_é:payment"]
+    assert sorted(result.findings["record_key"]) == ["ch_e:payment", "ch_é:payment"]
 
 
 def test_text_columns_of_pandas_default_string_dtype_work_too() -> None:
@@ -412,7 +412,7 @@ def test_text_columns_of_pandas_default_string_dtype_work_too() -> None:
     )
     ledger_records = ledger(entry("le_1", "ch_1"), entry("le_2", None)).astype({"provider_record_id": "str"})
     result = diff_night(provider_records, ledger_records)
-    assert sorted(result.discrepancies["record_key"]) == ["ch_2:payment", "entry:le_2"]
+    assert sorted(result.findings["record_key"]) == ["ch_2:payment", "entry:le_2"]
 
 
 def test_duplicate_provider_keys_are_refused() -> None:
@@ -430,7 +430,7 @@ def test_hash_collisions_do_not_merge_different_keys(monkeypatch: pytest.MonkeyP
     expected = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
     monkeypatch.setattr(grouping, "_key_hash", lambda words: np.zeros(len(words), dtype=np.uint64))
     collided = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
-    pd.testing.assert_frame_equal(collided.discrepancies, expected.discrepancies)
+    pd.testing.assert_frame_equal(collided.findings, expected.findings)
     assert collided.matched_count == expected.matched_count
     assert collided.timing_difference_count == expected.timing_difference_count
 
@@ -439,11 +439,11 @@ def test_hash_collisions_do_not_merge_different_keys(monkeypatch: pytest.MonkeyP
 def test_every_injected_discrepancy_of_the_generator_is_found(n: int, seed: int) -> None:
     night = generate_night(n, seed=seed)
     result = diff_night(night.provider_records, night.ledger_records, night.provider_elsewhere)
-    found = result.discrepancies["category"].value_counts().to_dict()
+    found = result.findings["category"].value_counts().to_dict()
     assert found == {category: count for category, count in night.injected.items() if count}
     assert result.matched_count == night.matched
     assert result.timing_difference_count == night.timing_differences
-    assert not result.discrepancies["record_key"].duplicated().any()
+    assert not result.findings["record_key"].duplicated().any()
 
 
 def test_a_ledger_naming_payment_intents_diffs_as_one_naming_charges() -> None:
@@ -468,10 +468,10 @@ def test_a_ledger_naming_payment_intents_diffs_as_one_naming_charges() -> None:
     expected, result = diff_night(pulled, by_charge), diff_night(pulled, canonical)
     assert findings(result) == findings(expected) and len(findings(result)) == 1
     assert result.matched_count == expected.matched_count == 2
-    named = name_booked_ids(result.discrepancies, by_intent)
+    named = name_booked_ids(result.findings, by_intent)
     assert named["detail"].tolist() == [
         "provider payment ch_2 is 50.00 EUR but ledger entry le_3 posts 40.00 EUR"
         " (ledger entry le_3 names it pi_2)"
     ]
-    unchanged = name_booked_ids(expected.discrepancies, by_charge)["detail"]
-    assert unchanged.equals(expected.discrepancies["detail"])
+    unchanged = name_booked_ids(expected.findings, by_charge)["detail"]
+    assert unchanged.equals(expected.findings["detail"])

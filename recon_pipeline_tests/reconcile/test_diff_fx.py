@@ -38,7 +38,7 @@ def usd_charge(record_id: str = "ch_1", **kwargs: Any) -> dict[str, Any]:
 
 
 def categories(result: DiffResult) -> list[str]:
-    return result.discrepancies["category"].tolist()
+    return result.findings["category"].tolist()
 
 
 def test_an_entry_in_the_presentment_currency_matches_at_the_presentment_amount() -> None:
@@ -76,8 +76,8 @@ def test_an_entry_off_the_settlement_amount_beyond_tolerance_is_an_fx_difference
             currency="EUR",
         )
     ]
-    assert result.discrepancies.loc[0, "ledger_currency"] == "EUR"
-    assert result.discrepancies.loc[0, "detail"] == (
+    assert result.findings.loc[0, "ledger_currency"] == "EUR"
+    assert result.findings.loc[0, "detail"] == (
         "provider payment ch_1 of 100.00 USD (settled as 92.00 EUR at 1 USD = 0.92 EUR) but ledger entry "
         "le_1 posts 91.50 EUR, 0.50 EUR off, beyond the property's tolerance of 0 bp"
     )
@@ -86,7 +86,7 @@ def test_an_entry_off_the_settlement_amount_beyond_tolerance_is_an_fx_difference
 
 def test_an_fx_difference_proposes_its_correction_in_the_settlement_currency() -> None:
     result = diff_night(providers(usd_charge()), ledger(entry("le_1", "ch_1", amount=9_150)))
-    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.discrepancies, "run-1", datetime.now(UTC))
+    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.findings, "run-1", datetime.now(UTC))
     assert (proposal["kind"], proposal["amount_minor"], proposal["currency"]) == (
         "correct_fx_payment",
         50,
@@ -109,13 +109,13 @@ def test_a_missing_conversion_is_posted_at_its_settlement_figure_when_it_settled
     property_currency: str | None, figure: tuple[int, str]
 ) -> None:
     result = diff_night(providers(usd_charge()), ledger(), property_currency=property_currency)
-    [row] = result.discrepancies.to_dict("records")
+    [row] = result.findings.to_dict("records")
     assert (row["category"], row["provider_amount_minor"], row["currency"]) == ("missing_in_ledger", *figure)
     assert row["detail"] == (
         "provider payment ch_1 of 100.00 USD (settled as 92.00 EUR at 1 USD = 0.92 EUR) settled but the "
         "ledger has no entry for it"
     )
-    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.discrepancies, "run-1", datetime.now(UTC))
+    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.findings, "run-1", datetime.now(UTC))
     assert (proposal["kind"], proposal["amount_minor"], proposal["currency"]) == (
         "post_missing_payment",
         *figure,
@@ -128,7 +128,7 @@ def test_a_missing_record_in_the_propertys_own_currency_keeps_its_figure() -> No
     result = diff_night(
         providers(record("ch_1", amount=500, currency="EUR")), ledger(), property_currency="EUR"
     )
-    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.discrepancies, "run-1", datetime.now(UTC))
+    [proposal] = plan_adjustments("prop_1", "2025-03-15", result.findings, "run-1", datetime.now(UTC))
     assert (proposal["amount_minor"], proposal["currency"]) == (500, "EUR")
 
 
@@ -162,8 +162,8 @@ def test_the_tolerance_is_basis_points_of_the_settlement_amount(
     assert categories(result) == found
     assert result.matched_count == (0 if found else 1)
     if found:
-        assert result.discrepancies.loc[0, "difference_minor"] == SETTLED - booked
-        assert result.discrepancies.loc[0, "detail"].endswith(f"tolerance of {tolerance_bps} bp")
+        assert result.findings.loc[0, "difference_minor"] == SETTLED - booked
+        assert result.findings.loc[0, "detail"].endswith(f"tolerance of {tolerance_bps} bp")
 
 
 def test_the_tolerance_is_exact_where_bps_times_the_amount_passes_int64() -> None:
@@ -194,7 +194,7 @@ def test_an_entry_in_the_presentment_currency_off_its_amount_is_an_amount_mismat
             currency="USD",
         )
     ]
-    assert result.discrepancies.loc[0, "detail"] == (
+    assert result.findings.loc[0, "detail"] == (
         "provider payment ch_1 is 100.00 USD (settled as 92.00 EUR at 1 USD = 0.92 EUR) "
         "but ledger entry le_1 posts 99.99 USD"
     )
@@ -203,8 +203,8 @@ def test_an_entry_in_the_presentment_currency_off_its_amount_is_an_amount_mismat
 def test_a_third_currency_is_a_currency_mismatch_naming_both_figures() -> None:
     result = diff_night(providers(usd_charge()), ledger(entry("le_1", "ch_1", amount=7_900, currency="GBP")))
     assert categories(result) == [CURRENCY_MISMATCH]
-    assert result.discrepancies.loc[0, "difference_minor"] == 0
-    assert result.discrepancies.loc[0, "detail"] == (
+    assert result.findings.loc[0, "difference_minor"] == 0
+    assert result.findings.loc[0, "detail"] == (
         "provider payment ch_1 is in USD (100.00 USD) (settled as 92.00 EUR at 1 USD = 0.92 EUR) "
         "but ledger entry le_1 posts it in GBP (79.00 GBP)"
     )
@@ -213,7 +213,7 @@ def test_a_third_currency_is_a_currency_mismatch_naming_both_figures() -> None:
 def test_a_conversion_nobody_booked_is_missing_with_both_figures() -> None:
     result = diff_night(providers(usd_charge()), ledger())
     assert categories(result) == ["missing_in_ledger"]
-    assert result.discrepancies.loc[0, "detail"] == (
+    assert result.findings.loc[0, "detail"] == (
         "provider payment ch_1 of 100.00 USD (settled as 92.00 EUR at 1 USD = 0.92 EUR) settled "
         "but the ledger has no entry for it"
     )
@@ -224,9 +224,9 @@ def test_a_conversion_across_zero_decimal_currencies_states_the_rate_in_major_un
     charge = converted(record("ch_1", amount=PRESENTED, currency="USD"), 14_950, "JPY")
     result = diff_night(providers(charge), ledger(entry("le_1", "ch_1", amount=14_900, currency="JPY")))
     assert categories(result) == [FX_DIFFERENCE]
-    assert "settled as 14,950 JPY at 1 USD = 149.5 JPY" in result.discrepancies.loc[0, "detail"]
-    assert result.discrepancies.loc[0, "difference_minor"] == 50
-    assert result.discrepancies.loc[0, "currency"] == "JPY"
+    assert "settled as 14,950 JPY at 1 USD = 149.5 JPY" in result.findings.loc[0, "detail"]
+    assert result.findings.loc[0, "difference_minor"] == 50
+    assert result.findings.loc[0, "currency"] == "JPY"
 
 
 def test_refunds_and_disputes_convert_like_charges() -> None:
@@ -300,7 +300,7 @@ def test_an_entry_booking_another_nights_conversion_is_compared_at_either_figure
             difference=10,
         )
     ]
-    assert result.discrepancies.loc[0, "detail"].startswith(
+    assert result.findings.loc[0, "detail"].startswith(
         "provider payment ch_8 (created in another night) of 100.00 USD (settled as 92.00 EUR"
     )
     assert result.timing_difference_count == 3
@@ -374,9 +374,9 @@ def test_a_conversion_booked_in_either_currency_is_never_a_currency_mismatch(
     if amount == at_figure:
         assert found == []
     if found:
-        [difference] = result.discrepancies["difference_minor"].tolist()
+        [difference] = result.findings["difference_minor"].tolist()
         assert difference == at_figure - amount
-        assert result.discrepancies.loc[0, "currency"] == (
+        assert result.findings.loc[0, "currency"] == (
             settlement if booked_in_settlement else presentment
         )
         if booked_in_settlement:

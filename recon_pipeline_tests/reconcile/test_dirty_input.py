@@ -125,7 +125,7 @@ def test_invalid_rows_of_adjacent_nights_are_dropped_without_a_finding() -> None
 def test_a_night_with_an_invalid_row_still_reconciles_the_rest() -> None:
     split = split_ledger_records(raw(row("ok"), row("bad", kind="chargeback", provider_record_id="ch_ok")))
     result = diff_night(empty_provider_records(), split.valid)
-    assert result.discrepancies["ledger_entry_id"].tolist() == ["ok"]  # missing at the provider, and only it
+    assert result.findings["ledger_entry_id"].tolist() == ["ok"]  # missing at the provider, and only it
     assert result.ledger_total_by_currency == {"EUR": 10_000}
 
 
@@ -149,7 +149,7 @@ def test_totals_are_exact_at_the_bound_and_where_int64_sums_wrap() -> None:
     )
     result = diff_night(empty_provider_records(), frame)
     assert result.ledger_total_by_currency == {"EUR": (n - 6_000) * MAX_AMOUNT_MINOR, "GBP": 3 * 2**62}
-    summary = category_summary(result.discrepancies).set_index("currency")
+    summary = category_summary(result.findings).set_index("currency")
     assert summary.loc["EUR", "amount_minor"] == n * MAX_AMOUNT_MINOR  # missing at the provider, |each|
     assert summary.loc["GBP", "amount_minor"] == 3 * 2**62
 

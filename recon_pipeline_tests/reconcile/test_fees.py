@@ -89,7 +89,7 @@ def test_per_movement_is_todays_diff_the_same_frames_and_no_summary() -> None:
         (MISSING_IN_LEDGER, "ch_usd:fee"),
         (MISSING_IN_LEDGER, "du_1:fee"),
     ]
-    kinds = {p["kind"] for p in plan_adjustments("p1", "2025-03-15", result.discrepancies, "r", NOW)}
+    kinds = {p["kind"] for p in plan_adjustments("p1", "2025-03-15", result.findings, "r", NOW)}
     assert kinds == {"post_missing_fee"}
     report = build_night_report(result, empty_findings())
     assert report.fees_taken is None

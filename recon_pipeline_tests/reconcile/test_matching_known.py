@@ -37,7 +37,7 @@ def test_a_known_match_whose_record_is_not_in_the_pull_re_keys_the_entry() -> No
     assert unmatched_ledger_record_ids(outcome.provider_records, outcome.ledger) == ["ch_0"]
     elsewhere = pull(charge("ch_0", minute=-10))
     result = diff_night(outcome.provider_records, outcome.ledger, elsewhere)
-    assert result.discrepancies.empty and result.timing_difference_count == 1
+    assert result.findings.empty and result.timing_difference_count == 1
     assert matched(outcome) == [("ch_0=le_1", "booking_amount", "matched")]
     assert "(not in this night's pull)" in outcome.matches.iloc[0]["detail"]
 

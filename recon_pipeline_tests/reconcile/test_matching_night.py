@@ -15,7 +15,7 @@ from recon_pipeline_tests.support.match_frames import night, pms_night
 
 def test_a_pms_style_night_yields_only_its_planted_findings() -> None:
     records, entries, planted = pms_night()
-    assert len(diff_night(records, entries).discrepancies) > 80  # without the matcher: nearly all false
+    assert len(diff_night(records, entries).findings) > 80  # without the matcher: nearly all false
     outcome = match_night(records, entries)
     assert night(outcome) == planted
     counts = outcome.counts_by_rule
@@ -71,5 +71,5 @@ def test_a_keyed_world_reconciles_exactly_as_before() -> None:
     assert outcome.matches.empty and outcome.findings.empty
     before = diff_night(records, ledger, generated.provider_elsewhere)
     after = diff_night(outcome.provider_records, outcome.ledger, generated.provider_elsewhere)
-    pd.testing.assert_frame_equal(before.discrepancies, after.discrepancies)
+    pd.testing.assert_frame_equal(before.findings, after.findings)
     assert before.matched_count == after.matched_count

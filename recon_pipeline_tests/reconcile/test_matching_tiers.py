@@ -138,7 +138,7 @@ def test_interchangeable_twins_pair_earliest_first_and_the_rest_is_the_certain_f
     assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
     assert night(outcome) == [("missing_in_ledger", "ch_2:payment"), ("missing_in_ledger", "ch_3:payment")]
     assert outcome.findings.empty
-    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
+    diff = diff_night(outcome.provider_records, outcome.ledger).findings
     assert diff["difference_minor"].tolist() == [10_000, 10_000]
     # the same night run again pairs the same twin
     again = match_night(pull(*reversed(twins)), folio(posting("le_1", card="VA 4242", minute=40)))
@@ -342,7 +342,7 @@ def test_an_unkeyed_posting_of_the_next_night_is_a_timing_difference() -> None:
     )
     assert matched(outcome) == [("ch_1=le_1", "booking_amount", "matched")]
     result = diff_night(outcome.provider_records, outcome.ledger)
-    assert result.discrepancies.empty and result.timing_difference_count == 1
+    assert result.findings.empty and result.timing_difference_count == 1
 
 
 def test_in_night_postings_are_preferred_to_adjacent_ones_and_the_rest_is_no_finding() -> None:

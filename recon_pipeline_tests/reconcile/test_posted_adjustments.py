@@ -20,7 +20,7 @@ POSTED_AT = NIGHT + pd.Timedelta(days=4)  # the PMS posts the correction days af
 
 def posted_for(provider: pd.DataFrame, entries: pd.DataFrame, category: str) -> list[PostedAdjustment]:
     """The night's proposals for ``category``'s findings, as posted: each with its ``adjustment`` entry."""
-    findings = diff_night(provider, entries).discrepancies
+    findings = diff_night(provider, entries).findings
     findings = findings[findings["category"] == category]
     assert len(findings) == 1, findings
     planned = plan_adjustments("prop_1", "2025-03-15", findings, None, datetime(2025, 3, 20, tzinfo=UTC))
@@ -60,7 +60,7 @@ def test_a_posted_missing_payment_stands_as_the_payment() -> None:
 
     folded = fold_posted_adjustments(ledger(entry("le_1", "ch_1"), *adjustment_entries(posted)), posted)
     result = diff_night(provider, folded)
-    assert result.discrepancies.empty
+    assert result.findings.empty
     assert result.matched_count == 2 and result.ledger_total_by_currency == {"EUR": 17_000}
     standing = folded.loc[folded["entry_id"] == posted[0].entry["entry_id"]].iloc[0]
     assert (standing["kind"], standing["provider_record_id"], standing["in_night"]) == (
@@ -82,7 +82,7 @@ def test_a_posted_amount_correction_is_added_to_the_entry_it_corrects(kind: str)
 
     folded = fold_posted_adjustments(entries, posted)
     result = diff_night(provider, folded)
-    assert result.discrepancies.empty and result.matched_count == 2
+    assert result.findings.empty and result.matched_count == 2
     assert folded.set_index("entry_id")["amount_minor"].to_dict() == {"le_1": amount, "le_2": 10_000}
     assert entries.set_index("entry_id")["amount_minor"].to_dict()["le_1"] == amount + 250  # not modified
 
@@ -99,7 +99,7 @@ def test_a_posted_fx_correction_is_added_in_the_settlement_currency() -> None:
     assert (posted[0].kind, posted[0].amount_minor, posted[0].currency) == ("correct_fx_payment", 200, "EUR")
 
     result = diff_night(provider, fold_posted_adjustments(entries, posted))
-    assert result.discrepancies.empty and result.matched_count == 2
+    assert result.findings.empty and result.matched_count == 2
 
 
 @pytest.mark.parametrize(
@@ -122,7 +122,7 @@ def test_a_posted_reversal_and_the_entry_it_reverses_cancel(category: str, actio
     )
     assert folded["entry_id"].tolist() == ["le_1"]
     result = diff_night(provider, folded)
-    assert result.discrepancies.empty and result.matched_count == 1
+    assert result.findings.empty and result.matched_count == 1
 
 
 def test_an_adjustment_kind_no_policy_makes_is_named() -> None:

@@ -101,7 +101,7 @@ def matched(outcome: MatchOutcome) -> list[tuple[str, str, str]]:
 
 def night(outcome: MatchOutcome) -> list[tuple[str, str]]:
     """(category, record_key) of the night's findings: the matcher's, and the diff's of what it hands on."""
-    diff = diff_night(outcome.provider_records, outcome.ledger).discrepancies
+    diff = diff_night(outcome.provider_records, outcome.ledger).findings
     both = pd.concat([outcome.findings, diff], ignore_index=True)
     return sorted(zip(both["category"], both["record_key"], strict=True))
 

@@ -79,7 +79,7 @@ def ledger(*rows: dict[str, Any]) -> pd.DataFrame:
 def findings(result: DiffResult) -> list[dict[str, Any]]:
     """The finding rows as dicts, nulls as None, without the detail sentence and the ledger's currency
     (shown beside its amount: test_report.py)."""
-    frame = result.discrepancies.drop(columns=["detail", "ledger_currency"]).astype(object)
+    frame = result.findings.drop(columns=["detail", "ledger_currency"]).astype(object)
     return [
         {key: (None if pd.isna(value) else value) for key, value in row.items()}
         for row in frame.to_dict("records")
