@@ -1,9 +1,11 @@
 """Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
 
-Per property-night, in order: the ledger's entries of the window (and the adjacent nights'), the
-provider's records of the window attributed to it, by id what the ledger names that the night lacks, the
-diff (pure), the orphaned captured payments, then the adjustments, the findings, the matches and the
-provider's records they name (``evidence.py``) and the night's takings (``takings.py``) in one
+Per property-night, four named steps (``reconcile_property_night``): **compare** (pure: the ledger's
+entries of the window and the adjacent nights' by tender, the provider's records of the window attributed
+to it, the matcher), **look up** by id what the comparison left loose (records the ledger names that the
+night lacks, open holds, the bookings of captured payments), **conclude** (pure: the diff, every finding,
+the orphaned captured payments, the proposals, the takings), and **write** the adjustments, the findings,
+the matches and the provider's records they name (``evidence.py``) and the night's takings in one
 transaction, so that a finding clears in the commit that withdraws its proposal (the rule:
 ``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). Every result lands in the
 reconciliation database; the caller gets counts and a report to summarise, nothing another host must read
@@ -43,18 +45,19 @@ from recon_pipeline.ledger.queries import (
     read_captured_order_rows,
     read_ledger_rows,
 )
-from recon_pipeline.ledger.validation import split_ledger_records
+from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline.properties import PropertyRow, split_valid_properties
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.providers.errors import is_permanent
+from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
-from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids, with_findings
+from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
 from recon_pipeline.reconcile.identity import (
     PaymentAliases,
@@ -73,7 +76,7 @@ from recon_pipeline.reconcile.matching import (
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
-from recon_pipeline.reconcile.takings import by_tender, night_takings
+from recon_pipeline.reconcile.takings import NightTakings, Tendered, by_tender, night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.storage.adjustments import sync_adjustments
 from recon_pipeline.storage.findings import save_findings
@@ -147,15 +150,13 @@ class BatchResult:
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
     row: PropertyRow
     window: NightWindow
     account: PropertyAccount
 
 
-def _targets(
-    connection: Connection, request: BatchRequest
-) -> tuple[list[_Target], dict[str, str], list[str]]:
+def _targets(connection: Connection, request: BatchRequest) -> tuple[list[Target], dict[str, str], list[str]]:
     """The batch's valid properties with their windows and accounts; a one-line error per named property
     that is unknown or invalid; and the invalid rows skipped when the batch is every property."""
     rows = list_properties(connection)
@@ -178,7 +179,7 @@ def _targets(
     for row in rows:
         sharing[row.provider_account] = (*sharing.get(row.provider_account, ()), row.property_id)
     targets = [
-        _Target(
+        Target(
             row,
             night_window(request.night, row.timezone, row.night_cutoff),
             PropertyAccount(
@@ -191,7 +192,7 @@ def _targets(
 
 
 @dataclass(frozen=True)
-class _PmsInput:
+class PmsInput:
     """The batch's night input from the PMS, each table read once for every property (rows by property;
     each property's frames are built in its own work, so a row it cannot take fails it alone)."""
 
@@ -204,13 +205,13 @@ class _PmsInput:
     groups: dict[str, dict[str, str]]  # booking id → group id of the bookings in a group
 
 
-def _read_pms_input(engine: Engine, targets: Sequence[_Target], night: str) -> _PmsInput:
+def _read_pms_input(engine: Engine, targets: Sequence[Target], night: str) -> PmsInput:
     """The ledger entries (with the adjacent nights') and captured payment orders of every target's
     window, the holds to look at, the night's posted adjustments and the matches decided before: one
     statement per table, not one per property."""
     windows = {target.row.property_id: target.window for target in targets}
     with engine.connect() as connection:
-        return _PmsInput(
+        return PmsInput(
             read_ledger_rows(connection, windows),
             read_captured_order_rows(connection, windows),
             hold_payments(connection, list(windows), night),
@@ -230,127 +231,244 @@ def _payment_owners(engine: Engine, claimed: pd.DataFrame) -> dict[str, str]:
         return load_payment_order_owners(connection, unclaimed)
 
 
-def _pull_groups(targets: Sequence[_Target]) -> list[list[_Target]]:
+def _pull_groups(targets: Sequence[Target]) -> list[list[Target]]:
     """Targets that one pull serves: same provider account and same window (a shared account's window is
     read once); a property alone on its account is its own group."""
-    groups: dict[tuple[str | None, datetime, datetime], list[_Target]] = {}
+    groups: dict[tuple[str | None, datetime, datetime], list[Target]] = {}
     for target in targets:
         key = (target.account.provider_account, target.window.start, target.window.end)
         groups.setdefault(key, []).append(target)
     return list(groups.values())
 
 
-def _pull_scope(group: Sequence[_Target]) -> PropertyAccount:
+def _pull_scope(group: Sequence[Target]) -> PropertyAccount:
     """The account scope of one shared pull: the group's first property, serving all of them."""
     first = group[0].account
     return replace(first, pulled_for=tuple(t.row.property_id for t in group) if len(group) > 1 else ())
 
 
+@dataclass(frozen=True)
+class NightInput:
+    """What one property-night is reconciled from: its target, the batch's PMS input, and its account's
+    pulled window (``claimed``, with the owners of the payments that name no property)."""
+
+    target: Target
+    pms: PmsInput
+    claimed: pd.DataFrame
+    owners: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What every property-night of one run shares: the night, the run, the orphans' grace."""
+
+    night: str
+    run_id: str
+    orphan_grace: timedelta
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The night compared before any lookup (pure): the ledger's valid entries by tender, the pull's
+    records split by attribution, the matcher's outcome and the fees it set aside."""
+
+    entries: LedgerSplit
+    tendered: Tendered
+    own: pd.DataFrame
+    nobody: pd.DataFrame  # payments nobody owns, where this property reports them
+    unattributed: int
+    aliases: PaymentAliases
+    matching: MatchOutcome
+    taken: FeesTaken | None
+
+
+@dataclass(frozen=True)
+class LookedUp:
+    """What the provider and the database said, by id, of the night's loose ends."""
+
+    elsewhere: pd.DataFrame  # records the ledger names that the night's pull lacks
+    unmatched: int  # how many ids were looked up
+    holds: list[AuthorizationHold]
+    booking_states: pd.DataFrame  # the bookings of the captured payments and of the holds
+    captured: pd.DataFrame  # the night's captured payments, with the booking their posting names
+
+
+@dataclass(frozen=True)
+class Concluded:
+    """The night's results (pure), ready to commit together."""
+
+    comparison: Comparison
+    looked_up: LookedUp
+    diff: DiffResult
+    orphans: pd.DataFrame
+    proposals: list[dict[str, Any]]
+    findings: pd.DataFrame  # the diff's findings and the orphans
+    matches: pd.DataFrame  # tonight's, without the adjacent nights' machine matches
+    matches_by_rule: dict[str, int]
+    takings: NightTakings
+    now: datetime
+
+
 def reconcile_property_night(
-    engine: Engine,
-    client: ProviderClient,
-    target: _Target,
-    pms: _PmsInput,
-    claimed: pd.DataFrame,
-    owners: dict[str, str],
-    night: str,
-    run_id: str,
-    orphan_grace: timedelta,
+    engine: Engine, client: ProviderClient, night: NightInput, run: RunScope
 ) -> PropertyNightResult:
-    """One property-night from the batch's PMS input (``pms``) and the account's pulled window
-    (``claimed``, its unattributed payments' ``owners``) to committed adjustments and findings."""
-    property_id, window, account = target.row.property_id, target.window, target.account
-    entries = split_ledger_records(ledger_frame(pms.ledger[property_id], window))
+    """One property-night from the batch's PMS input and its account's pull to committed adjustments,
+    findings, matches and takings: compare (pure), look up by id what the comparison left loose (I/O),
+    conclude (pure), write (one transaction)."""
+    compared = compare(night)
+    compared, looked_up = look_up(engine, client, night, compared)
+    concluded = conclude(night, compared, looked_up, run)
+    return write(engine, client, night, concluded, run)
+
+
+def compare(night: NightInput) -> Comparison:
+    """The ledger by tender, the pull split by attribution, then the matcher: a bad ledger row becomes a
+    finding, a bad match_policy fails this property alone (with its name)."""
+    target = night.target
+    entries = split_ledger_records(ledger_frame(night.pms.ledger[target.row.property_id], target.window))
     # Cash, bank transfers, OTA-collected money: the hotel's takings, never the provider's (takings.py).
     tendered = by_tender(entries.valid)
-    split = attribute(claimed, account, owners)
+    split = attribute(night.claimed, target.account, night.owners)
     own = split.own
-    nobody = split.unattributed if reports_unattributed(account) else split.unattributed.iloc[0:0]
+    nobody = split.unattributed if reports_unattributed(target.account) else split.unattributed.iloc[0:0]
     # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
-    # A bad match_policy fails this property alone, with its name (the policy's own one line).
-    policy = _match_policy(target.row)
-    posted, decided, groups = pms.posted[property_id], pms.known[property_id], pms.groups[property_id]
+    matching, taken = _matched(night, tendered, own, aliases)
+    return Comparison(entries, tendered, own, nobody, len(split.unattributed), aliases, matching, taken)
 
-    def matched(aliases: PaymentAliases) -> tuple[MatchOutcome, FeesTaken | None]:
-        """The frames the diff compares: the ledger keyed by charge, the night's posted corrections
-        credited to the entries they correct (so a corrected movement is matched and its finding clears),
-        the fees the property does not book per movement set aside, then the matcher's pairs of what
-        names no provider id (reconcile/matching)."""
-        ledger = fold_posted_adjustments(canonical_ledger(tendered.provider, aliases), posted)
-        compared, ledger, taken = fees_for_diff(own, ledger, target.row.fee_booking_mode)
-        return match_night(with_groups(compared, groups), ledger, policy, decided), taken
 
-    matching, taken = matched(aliases)
+def _matched(
+    night: NightInput, tendered: Tendered, own: pd.DataFrame, aliases: PaymentAliases
+) -> tuple[MatchOutcome, FeesTaken | None]:
+    """The frames the diff compares: the ledger keyed by charge, the night's posted corrections credited to
+    the entries they correct (so a corrected movement is matched and its finding clears), the fees the
+    property does not book per movement set aside, then the matcher's pairs of what names no provider id
+    (reconcile/matching)."""
+    row, property_id = night.target.row, night.target.row.property_id
+    policy = _match_policy(row)
+    ledger = fold_posted_adjustments(
+        canonical_ledger(tendered.provider, aliases), night.pms.posted[property_id]
+    )
+    compared, ledger, taken = fees_for_diff(own, ledger, row.fee_booking_mode)
+    grouped = with_groups(compared, night.pms.groups[property_id])
+    return match_night(grouped, ledger, policy, night.pms.known[property_id]), taken
+
+
+def look_up(
+    engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison
+) -> tuple[Comparison, LookedUp]:
+    """By id: the records the ledger names that the pull lacks (the comparison re-matched when some turn
+    up elsewhere: a timing difference), the open holds, and the bookings of the captured payments and of
+    the holds (one statement)."""
+    target = night.target
+    matching = compared.matching
     unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)
-    elsewhere = client.fetch_records_by_id(account, unmatched) if unmatched else empty_provider_records()
+    elsewhere = (
+        client.fetch_records_by_id(target.account, unmatched) if unmatched else empty_provider_records()
+    )
     if len(elsewhere):
-        matching, taken = matched(payment_aliases(own, elsewhere))
-    result = diff_night(
-        matching.provider_records, matching.ledger, elsewhere, target.row.fx_tolerance, target.row.currency
-    )
-    result = with_findings(
-        replace(result, findings=name_booked_ids(result.findings, tendered.provider)),
-        matching.findings,
-        unattributed_findings(nobody),
-        entries.invalid,
-    )
-    now = datetime.now(UTC)
-    captured = captured_payments(own, captured_orders_frame(pms.captured_orders[property_id]), aliases)
+        aliases = payment_aliases(compared.own, elsewhere)
+        matching, taken = _matched(night, compared.tendered, compared.own, aliases)
+        compared = replace(compared, matching=matching, taken=taken)
+    orders = captured_orders_frame(night.pms.captured_orders[target.row.property_id])
+    captured = captured_payments(compared.own, orders, compared.aliases)
     # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
     captured = with_ledger_bookings(captured, matching.ledger)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
-    booking_of = pms.holds[property_id]
-    holds = open_holds(client, account, booking_of)
-    with engine.connect() as connection:  # the bookings of the captured payments and of the holds at once
+    booking_of = night.pms.holds[target.row.property_id]
+    holds = open_holds(client, target.account, booking_of)
+    with engine.connect() as connection:
         booking_states = load_bookings(
             connection, [*captured["booking_id"].dropna(), *hold_booking_ids(holds, booking_of)]
         )
-    orphans = find_orphaned_captured_payments(captured, booking_states, now, orphan_grace)
-    result = with_findings(
-        result, authorization_findings(target.row, window, holds, booking_of, booking_states)
+    return compared, LookedUp(elsewhere, len(unmatched), holds, booking_states, captured)
+
+
+def conclude(night: NightInput, compared: Comparison, looked_up: LookedUp, run: RunScope) -> Concluded:
+    """The diff, its findings with the matcher's, the invalid entries', the unowned payments' and the
+    holds', the orphaned captured payments, the proposals and the night's takings."""
+    row, matching = night.target.row, compared.matching
+    result = diff_night(
+        matching.provider_records, matching.ledger, looked_up.elsewhere, row.fx_tolerance, row.currency
     )
-    proposals = plan_adjustments(property_id, night, result.findings, run_id, now)
-    found = pd.concat([result.findings, orphans], ignore_index=True)
-    tonights_matches, tonights_counts = _tonights(matching, decided)
-    takings = night_takings(tendered, own)  # per tender, and the cards per brand on both sides
-    with engine.begin() as connection:  # the property-night's results commit together, or not at all
-        plan = sync_adjustments(connection, property_id, night, proposals, now, RECONCILIATION_CATEGORIES)
-        saved = save_findings(
-            connection, property_id, night, found, run_id, now, RECONCILIATION_CATEGORIES
+    result = with_findings(
+        replace(result, findings=name_booked_ids(result.findings, compared.tendered.provider)),
+        matching.findings,
+        unattributed_findings(compared.nobody),
+        compared.entries.invalid,
+    )
+    now = datetime.now(UTC)
+    states = looked_up.booking_states
+    orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
+    booking_of = night.pms.holds[row.property_id]
+    result = with_findings(
+        result, authorization_findings(row, night.target.window, looked_up.holds, booking_of, states)
+    )
+    proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
+    tonights, counts = _tonights(matching, night.pms.known[row.property_id])
+    return Concluded(
+        compared,
+        looked_up,
+        result,
+        orphans,
+        proposals,
+        pd.concat([result.findings, orphans], ignore_index=True),
+        tonights,
+        counts,
+        night_takings(compared.tendered, compared.own),  # per tender, and the cards per brand on both sides
+        now,
+    )
+
+
+def write(
+    engine: Engine, client: ProviderClient, night: NightInput, concluded: Concluded, run: RunScope
+) -> PropertyNightResult:
+    """The property-night's results in one transaction (a finding clears in the commit that withdraws its
+    proposal), between the crash window's checkpoints; then its result and report."""
+    target, compared, looked_up = night.target, concluded.comparison, concluded.looked_up
+    property_id, now = target.row.property_id, concluded.now
+    with engine.begin() as connection:
+        plan = sync_adjustments(
+            connection, property_id, run.night, concluded.proposals, now, RECONCILIATION_CATEGORIES
         )
-        matches_saved = save_matches(connection, property_id, night, tonights_matches, run_id, now)
+        saved = save_findings(
+            connection, property_id, run.night, concluded.findings, run.run_id, now, RECONCILIATION_CATEGORIES
+        )
+        matches_saved = save_matches(connection, property_id, run.night, concluded.matches, run.run_id, now)
         save_provider_records(
             connection,
             property_id,
-            night,
-            (own, nobody, elsewhere),
-            named_record_ids(found, tonights_matches),
+            run.night,
+            (compared.own, compared.nobody, looked_up.elsewhere),
+            named_record_ids(concluded.findings, concluded.matches),
             client.name,
-            account.provider_account,
+            target.account.provider_account,
             client.dashboard_url,
-            run_id,
+            run.run_id,
             now,
         )
-        save_takings(connection, property_id, night, takings, run_id, now)
+        save_takings(connection, property_id, run.night, concluded.takings, run.run_id, now)
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
+    own = compared.own
     return PropertyNightResult(
         property_row=target.row,
-        window=window,
+        window=target.window,
         pulled=len(own),
-        unattributed=len(split.unattributed),
-        looked_up=len(unmatched),
-        found_elsewhere=len(elsewhere),
-        invalid_entries=len(entries.invalid),
+        unattributed=compared.unattributed,
+        looked_up=looked_up.unmatched,
+        found_elsewhere=len(looked_up.elsewhere),
+        invalid_entries=len(compared.entries.invalid),
         fees_by_status={
             str(status): int(n)
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
-        matches_by_rule=tonights_counts,
+        matches_by_rule=concluded.matches_by_rule,
         matches_saved=asdict(matches_saved),
-        report=build_night_report(result, orphans, taken, tonights_counts, takings),
+        report=build_night_report(
+            concluded.diff, concluded.orphans, compared.taken, concluded.matches_by_rule, concluded.takings
+        ),
         adjustments=plan.counts(),
         findings={
             "new": saved.new,
@@ -358,7 +476,7 @@ def reconcile_property_night(
             "cleared": saved.cleared,
             "reopened": saved.reopened,
         },
-        proposed=len(proposals),
+        proposed=len(concluded.proposals),
     )
 
 
@@ -443,13 +561,13 @@ def reconcile_batch(
     started = datetime.now(UTC)
     for property_id, error in errors.items():
         batch.outcomes.append(_outcome(request, run_id, property_id, started, started, error))
-    pms: _PmsInput | BaseException
+    pms: PmsInput | BaseException
     try:
         pms = _read_pms_input(engine, targets, request.night)
     except Exception as error:  # the database failed the batch's read: every property fails with it
         pms = error
 
-    def work(group: list[_Target]) -> list[tuple[_Target, PropertyNightResult | BaseException]]:
+    def work(group: list[Target]) -> list[tuple[Target, PropertyNightResult | BaseException]]:
         if isinstance(pms, BaseException):
             return [(target, pms) for target in group]
         scope = _pull_scope(group)
@@ -458,11 +576,11 @@ def reconcile_batch(
             owners = _payment_owners(engine, claimed)
         except Exception as error:  # an incomplete pull, or its owners unread, fails every property it serves
             return [(target, error) for target in group]
-        done: list[tuple[_Target, PropertyNightResult | BaseException]] = []
+        done: list[tuple[Target, PropertyNightResult | BaseException]] = []
         for target in group:
             try:
                 result = reconcile_property_night(
-                    engine, client, target, pms, claimed, owners, request.night, run_id, request.orphan_grace
+                    engine, client, NightInput(target, pms, claimed, owners), run
                 )
             except Exception as error:
                 done.append((target, error))
@@ -470,6 +588,7 @@ def reconcile_batch(
                 done.append((target, result))
         return done
 
+    run = RunScope(request.night, run_id, request.orphan_grace)
     groups = _pull_groups(targets)
     finished_properties = 0
     with ThreadPoolExecutor(max_workers=max(1, min(request.workers, len(groups) or 1))) as pool:
