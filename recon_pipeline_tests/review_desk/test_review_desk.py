@@ -190,6 +190,29 @@ def test_a_post_without_the_csrf_token_is_refused(desk: Desk) -> None:
         assert client.get("/findings").status_code == 303
 
 
+def test_a_nul_in_a_form_field_is_refused_and_stores_nothing(desk: Desk) -> None:
+    """PostgreSQL stores no NUL in text: a sign-in name or a review comment holding one was a 500 there."""
+    nul = (400, "a form field holds a NUL character")
+    with loopback_client(base_url=desk.base_url) as client:
+        token = csrf_of(client.get("/signin"))
+        named = client.post("/signin", data={"csrf_token": token, "name": "ana\x00", "password": PASSWORD})
+        assert (named.status_code, named.text) == nul
+        assert sign_in(client).status_code == 303
+        token = csrf_of(client.get("/findings"))
+        review = {
+            "csrf_token": token,
+            "action": "acknowledge",
+            "comment": "seen\x00",
+            "difference_seen": "20",
+        }
+        reviewed = client.post(f"/findings/{desk.ids['r-small']}/review", data=review)
+        assert (reviewed.status_code, reviewed.text) == nul
+    with desk.engine.connect() as connection:
+        statuses = connection.execute(select(discrepancies.c.review_status)).scalars().all()
+        actions = connection.execute(select(review_audit.c.action)).scalars().all()
+    assert set(statuses) == {"open"} and actions == ["sign_in"]
+
+
 def test_another_propertys_finding_is_not_found_and_a_script_renders_as_text(desk: Desk) -> None:
     with loopback_client(base_url=desk.base_url) as client:
         sign_in(client)
