@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from zoneinfo import ZoneInfo, available_timezones
 
-from recon_pipeline.keys import parse_night
+from recon_pipeline.keys import night_in_range, parse_night
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,9 @@ def property_zone(timezone: str) -> ZoneInfo:
 
 
 def night_window(night: date | str, timezone: str, cutoff: str = "00:00") -> NightWindow:
-    """UTC window of ``night`` for a property in ``timezone`` whose nights turn at ``cutoff``."""
-    day = parse_night(night) if isinstance(night, str) else night
+    """UTC window of ``night`` for a property in ``timezone`` whose nights turn at ``cutoff``; a ValueError
+    naming a night at the calendar's edge, whose window is no datetime (``keys.night_in_range``)."""
+    day = parse_night(night) if isinstance(night, str) else night_in_range(night)
     zone = property_zone(timezone)
     turn = parse_cutoff(cutoff)
     start_local = datetime.combine(day, turn, tzinfo=zone)

@@ -4,9 +4,11 @@ The CSV and xlsx writers are built on ``csv_bytes`` and ``xlsx_bytes``, which th
 use too. Each writer fills a temporary file beside the target and ``os.replace``s it into place, so a crash
 mid-write leaves the old report, and a re-run with the same rows writes the same bytes.
 
-CSV files are opened in spreadsheets, and their text cells come from the PMS and the provider (ids,
-names, metadata): a cell such as ``=HYPERLINK(...)`` would run as a formula. Text cells are therefore
-neutralised as OWASP's "CSV Injection" advises; Parquet is data for programs and keeps every value exact.
+CSV files are opened in spreadsheets, and their text cells come from the PMS, the provider and the desk's
+users (ids, names, metadata, review notes): a cell such as ``=HYPERLINK(...)`` would run as a formula.
+Text cells are therefore neutralised as OWASP's "CSV Injection" advises, and every cell is quoted: Excel
+where the list separator is ``;`` splits an unquoted ``memo;=cmd|...`` into two cells, the second a
+formula. Parquet is data for programs and keeps every value exact.
 An xlsx cell carries its type, so a text cell is written as a string (never a formula) with no visible
 prefix.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,8 +31,10 @@ import pandas as pd
 
 from recon_pipeline.reports.sheets import Cell, Kind, Row, Sheet, totals_rows, typed_rows
 
-# OWASP "CSV Injection": a cell starting with one of these is read as a formula by spreadsheets.
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# OWASP "CSV Injection": text a spreadsheet runs as a formula starts with a tab, a carriage return, or
+# "=", "+", "-" or "@" (blanks before it included), at the cell's start or after a separator a spreadsheet
+# may split the cell at: "," or ";" (Excel's list separator in many locales), a tab or a line break.
+FORMULA_START = re.compile(r"^[\t\r]|(?:^|[,;\t\r\n])\s*[=+\-@]")
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
@@ -38,9 +43,10 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """Every column of ``frame`` as UTF-8 CSV; nulls are empty cells, timestamps ISO 8601 with their UTC
-    offset, and text cells that a spreadsheet would run as a formula prefixed with ``'`` (numbers stay
-    numbers). Bytes rather than a file, so a file and an HTTP download are the same code.
+    """Every column of ``frame`` as UTF-8 CSV, every cell quoted; nulls are empty cells, timestamps ISO 8601
+    with their UTC offset, and text cells that a spreadsheet would run as a formula prefixed with ``'``
+    (numbers stay numbers: a spreadsheet reads a quoted number as a number). Bytes rather than a file, so a
+    file and an HTTP download are the same code.
 
     Lines end in CRLF (RFC 4180): Python's CSV writer quotes a cell holding a line terminator's character,
     so a carriage return inside a PMS field stays inside its cell instead of splitting the row."""
@@ -58,12 +64,14 @@ def csv_bytes(frame: pd.DataFrame) -> bytes:
             if pd.api.types.is_string_dtype(text[name].dtype)  # object columns too
         }
     )
-    return text.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
+    return text.to_csv(index=False, lineterminator="\r\n", quoting=csv.QUOTE_ALL).encode("utf-8")
 
 
 def neutralise_formula(cell: object) -> object:
-    """``cell`` with a leading ``'`` if it is text a spreadsheet would run as a formula, else unchanged."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
+    """``cell`` with a leading ``'`` if it is text a spreadsheet would run as a formula, whole or split at a
+    separator (``FORMULA_START``), else unchanged. The writers quote every cell, so a split part stays
+    inside its cell."""
+    if isinstance(cell, str) and FORMULA_START.search(cell):
         return "'" + cell
     return cell
 
@@ -131,15 +139,16 @@ def amount_format(exponent: int) -> str:
 
 
 def sheet_csv_bytes(sheet: Sheet, rows: Sequence[Row], timezones: Mapping[str, str]) -> bytes:
-    """The sheet as UTF-8 CSV (CRLF lines): its headers, a line per row, then an empty line and a totals
-    line per currency (the empty line ends the data where a spreadsheet's sort or filter looks).
+    """The sheet as UTF-8 CSV (CRLF lines, every cell quoted as ``csv_bytes``'s): its headers, a line per row,
+    then an empty line and a totals line per currency (the empty line ends the data where a spreadsheet's
+    sort or filter looks).
 
     Amounts are numbers in major units with the currency's decimals (``-15.00``; ``1200`` for JPY), dates
     ``YYYY-MM-DD``, moments ISO 8601 in the property's time zone with its offset. Only text cells get the
     formula guard's ``'``: an amount, count or date is written by this code from a number, so a leading
     ``-`` is a negative number a spreadsheet must read as one, never text from outside."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = csv.writer(buffer, lineterminator="\r\n", quoting=csv.QUOTE_ALL)
     writer.writerow([column.header for column in sheet.columns])
     writer.writerows([_csv_cell(cell) for cell in line] for line in typed_rows(sheet, rows, timezones))
     totals = totals_rows(sheet, rows)

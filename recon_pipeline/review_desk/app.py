@@ -2,9 +2,10 @@
 session cookie that holds a server-side session's id.
 
 Security is in the app's structure rather than in each page: every response carries the security headers
-and, but for static files, ``Cache-Control: no-store`` (``SecurityHeaders``); CSRF, the session, sign-in
-and roles are checked by ``web.Desk`` for every route that needs them; every query is narrowed to the
-user's properties in SQL.
+and, but for static files, ``Cache-Control: no-store`` (``SecurityHeaders``, and ``server_error`` for an
+unhandled error); a request body over ``MAX_BODY_BYTES`` is refused (413) before anything parses it; CSRF,
+the session, sign-in and roles are checked by ``web.Desk`` for every route that needs them; every query is
+narrowed to the user's properties in SQL.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,6 +52,9 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
 )
+# The largest request body read: the desk's forms are a few kilobytes (a bulk review of 200 findings with
+# its comment, a pairing's ids), so a larger body is no form of the desk's.
+MAX_BODY_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,13 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def server_error(request: Request, error: Exception) -> Response:
+    """The answer to an unhandled error (which Starlette then logs): Starlette calls it from outside every
+    middleware, ``SecurityHeaders`` included, so it carries that middleware's headers itself."""
+    headers = {name.decode(): value.decode() for name, value in (*SECURITY_HEADERS, NO_STORE)}
+    return PlainTextResponse("Internal Server Error", status_code=500, headers=headers)
+
+
 def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_now) -> Starlette:
     """The review desk on ``engine`` (migrated to 0010 or later); ``clock`` times sessions and sign-in
     locks (a test moves it)."""
@@ -123,6 +137,7 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
     ]
     middleware = [
         Middleware(SecurityHeaders),
+        Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY_BYTES),  # inside: a 413 has the headers
         Middleware(
             SessionMiddleware,
             secret_key=settings.secret,
@@ -132,4 +147,4 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
             https_only=settings.secure_cookies,
         ),
     ]
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={Exception: server_error})

@@ -4,7 +4,8 @@ keeps it (for a saved view, or the way back to a list from a finding or a confir
 A view is its owner's alone: every query here takes the user's name, so no one lists, opens or deletes
 another's view (another's view id is the same "not found" as an unknown one). A query is only re-encoded
 here, never trusted: each list validates its own parameters when the view is opened, as for any URL.
-Saving a name again on the same list replaces that view's query.
+Saving a name again on the same list replaces that view's query. A user keeps at most
+``MAX_VIEWS_PER_USER`` views, all of them listed (so every one can be deleted from the desk).
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from datetime import datetime
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
 
-from sqlalchemy import Connection, Select, delete, select
+from sqlalchemy import Connection, Select, and_, delete, func, select
 
-from recon_pipeline.db.schema import review_saved_views
+from recon_pipeline.db.schema import review_saved_views, review_users
 from recon_pipeline.db.upsert import upsert
 
 LISTS: Final = ("findings", "adjustments", "payouts", "matches", "nights")
 MAX_NAME_LENGTH: Final = 80
 MAX_QUERY_LENGTH: Final = 2000
-MAX_VIEWS: Final = 100  # a list's views of one user shown; more would not be read anyway
+MAX_VIEWS_PER_USER: Final = 50  # every list's together: a bounded table, and a list of links still read
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,20 @@ def save_view(
     connection: Connection, user_name: str, list_name: str, name: str, query: str, now: datetime
 ) -> SavedView:
     """Save (or replace) ``user_name``'s view ``name`` of ``list_name`` as ``query`` (its page left out);
-    ValueError for a bad list or name."""
+    ValueError for a bad list or name, or a new view beyond the user's ``MAX_VIEWS_PER_USER``."""
     list_name, name = validate_view(list_name, name)
+    t = review_saved_views.c
+    # The user's row locked (PostgreSQL; SQLite has one writer at a time): two saves at once count in turn.
+    connection.execute(select(review_users.c.name).where(review_users.c.name == user_name).with_for_update())
+    others = (
+        select(func.count())
+        .select_from(review_saved_views)
+        .where(t.user_name == user_name, ~and_(t.list_name == list_name, t.name == name))
+    )
+    if connection.execute(others).scalar_one() >= MAX_VIEWS_PER_USER:
+        raise ValueError(
+            f"you have {MAX_VIEWS_PER_USER} saved views, the most one user keeps: delete one first"
+        )
     row = {
         "user_name": user_name,
         "list_name": list_name,
@@ -67,7 +80,6 @@ def save_view(
         "created_at": now,
     }
     upsert(connection, review_saved_views, [row], ["user_name", "list_name", "name"], ["query", "created_at"])
-    t = review_saved_views.c
     found = connection.execute(
         _views().where(t.user_name == user_name, t.list_name == list_name, t.name == name)
     ).one()
@@ -75,14 +87,10 @@ def save_view(
 
 
 def saved_views(connection: Connection, user_name: str, list_name: str) -> list[SavedView]:
-    """``user_name``'s views of ``list_name``, by name."""
+    """``user_name``'s views of ``list_name``, by name: all of them, so each can be deleted (the cap bounds
+    them; a user holding more, saved before it, sees them all too)."""
     t = review_saved_views.c
-    query = (
-        _views()
-        .where(t.user_name == user_name, t.list_name == list_name)
-        .order_by(t.name, t.view_id)
-        .limit(MAX_VIEWS)
-    )
+    query = _views().where(t.user_name == user_name, t.list_name == list_name).order_by(t.name, t.view_id)
     return [_view(row) for row in connection.execute(query)]
 
 

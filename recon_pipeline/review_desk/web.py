@@ -56,7 +56,9 @@ def csrf_token(request: Request) -> str:
 
 
 def csrf_protected(endpoint: Callable[[Request, FormData], Awaitable[Response]]) -> Endpoint:
-    """The endpoint for a POST whose form's ``csrf_token`` matches the session's; 403 otherwise."""
+    """The endpoint for a POST whose form's ``csrf_token`` matches the session's; 403 otherwise. A form with
+    a NUL in a field is a 400: PostgreSQL stores no NUL in text, and SQLite would keep what PostgreSQL
+    refuses."""
 
     async def checked(request: Request) -> Response:
         form = await request.form()
@@ -66,6 +68,8 @@ def csrf_protected(endpoint: Callable[[Request, FormData], Awaitable[Response]])
             return PlainTextResponse("missing CSRF token", status_code=403)
         if not secrets.compare_digest(expected.encode(), given.encode()):
             return PlainTextResponse("bad CSRF token", status_code=403)
+        if any(isinstance(value, str) and "\x00" in value for _name, value in form.multi_items()):
+            return PlainTextResponse("a form field holds a NUL character", status_code=400)
         return await endpoint(request, form)
 
     return checked

@@ -67,6 +67,8 @@ CASES: list[tuple[list[str], dict[str, str], str, int]] = [
     (["adjustments", "four-eyes", "p1", "--above", "9223372036854775808"], {}, "--above", 2),
     (["adjustments", "four-eyes", "p1", "--above", "5", "--clear"], {}, "--clear", 2),
     (["report", "night", "2026-13-01"], {}, "night", 2),
+    (["report", "night", "9999-12-31"], {}, "night '9999-12-31' is not from 0002-01-01 to 9998-12-31", 2),
+    (["findings", "list", "--night", "0001-01-01"], {}, "night '0001-01-01' is not from 0002-01-01", 2),
     (["report", "night", "2026-11-01", "--format", "xlsx"], {}, "--format", 2),
     (["report", "night", "2026-11-01", "--property", "a/b"], {}, "--property", 2),
     (["report", "overview"], {"RECON_HOME": "{file}"}, "RECON_HOME", 2),

@@ -78,3 +78,24 @@ def test_night_of_is_the_inverse_of_night_window(timezone: str, cutoff: str) -> 
         assert night_of(window.start, timezone, cutoff) == night
         assert night_of(window.end - timedelta(seconds=1), timezone, cutoff) == night
         assert night_of(window.end, timezone, cutoff) == night + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("night", "timezone"),
+    [
+        ("9999-12-31", "UTC"),
+        (date(9999, 12, 31), "Asia/Tokyo"),
+        ("0001-01-01", "Europe/Paris"),
+        (date.min, "UTC"),
+    ],
+)
+def test_a_night_at_the_calendars_edge_is_a_clear_error_naming_it(night: str | date, timezone: str) -> None:
+    shown = night if isinstance(night, str) else night.isoformat()
+    with pytest.raises(ValueError, match=f"^night '{shown}' is not from 0002-01-01 to 9998-12-31$"):
+        night_window(night, timezone)
+
+
+@pytest.mark.parametrize("timezone", ["Pacific/Kiritimati", "Pacific/Pago_Pago", "Europe/Paris"])
+def test_the_first_and_last_nights_have_windows(timezone: str) -> None:
+    for night in ("0002-01-01", "9998-12-31"):
+        assert night_window(night, timezone, "23:59").duration == timedelta(hours=24)

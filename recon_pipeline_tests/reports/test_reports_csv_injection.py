@@ -1,6 +1,8 @@
 """Text from the PMS or the provider that a spreadsheet would run as a formula is neutralised in the CSV
 export (OWASP "CSV Injection"), read back from a real `discrepancies` table on SQLite and PostgreSQL;
-numbers, negative amounts included, stay numbers, and the Parquet export keeps every value exact."""
+numbers, negative amounts included, stay numbers, and the Parquet export keeps every value exact. A part
+of a cell that a spreadsheet splits off at a separator (``;`` where it is Excel's list separator) is
+guarded too, and every cell is quoted so that part stays in its cell."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from sqlalchemy import insert
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
-from recon_pipeline.reports.exports import write_csv, write_parquet
+from recon_pipeline.reports.exports import csv_bytes, neutralise_formula, write_csv, write_parquet
 from recon_pipeline.reports.queries import partition_findings
 
 PROPERTY, NIGHT = "p1", "2026-11-01"
@@ -84,3 +87,25 @@ def test_formula_cells_are_neutralised_and_numbers_kept(database_url: str, tmp_p
     exact = pd.read_parquet(parquet_path)
     assert exact["record_key"].tolist() == frame["record_key"].tolist()
     assert exact["provider_record_id"].tolist() == frame["provider_record_id"].tolist()
+
+
+SPLIT_FORMULAS = (
+    "see memo;=cmd|' /C calc'!A0;",  # Excel where ";" is the list separator: the second cell a formula
+    "refund, +1+1",
+    "line one\n@SUM(A1)",
+    "a\t-2+3",
+    "  =1+1",  # blanks before the formula
+)
+PLAIN_TEXT = ("ch_plain", "refund - partial", "guest@example.com", "a-b;c", "2+2=4")
+
+
+@pytest.mark.parametrize("cell", SPLIT_FORMULAS)
+def test_a_formula_a_spreadsheet_splits_off_is_neutralised_and_quoted(cell: str) -> None:
+    assert neutralise_formula(cell) == "'" + cell
+    written = csv_bytes(pd.DataFrame({"note": [cell], "amount": [-500]})).decode("utf-8")
+    quoted = '"' + ("'" + cell).replace('"', '""') + '"'
+    assert written == f'"note","amount"\r\n{quoted},"-500"\r\n'
+
+
+def test_text_without_a_formula_is_left_as_it_is() -> None:
+    assert [neutralise_formula(cell) for cell in PLAIN_TEXT] == list(PLAIN_TEXT)

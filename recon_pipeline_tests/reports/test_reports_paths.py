@@ -65,4 +65,4 @@ def test_the_root_defaults_to_recon_home_reports(tmp_path: Path, monkeypatch: py
     assert overview_folder() == tmp_path.resolve() / "home" / "reports" / OVERVIEW_FOLDER
     path = write_csv(pd.DataFrame({"a": [1]}), night_folder("kyoto-gion", NIGHT) / "x.csv")
     assert path == tmp_path.resolve() / "home" / "reports" / "kyoto-gion" / NIGHT / "x.csv"
-    assert path.read_text() == "a\n1\n"
+    assert path.read_text() == '"a"\n"1"\n'  # every cell quoted (reports.exports)

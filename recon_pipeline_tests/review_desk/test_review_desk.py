@@ -1,5 +1,6 @@
 """The review desk on a real server (127.0.0.1) over SQLite and PostgreSQL: users added by the CLI, sign-in,
-its rate limit, CSRF, per-property access, escaping, a tampered session cookie and the security headers."""
+its rate limit, CSRF, per-property access, escaping, a tampered session cookie, the security headers (a
+server error's too) and the request body limit."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -14,8 +16,8 @@ from sqlalchemy import Engine, insert, select
 
 from recon_pipeline import cli
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.db.schema import discrepancies, review_audit, review_users
-from recon_pipeline.review_desk.app import SESSION_COOKIE, DeskSettings, review_desk_app
+from recon_pipeline.db.schema import discrepancies, review_audit, review_signin_failures, review_users
+from recon_pipeline.review_desk.app import MAX_BODY_BYTES, SESSION_COOKIE, DeskSettings, review_desk_app
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.browser import chromium_page
 from recon_pipeline_tests.support.desk_fixtures import (
@@ -28,6 +30,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     sign_in,
 )
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.shared_servers import serving
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -187,6 +190,29 @@ def test_a_post_without_the_csrf_token_is_refused(desk: Desk) -> None:
         assert client.get("/findings").status_code == 303
 
 
+def test_a_nul_in_a_form_field_is_refused_and_stores_nothing(desk: Desk) -> None:
+    """PostgreSQL stores no NUL in text: a sign-in name or a review comment holding one was a 500 there."""
+    nul = (400, "a form field holds a NUL character")
+    with loopback_client(base_url=desk.base_url) as client:
+        token = csrf_of(client.get("/signin"))
+        named = client.post("/signin", data={"csrf_token": token, "name": "ana\x00", "password": PASSWORD})
+        assert (named.status_code, named.text) == nul
+        assert sign_in(client).status_code == 303
+        token = csrf_of(client.get("/findings"))
+        review = {
+            "csrf_token": token,
+            "action": "acknowledge",
+            "comment": "seen\x00",
+            "difference_seen": "20",
+        }
+        reviewed = client.post(f"/findings/{desk.ids['r-small']}/review", data=review)
+        assert (reviewed.status_code, reviewed.text) == nul
+    with desk.engine.connect() as connection:
+        statuses = connection.execute(select(discrepancies.c.review_status)).scalars().all()
+        actions = connection.execute(select(review_audit.c.action)).scalars().all()
+    assert set(statuses) == {"open"} and actions == ["sign_in"]
+
+
 def test_another_propertys_finding_is_not_found_and_a_script_renders_as_text(desk: Desk) -> None:
     with loopback_client(base_url=desk.base_url) as client:
         sign_in(client)
@@ -210,6 +236,17 @@ def test_a_session_cookie_altered_by_one_byte_signs_out(desk: Desk) -> None:
         assert client.get("/findings").headers["location"] == "/signin"
 
 
+def assert_security_headers(response: httpx.Response, no_store: bool = True) -> None:
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "same-origin"
+    assert ("cache-control" in response.headers) == no_store
+    if no_store:
+        assert response.headers["cache-control"] == "no-store"
+
+
 def test_every_response_has_the_security_headers_and_a_strict_cookie(desk: Desk) -> None:
     with loopback_client(base_url=desk.base_url) as client:
         signin_page = client.get("/signin")
@@ -224,14 +261,53 @@ def test_every_response_has_the_security_headers_and_a_strict_cookie(desk: Desk)
         ]
         assert [response.status_code for response in responses] == [200, 200, 403, 404, 303]
         for response in responses:
-            csp = response.headers["content-security-policy"]
-            assert (
-                "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
-            )
-            assert response.headers["x-frame-options"] == "DENY"
-            assert response.headers["x-content-type-options"] == "nosniff"
-            assert response.headers["referrer-policy"]
+            assert_security_headers(response, no_store=response is not responses[1])  # but a static file
         assert "<script" not in signin_page.text and " style=" not in signin_page.text
+
+
+def test_a_server_error_carries_the_security_headers(sqlite_url: str) -> None:
+    """A desk on a database without its tables: the sign-in's query fails, a real unhandled error."""
+    engine = make_engine(sqlite_url)
+    try:
+        with (
+            serving(review_desk_app(engine, DeskSettings("s" * 40))) as server,
+            loopback_client(base_url=server.base_url) as client,
+        ):
+            token = csrf_of(client.get("/signin"))
+            failed = client.post("/signin", data={"csrf_token": token, "name": "ana", "password": "x"})
+    finally:
+        engine.dispose()
+    assert (failed.status_code, failed.text) == (500, "Internal Server Error")
+    assert_security_headers(failed)
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_parsed(desk: Desk) -> None:
+    """A wrong password counts as a failed sign-in once its form is parsed: a body one byte over the limit,
+    with its length or streamed without one, is a 413 and counts nothing; one at the limit is parsed."""
+
+    def signin_body(client: httpx.Client, size: int) -> bytes:
+        fields = {"csrf_token": csrf_of(client.get("/signin")), "name": "ana", "password": "wrong", "pad": ""}
+        body = urlencode(fields).encode()
+        return body + b"x" * (size - len(body))
+
+    def failures() -> int:
+        with desk.engine.connect() as connection:
+            return len(connection.execute(select(review_signin_failures)).all())
+
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    with loopback_client(base_url=desk.base_url) as client:
+        over = signin_body(client, MAX_BODY_BYTES + 1)
+        sized = client.post("/signin", content=over, headers=form)
+        chunks = (over[start : start + 65536] for start in range(0, len(over), 65536))
+        streamed = client.post("/signin", content=chunks, headers=form)  # chunked: no Content-Length
+        assert "content-length" not in streamed.request.headers
+        assert [sized.status_code, streamed.status_code] == [413, 413]
+        for refused in (sized, streamed):
+            assert_security_headers(refused)
+        assert failures() == 0
+        at_limit = client.post("/signin", content=signin_body(client, MAX_BODY_BYTES), headers=form)
+    assert at_limit.status_code == 401 and "Wrong name or password." in at_limit.text
+    assert failures() == 2  # the name's and the address's
 
 
 def test_secure_cookies_and_a_missing_secret(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

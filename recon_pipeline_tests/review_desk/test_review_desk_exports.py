@@ -21,7 +21,7 @@ import httpx
 import pytest
 from openpyxl import load_workbook
 from openpyxl.worksheet.worksheet import Worksheet
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, insert, select, update
 
 from recon_pipeline.db.schema import adjustments, discrepancies, matches, payouts, review_audit
 from recon_pipeline.review_desk.pages import exports
@@ -268,6 +268,23 @@ def database_sum(desk: Desk, currency: str) -> Decimal:
     with desk.engine.connect() as connection:
         minor = connection.execute(statement).scalar_one()
     return Decimal(minor).scaleb(-2 if currency == "EUR" else 0)
+
+
+def test_a_review_note_excel_would_split_at_a_semicolon_is_neutralised_and_quoted(
+    client: httpx.Client, desk: Desk
+) -> None:
+    """Where Excel's list separator is ``;``, an unquoted ``see memo;=cmd...`` is two cells, the second a
+    formula: the note is exported guarded and quoted, one cell whatever the separator."""
+    memo = "see memo;=cmd|' /C calc'!A0;"
+    with desk.engine.begin() as connection:
+        connection.execute(
+            update(discrepancies).where(discrepancies.c.record_key == "r-small").values(review_note=memo)
+        )
+    response = client.get("/findings/export.csv", params={"q": "r-small"})
+    [line] = [line for line in response.text.split("\r\n") if "r-small" in line]
+    assert f',"\'{memo}",' in line
+    [row] = csv_rows(response)
+    assert row["Review note"] == "'" + memo
 
 
 def test_an_xlsx_export_is_ready_for_excel(client: httpx.Client, desk: Desk) -> None:

@@ -299,3 +299,19 @@ def test_payouts_matches_and_nights_sort_search_and_total(desk: Desk) -> None:
         outstanding = sum(i + 1 for i in range(FILLERS)) + 12_050 * 2 + 15_000
         assert footer(overview) == [("EUR", FILLERS + 4, outstanding), ("JPY", 2, 241)]
         assert row_ids(client.get("/nights", params={"q": "bk_42"})) == [f"p1/{NIGHT}"]
+
+
+@pytest.mark.parametrize("path", ["/findings", "/adjustments", "/payouts", "/matches", "/nights"])
+def test_a_control_character_in_a_search_or_filter_is_refused_not_a_match_for_every_row(
+    desk: Desk, path: str
+) -> None:
+    """SQLite ends a LIKE pattern at a NUL, so ``q=%00`` listed every row; PostgreSQL refuses NUL in
+    text. Either way the list says why, and its export too."""
+    with desk.client() as client:
+        for params in ({"q": "\x00"}, {"q": "bk\x00_42"}, {"q": "bk\n42"}, {"q": "a\x1bb"}):
+            page = client.get(path, params=params)
+            assert error_of(page) == "search must not hold control characters"  # a 400, no rows
+        booking = client.get("/findings", params={"booking": "bk_42\x00"})
+        assert error_of(booking) == "booking must not hold control characters"
+        exported = client.get(f"{path}/export.csv", params={"q": "\x00"})
+    assert (exported.status_code, exported.text) == (400, "search must not hold control characters")

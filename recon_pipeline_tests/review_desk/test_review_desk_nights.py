@@ -31,6 +31,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     add_user,
     finding,
     finding_ids,
+    post_form,
     served_desk,
     sign_in,
 )
@@ -245,6 +246,37 @@ def test_another_property_or_a_malformed_night_is_not_found_and_an_empty_night_s
     assert empty.status_code == 200 and "Nothing recorded for this night." in empty.text
 
 
+@pytest.mark.parametrize("night", ["9999-12-31", "0001-01-01"])
+def test_a_night_at_the_calendars_edge_is_refused_in_one_line_never_a_server_error(
+    desk: Desk, night: str
+) -> None:
+    """The window of 9999-12-31 would end in year 10000, that of 0001-01-01 in Paris start in year 0."""
+    with desk.client() as client:
+        pages = [client.get(f"/nights/p1/{night}"), client.get(f"/nights/p1/{night}/report.html")]
+        filtered = [
+            client.get(path, params={name: night})
+            for path, name in (
+                ("/nights", "night_from"),
+                ("/nights", "night_to"),
+                ("/findings", "night_from"),
+                ("/adjustments", "night_to"),
+                ("/matches", "night"),
+                ("/nights/export.csv", "night_from"),
+            )
+        ]
+        paired = post_form(
+            client,
+            "/matches/pair",
+            {"property": "p1", "night": night, "records": "ch_1", "entries": "le_1", "reason": "by hand"},
+        )
+    refusal = f"night '{night}' is not from 0002-01-01 to 9998-12-31"
+    assert [page.status_code for page in pages] == [404, 404]
+    assert [response.status_code for response in (*filtered, paired)] == [400] * 7
+    for response in (*filtered, paired):
+        shown = refusal.replace("'", "&#39;")  # as the page's template escapes it
+        assert shown in response.text or response.text == refusal  # an export: plain text
+
+
 def transaction(transaction_id: str, property_id: str | None, amount: int) -> dict[str, Any]:
     return {
         "payout_id": "po_paid",
@@ -352,13 +384,15 @@ def test_a_payouts_page_shows_the_users_transactions_and_another_propertys_payou
         page = client.get("/payouts/po_paid")
         other = client.get("/payouts/po_secret_p2")
         unknown = client.get("/payouts/po_nope")
+        nul = client.get("/payouts/po_paid%00")  # PostgreSQL refuses NUL in text: a 404, not a 500
     with desk.client("ada") as client:
         seen_by_admin = client.get("/payouts/po_paid")
     assert page.status_code == 200
     assert f'href="/nights/p1/{NIGHT}">p1 {NIGHT}</a>' in page.text and "txn_x" in page.text
     assert "untraced" in page.text and "50.00 EUR" in page.text and "49.00 EUR" in page.text
     assert "secret" not in page.text
-    assert (other.status_code, unknown.status_code) == (404, 404) and other.text == unknown.text
+    assert (other.status_code, unknown.status_code, nul.status_code) == (404, 404, 404)
+    assert other.text == unknown.text == nul.text
     assert "txn_secret_p2" in seen_by_admin.text
 
 

@@ -1,6 +1,7 @@
 """Working the findings on a real desk over SQLite and PostgreSQL: the legend, a finding's assignee and
 notes (audited, its state unchanged, another property's a 404), bulk acknowledge through a confirmation
-page (a refusal beside its row, the others done), and saved views that are their owner's alone."""
+page (a refusal beside its row, the others done), and saved views that are their owner's alone, a
+bounded number of them, each deletable from the desk."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, func, insert, select, update
 
 from recon_pipeline.db.schema import discrepancies, discrepancy_reviews, review_audit, review_saved_views
 from recon_pipeline.review_desk.pages.bulk import MAX_SELECTED
+from recon_pipeline.review_desk.views import MAX_VIEWS_PER_USER
 from recon_pipeline.words import CATEGORY_WORDS, QUEUE_STATE_WORDS, REVIEW_STATE_WORDS, SIGN_CONVENTION
 from recon_pipeline_tests.support.desk_fixtures import (
+    NOW,
     add_user,
     finding,
     finding_ids,
@@ -305,3 +308,45 @@ def test_saved_views_are_their_owners_alone(desk: Desk) -> None:
         ("ana", "adjustments", "Mine", "tab=waiting"),
         ("bo", "findings", "Bo's", "status=resolved"),
     ]
+
+
+def stored_views(engine: Engine, user_name: str, list_name: str, names: list[str]) -> None:
+    """Views of ``user_name`` written as the desk writes them (how many a test needs, at once)."""
+    rows = [
+        {"user_name": user_name, "list_name": list_name, "name": name, "query": "", "created_at": NOW}
+        for name in names
+    ]
+    with engine.begin() as connection:
+        connection.execute(insert(review_saved_views), rows)
+
+
+def test_a_user_keeps_a_bounded_number_of_views_and_a_new_one_beyond_is_refused(desk: Desk) -> None:
+    stored_views(desk.engine, "ana", "adjustments", [f"v{n:02d}" for n in range(MAX_VIEWS_PER_USER - 1)])
+    with desk.client("ana") as ana, desk.client("bo") as bo:
+        last = form(ana, "/views", {"list_name": "findings", "name": "last", "query": "status=open"})
+        beyond = form(ana, "/views", {"list_name": "nights", "name": "one more", "query": ""})
+        replaced = form(ana, "/views", {"list_name": "findings", "name": "last", "query": "status=resolved"})
+        other_user = form(bo, "/views", {"list_name": "nights", "name": "bo's", "query": ""})  # bo's own cap
+    assert (last.status_code, replaced.status_code, other_user.status_code) == (303, 303, 303)
+    assert beyond.status_code == 400
+    assert (
+        f"you have {MAX_VIEWS_PER_USER} saved views, the most one user keeps: delete one first" in beyond.text
+    )
+    v = review_saved_views.c
+    names = desk.rows(select(v.name, v.query).where(v.user_name == "ana", v.list_name != "adjustments"))
+    assert names == [("last", "status=resolved")]
+
+
+def test_every_stored_view_is_listed_and_can_be_deleted(desk: Desk) -> None:
+    """More views than the cap, saved before there was one: all are listed, the last one deletable."""
+    names = [f"view {n:03d}" for n in range(2 * MAX_VIEWS_PER_USER + 10)]
+    stored_views(desk.engine, "ana", "findings", names)
+    v = review_saved_views.c
+    (last_id,) = desk.rows(select(v.view_id).where(v.name == names[-1]))[0]
+    with desk.client("ana") as ana:
+        listed = ana.get("/findings").text
+        assert re.findall(r'action="/views/(\d+)/delete"', listed) == [
+            str(view_id) for (view_id,) in desk.rows(select(v.view_id).order_by(v.name))
+        ]
+        assert form(ana, f"/views/{last_id}/delete", {}).status_code == 303
+    assert desk.rows(select(func.count()).select_from(review_saved_views)) == [(len(names) - 1,)]

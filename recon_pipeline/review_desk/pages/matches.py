@@ -155,7 +155,7 @@ def routes(desk: Desk) -> list[Route]:
 
     async def pair(request: Request, user: ReviewUser, form: FormData) -> Response:
         given = {name: str(form.get(name, "")) for name in PAIR_FIELDS}
-        property_id = optional_param(given, "property")
+        property_id = given["property"].strip() or None
         if property_id is not None and property_id not in user.properties:
             return desk.not_found(request, user)  # another property's records: as if none existed
         try:

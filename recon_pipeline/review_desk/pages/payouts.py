@@ -11,7 +11,7 @@ from starlette.routing import Route
 from recon_pipeline.providers.payouts import PAYOUT_STATUSES
 from recon_pipeline.review_desk import payouts
 from recon_pipeline.review_desk.listing import parse_sort, totals
-from recon_pipeline.review_desk.pages.filters import optional_param, users_property
+from recon_pipeline.review_desk.pages.filters import holds_control_character, optional_param, users_property
 from recon_pipeline.review_desk.paging import Page, count_rows, parse_page
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.web import Desk
@@ -66,7 +66,7 @@ def routes(desk: Desk) -> list[Route]:
     async def payout_page(request: Request, user: ReviewUser) -> Response:
         payout_id = request.path_params["payout_id"]
         row = None
-        if len(payout_id) <= MAX_PAYOUT_ID_LENGTH:
+        if len(payout_id) <= MAX_PAYOUT_ID_LENGTH and not holds_control_character(payout_id):
             with desk.engine.connect() as connection:
                 row = payouts.get_payout(connection, payout_id, user.properties)
                 moved = [] if row is None else payouts.transactions_of(connection, payout_id, user.properties)
