@@ -28,6 +28,7 @@ from recon_pipeline.db.schema import (
     night_reconciliations,
 )
 from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.providers.stripe.client import StripeAdapter
 from recon_pipeline.reconcile.matching import (
     MatchOutcome,
@@ -37,7 +38,7 @@ from recon_pipeline.reconcile.matching import (
 )
 from recon_pipeline.reconcile.matching.outcome import zero_counts
 from recon_pipeline.review.matches import confirm_match, pair_by_hand, reject_match
-from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import build_world
 from recon_pipeline_tests.support.pms_night import (
@@ -387,3 +388,48 @@ def test_a_keyed_world_reconciles_exactly_as_before(
     for property_id, category, *_ in with_matcher[0]:
         found[(property_id, category)] = found.get((property_id, category), 0) + 1
     assert found == planted
+
+
+# ----- a batch is matched as one: the same rows as its properties one by one ---------------------------
+
+
+def _matches(engine: Engine) -> list[tuple[Any, ...]]:
+    with engine.connect() as connection:
+        found = connection.execute(
+            select(
+                matches.c.property_id,
+                matches.c.match_key,
+                matches.c.rule,
+                matches.c.status,
+                matches.c.score,
+                matches.c.detail,
+            ).order_by(matches.c.property_id, matches.c.match_key)
+        )
+        return [tuple(row) for row in found]
+
+
+def test_a_batch_matched_as_one_writes_what_its_properties_write_one_by_one(
+    engine: Engine, simulator: StartSimulator
+) -> None:
+    """Every demo property (keyed ones, and one per PMS style: tenders, groups, negative refunds,
+    reversals, twins) in one batch, whose nights the matcher runs as one stacked frame; then each property
+    in a batch of its own: the findings, proposals and matches stored are the same, row for row."""
+    everyone = demo_properties(DEFAULT_FLAVOUR)
+    world = build_world({p.property_id: NIGHT for p in everyone}, bookings_per_night=30, properties=everyone)
+    seed_world(engine, world)
+    served = simulator(flavour_of("stripe").served(world.store))
+    with ProviderHttp(served.base_url, retry=FAST_RETRY) as http:
+        client = StripeAdapter(http)
+        batch = reconcile_batch(engine, client, BatchRequest(NIGHT_TEXT), "together")
+        assert {o.status for o in batch.outcomes} == {"succeeded"} and len(batch.results) == len(everyone)
+        together = (*_results(engine), _matches(engine))
+        with engine.begin() as connection:
+            for table in (adjustments, discrepancies, matches, night_reconciliations):
+                connection.execute(delete(table))
+        for prop in everyone:
+            alone = reconcile_batch(engine, client, BatchRequest(NIGHT_TEXT, (prop.property_id,)), "alone")
+            assert [o.status for o in alone.outcomes] == ["succeeded"]
+        one_by_one = (*_results(engine), _matches(engine))
+    assert together == one_by_one
+    findings, proposals, paired = together
+    assert findings and proposals and len({row[0] for row in paired}) >= 3  # PMS properties' matches

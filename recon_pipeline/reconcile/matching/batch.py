@@ -51,10 +51,11 @@ def split(stacked: StackedOutcome, columns: Sequence[tuple[pd.Index, pd.Index]])
 
 
 def _with_columns(frame: pd.DataFrame, columns: pd.Index) -> pd.DataFrame:
-    """The frame with its night's own columns (a column another night of the stack had is not its)."""
+    """The frame with its night's own columns in their order (a column another night of the stack had is
+    not its)."""
     if len(frame.columns) == len(columns) and (frame.columns == columns).all():
         return frame
-    return frame[[name for name in frame.columns if name in columns]]
+    return frame[list(columns)]
 
 
 def _outcome(
