@@ -1,15 +1,15 @@
 """Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
 
-Per property-night, four named steps (``reconcile_property_night``): **compare** (pure: the ledger's
-entries of the window and the adjacent nights' by tender, the provider's records of the window attributed
-to it, the matcher), **look up** by id what the comparison left loose (records the ledger names that the
-night lacks, open holds, the bookings of captured payments), **conclude** (pure: the diff, every finding,
-the orphaned captured payments, the proposals, the takings), and **write** the adjustments, the findings,
-the matches and the provider's records they name (``evidence.py``) and the night's takings in one
-transaction, so that a finding clears in the commit that withdraws its proposal (the rule:
-``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). Every result lands in the
-reconciliation database; the caller gets counts and a report to summarise, nothing another host must read
-from this one's disk.
+Per property-night, four named steps: **compare** (pure: the ledger's entries of the window and the
+adjacent nights' by tender, the provider's records of the window attributed to it, then the matcher, run
+once over every pulled property-night of the batch), then ``finish``: **look up** by id what the
+comparison left loose (records the ledger names that the night lacks, open holds, the bookings of captured
+payments), **conclude** (pure: the diff, every finding, the orphaned captured payments, the proposals, the
+takings), and **write** the adjustments, the findings, the matches and the provider's records they name
+(``evidence.py``) and the night's takings in one transaction, so that a finding clears in the commit that
+withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its
+commit). Every result lands in the reconciliation database; the caller gets counts and a report to
+summarise, nothing another host must read from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
 metadata) are pulled **once** and the pull is split by attribution; the account groups of a batch are
@@ -324,17 +324,6 @@ class Concluded:
     matches_by_rule: dict[str, int]
     takings: NightTakings
     now: datetime
-
-
-def reconcile_property_night(
-    engine: Engine, client: ProviderClient, night: NightInput, run: RunScope
-) -> PropertyNightResult:
-    """One property-night from the batch's PMS input and its account's pull to committed adjustments,
-    findings, matches and takings: compare (pure), then :func:`finish`."""
-    compared = compare([night])[0]
-    if isinstance(compared, BaseException):
-        raise compared
-    return finish(engine, client, night, compared, run)
 
 
 def finish(
