@@ -110,14 +110,14 @@ def latest_nights(connection: Connection, allowed: Sequence[str], count: int) ->
 
 
 def open_currencies(connection: Connection, allowed: Sequence[str], nights: Sequence[str]) -> list[str]:
-    """The currencies of the open findings of ``nights``, the most open money first."""
+    """The currencies of the open findings of ``nights``, the most findings first (amounts in different
+    currencies do not compare: a yen is not a euro)."""
     d = discrepancies.c
-    total = func.sum(func.abs(d.difference_minor))
     statement = (
         select(d.currency)
         .where(d.property_id.in_(allowed), d.night.in_(nights), *_open())
         .group_by(d.currency)
-        .order_by(total.desc(), d.currency)
+        .order_by(func.count().desc(), d.currency)
     )
     return list(connection.execute(statement).scalars())
 
