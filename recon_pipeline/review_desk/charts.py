@@ -219,7 +219,7 @@ def heat_map(
 ) -> Markup:
     """A grid of ``rows`` × ``columns`` (key, label), each cell coloured by its value (``values`` by (row,
     column key); a missing one is nothing): the darker, the more."""
-    row_h, label_w, cell_w = 22, 120, max(min((WIDTH - 120 - 8) / max(len(columns), 1), 60), 6)
+    row_h, label_w, cell_w = 24, 120, max(min((WIDTH - 120 - 8) / max(len(columns), 1), 96), 6)
     height = TOP + row_h * len(rows) + BOTTOM
     top = max(values.values(), default=0)
     body = []

@@ -69,7 +69,7 @@ def open_money(engine: Engine, properties: tuple[str, ...]) -> dict[tuple[str, s
         return {tuple(row[:4]): int(row[4]) for row in connection.execute(statement)}  # type: ignore[misc]
 
 
-@pytest.mark.slow  # serves the desk over HTTP on both backends
+@pytest.mark.slow  # seeds the analyst's night of 273 findings and serves it
 def test_every_chart_draws_the_databases_figures(desk: ServedDesk) -> None:
     page = overview(desk)
     assert page.status_code == 200, page.text
