@@ -440,9 +440,9 @@ def _to_match(
 def look_up(
     engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison
 ) -> tuple[Comparison, LookedUp]:
-    """By id: the records the ledger names that the pull lacks (the comparison re-matched when some turn
-    up elsewhere: a timing difference), the open holds, and the bookings of the captured payments and of
-    the holds (one statement)."""
+    """By id: the records the ledger names that the pull lacks (a timing difference; the comparison
+    re-matched when their aliases re-key an entry), the open holds, and the bookings of the captured
+    payments and of the holds (one statement)."""
     target = night.target
     matching = compared.matching
     unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)
@@ -451,8 +451,9 @@ def look_up(
     )
     if len(elsewhere):
         aliases = payment_aliases(compared.own, elsewhere)
-        to_match, taken = _to_match(night, compared.tendered, compared.own, aliases)
-        compared = replace(compared, matching=match_nights([to_match])[0], taken=taken)
+        if _renames(compared.tendered.provider, compared.aliases, aliases):
+            to_match, taken = _to_match(night, compared.tendered, compared.own, aliases)
+            compared = replace(compared, matching=match_nights([to_match])[0], taken=taken)
     orders = captured_orders_frame(night.pms.captured_orders[target.row.property_id])
     captured = captured_payments(compared.own, orders, compared.aliases)
     # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
@@ -465,6 +466,13 @@ def look_up(
             connection, [*captured["booking_id"].dropna(), *hold_booking_ids(holds, booking_of)]
         )
     return compared, LookedUp(elsewhere, len(unmatched), holds, booking_states, captured)
+
+
+def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases) -> bool:
+    """Whether the aliases the lookups added key some ledger entry by another charge: only then does the
+    matcher, whose input is otherwise the same, see anything new (most lookups find timing differences)."""
+    keyed = canonical_ledger(ledger, before)["provider_record_id"]
+    return not keyed.equals(canonical_ledger(ledger, after)["provider_record_id"])
 
 
 def conclude(night: NightInput, compared: Comparison, looked_up: LookedUp, run: RunScope) -> Concluded:
