@@ -99,6 +99,7 @@ class Timings:
         return response
 
     def figures(self, duration_s: float) -> dict[str, Any]:
+        """Over ``duration_s``, the scenario's length (not the wait for its last export to end)."""
         values = sorted(self.seconds)
         return {
             "requests": len(values),
@@ -262,9 +263,9 @@ def run_scenario(
         "scenario": scenario,
         "seconds": round(duration, 1),
         "load_avg": [round(load_before, 1), round(os.getloadavg()[0], 1)],
-        "light": light.figures(duration),
-        "static": static.figures(duration),
-        "load": load.figures(duration),
+        "light": light.figures(seconds),
+        "static": static.figures(seconds),
+        "load": load.figures(seconds),
     }
 
 
