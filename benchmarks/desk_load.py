@@ -148,7 +148,11 @@ def recon_review_serve(database_url: str) -> Iterator[str]:
             yield base_url
         finally:
             os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a request still in flight holds uvicorn's graceful exit
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=30)
 
 
 def light_paths(engine: Engine, property_id: str, night: str) -> list[str]:
