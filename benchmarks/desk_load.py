@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -184,13 +184,15 @@ def signed_in_client(base_url: str, name: str) -> Iterator[httpx.Client]:
         yield client
 
 
-def guarded(work: Callable[[], None], timings: Timings) -> Callable[[], None]:
-    """``work``, a failure of which (a sign-in refused, say) counts as an error rather than vanishing."""
+def guarded(work: Callable[[], None], timings: Timings, ready: threading.Barrier) -> Callable[[], None]:
+    """``work``, a failure of which (a sign-in refused, say) counts as an error rather than vanishing,
+    and breaks ``ready`` so that no one waits for it to get set up."""
 
     def run() -> None:
         try:
             work()
         except Exception as error:  # noqa: BLE001 - every failure is a figure of the run
+            ready.abort()
             with timings.lock:
                 timings.errors.append(f"{type(error).__name__}: {error}"[:200])
 
@@ -200,7 +202,8 @@ def guarded(work: Callable[[], None], timings: Timings) -> Callable[[], None]:
 def run_scenario(
     base_url: str, engine: Engine, seeded: Fleet, scenario: str, analysts: int, seconds: float
 ) -> dict[str, Any]:
-    """One scenario for ``seconds``: the analysts, the static prober and the scenario's load."""
+    """One scenario for ``seconds``: the analysts, the static prober and the scenario's load, timed from
+    when every one of them is signed in (``ready``)."""
     light, static, load = Timings(), Timings(), Timings()
     stop = threading.Event()
     night = seeded.nights[-1]
@@ -212,6 +215,7 @@ def run_scenario(
         pause = random.Random(index)
         with signed_in_client(base_url, analyst_name(index)) as client:
             step = index
+            ready.wait()
             while not stop.is_set():
                 light.timed(partial(client.get, paths[step % len(paths)]))
                 step += 1
@@ -219,6 +223,7 @@ def run_scenario(
 
     def prober() -> None:
         with httpx.Client(base_url=base_url, timeout=TIMEOUT_S) as client:
+            ready.wait()
             while not stop.is_set():
                 static.timed(partial(client.get, STATIC_PATH))
                 stop.wait(STATIC_EVERY_S)
@@ -226,6 +231,7 @@ def run_scenario(
     def admin(path_of: Callable[[], str]) -> Callable[[], None]:
         def work() -> None:
             with signed_in_client(base_url, ADMIN) as client:
+                ready.wait()
                 while not stop.is_set():
                     load.timed(partial(client.get, path_of()))
 
@@ -233,31 +239,35 @@ def run_scenario(
 
     def signer(name: str) -> Callable[[], None]:
         def work() -> None:
+            ready.wait()
             while not stop.is_set():
                 with httpx.Client(base_url=base_url, timeout=TIMEOUT_S) as client:
                     load.timed(partial(sign_in, client, name))
 
         return work
 
-    loads: dict[str, list[Callable[[], None]]] = {
+    heavy: dict[str, list[Callable[[], None]]] = {
         "quiet": [],
         "search": [admin(lambda: f"/findings?q={_booking(rng.choice(seeded.property_ids), night, 0)}")],
         "sort": [admin(lambda: "/findings?sort=-difference")],
         "sign-ins": [signer(name) for name in SIGNERS],
         "export": [admin(lambda: "/findings/export.xlsx")],
     }
+    ready = threading.Barrier(analysts + 1 + len(heavy[scenario]) + 1)  # the prober, and this thread
     workers = [
-        threading.Thread(target=guarded(lambda index=index: analyst(index), light))
+        threading.Thread(target=guarded(lambda index=index: analyst(index), light, ready))
         for index in range(analysts)
     ]
     workers += [
-        threading.Thread(target=guarded(prober, static)),
-        *(threading.Thread(target=guarded(work, load)) for work in loads[scenario]),
+        threading.Thread(target=guarded(prober, static, ready)),
+        *(threading.Thread(target=guarded(work, load, ready)) for work in heavy[scenario]),
     ]
-    load_before = os.getloadavg()[0]
-    started = time.perf_counter()
     for worker in workers:
         worker.start()
+    with suppress(threading.BrokenBarrierError):  # a worker's set-up failed: counted as its error
+        ready.wait(TIMEOUT_S)
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
     time.sleep(seconds)
     stop.set()
     for worker in workers:
