@@ -2,14 +2,17 @@
 another request is stuck in the database, and downloads take turns of their own, a download beyond them
 refused with a 503 and Retry-After once it has waited its bound.
 
-The stuck request is made, not timed: another connection holds an exclusive lock on ``discrepancies``
-(PostgreSQL), the slow request is seen waiting for it in ``pg_locks``, and only then is the light page
-asked for; its answer must come while the slow one is still waiting.
+The stuck request is made, not timed: on PostgreSQL another connection holds an exclusive lock on
+``discrepancies``, the slow request is seen waiting for it in ``pg_locks``, and only then is the light page
+asked for; its answer must come while the slow one is still waiting. On SQLite another connection holds
+the write lock, so a note's write waits in SQLite's busy handler, and the page is asked for a second later.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -17,7 +20,8 @@ from contextlib import contextmanager
 import anyio
 import httpx
 import pytest
-from sqlalchemy import Connection, Engine, insert, text
+from sqlalchemy import Connection, Engine, insert, select, text
+from sqlalchemy.engine import make_url
 
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
@@ -25,20 +29,26 @@ from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.capacity import RETRY_AFTER_S, Capacity, Workers
 from recon_pipeline.review_desk.web import BUSY_EXPORTS
 from recon_pipeline_tests.support.dagster_processes import wait_until
-from recon_pipeline_tests.support.desk_fixtures import add_user, desk_database, finding, sign_in
+from recon_pipeline_tests.support.desk_fixtures import (
+    add_user,
+    csrf_of,
+    desk_database,
+    finding,
+    sign_in,
+)
 from recon_pipeline_tests.support.loopback import loopback_client
 from recon_pipeline_tests.support.shared_servers import serving
 
 
 @contextmanager
-def desk_with(postgres_url: str, monkeypatch: pytest.MonkeyPatch, capacity: Capacity) -> Iterator[str]:
+def desk_with(database_url: str, monkeypatch: pytest.MonkeyPatch, capacity: Capacity) -> Iterator[str]:
     """A desk of ``capacity`` with one finding and user ana over p1, its pool sized as `recon review
     serve` sizes it; its URL."""
-    with desk_database(postgres_url, monkeypatch) as setup:
+    with desk_database(database_url, monkeypatch) as setup:
         with setup.begin() as connection:
             connection.execute(insert(discrepancies), finding("p1", "r-1", 250, booking_id="bk-1"))
         add_user("ana", "analyst", "p1")
-        engine = make_engine(postgres_url, pool_size=capacity.pool_size)
+        engine = make_engine(database_url, pool_size=capacity.pool_size)
         try:
             with serving(review_desk_app(engine, DeskSettings("s" * 40, capacity=capacity))) as server:
                 yield server.base_url
@@ -99,6 +109,37 @@ def test_a_page_answers_while_a_search_waits_on_a_lock(
             assert found.status_code == 200 and "bk-1" in found.text
         finally:
             engine.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL: the search above
+def test_a_page_answers_while_a_note_waits_for_the_write_lock(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        desk_with(database_url, monkeypatch, Capacity(threads=2)) as base_url,
+        signed_in_client(base_url) as writer,
+        signed_in_client(base_url) as reader,
+        ThreadPoolExecutor(1) as background,
+    ):
+        engine = make_engine(database_url)
+        with engine.connect() as connection:
+            finding_id = connection.execute(select(discrepancies.c.discrepancy_id)).scalar_one()
+        engine.dispose()
+        form = {"csrf_token": csrf_of(writer.get("/findings")), "note": "asked the front desk"}
+        locker = sqlite3.connect(str(make_url(database_url).database), isolation_level=None)
+        try:
+            locker.execute("BEGIN IMMEDIATE")  # the write lock: the note's INSERT waits for it
+            note: Future[httpx.Response] = background.submit(
+                writer.post, f"/findings/{finding_id}/note", data=form
+            )
+            time.sleep(1)  # for the note to reach its wait (a desk that blocks its loop then stops answering)
+            legend = reader.get("/legend")
+            assert not note.done()  # answered while the note was still waiting
+            locker.execute("ROLLBACK")
+        finally:
+            locker.close()
+        assert legend.status_code == 200 and "Legend" in legend.text
+        assert note.result(timeout=15).status_code == 303
 
 
 def test_downloads_take_turns_of_their_own_and_one_too_many_is_a_503(
