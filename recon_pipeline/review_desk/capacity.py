@@ -5,6 +5,8 @@ so a slow request holds one thread while the loop goes on answering the others a
 Pages share ``threads`` threads (``RECON_REVIEW_THREADS``, default 10). Downloads, the heaviest requests,
 take turns of their own (``exports``: ``RECON_REVIEW_EXPORTS``, default 2) and never a page's thread: one
 beyond them waits up to ``export_wait_s`` for a turn, then is refused with a 503 and ``Retry-After``.
+Sign-ins check their password one at a time (``Workers.hashing``): argon2 is ~0.15-0.3 s of a core, so
+two people signing in at once would otherwise take both cores of a small host from everyone's pages.
 
 The engine's pool is sized from the same numbers (``pool_size``): a connection for every thread and turn,
 and as many again in overflow (a page may open a second while its template reads the saved views), so no
@@ -14,6 +16,7 @@ request waits for a connection that another kind of request holds.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -28,6 +31,7 @@ DEFAULT_EXPORTS = 2
 MAX_THREADS = 100  # PostgreSQL's default max_connections: a pool larger than this would be refused anyway
 EXPORT_WAIT_S = 10.0
 RETRY_AFTER_S = 30  # what a refused download is told: a 100,000-row xlsx takes tens of seconds
+HASHES_AT_ONCE = 1  # argon2 checks at once per desk process: a few sign-ins a second, one core at most
 
 T = TypeVar("T")
 
@@ -70,10 +74,12 @@ def _count(name: str, default: int) -> int:
 
 class Workers:
     """The threads the desk's work runs in: ``page`` for every page, ``export`` for downloads, each bounded
-    by ``Capacity``; the event loop only reads requests and writes responses."""
+    by ``Capacity``; the event loop only reads requests and writes responses. ``hashing`` is held by a
+    page thread while it checks a password."""
 
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
+        self.hashing = threading.BoundedSemaphore(HASHES_AT_ONCE)
         self._pages = anyio.CapacityLimiter(capacity.threads)
         self._turns = anyio.Semaphore(capacity.exports)
         self._export_threads = anyio.CapacityLimiter(capacity.exports)

@@ -27,6 +27,8 @@ from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.capacity import RETRY_AFTER_S, Capacity, Workers
+from recon_pipeline.review_desk.pages import signin as signin_pages
+from recon_pipeline.review_desk.users import authenticate
 from recon_pipeline.review_desk.web import BUSY_EXPORTS
 from recon_pipeline_tests.support.dagster_processes import wait_until
 from recon_pipeline_tests.support.desk_fixtures import (
@@ -171,6 +173,38 @@ def test_downloads_take_turns_of_their_own_and_one_too_many_is_a_503(
             assert reader.get("/findings/export.xlsx").status_code == 200  # the turn came back
         finally:
             engine.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_sign_ins_check_their_passwords_one_at_a_time(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three people signing in at once, on a desk of ten page threads: each is signed in, and no two
+    argon2 checks overlapped (each check here is made to last 0.2 s, so overlapping ones would be seen)."""
+    checking: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def slow_authenticate(connection: Connection, name: str, password: str) -> object:
+        with lock:
+            checking.append(1)
+            most[0] = max(most[0], len(checking))
+        time.sleep(0.2)
+        with lock:
+            checking.pop()
+        return authenticate(connection, name, password)
+
+    monkeypatch.setattr(signin_pages, "authenticate", slow_authenticate)
+    with desk_with(database_url, monkeypatch, Capacity(threads=10)) as base_url:
+
+        def one_sign_in(_: int) -> int:
+            with loopback_client(base_url=base_url, timeout=10) as client:
+                return sign_in(client).status_code
+
+        with ThreadPoolExecutor(3) as people:
+            answers = list(people.map(one_sign_in, range(3)))
+    assert answers == [303, 303, 303]
+    assert most[0] == 1
 
 
 @pytest.mark.fast
