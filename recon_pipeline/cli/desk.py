@@ -92,7 +92,7 @@ def cmd_review_serve(args: argparse.Namespace) -> int:
     from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 
     settings = DeskSettings.from_environment()
-    engine = make_engine(config.database_url())
+    engine = make_engine(config.database_url(), pool_size=settings.capacity.pool_size)
     print(f"review desk on http://{args.host}:{args.port}/", flush=True)
     # The client address (the sign-in limit's key) comes from X-Forwarded-For only when the request came
     # from a proxy named by --forwarded-allow-ips. Without it no header is trusted: uvicorn's own default

@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, web_root_from_env
+from recon_pipeline.review_desk.capacity import Capacity, Workers
 from recon_pipeline.review_desk.pages import (
     adjustments,
     bulk,
@@ -61,19 +62,22 @@ MAX_BODY_BYTES = 1024 * 1024
 @dataclass(frozen=True)
 class DeskSettings:
     """The session secret, whether cookies are marked Secure (behind TLS), the Dagster UI's root URL
-    that a finding's page links its run and partition to (None: no links), how long a session lasts and
-    how many failed sign-ins lock a name or an address for how long."""
+    that a finding's page links its run and partition to (None: no links), how long a session lasts,
+    how many failed sign-ins lock a name or an address for how long, and how many requests are worked on
+    at once (``capacity``: page threads and download turns, which the engine's pool is sized to)."""
 
     secret: str
     secure_cookies: bool = False
     dagster_ui_url: str | None = None
     sessions: SessionLimits = field(default_factory=SessionLimits)
     signin_limit: SignInLimit = field(default_factory=SignInLimit)
+    capacity: Capacity = field(default_factory=Capacity)
 
     @classmethod
     def from_environment(cls) -> DeskSettings:
-        """RECON_REVIEW_SECRET (required, at least 32 characters), RECON_REVIEW_SECURE_COOKIES=1 and
-        RECON_DAGSTER_UI_URL (optional, an http(s) URL)."""
+        """RECON_REVIEW_SECRET (required, at least 32 characters), RECON_REVIEW_SECURE_COOKIES=1,
+        RECON_DAGSTER_UI_URL (optional, an http(s) URL), RECON_REVIEW_THREADS and RECON_REVIEW_EXPORTS
+        (``Capacity.from_environment``)."""
         secret = os.environ.get("RECON_REVIEW_SECRET", "")
         if len(secret) < MIN_SECRET_LENGTH:
             raise ValueError(f"RECON_REVIEW_SECRET must be set to at least {MIN_SECRET_LENGTH} characters")
@@ -81,6 +85,7 @@ class DeskSettings:
             secret,
             os.environ.get("RECON_REVIEW_SECURE_COOKIES") == "1",
             web_root_from_env(DAGSTER_UI_URL_ENV),
+            capacity=Capacity.from_environment(),
         )
 
 
@@ -119,9 +124,10 @@ def server_error(request: Request, error: Exception) -> Response:
 
 
 def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_now) -> Starlette:
-    """The review desk on ``engine`` (migrated to 0010 or later); ``clock`` times sessions and sign-in
-    locks (a test moves it)."""
-    desk = Desk(engine, desk_templates(), settings.dagster_ui_url, settings.sessions, clock)
+    """The review desk on ``engine`` (migrated to 0010 or later, its pool ``settings.capacity.pool_size``);
+    ``clock`` times sessions and sign-in locks (a test moves it)."""
+    workers = Workers(settings.capacity)
+    desk = Desk(engine, desk_templates(), workers, settings.dagster_ui_url, settings.sessions, clock)
     routes: list[BaseRoute] = [
         *signin.routes(desk, settings.signin_limit),
         *exports.routes(desk),  # before findings: /findings/export.csv is not /findings/{finding_id}

@@ -1,10 +1,14 @@
 """What every page of the review desk shares: the engine, templates, CSRF, the signed-in user, roles.
 
 Each page area (``pages/``) is a ``routes(desk)`` function over a ``Desk``; the app (``app.py``) adds
-them up. Security lives here rather than in each page: every POST goes through ``csrf_protected``, every
-page but sign-in through ``Desk.signed_in`` (which finds the session in the database and reloads its user,
-so an ended session or a deleted user's no longer works), and every action through ``Desk.requires`` (its
-role's permission, else 403).
+them up. Security lives here rather than in each page: every POST goes through ``Desk.csrf_protected``,
+every page but sign-in through ``Desk.signed_in`` (which finds the session in the database and reloads its
+user, so an ended session or a deleted user's no longer works), and every action through ``Desk.requires``
+(its role's permission, else 403).
+
+Every handler is a plain function that blocks (SQL, argon2, rendering); these wrappers are the desk's only
+``async`` code: they read the form on the event loop and run the rest in a worker thread
+(``capacity.Workers``), so one person's slow page never holds up another's.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from starlette.templating import Jinja2Templates
 from recon_pipeline.review.render import money
 from recon_pipeline.review_desk.access import may
 from recon_pipeline.review_desk.audit import record_audit
+from recon_pipeline.review_desk.capacity import RETRY_AFTER_S, Workers
 from recon_pipeline.review_desk.sessions import SessionLimits, session_user
 from recon_pipeline.review_desk.users import ReviewUser, load_user
 from recon_pipeline.words import (
@@ -41,9 +46,12 @@ HERE = Path(__file__).parent
 SESSION_KEY = "session"  # the cookie's entry holding the session id (``review_sessions``)
 
 Clock = Callable[[], datetime]
-Endpoint = Callable[[Request], Awaitable[Response]]
-UserEndpoint = Callable[[Request, ReviewUser], Awaitable[Response]]
-FormEndpoint = Callable[[Request, ReviewUser, FormData], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]  # what Starlette routes to: the wrappers below
+Handler = Callable[[Request], Response]  # the desk's own handlers block, and run in a worker thread
+UserHandler = Callable[[Request, ReviewUser], Response]
+FormHandler = Callable[[Request, FormData], Response]
+UserFormHandler = Callable[[Request, ReviewUser, FormData], Response]
+BUSY_EXPORTS = "Other downloads are being made: try again in a minute."
 
 
 def csrf_token(request: Request) -> str:
@@ -55,24 +63,19 @@ def csrf_token(request: Request) -> str:
     return token
 
 
-def csrf_protected(endpoint: Callable[[Request, FormData], Awaitable[Response]]) -> Endpoint:
-    """The endpoint for a POST whose form's ``csrf_token`` matches the session's; 403 otherwise. A form with
-    a NUL in a field is a 400: PostgreSQL stores no NUL in text, and SQLite would keep what PostgreSQL
-    refuses."""
-
-    async def checked(request: Request) -> Response:
-        form = await request.form()
-        expected = request.session.get("csrf")
-        given = form.get("csrf_token")
-        if not isinstance(expected, str) or not isinstance(given, str):
-            return PlainTextResponse("missing CSRF token", status_code=403)
-        if not secrets.compare_digest(expected.encode(), given.encode()):
-            return PlainTextResponse("bad CSRF token", status_code=403)
-        if any(isinstance(value, str) and "\x00" in value for _name, value in form.multi_items()):
-            return PlainTextResponse("a form field holds a NUL character", status_code=400)
-        return await endpoint(request, form)
-
-    return checked
+def csrf_refusal(request: Request, form: FormData) -> Response | None:
+    """The refusal of a POST whose form's ``csrf_token`` does not match the session's (403), or with a
+    NUL in a field (400: PostgreSQL stores no NUL in text, and SQLite would keep what PostgreSQL
+    refuses); None for a form to act on."""
+    expected = request.session.get("csrf")
+    given = form.get("csrf_token")
+    if not isinstance(expected, str) or not isinstance(given, str):
+        return PlainTextResponse("missing CSRF token", status_code=403)
+    if not secrets.compare_digest(expected.encode(), given.encode()):
+        return PlainTextResponse("bad CSRF token", status_code=403)
+    if any(isinstance(value, str) and "\x00" in value for _name, value in form.multi_items()):
+        return PlainTextResponse("a form field holds a NUL character", status_code=400)
+    return None
 
 
 def desk_templates() -> Jinja2Templates:
@@ -122,10 +125,11 @@ def utc_now() -> datetime:
 class Desk:
     """The review desk's shared parts, handed to each page area's ``routes``; ``dagster_ui_url``: the
     Dagster UI's root that pages link runs and partitions to (None: no such links); ``sessions``: how long
-    a session lasts, by ``clock`` (a test moves it)."""
+    a session lasts, by ``clock`` (a test moves it); ``workers``: the threads its handlers run in."""
 
     engine: Engine
     templates: Jinja2Templates
+    workers: Workers
     dagster_ui_url: str | None = None
     sessions: SessionLimits = field(default_factory=SessionLimits)
     clock: Clock = utc_now
@@ -160,28 +164,66 @@ class Desk:
             name = self.session_user(connection, session_id)
             return None if name is None else load_user(connection, name)
 
-    def signed_in(self, endpoint: UserEndpoint) -> Endpoint:
-        """``endpoint`` for a signed-in user; everyone else is sent to the sign-in page."""
+    def off_loop(self, handler: Handler) -> Endpoint:
+        """``handler`` run in a page thread: a page that needs no sign-in (the sign-in form, home)."""
 
-        async def checked(request: Request) -> Response:
-            user = self.current_user(request)
-            if user is None:
-                request.session.pop(SESSION_KEY, None)
-                return RedirectResponse("/signin", status_code=303)
-            return await endpoint(request, user)
+        async def endpoint(request: Request) -> Response:
+            return await self.workers.page(handler, request)
 
-        return checked
+        return endpoint
 
-    def requires(self, permission: str, endpoint: FormEndpoint) -> Endpoint:
+    def signed_in(self, handler: UserHandler) -> Endpoint:
+        """``handler`` for a signed-in user, in a page thread; everyone else is sent to the sign-in page."""
+        return self.off_loop(self._for_user(handler))
+
+    def download(self, handler: UserHandler) -> Endpoint:
+        """``handler`` for a signed-in user, in a download's thread once a turn is free (``Workers.export``);
+        a 503 with ``Retry-After`` when none came free in time."""
+        checked = self._for_user(handler)
+
+        async def endpoint(request: Request) -> Response:
+            response = await self.workers.export(checked, request)
+            if response is None:
+                return PlainTextResponse(
+                    BUSY_EXPORTS, status_code=503, headers={"retry-after": str(RETRY_AFTER_S)}
+                )
+            return response
+
+        return endpoint
+
+    def csrf_protected(self, handler: FormHandler) -> Endpoint:
+        """A POST: its form read on the event loop, refused without the session's CSRF token
+        (``csrf_refusal``), else ``handler`` in a page thread."""
+
+        async def endpoint(request: Request) -> Response:
+            form = await request.form()
+            refusal = csrf_refusal(request, form)
+            if refusal is not None:
+                return refusal
+            return await self.workers.page(handler, request, form)
+
+        return endpoint
+
+    def requires(self, permission: str, handler: UserFormHandler) -> Endpoint:
         """A POST action: CSRF-checked, signed in, and the user's role holds ``permission`` (else 403)."""
 
-        async def checked(request: Request, form: FormData) -> Response:
+        def checked(request: Request, form: FormData) -> Response:
             user = self.current_user(request)
             if user is None:
                 request.session.pop(SESSION_KEY, None)
                 return RedirectResponse("/signin", status_code=303)
             if not may(user.role, permission):
                 return self.page(request, "forbidden.html", user, 403, permission=permission)
-            return await endpoint(request, user, form)
+            return handler(request, user, form)
 
-        return csrf_protected(checked)
+        return self.csrf_protected(checked)
+
+    def _for_user(self, handler: UserHandler) -> Handler:
+        def checked(request: Request) -> Response:
+            user = self.current_user(request)
+            if user is None:
+                request.session.pop(SESSION_KEY, None)
+                return RedirectResponse("/signin", status_code=303)
+            return handler(request, user)
+
+        return checked

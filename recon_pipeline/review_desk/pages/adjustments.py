@@ -56,7 +56,7 @@ COMMENT_FIELD: Final = "the Comment"
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def queue(request: Request, user: ReviewUser) -> Response:
+    def queue(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
         choices = _choices(params, user)
         try:
@@ -85,7 +85,7 @@ def routes(desk: Desk) -> list[Route]:
             request, "adjustments.html", user, rows=rows, page=page, totals=sums, error=None, **choices
         )
 
-    async def detail(request: Request, user: ReviewUser) -> Response:
+    def detail(request: Request, user: ReviewUser) -> Response:
         with desk.engine.connect() as connection:
             found = _allowed(connection, [request.path_params["adjustment_id"]], user)
             if found is None:
@@ -111,7 +111,7 @@ def routes(desk: Desk) -> list[Route]:
             kind_words=KIND_WORDS,
         )
 
-    async def withdraw(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def withdraw(request: Request, user: ReviewUser, form: FormData) -> Response:
         try:
             comment = validate_note(str(form.get("comment") or ""), COMMENT_FIELD)
         except ValueError as error:
@@ -129,7 +129,7 @@ def routes(desk: Desk) -> list[Route]:
             return desk.page(request, "adjustments_error.html", user, 409, error=str(error))
         return RedirectResponse(f"/adjustments/{adjustment_id}", status_code=303)
 
-    async def confirm(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def confirm(request: Request, user: ReviewUser, form: FormData) -> Response:
         try:
             action, ids = _selection(form)
         except ValueError as error:
@@ -140,7 +140,7 @@ def routes(desk: Desk) -> list[Route]:
             return desk.not_found(request, user)
         return desk.page(request, "adjustments_confirm.html", user, action=action, rows=rows)
 
-    async def decide(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def decide(request: Request, user: ReviewUser, form: FormData) -> Response:
         try:
             action, ids = _selection(form)
             comment = validate_note(str(form.get("comment") or ""), COMMENT_FIELD)

@@ -39,7 +39,7 @@ COMMENT_FIELD: Final = "the comment"
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def confirm(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def confirm(request: Request, user: ReviewUser, form: FormData) -> Response:
         back = clean_query(str(form.get("back") or ""))
         try:
             action, ids = _selection(form)
@@ -58,7 +58,7 @@ def routes(desk: Desk) -> list[Route]:
             error=None,
         )
 
-    async def review(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def review(request: Request, user: ReviewUser, form: FormData) -> Response:
         back = clean_query(str(form.get("back") or ""))
         try:
             action, ids = _selection(form)

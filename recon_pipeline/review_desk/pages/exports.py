@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Select, select
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -42,7 +41,7 @@ from recon_pipeline.review_desk.pages.matches import parse_match_filter
 from recon_pipeline.review_desk.pages.nights import parse_night_query
 from recon_pipeline.review_desk.pages.payouts import parse_payout_query
 from recon_pipeline.review_desk.users import ReviewUser
-from recon_pipeline.review_desk.web import Desk, UserEndpoint
+from recon_pipeline.review_desk.web import Desk, UserHandler
 
 EXPORT_LIMIT = 100_000  # rows; bounds the memory and time of one download
 CSV = "csv"
@@ -63,19 +62,20 @@ LISTS: tuple[str, ...] = ("findings", "adjustments", "nights", "payouts", "match
 
 
 def routes(desk: Desk) -> list[Route]:
-    """``/{list}/export.{csv,xlsx}`` for each of ``LISTS``, and the night's report.
+    """``/{list}/export.{csv,xlsx}`` for each of ``LISTS``, and the night's report: each a download
+    (``Desk.download``), which takes one of the desk's few download turns rather than a page's thread.
 
     The app lists these before the other page areas, whose ``/{id}`` routes would otherwise take
     ``export.csv`` for an id."""
 
-    def list_export(name: str, file_format: str, export_query: ExportQuery) -> UserEndpoint:
-        async def endpoint(request: Request, user: ReviewUser) -> Response:
+    def list_export(name: str, file_format: str, export_query: ExportQuery) -> UserHandler:
+        def endpoint(request: Request, user: ReviewUser) -> Response:
             try:
                 read_rows, labels = export_query(request.query_params, user)
             except ValueError as error:
                 return PlainTextResponse(str(error), status_code=400)
             sheet = SHEETS[name]
-            body, rows, truncated = await run_in_threadpool(_export, desk, read_rows, sheet, file_format)
+            body, rows, truncated = _export(desk, read_rows, sheet, file_format)
             counted = f"{rows} row" if rows == 1 else f"{rows} rows"
             detail = f"{name} {file_format} {counted}" + (" (cut at the limit)" if truncated else "")
             desk.audit(user.name, "export", target=request.url.query, detail=detail)
@@ -87,7 +87,7 @@ def routes(desk: Desk) -> list[Route]:
 
         return endpoint
 
-    async def night_report(request: Request, user: ReviewUser) -> Response:
+    def night_report(request: Request, user: ReviewUser) -> Response:
         property_id = request.path_params["property_id"]
         night = request.path_params["night"]
         try:
@@ -96,7 +96,7 @@ def routes(desk: Desk) -> list[Route]:
             return desk.not_found(request, user)
         if property_id not in user.properties:
             return desk.not_found(request, user)
-        page = await run_in_threadpool(_night_page, desk, property_id, night)
+        page = _night_page(desk, property_id, night)
         if page is None:
             return desk.not_found(request, user)
         desk.audit(user.name, "export", target=f"{property_id}/{night}", detail="night report html")
@@ -106,7 +106,7 @@ def routes(desk: Desk) -> list[Route]:
         *(
             Route(
                 f"/{name}/export.{file_format}",
-                desk.signed_in(list_export(name, file_format, export_query)),
+                desk.download(list_export(name, file_format, export_query)),
                 methods=["GET"],
             )
             for name, export_query in zip(
@@ -116,7 +116,7 @@ def routes(desk: Desk) -> list[Route]:
             )
             for file_format in (CSV, XLSX)
         ),
-        Route("/nights/{property_id}/{night}/report.html", desk.signed_in(night_report), methods=["GET"]),
+        Route("/nights/{property_id}/{night}/report.html", desk.download(night_report), methods=["GET"]),
     ]
 
 

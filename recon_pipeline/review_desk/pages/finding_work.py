@@ -30,7 +30,7 @@ NOTE_FIELD = "the note"
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def assign(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def assign(request: Request, user: ReviewUser, form: FormData) -> Response:
         assignee = str(form.get("assignee") or "").strip() or None
 
         def give(connection: Connection, row: RowMapping) -> str:
@@ -38,7 +38,7 @@ def routes(desk: Desk) -> list[Route]:
 
         return _change(desk, request, user, form, give)
 
-    async def note(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def note(request: Request, user: ReviewUser, form: FormData) -> Response:
         text = str(form.get("note") or "")
 
         def write(connection: Connection, row: RowMapping) -> str:

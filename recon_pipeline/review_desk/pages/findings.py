@@ -66,7 +66,7 @@ FILTERS = (
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def findings_list(request: Request, user: ReviewUser) -> Response:
+    def findings_list(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
         with desk.engine.connect() as connection:
             choices = _choices(params, user, findings.property_currencies(connection, user.properties))
@@ -105,7 +105,7 @@ def routes(desk: Desk) -> list[Route]:
             **choices,
         )
 
-    async def finding_detail(request: Request, user: ReviewUser) -> Response:
+    def finding_detail(request: Request, user: ReviewUser) -> Response:
         finding_id = parse_id(request.path_params["finding_id"])
         row = None
         if finding_id is not None:
@@ -121,7 +121,7 @@ def routes(desk: Desk) -> list[Route]:
         )
         return finding_page(desk, request, user, row)
 
-    async def finding_review(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def finding_review(request: Request, user: ReviewUser, form: FormData) -> Response:
         finding_id = parse_id(request.path_params["finding_id"])
         action = str(form.get("action", ""))
         comment = str(form.get("comment", ""))

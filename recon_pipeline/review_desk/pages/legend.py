@@ -21,7 +21,7 @@ from recon_pipeline.words import (
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def legend(request: Request, user: ReviewUser) -> Response:
+    def legend(request: Request, user: ReviewUser) -> Response:
         return desk.page(
             request,
             "legend.html",

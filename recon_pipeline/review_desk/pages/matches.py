@@ -53,7 +53,7 @@ _FINDING_PAGE: Final = re.compile(r"/findings/[0-9]{1,18}")  # where a decision 
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def matches_list(request: Request, user: ReviewUser) -> Response:
+    def matches_list(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
         try:
             where = parse_match_filter(params, user)
@@ -97,14 +97,14 @@ def routes(desk: Desk) -> list[Route]:
             **_choices(params, user),
         )
 
-    async def match_detail(request: Request, user: ReviewUser) -> Response:
+    def match_detail(request: Request, user: ReviewUser) -> Response:
         row = _read(desk, request, user)
         if row is None:
             return desk.not_found(request, user)
         desk.audit(user.name, "view_match", target=_target(row), amount_seen=_amount_seen(row))
         return match_page(desk, request, user, row)
 
-    async def match_decide(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def match_decide(request: Request, user: ReviewUser, form: FormData) -> Response:
         match_id = parse_id(request.path_params["match_id"])
         action = str(form.get("action", ""))
         reason = str(form.get("reason", ""))
@@ -149,11 +149,11 @@ def routes(desk: Desk) -> list[Route]:
             back if _FINDING_PAGE.fullmatch(back) else f"/matches/{match_id}", status_code=303
         )
 
-    async def pair_form(request: Request, user: ReviewUser) -> Response:
+    def pair_form(request: Request, user: ReviewUser) -> Response:
         given = {name: request.query_params.get(name, "") for name in PAIR_FIELDS}
         return pair_page(desk, request, user, given)
 
-    async def pair(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def pair(request: Request, user: ReviewUser, form: FormData) -> Response:
         given = {name: str(form.get(name, "")) for name in PAIR_FIELDS}
         property_id = given["property"].strip() or None
         if property_id is not None and property_id not in user.properties:

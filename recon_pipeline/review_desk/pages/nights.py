@@ -26,7 +26,7 @@ FILTERS = ("property", "night_from", "night_to", "q", "sort")
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def overview(request: Request, user: ReviewUser) -> Response:
+    def overview(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
         choices: dict[str, Any] = {
             "params": {name: params.get(name, "") for name in FILTERS},
@@ -74,7 +74,7 @@ def routes(desk: Desk) -> list[Route]:
             **choices,
         )
 
-    async def night_page(request: Request, user: ReviewUser) -> Response:
+    def night_page(request: Request, user: ReviewUser) -> Response:
         property_id = request.path_params["property_id"]
         night = request.path_params["night"]
         if property_id not in user.properties or not _is_night(night):

@@ -26,7 +26,7 @@ STATUS_COLOURS = {"matched": "#0072b2", "confirmed": "#009e73", "suggested": "#e
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def overview_page(request: Request, user: ReviewUser) -> Response:
+    def overview_page(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
         shown = {name: params.get(name, "") for name in FILTERS}
         try:

@@ -21,7 +21,7 @@ MAX_PAYOUT_ID_LENGTH = 255
 
 
 def routes(desk: Desk) -> list[Route]:
-    async def payouts_list(request: Request, user: ReviewUser) -> Response:
+    def payouts_list(request: Request, user: ReviewUser) -> Response:
         params = request.query_params
         choices: dict[str, Any] = {
             "params": {name: params.get(name, "") for name in FILTERS},
@@ -63,7 +63,7 @@ def routes(desk: Desk) -> list[Route]:
             **choices,
         )
 
-    async def payout_page(request: Request, user: ReviewUser) -> Response:
+    def payout_page(request: Request, user: ReviewUser) -> Response:
         payout_id = request.path_params["payout_id"]
         row = None
         if len(payout_id) <= MAX_PAYOUT_ID_LENGTH and not holds_control_character(payout_id):

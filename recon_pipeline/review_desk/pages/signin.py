@@ -19,17 +19,17 @@ from recon_pipeline.review_desk.signin import (
     record_failure,
 )
 from recon_pipeline.review_desk.users import authenticate
-from recon_pipeline.review_desk.web import SESSION_KEY, Desk, csrf_protected
+from recon_pipeline.review_desk.web import SESSION_KEY, Desk
 
 
 def routes(desk: Desk, limit: SignInLimit) -> list[Route]:
-    async def home(request: Request) -> Response:
+    def home(request: Request) -> Response:
         return RedirectResponse("/findings", status_code=303)
 
-    async def signin_form(request: Request) -> Response:
+    def signin_form(request: Request) -> Response:
         return desk.page(request, "signin.html", None)
 
-    async def signin(request: Request, form: FormData) -> Response:
+    def signin(request: Request, form: FormData) -> Response:
         name = str(form.get("name", ""))[:64]
         password = str(form.get("password", ""))
         # The peer's address: a proxy's X-Forwarded-For only when `recon review serve` trusts that proxy.
@@ -41,7 +41,7 @@ def routes(desk: Desk, limit: SignInLimit) -> list[Route]:
             return desk.page(
                 request, "signin.html", None, 429, error=f"Too many failed sign-ins: wait {wait}."
             )
-        with desk.engine.connect() as connection:
+        with desk.workers.hashing, desk.engine.connect() as connection:  # one argon2 check at a time
             user = authenticate(connection, name, password)
         now = desk.clock()
         with desk.engine.begin() as connection:
@@ -59,7 +59,7 @@ def routes(desk: Desk, limit: SignInLimit) -> list[Route]:
         request.session[SESSION_KEY] = session_id
         return RedirectResponse("/findings", status_code=303)
 
-    async def signout(request: Request, form: FormData) -> Response:
+    def signout(request: Request, form: FormData) -> Response:
         session_id = request.session.get(SESSION_KEY)
         request.session.clear()
         if isinstance(session_id, str):
@@ -71,8 +71,8 @@ def routes(desk: Desk, limit: SignInLimit) -> list[Route]:
         return RedirectResponse("/signin", status_code=303)
 
     return [
-        Route("/", home),
-        Route("/signin", signin_form, methods=["GET"]),
-        Route("/signin", csrf_protected(signin), methods=["POST"]),
-        Route("/signout", csrf_protected(signout), methods=["POST"]),
+        Route("/", desk.off_loop(home)),
+        Route("/signin", desk.off_loop(signin_form), methods=["GET"]),
+        Route("/signin", desk.csrf_protected(signin), methods=["POST"]),
+        Route("/signout", desk.csrf_protected(signout), methods=["POST"]),
     ]

@@ -35,7 +35,7 @@ def routes(desk: Desk) -> list[Route]:
 
     desk.templates.env.globals["saved_views"] = users_views
 
-    async def save(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def save(request: Request, user: ReviewUser, form: FormData) -> Response:
         query = str(form.get("query") or "")
         try:
             with desk.engine.begin() as connection:
@@ -51,7 +51,7 @@ def routes(desk: Desk) -> list[Route]:
             return desk.page(request, "views_error.html", user, 400, error=str(error))
         return _back_to(view.list_name, view.query)
 
-    async def remove(request: Request, user: ReviewUser, form: FormData) -> Response:
+    def remove(request: Request, user: ReviewUser, form: FormData) -> Response:
         view_id = parse_id(request.path_params["view_id"])
         deleted = None
         if view_id is not None:

@@ -1,0 +1,101 @@
+"""How much of the review desk's work runs at once, and where: never on the event loop.
+
+Every page's work (its SQL, argon2 at sign-in, the template) is synchronous and runs in a worker thread,
+so a slow request holds one thread while the loop goes on answering the others and serving static files.
+Pages share ``threads`` threads (``RECON_REVIEW_THREADS``, default 10). Downloads, the heaviest requests,
+take turns of their own (``exports``: ``RECON_REVIEW_EXPORTS``, default 2) and never a page's thread: one
+beyond them waits up to ``export_wait_s`` for a turn, then is refused with a 503 and ``Retry-After``.
+Sign-ins check their password one at a time (``Workers.hashing``): argon2 is ~0.15-0.3 s of a core, so
+two people signing in at once would otherwise take both cores of a small host from everyone's pages.
+
+The engine's pool is sized from the same numbers (``pool_size``): a connection for every thread and turn,
+and as many again in overflow (a page may open a second while its template reads the saved views), so no
+request waits for a connection that another kind of request holds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+THREADS_ENV = "RECON_REVIEW_THREADS"
+EXPORTS_ENV = "RECON_REVIEW_EXPORTS"
+DEFAULT_THREADS = 10
+DEFAULT_EXPORTS = 2
+MAX_THREADS = 100  # PostgreSQL's default max_connections: a pool larger than this would be refused anyway
+EXPORT_WAIT_S = 10.0
+RETRY_AFTER_S = 30  # what a refused download is told: a 100,000-row xlsx takes tens of seconds
+HASHES_AT_ONCE = 1  # argon2 checks at once per desk process: a few sign-ins a second, one core at most
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How many page threads and download turns the desk has, and how long a download waits for a turn."""
+
+    threads: int = DEFAULT_THREADS
+    exports: int = DEFAULT_EXPORTS
+    export_wait_s: float = EXPORT_WAIT_S
+
+    def __post_init__(self) -> None:
+        for name, value in (("threads", self.threads), ("exports", self.exports)):
+            if not 1 <= value <= MAX_THREADS:
+                raise ValueError(f"the desk's {name} must be 1 to {MAX_THREADS}, not {value}")
+
+    @classmethod
+    def from_environment(cls) -> Capacity:
+        """``RECON_REVIEW_THREADS`` and ``RECON_REVIEW_EXPORTS``, each a whole number 1-100 when set."""
+        return cls(
+            _count(THREADS_ENV, DEFAULT_THREADS),
+            _count(EXPORTS_ENV, DEFAULT_EXPORTS),
+        )
+
+    @property
+    def pool_size(self) -> int:
+        """The engine's pool: a connection for each page thread and each download turn."""
+        return self.threads + self.exports
+
+
+def _count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_THREADS:
+        raise ValueError(f"{name} must be a whole number from 1 to {MAX_THREADS}, not {raw[:20]!r}")
+    return int(raw)
+
+
+class Workers:
+    """The threads the desk's work runs in: ``page`` for every page, ``export`` for downloads, each bounded
+    by ``Capacity``; the event loop only reads requests and writes responses. ``hashing`` is held by a
+    page thread while it checks a password."""
+
+    def __init__(self, capacity: Capacity) -> None:
+        self.capacity = capacity
+        self.hashing = threading.BoundedSemaphore(HASHES_AT_ONCE)
+        self._pages = anyio.CapacityLimiter(capacity.threads)
+        self._turns = anyio.Semaphore(capacity.exports)
+        self._export_threads = anyio.CapacityLimiter(capacity.exports)
+
+    async def page(self, work: Callable[..., T], *args: object) -> T:
+        """``work(*args)`` in a page thread, once one is free."""
+        return await anyio.to_thread.run_sync(work, *args, limiter=self._pages)
+
+    async def export(self, work: Callable[..., T], *args: object) -> T | None:
+        """``work(*args)`` in a download's thread once a turn is free; None when none came free within
+        ``export_wait_s`` (the caller's 503)."""
+        with anyio.move_on_after(self.capacity.export_wait_s) as waiting:
+            await self._turns.acquire()
+        if waiting.cancelled_caught:
+            return None
+        try:
+            return await anyio.to_thread.run_sync(work, *args, limiter=self._export_threads)
+        finally:
+            self._turns.release()
