@@ -345,3 +345,19 @@ def run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, bool]:
         if message is None and event.event_type == DagsterEventType.RUN_FAILURE:
             message = _first_line(event.message or record.event_log_entry.user_message)
     return message or "the run failed without saying why", False
+
+
+def stop_automations(instance: dg.DagsterInstance) -> list[str]:
+    """Store every schedule and sensor of the code location as stopped on ``instance`` (what the UI's
+    toggles and ``dagster schedule|sensor stop`` store), so a daemon started on it launches nothing until
+    someone turns them on; their names."""
+    with loaded_workspace(instance, None) as workspace:
+        repository = _repository(workspace.get_code_location(LOCATION_NAME))
+        stopped = []
+        for schedule in repository.get_schedules():
+            instance.stop_schedule(schedule.get_remote_origin_id(), schedule.selector_id, schedule)
+            stopped.append(schedule.name)
+        for sensor in repository.get_sensors():
+            instance.stop_sensor(sensor.get_remote_origin_id(), sensor.selector_id, sensor)
+            stopped.append(sensor.name)
+    return stopped
