@@ -121,8 +121,8 @@ def _queue_slo_check(
     @dg.asset_check(
         name=name,
         asset=asset.key,
-        description=f"No {what} waits long enough to threaten the recovery SLO (RECON_QUEUE_SLO_S: WARN "
-        "at half, ERROR at the SLO); none is given up for good.",
+        description=f"No {what} waits long enough to threaten the recovery target (15 minutes unless "
+        "configured): a warning from half of it, an error past it; none is given up for good.",
     )
     def check(recon_db: ReconDatabase) -> dg.AssetCheckResult:
         slo_s = queue_slo_s()
@@ -219,7 +219,7 @@ def unexplained_discrepancy_amount(
 @dg.asset_check(
     asset=DISCREPANCY_REPORT,
     description="No captured payment of the night waits, unreviewed, for its booking to be confirmed "
-    "past the grace: WARN, ERROR once the night closed more than RECON_ORPHAN_ERROR_HOURS (24) ago.",
+    "past the grace: a warning, an error once the night closed more than a day ago (configurable).",
 )
 def orphaned_payment_age(
     context: dg.AssetCheckExecutionContext, recon_db: ReconDatabase
@@ -294,5 +294,9 @@ finding_checks = [unexplained_discrepancy_amount, orphaned_payment_age, night_re
 slo_checks = [previous_night_reconciled, oldest_pending_event_age, oldest_open_posting_age]
 slo_checks_job = dg.define_asset_job("slo_checks", selection=dg.AssetSelection.checks(*slo_checks))
 slo_checks_schedule = dg.ScheduleDefinition(
-    job=slo_checks_job, cron_schedule="*/15 * * * *", default_status=dg.DefaultScheduleStatus.RUNNING
+    job=slo_checks_job,
+    cron_schedule="*/15 * * * *",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Every 15 minutes: whether each property's last closed night is reconciled by the morning "
+    "close, and whether the event queue and the posting outbox keep their recovery target.",
 )

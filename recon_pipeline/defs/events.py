@@ -72,6 +72,8 @@ def process_payment_events_job() -> None:
     job=process_payment_events_job,
     minimum_interval_seconds=positive_int_from_env("RECON_EVENTS_SENSOR_INTERVAL_S", 15),
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Starts a run that processes the payment events due now, unless enough such runs are "
+    "already under way.",
 )
 def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Request a processor run for the events due now; the run key is derived from those events."""
@@ -100,7 +102,11 @@ def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDa
 
 
 @dg.sensor(
-    job=reconcile_night_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING
+    job=reconcile_night_job,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Reconciles again, in batch runs, the property-nights a late payment event changed after "
+    "they were reconciled.",
 )
 def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Reconcile again, in batches, the reconciled property-nights that a late event touched, once per
@@ -179,10 +185,13 @@ recovery_schedules = [
         job=recover_missed_events_job,
         cron_schedule="*/15 * * * *",
         default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Every 15 minutes: fetches from the provider the events no webhook delivered.",
     ),
     dg.ScheduleDefinition(
         job=enqueue_orphaned_payments_job,
         cron_schedule="7 * * * *",
         default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Hourly: queues the captured payments whose booking is still not confirmed past the "
+        "grace, for the event processor to settle.",
     ),
 ]

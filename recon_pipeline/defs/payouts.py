@@ -84,6 +84,8 @@ payouts_job = dg.define_asset_job(
     cron_schedule="0 6 * * *",
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Each morning at 06:00 UTC: the payouts of the day that just ended and of the week before "
+    "it, traced to their nights and matched to the bank.",
 )
 def payouts_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Each morning, the day that just ended (UTC) and the ``LOOKBACK_NIGHTS`` before it: their arrivals,

@@ -81,6 +81,8 @@ def postings_run_key(due_rows: list[tuple[str, int, int]]) -> str:
     job=post_adjustments,
     minimum_interval_seconds=positive_int_from_env("RECON_POSTINGS_SENSOR_INTERVAL_S", 30),
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Starts a run that posts approved adjustments to the PMS when some are due, unless one is "
+    "already under way.",
 )
 def due_postings_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Request a ``post_adjustments`` run when outbox rows are due, unless enough runs are in flight."""

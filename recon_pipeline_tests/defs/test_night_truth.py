@@ -5,9 +5,11 @@ its tags, and a bad setting fails a run once with its one line, never retried.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.partitions.context import partition_loading_context
 from dagster._core.events import DagsterEventType, RunFailureReason
 from dagster._core.execution.retries import auto_reexecution_should_retry_run
 from dagster._core.storage.tags import WILL_RETRY_TAG
@@ -16,7 +18,9 @@ from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.defs.batches import NIGHT_TAG, PROPERTIES_TAG, batch_run_config
 from recon_pipeline.defs.checks import night_reconciled
 from recon_pipeline.defs.concurrency import ERROR_TAG, PROVIDER_BOUND_TAG, RETRY_ON_STEP_FAILURE_TAG
+from recon_pipeline.defs.partitions import night_partitions
 from recon_pipeline.defs.resources import ProviderResource
+from recon_pipeline.nights import last_closed_night
 from recon_pipeline.simulation.demo.properties import demo_properties
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, asset_metadata, seeded
 
@@ -121,3 +125,35 @@ def test_a_missing_setting_fails_the_run_once_with_its_line_and_no_retry(
         assert run.tags[RETRY_ON_STEP_FAILURE_TAG] == "false"
         assert run.tags.get(WILL_RETRY_TAG) == "false"
         assert not auto_reexecution_should_retry_run(instance, run, RunFailureReason.STEP_FAILURE)
+
+
+# Every calendar from the first to turn to the last (UTC+14 to UTC-11), and cutoffs from midnight to noon.
+ZONES = (
+    "Pacific/Kiritimati",
+    "Pacific/Auckland",
+    "Asia/Kolkata",
+    "Europe/Lisbon",
+    "America/Denver",
+    "Pacific/Pago_Pago",
+)
+
+
+def _last_night(now: datetime) -> str | None:
+    with partition_loading_context(effective_dt=now):
+        return night_partitions.get_last_partition_key()
+
+
+@pytest.mark.fast
+def test_the_last_night_offered_is_the_last_night_closed_anywhere() -> None:
+    """Every half hour over two days: the last partition is a night that has closed on the first calendar
+    to turn, and no property's last closed night, whatever its timezone and cutoff, lies beyond it."""
+    start = datetime(2026, 11, 30, tzinfo=UTC)
+    for step in range(96):
+        now = start + timedelta(minutes=30 * step)
+        last = _last_night(now)
+        assert last == last_closed_night(now, "Pacific/Kiritimati").isoformat(), now
+        for zone in ZONES:
+            for cutoff in ("00:00", "03:00", "12:00"):
+                assert last_closed_night(now, zone, cutoff).isoformat() <= last, (now, zone, cutoff)
+    assert _last_night(datetime(2026, 12, 1, 9, 59, tzinfo=UTC)) == "2026-11-30"  # 23:59 at UTC+14
+    assert _last_night(datetime(2026, 12, 1, 10, tzinfo=UTC)) == "2026-12-01"

@@ -22,7 +22,6 @@ import os
 import shlex
 import shutil
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -168,14 +167,7 @@ def run_demo(
         )
     dagster_home = prepare_dagster_home()
     app = build_app(world.store, flavour=flavour)
-    # Dagster's own sensor constructors warn that a parameter they pass is in beta; the demo's reader can
-    # do nothing about it, and it would interleave with the report.
-    with (
-        warnings.catch_warnings(),
-        ServerThread(app) as simulator,
-        dg.DagsterInstance.get() as instance,
-    ):
-        warnings.simplefilter("ignore", dg.BetaWarning)
+    with ServerThread(app) as simulator, dg.DagsterInstance.get() as instance:
         os.environ["RECON_PROVIDER"] = "simulator"
         os.environ["RECON_PROVIDER_FLAVOUR"] = flavour  # what the runs' provider resource speaks
         os.environ["RECON_PROVIDER_BASE_URL"] = simulator.base_url
