@@ -3,12 +3,17 @@
 result to the reconciliation database. Nothing passes between steps, so no IO manager stores anything on
 a run worker's disk, and any executor (in-process, multiprocess, Celery, Kubernetes) runs it unchanged.
 
+A run launched with no properties (the UI's materialize or backfill of nights) queues the night's batch
+runs instead (``defs/fanout.py``) and materializes the assets with the night's figures so far.
+
 One step materializes the night's three assets for the batch's properties:
 - ``adjustments``: proposed ledger corrections that follow the ledger (inserted once per business key,
   stale proposals withdrawn or superseded, approved/posted/rejected rows never touched);
 - ``findings``: the night's findings in ``discrepancies`` (those no longer seen cleared);
 - ``discrepancy_report``: the batch's summary in the UI (counts and amounts per category, per-property
   results); report files are rendered on demand from the tables, never in the nightly path.
+Each also carries the night's figures summed over every batch so far (``night/…``, from
+``night_reconciliations``); the ``night_reconciled`` check says whether the night is whole.
 
 With RECON_REVIEW_BASE_URL set, each materialization links to the night in the review desk
 (``review_desk``), and the per-property results link each property's night there.

@@ -33,7 +33,9 @@ def batch_size() -> int:
 
 
 class BatchConfig(dg.Config):
-    """The properties this run reconciles for its night: every valid property of the table when empty."""
+    """The properties this run reconciles for its night. Empty: every valid property of the table, in the
+    night's batch runs that this run queues (``fanout``), or in this run when it runs in its caller's
+    process."""
 
     properties: list[str] = []
     orphan_grace_minutes: int = 60
