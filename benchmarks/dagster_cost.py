@@ -28,9 +28,12 @@ import dagster as dg
 from dagster._core.events import DagsterEventType
 
 from recon_pipeline.defs.assets import reconciliation_assets
-from recon_pipeline.defs.batches import QUEUED_BY_TAG
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
-from recon_pipeline_tests.support.dagster_processes import pg_dagster_world_in, wait_for_runs
+from recon_pipeline_tests.support.dagster_processes import (
+    pg_dagster_world_in,
+    queued_batch_runs,
+    wait_for_runs,
+)
 
 FIRST_NIGHT = date(2026, 11, 20)
 ASSET_NAMES = [key.path[-1] for asset in reconciliation_assets for key in asset.keys]
@@ -77,15 +80,7 @@ def measure(nights: int, bookings: int, batch_size: int) -> dict[str, Any]:
             started = time.monotonic()
             backfill_id = client.launch_asset_backfill(ASSET_NAMES, [n.isoformat() for n in night_dates])
             client.wait_for_backfill(backfill_id, TIMEOUT_S, deployment)
-            night_runs = [
-                r.dagster_run.run_id
-                for r in w.instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-            ]
-            batch_runs = [
-                r.dagster_run.run_id
-                for run_id in night_runs
-                for r in w.instance.get_run_records(dg.RunsFilter(tags={QUEUED_BY_TAG: run_id}))
-            ]
+            night_runs, batch_runs = queued_batch_runs(w.instance, backfill_id)
             wait_for_runs(w.instance, batch_runs, TIMEOUT_S, deployment)
             wall_s = time.monotonic() - started
             night_figures = [_run_figures(w.instance, run_id) for run_id in night_runs]

@@ -41,6 +41,7 @@ from recon_pipeline_tests.support.dagster_processes import (
     GraphQL,
     PgDagsterWorld,
     StartWorld,
+    queued_batch_runs,
     wait_for_runs,
 )
 
@@ -158,21 +159,12 @@ def test_the_asset_graphs_backfill_of_three_nights_queues_each_nights_batches(
             with deployment.logs_on_failure():
                 backfill_id = client.launch_asset_backfill(ASSET_NAMES, nights)
                 client.wait_for_backfill(backfill_id, BACKFILL_TIMEOUT_S, deployment)
-                night_runs = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+                night_runs, queued = queued_batch_runs(instance, backfill_id)
                 assert len(night_runs) == 3
-                queued = [
-                    r.dagster_run
-                    for n in night_runs
-                    for r in instance.get_run_records(
-                        dg.RunsFilter(tags={QUEUED_BY_TAG: n.dagster_run.run_id})
-                    )
-                ]
-                batch_runs = wait_for_runs(
-                    instance, [run.run_id for run in queued], BACKFILL_TIMEOUT_S, deployment
-                )
+                batch_runs = wait_for_runs(instance, queued, BACKFILL_TIMEOUT_S, deployment)
             night_of = {}
-            for record in night_runs:
-                run = instance.get_run_by_id(record.dagster_run.run_id)
+            for run_id in night_runs:
+                run = instance.get_run_by_id(run_id)
                 assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
                 assert batch_properties(run.run_config) == []
                 assert run.tags[PROVIDER_BOUND_TAG] == "true"  # set by the run itself
