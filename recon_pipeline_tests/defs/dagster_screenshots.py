@@ -36,10 +36,10 @@ TIMEOUT_S = 600
 SETTLE_S = 3.0  # after the network is idle: the UI's last renders
 
 
-def _shoot(page: Page, url: str, path: Path) -> Path:
+def _shoot(page: Page, url: str, path: Path, settle_s: float = SETTLE_S) -> Path:
     page.goto(url)
     page.wait_for_load_state("networkidle")
-    time.sleep(SETTLE_S)
+    time.sleep(settle_s)
     page.screenshot(path=str(path))
     return path
 
@@ -62,7 +62,8 @@ def take(folder: Path) -> list[Path]:
             report = f"{base}/assets/discrepancy_report"
             with chromium_page("dagster-docs", LAPTOP_VIEWPORT) as browser:
                 page = browser.page
-                shots.append(_shoot(page, f"{base}/automation", folder / "automation.png"))
+                # Each row's state and description load after the list.
+                shots.append(_shoot(page, f"{base}/automation", folder / "automation.png", 4 * SETTLE_S))
 
                 first = client.launch_partition_run(nights[0], [DEMO_PROPERTIES[0].property_id])
                 wait_for_runs(w.instance, [first], TIMEOUT_S, deployment)
@@ -73,6 +74,9 @@ def take(folder: Path) -> list[Path]:
                 page.wait_for_load_state("networkidle")
                 page.get_by_role("button", name="Materialize all").first.click()
                 page.get_by_text("Launch backfill").first.wait_for()
+                page.get_by_role("button", name="Custom").click()
+                page.get_by_role("dialog").locator("input").first.fill(f"[{nights[0]}...{nights[1]}]")
+                page.keyboard.press("Enter")
                 time.sleep(SETTLE_S)
                 page.screenshot(path=str(folder / "materialize-all.png"))
                 shots.append(folder / "materialize-all.png")
