@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
-from sqlalchemy import Connection, Engine, RowMapping, func, select, update
+from sqlalchemy import Connection, Engine, RowMapping, func, make_url, select, update
 
 from recon_pipeline import config
 from recon_pipeline.batches.launch import DEFINITIONS_MODULE, stop_automations
@@ -201,7 +201,9 @@ def render_next_steps(dagster_home: Path, flavour: str, bookings: int, seed: int
     ended with it), and how to turn its automations on (the demo leaves them off: a schedule's tick
     would otherwise launch runs against a provider that is gone)."""
     home = f"DAGSTER_HOME={shlex.quote(str(dagster_home))}"
-    database = f"RECON_DATABASE_URL={shlex.quote(os.environ['RECON_DATABASE_URL'])}"
+    # A password in the URL is never printed (`***`: put yours back).
+    url = make_url(os.environ["RECON_DATABASE_URL"]).render_as_string(hide_password=True)
+    database = f"RECON_DATABASE_URL={shlex.quote(url)}"
     provider = (
         f"RECON_PROVIDER=simulator RECON_PROVIDER_FLAVOUR={flavour} "
         f"RECON_PROVIDER_BASE_URL=http://127.0.0.1:{SIMULATOR_PORT}"
