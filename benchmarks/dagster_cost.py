@@ -1,6 +1,7 @@
 """Benchmark: what Dagster itself costs per night when nights are backfilled from the UI.
 
-    python -m benchmarks.dagster_cost [--nights 3] [--bookings 10] [--batch-size 250] [--json]
+    python -m benchmarks.dagster_cost [--nights 3] [--bookings 10] [--batch-size 250] [--json] \
+        [--postgres-url URL]
 
 Setup (not timed): the demo's three keyed properties (three timezones, so three batches a night) over
 ``--nights`` nights, seeded into a scratch PostgreSQL database and served by the simulator; a scratch
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -114,7 +116,12 @@ def main() -> None:
     parser.add_argument("--bookings", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=250)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--postgres-url", help="the scratch databases' server (else RECON_TEST_POSTGRES_URL's, or local)"
+    )
     args = parser.parse_args()
+    if args.postgres_url:
+        os.environ["RECON_TEST_POSTGRES_URL"] = args.postgres_url  # what the scratch databases are made on
     figures = measure(args.nights, args.bookings, args.batch_size)
     print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
 
