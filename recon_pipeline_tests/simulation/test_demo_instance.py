@@ -16,8 +16,8 @@ from dagster._core.scheduler.instigation import InstigatorStatus
 
 from recon_pipeline.batches.launch import DEFINITIONS_MODULE
 from recon_pipeline.definitions import build_definitions
-from recon_pipeline_tests.simulation.test_demo import fresh_env, run_recon
 from recon_pipeline_tests.support.dagster_processes import BIN_DIR, start_process, wait_until
+from recon_pipeline_tests.support.demo_runs import fresh_env, run_recon
 
 # Sensors tick at least every 60 s once running (stale_nights_sensor, reports_automation_sensor), the
 # pending-events one every 15 s: 70 s of a live sensor daemon would have ticked every running one.
