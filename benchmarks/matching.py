@@ -1,6 +1,7 @@
 """Precision measured, not hoped: a night's reconciliation scored on a labelled world of hotel ledgers.
 
-    python -m benchmarks.matching --property-nights 2000 --seed 1 [--json] [--without-matcher] [--turns N]
+    python -m benchmarks.matching --property-nights 2000 --seed 1 [--batch 250] [--json] [--without-matcher]
+        [--turns N]
 
 The world is ``recon_pipeline/simulation/hotel_ledger.py``'s: property-nights whose ledgers are kept the
 way Apaleo, OPERA and Mews keep them (most postings without the provider's id, split folios, identical and
@@ -8,9 +9,11 @@ look-alike charges, late postings, the three fee bookings, takings the provider 
 refunds posted as negative payments, reversals), each with its ground truth. Each night's ledger is read as
 the pipeline reads it (``ledger_frame``: brands and tenders in their vocabularies; the rows the contract
 forbids apart, not timed), then reconciled by the pure steps of ``batches/work.py``: the takings set aside
-(``by_tender``), the frames the property's fee booking compares (``fees_for_diff``), ``match_night`` (the
-records' groups from ``bookings.group_id``, ``with_groups``), then ``diff_night`` on its outputs plus its
-findings; or with ``--without-matcher`` ``diff_night`` alone, as before the matcher. Scored:
+(``by_tender``), the frames the property's fee booking compares (``fees_for_diff``), ``match_nights`` over
+a batch's property-nights at once as a run does (``--batch``, the pipeline's default batch size; the
+records' groups from ``bookings.group_id``, ``with_groups``), then ``diff_night`` per property-night on its
+outputs plus its findings; or with ``--without-matcher`` ``diff_night`` alone, as before the matcher.
+Scored:
 
 - precision: the share of findings that state a planted discrepancy (its ``(category, record_key)``, or
   an ambiguity or suggestion naming one of its records or entries, unless its money is certain) that no
@@ -37,7 +40,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +50,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE  # noqa: E402
 from recon_pipeline.ledger.queries import ledger_frame  # noqa: E402
 from recon_pipeline.ledger.validation import split_ledger_records  # noqa: E402
 from recon_pipeline.money import format_minor  # noqa: E402
@@ -54,7 +58,7 @@ from recon_pipeline.nights import night_window  # noqa: E402
 from recon_pipeline.reconcile.adjustments import plan_adjustments  # noqa: E402
 from recon_pipeline.reconcile.diff import diff_night, with_findings  # noqa: E402
 from recon_pipeline.reconcile.fees import fees_for_diff  # noqa: E402
-from recon_pipeline.reconcile.matching import match_night, with_groups  # noqa: E402
+from recon_pipeline.reconcile.matching import NightToMatch, match_nights, with_groups  # noqa: E402
 from recon_pipeline.reconcile.takings import by_tender  # noqa: E402
 from recon_pipeline.simulation.hotel_ledger import (  # noqa: E402
     NIGHT_CUTOFF,
@@ -64,7 +68,7 @@ from recon_pipeline.simulation.hotel_ledger import (  # noqa: E402
     build_hotel_world,
 )
 
-Reconcile = Callable[[HotelNight, pd.DataFrame], "Reconciled"]
+Reconcile = Callable[[Sequence[tuple[HotelNight, pd.DataFrame]]], list["Reconciled"]]  # a batch's nights
 # A finding of the matcher naming records or entries rather than stating one movement's discrepancy.
 CANDIDATE_CATEGORIES: Final = frozenset({"ambiguous_match", "suggested_match"})
 _WORLD_IDS: Final = re.compile(r"\b(?:ch|re|dp|le)_\d{6}x\d{3}\b")  # the ids hotel_ledger.py makes
@@ -96,23 +100,39 @@ def fees_compared(night: HotelNight, ledger: pd.DataFrame) -> tuple[pd.DataFrame
     return provider, compared
 
 
-def diff_alone(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
-    """The reconciliation before the matcher: the diff on (id, kind), nothing before it but the takings
-    and fees set aside."""
+def each(reconcile: Callable[[HotelNight, pd.DataFrame], Reconciled]) -> Reconcile:
+    """A reconciliation of one night at a time, as one of a batch."""
+    return lambda batch: [reconcile(night, ledger) for night, ledger in batch]
+
+
+def _diff_alone(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
     provider, compared = fees_compared(night, ledger)
     result = diff_night(provider, compared, night.provider_elsewhere, property_currency=night.currency)
     return Reconciled(result.findings)
 
 
-def matcher_then_diff(night: HotelNight, ledger: pd.DataFrame) -> Reconciled:
-    """The matcher (the records' bookings with their groups, ``bookings.group_id``), then the diff on what
-    it hands on, plus the matcher's own findings."""
-    provider, compared = fees_compared(night, ledger)
-    outcome = match_night(with_groups(provider, night.booking_groups), compared)
-    result = diff_night(
-        outcome.provider_records, outcome.ledger, night.provider_elsewhere, property_currency=night.currency
+diff_alone = each(_diff_alone)
+diff_alone.__doc__ = """The reconciliation before the matcher: the diff on (id, kind), nothing before it but
+the takings and fees set aside."""
+
+
+def matcher_then_diff(batch: Sequence[tuple[HotelNight, pd.DataFrame]]) -> list[Reconciled]:
+    """The matcher over the batch's nights at once (the records' bookings with their groups,
+    ``bookings.group_id``), then per night the diff on what it hands on, plus the matcher's own findings."""
+    compared = [fees_compared(night, ledger) for night, ledger in batch]
+    outcomes = match_nights(
+        [
+            NightToMatch(with_groups(provider, night.booking_groups), ledger)
+            for (night, _), (provider, ledger) in zip(batch, compared, strict=True)
+        ]
     )
-    return Reconciled(with_findings(result, outcome.findings).findings, dict(outcome.counts_by_rule))
+    reconciled = []
+    for (night, _), outcome in zip(batch, outcomes, strict=True):
+        elsewhere, currency = night.provider_elsewhere, night.currency
+        result = diff_night(outcome.provider_records, outcome.ledger, elsewhere, property_currency=currency)
+        findings = with_findings(result, outcome.findings).findings
+        reconciled.append(Reconciled(findings, dict(outcome.counts_by_rule)))
+    return reconciled
 
 
 @dataclass
@@ -265,31 +285,37 @@ def _shape_of(finding: dict[str, Any], shapes: dict[str, str]) -> str:
     return "unknown"
 
 
-def score(world: HotelWorld, reconcile: Reconcile) -> Score:
-    """Run ``reconcile`` on every night of the world, its ledger read as the pipeline reads it (not timed),
-    and score what it finds against the ground truth."""
+def batches(world: HotelWorld, size: int) -> list[list[tuple[HotelNight, pd.DataFrame]]]:
+    """The world's nights with their ledgers read as the pipeline reads them, ``size`` to a batch."""
+    nights = [(night, read_ledger(night)) for night in world.nights]
+    return [nights[start : start + size] for start in range(0, len(nights), size)]
+
+
+def score(world: HotelWorld, reconcile: Reconcile, batch: int = DEFAULT_BATCH_SIZE) -> Score:
+    """Run ``reconcile`` on every batch of the world's nights (the ledgers read before, not timed), and
+    score what it finds against the ground truth."""
     result = Score()
-    for night in world.nights:
-        ledger = read_ledger(night)
+    for nights in batches(world, batch):
         started = time.perf_counter()
-        reconciled = reconcile(night, ledger)
+        reconciled = reconcile(nights)
         result.seconds += time.perf_counter() - started
-        result.add_night(night, reconciled)
+        for (night, _), found in zip(nights, reconciled, strict=True):
+            result.add_night(night, found)
     return result
 
 
-def time_in_turns(world: HotelWorld, turns: int) -> dict[str, Any]:
+def time_in_turns(world: HotelWorld, turns: int, batch: int = DEFAULT_BATCH_SIZE) -> dict[str, Any]:
     """The diff alone and the matcher with the diff over the whole world (ledgers read once, not timed),
     run in turns, the first arm alternating: each arm's seconds per turn and the median of the turns'
     ratios (matcher + diff over diff alone), which a shared host's load disturbs less than two runs apart."""
-    nights = [(night, read_ledger(night)) for night in world.nights]
+    nights = batches(world, batch)
     arms: dict[str, Reconcile] = {"diff_alone": diff_alone, "matcher_then_diff": matcher_then_diff}
     seconds: dict[str, list[float]] = {name: [] for name in arms}
     for turn in range(turns):
         for name in sorted(arms, reverse=turn % 2 == 1):
             started = time.perf_counter()
-            for night, ledger in nights:
-                arms[name](night, ledger)
+            for each_batch in nights:
+                arms[name](each_batch)
             seconds[name].append(round(time.perf_counter() - started, 3))
     ratios = [
         both / alone for both, alone in zip(seconds["matcher_then_diff"], seconds["diff_alone"], strict=True)
@@ -301,20 +327,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--property-nights", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--batch", type=int, default=DEFAULT_BATCH_SIZE, help="property-nights a batch matches at once"
+    )
     parser.add_argument("--without-matcher", action="store_true", help="score diff_night alone (today's)")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of text")
     parser.add_argument(
         "--turns", type=int, default=0, help="also time both reconciliations in N turns (their ratio)"
     )
     args = parser.parse_args(argv)
-    if args.property_nights < 1 or args.turns < 0:
-        parser.error("--property-nights must be positive and --turns not negative")
+    if args.property_nights < 1 or args.batch < 1 or args.turns < 0:
+        parser.error("--property-nights and --batch must be positive and --turns not negative")
     use_matcher = not args.without_matcher
 
     started = time.perf_counter()
     world = build_hotel_world(args.property_nights, args.seed)
     generation = time.perf_counter() - started
-    scored = score(world, matcher_then_diff if use_matcher else diff_alone)
+    scored = score(world, matcher_then_diff if use_matcher else diff_alone, args.batch)
     records, entries = world.rows()
     shaped = world.pms_shape_entries()
     fee_bookings = Counter(night.fee_booking for night in world.nights)
@@ -322,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = {
         "property_nights": args.property_nights,
         "seed": args.seed,
+        "batch": args.batch,
         "matcher": use_matcher,
         "provider_records": records,
         "ledger_entries": entries,
@@ -334,11 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         **scored.figures(),
     }
     if args.turns:
-        figures["in_turns"] = time_in_turns(world, args.turns)
+        figures["in_turns"] = time_in_turns(world, args.turns, args.batch)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0
-    under = "match_night + diff_night" if use_matcher else "diff_night alone"
+    under = f"match_nights ({args.batch} a batch) + diff_night" if use_matcher else "diff_night alone"
     print(
         f"world              {args.property_nights:,} property-nights (seed {args.seed}): "
         f"{records:,} provider records, {entries:,} ledger entries; fee bookings {figures['fee_bookings']}"

@@ -1,15 +1,15 @@
 """Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
 
-Per property-night, four named steps (``reconcile_property_night``): **compare** (pure: the ledger's
-entries of the window and the adjacent nights' by tender, the provider's records of the window attributed
-to it, the matcher), **look up** by id what the comparison left loose (records the ledger names that the
-night lacks, open holds, the bookings of captured payments), **conclude** (pure: the diff, every finding,
-the orphaned captured payments, the proposals, the takings), and **write** the adjustments, the findings,
-the matches and the provider's records they name (``evidence.py``) and the night's takings in one
-transaction, so that a finding clears in the commit that withdraws its proposal (the rule:
-``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). Every result lands in the
-reconciliation database; the caller gets counts and a report to summarise, nothing another host must read
-from this one's disk.
+Per property-night, four named steps: **compare** (pure: the ledger's entries of the window and the
+adjacent nights' by tender, the provider's records of the window attributed to it, then the matcher, run
+once over every pulled property-night of the batch), then ``finish``: **look up** by id what the
+comparison left loose (records the ledger names that the night lacks, open holds, the bookings of captured
+payments), **conclude** (pure: the diff, every finding, the orphaned captured payments, the proposals, the
+takings), and **write** the adjustments, the findings, the matches and the provider's records they name
+(``evidence.py``) and the night's takings in one transaction, so that a finding clears in the commit that
+withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its
+commit). Every result lands in the reconciliation database; the caller gets counts and a report to
+summarise, nothing another host must read from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
 metadata) are pulled **once** and the pull is split by attribution; the account groups of a batch are
@@ -70,7 +70,8 @@ from recon_pipeline.reconcile.matching import (
     KnownMatch,
     MatchOutcome,
     MatchPolicy,
-    match_night,
+    NightToMatch,
+    match_nights,
     with_groups,
 )
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
@@ -231,6 +232,22 @@ def _payment_owners(engine: Engine, claimed: pd.DataFrame) -> dict[str, str]:
         return load_payment_order_owners(connection, unclaimed)
 
 
+def _pull(
+    engine: Engine, client: ProviderClient
+) -> Callable[[list[Target]], tuple[pd.DataFrame, dict[str, str]] | BaseException]:
+    """One account group's pull and the owners of its payments that name no property; an incomplete pull,
+    or its owners unread, is the error of every property it serves."""
+
+    def pull(group: list[Target]) -> tuple[pd.DataFrame, dict[str, str]] | BaseException:
+        try:
+            claimed = client.pull_claimed(_pull_scope(group), group[0].window.start, group[0].window.end)
+            return claimed, _payment_owners(engine, claimed)
+        except Exception as error:
+            return error
+
+    return pull
+
+
 def _pull_groups(targets: Sequence[Target]) -> list[list[Target]]:
     """Targets that one pull serves: same provider account and same window (a shared account's window is
     read once); a property alone on its account is its own group."""
@@ -309,21 +326,86 @@ class Concluded:
     now: datetime
 
 
-def reconcile_property_night(
-    engine: Engine, client: ProviderClient, night: NightInput, run: RunScope
+def finish(
+    engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison, run: RunScope
 ) -> PropertyNightResult:
-    """One property-night from the batch's PMS input and its account's pull to committed adjustments,
-    findings, matches and takings: compare (pure), look up by id what the comparison left loose (I/O),
-    conclude (pure), write (one transaction)."""
-    compared = compare(night)
+    """A compared property-night to its committed results: look up by id what the comparison left loose
+    (I/O), conclude (pure), write (one transaction)."""
     compared, looked_up = look_up(engine, client, night, compared)
     concluded = conclude(night, compared, looked_up, run)
     return write(engine, client, night, concluded, run)
 
 
-def compare(night: NightInput) -> Comparison:
-    """The ledger by tender, the pull split by attribution, then the matcher: a bad ledger row becomes a
-    finding, a bad match_policy fails this property alone (with its name)."""
+@dataclass(frozen=True)
+class _Prepared:
+    """A night's comparison up to the matcher: what the matcher is handed, and the fees set aside."""
+
+    entries: LedgerSplit
+    tendered: Tendered
+    own: pd.DataFrame
+    nobody: pd.DataFrame
+    unattributed: int
+    aliases: PaymentAliases
+    to_match: NightToMatch
+    taken: FeesTaken | None
+
+
+def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
+    """Each night's ledger by tender and pull split by attribution, then the matcher over all the nights
+    at once (``match_nights``: a batch pays its fixed costs once). A bad ledger row becomes a finding; a
+    bad match_policy, or anything else one night's input breaks, fails that night alone (with its name)."""
+    prepared: list[_Prepared | BaseException] = []
+    for night in nights:
+        try:
+            prepared.append(_prepare(night))
+        except Exception as error:
+            prepared.append(error)
+    ready = [p for p in prepared if isinstance(p, _Prepared)]
+    matched = iter(_match_all([p.to_match for p in ready]))
+    compared: list[Comparison | BaseException] = []
+    for part in prepared:
+        if isinstance(part, BaseException):
+            compared.append(part)
+            continue
+        matching = next(matched)
+        if isinstance(matching, BaseException):
+            compared.append(matching)
+            continue
+        compared.append(
+            Comparison(
+                part.entries,
+                part.tendered,
+                part.own,
+                part.nobody,
+                part.unattributed,
+                part.aliases,
+                matching,
+                part.taken,
+            )
+        )
+    return compared
+
+
+def _match_all(nights: Sequence[NightToMatch]) -> list[MatchOutcome | BaseException]:
+    """The matcher over every night at once; should a night's input break the stacked run, each night is
+    matched alone, so that the night that broke it fails alone."""
+    try:
+        return list(match_nights(nights))
+    except Exception as error:
+        if len(nights) == 1:
+            return [error]
+        logger.exception("the batch's stacked matching failed; matching its nights one by one")
+    alone: list[MatchOutcome | BaseException] = []
+    for night in nights:
+        try:
+            alone.append(match_nights([night])[0])
+        except Exception as error:
+            alone.append(error)
+    return alone
+
+
+def _prepare(night: NightInput) -> _Prepared:
+    """The night's ledger by tender and pull by attribution, and what the matcher is to compare."""
     target = night.target
     entries = split_ledger_records(ledger_frame(night.pms.ledger[target.row.property_id], target.window))
     # Cash, bank transfers, OTA-collected money: the hotel's takings, never the provider's (takings.py).
@@ -334,17 +416,17 @@ def compare(night: NightInput) -> Comparison:
     # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
-    matching, taken = _matched(night, tendered, own, aliases)
-    return Comparison(entries, tendered, own, nobody, len(split.unattributed), aliases, matching, taken)
+    to_match, taken = _to_match(night, tendered, own, aliases)
+    return _Prepared(entries, tendered, own, nobody, len(split.unattributed), aliases, to_match, taken)
 
 
-def _matched(
+def _to_match(
     night: NightInput, tendered: Tendered, own: pd.DataFrame, aliases: PaymentAliases
-) -> tuple[MatchOutcome, FeesTaken | None]:
-    """The frames the diff compares: the ledger keyed by charge, the night's posted corrections credited to
-    the entries they correct (so a corrected movement is matched and its finding clears), the fees the
-    property does not book per movement set aside, then the matcher's pairs of what names no provider id
-    (reconcile/matching)."""
+) -> tuple[NightToMatch, FeesTaken | None]:
+    """What the matcher compares, and from it the diff: the ledger keyed by charge, the night's posted
+    corrections credited to the entries they correct (so a corrected movement is matched and its finding
+    clears), the fees the property does not book per movement set aside; the matcher then pairs what names
+    no provider id (reconcile/matching)."""
     row, property_id = night.target.row, night.target.row.property_id
     policy = _match_policy(row)
     ledger = fold_posted_adjustments(
@@ -352,7 +434,7 @@ def _matched(
     )
     compared, ledger, taken = fees_for_diff(own, ledger, row.fee_booking_mode)
     grouped = with_groups(compared, night.pms.groups[property_id])
-    return match_night(grouped, ledger, policy, night.pms.known[property_id]), taken
+    return NightToMatch(grouped, ledger, policy, night.pms.known[property_id]), taken
 
 
 def look_up(
@@ -369,8 +451,8 @@ def look_up(
     )
     if len(elsewhere):
         aliases = payment_aliases(compared.own, elsewhere)
-        matching, taken = _matched(night, compared.tendered, compared.own, aliases)
-        compared = replace(compared, matching=matching, taken=taken)
+        to_match, taken = _to_match(night, compared.tendered, compared.own, aliases)
+        compared = replace(compared, matching=match_nights([to_match])[0], taken=taken)
     orders = captured_orders_frame(night.pms.captured_orders[target.row.property_id])
     captured = captured_payments(compared.own, orders, compared.aliases)
     # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
@@ -566,47 +648,52 @@ def reconcile_batch(
         pms = _read_pms_input(engine, targets, request.night)
     except Exception as error:  # the database failed the batch's read: every property fails with it
         pms = error
-
-    def work(group: list[Target]) -> list[tuple[Target, PropertyNightResult | BaseException]]:
-        if isinstance(pms, BaseException):
-            return [(target, pms) for target in group]
-        scope = _pull_scope(group)
-        try:
-            claimed = client.pull_claimed(scope, group[0].window.start, group[0].window.end)
-            owners = _payment_owners(engine, claimed)
-        except Exception as error:  # an incomplete pull, or its owners unread, fails every property it serves
-            return [(target, error) for target in group]
-        done: list[tuple[Target, PropertyNightResult | BaseException]] = []
-        for target in group:
-            try:
-                result = reconcile_property_night(
-                    engine, client, NightInput(target, pms, claimed, owners), run
-                )
-            except Exception as error:
-                done.append((target, error))
-            else:
-                done.append((target, result))
-        return done
-
     run = RunScope(request.night, run_id, request.orphan_grace)
-    groups = _pull_groups(targets)
-    finished_properties = 0
-    with ThreadPoolExecutor(max_workers=max(1, min(request.workers, len(groups) or 1))) as pool:
-        for group_done in pool.map(work, groups):
-            for target, outcome in group_done:
-                property_id = target.row.property_id
-                if isinstance(outcome, PropertyNightResult):
-                    batch.results.append(outcome)
-                    said: PropertyNightResult | str = outcome
-                else:
-                    said = f"property {property_id} night {request.night}: {_one_line(outcome)}"
-                    if is_permanent(outcome):
-                        batch.permanent.append(property_id)
-                batch.outcomes.append(
-                    _outcome(request, run_id, property_id, started, datetime.now(UTC), said)
-                )
-            finished_properties += len(group_done)
-            progress(f"{finished_properties}/{len(targets)} properties of {request.night} reconciled")
+    workers = max(1, request.workers)
+
+    def record(target: Target, outcome: PropertyNightResult | BaseException) -> None:
+        property_id = target.row.property_id
+        if isinstance(outcome, PropertyNightResult):
+            batch.results.append(outcome)
+            said: PropertyNightResult | str = outcome
+        else:
+            said = f"property {property_id} night {request.night}: {_one_line(outcome)}"
+            if is_permanent(outcome):
+                batch.permanent.append(property_id)
+        batch.outcomes.append(_outcome(request, run_id, property_id, started, datetime.now(UTC), said))
+        reconciled = len(batch.outcomes) - len(errors)
+        progress(f"{reconciled}/{len(targets)} properties of {request.night} reconciled")
+
+    # Pull: once per account group, by a bounded pool (the provider's rate is the deployment's).
+    inputs: list[NightInput] = []
+    if isinstance(pms, BaseException):
+        for target in targets:
+            record(target, pms)
+    else:
+        groups = _pull_groups(targets)
+        with ThreadPoolExecutor(max_workers=min(workers, len(groups) or 1)) as pool:
+            for group, pulled in zip(groups, pool.map(_pull(engine, client), groups), strict=True):
+                for target in group:
+                    if isinstance(pulled, BaseException):
+                        record(target, pulled)
+                    else:
+                        inputs.append(NightInput(target, pms, *pulled))
+    # Compare every pulled night at once (the matcher over the batch), then finish each by a bounded pool.
+    compared = compare(inputs)
+
+    def finished(
+        night: NightInput, comparison: Comparison | BaseException
+    ) -> PropertyNightResult | BaseException:
+        if isinstance(comparison, BaseException):
+            return comparison
+        try:
+            return finish(engine, client, night, comparison, run)
+        except Exception as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(inputs) or 1)) as pool:
+        for night, outcome in zip(inputs, pool.map(finished, inputs, compared), strict=True):
+            record(night.target, outcome)
     with engine.begin() as connection:
         record_outcomes(connection, batch.outcomes)
     return batch

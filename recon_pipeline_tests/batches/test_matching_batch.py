@@ -9,7 +9,7 @@ the matcher stood in the path.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from sqlalchemy import Engine, delete, select
 
 from recon_pipeline.batches import work
 from recon_pipeline.batches.work import BatchRequest, reconcile_batch
+from recon_pipeline.categories import finding_frame
 from recon_pipeline.db.schema import (
     adjustments,
     discrepancies,
@@ -27,11 +28,17 @@ from recon_pipeline.db.schema import (
     night_reconciliations,
 )
 from recon_pipeline.providers.http import ProviderHttp
+from recon_pipeline.providers.settings import DEFAULT_FLAVOUR
 from recon_pipeline.providers.stripe.client import StripeAdapter
-from recon_pipeline.reconcile.matching import MatchOutcome, MatchPolicy, match_night
-from recon_pipeline.reconcile.matching.outcome import unchanged
+from recon_pipeline.reconcile.matching import (
+    MatchOutcome,
+    NightToMatch,
+    empty_matches,
+    match_nights,
+)
+from recon_pipeline.reconcile.matching.outcome import zero_counts
 from recon_pipeline.review.matches import confirm_match, pair_by_hand, reject_match
-from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
+from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES, demo_properties
 from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import build_world
 from recon_pipeline_tests.support.pms_night import (
@@ -284,14 +291,14 @@ def test_a_persons_decisions_hold_across_the_next_run(
 # ----- a keyed world: the matcher in the path changes nothing ----------------------------------------------
 
 
-def _identity(
-    provider_records: pd.DataFrame,
-    ledger_records: pd.DataFrame,
-    policy: MatchPolicy = MatchPolicy(),  # noqa: B008
-    known: Any = (),
-) -> MatchOutcome:
-    """The night as it was before the matcher: both frames straight to the diff."""
-    return unchanged(provider_records, ledger_records, lambda: 0)
+def _identity(nights: Sequence[NightToMatch]) -> list[MatchOutcome]:
+    """The nights as they were before the matcher: both frames straight to the diff."""
+    return [
+        MatchOutcome(
+            night.provider_records, night.ledger, empty_matches(), finding_frame({}), zero_counts(), lambda: 0
+        )
+        for night in nights
+    ]
 
 
 def _results(engine: Engine) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -345,22 +352,22 @@ def test_a_keyed_world_reconciles_exactly_as_before(
     served = simulator(flavour_of("stripe").served(world.store))
     outcomes: list[tuple[pd.DataFrame, pd.DataFrame, MatchOutcome]] = []
 
-    def spied(provider_records: pd.DataFrame, ledger_records: pd.DataFrame, *args: Any) -> MatchOutcome:
-        outcome = match_night(provider_records, ledger_records, *args)
-        outcomes.append((provider_records, ledger_records, outcome))
-        return outcome
+    def spied(nights: Sequence[NightToMatch]) -> list[MatchOutcome]:
+        found = match_nights(nights)
+        outcomes.extend((n.provider_records, n.ledger, o) for n, o in zip(nights, found, strict=True))
+        return found
 
     request = BatchRequest(NIGHT_TEXT)
     with ProviderHttp(served.base_url, retry=FAST_RETRY) as http:
         client = StripeAdapter(http)
-        monkeypatch.setattr(work, "match_night", spied)
+        monkeypatch.setattr(work, "match_nights", spied)
         batch = reconcile_batch(engine, client, request, "with-matcher")
         assert {o.status for o in batch.outcomes} == {"succeeded"} and len(batch.results) == len(properties)
         with_matcher = _results(engine)
         with engine.begin() as connection:
             for table in (adjustments, discrepancies, matches, night_reconciliations):
                 connection.execute(delete(table))
-        monkeypatch.setattr(work, "match_night", _identity)
+        monkeypatch.setattr(work, "match_nights", _identity)
         reconcile_batch(engine, client, request, "diff-alone")
         diff_alone = _results(engine)
 
@@ -381,3 +388,48 @@ def test_a_keyed_world_reconciles_exactly_as_before(
     for property_id, category, *_ in with_matcher[0]:
         found[(property_id, category)] = found.get((property_id, category), 0) + 1
     assert found == planted
+
+
+# ----- a batch is matched as one: the same rows as its properties one by one ---------------------------
+
+
+def _matches(engine: Engine) -> list[tuple[Any, ...]]:
+    with engine.connect() as connection:
+        found = connection.execute(
+            select(
+                matches.c.property_id,
+                matches.c.match_key,
+                matches.c.rule,
+                matches.c.status,
+                matches.c.score,
+                matches.c.detail,
+            ).order_by(matches.c.property_id, matches.c.match_key)
+        )
+        return [tuple(row) for row in found]
+
+
+def test_a_batch_matched_as_one_writes_what_its_properties_write_one_by_one(
+    engine: Engine, simulator: StartSimulator
+) -> None:
+    """Every demo property (keyed ones, and one per PMS style: tenders, groups, negative refunds,
+    reversals, twins) in one batch, whose nights the matcher runs as one stacked frame; then each property
+    in a batch of its own: the findings, proposals and matches stored are the same, row for row."""
+    everyone = demo_properties(DEFAULT_FLAVOUR)
+    world = build_world({p.property_id: NIGHT for p in everyone}, bookings_per_night=30, properties=everyone)
+    seed_world(engine, world)
+    served = simulator(flavour_of("stripe").served(world.store))
+    with ProviderHttp(served.base_url, retry=FAST_RETRY) as http:
+        client = StripeAdapter(http)
+        batch = reconcile_batch(engine, client, BatchRequest(NIGHT_TEXT), "together")
+        assert {o.status for o in batch.outcomes} == {"succeeded"} and len(batch.results) == len(everyone)
+        together = (*_results(engine), _matches(engine))
+        with engine.begin() as connection:
+            for table in (adjustments, discrepancies, matches, night_reconciliations):
+                connection.execute(delete(table))
+        for prop in everyone:
+            alone = reconcile_batch(engine, client, BatchRequest(NIGHT_TEXT, (prop.property_id,)), "alone")
+            assert [o.status for o in alone.outcomes] == ["succeeded"]
+        one_by_one = (*_results(engine), _matches(engine))
+    assert together == one_by_one
+    findings, proposals, paired = together
+    assert findings and proposals and len({row[0] for row in paired}) >= 3  # PMS properties' matches

@@ -79,7 +79,7 @@ def _swallowing(night: HotelNight, ledger: pd.DataFrame) -> matching.Reconciled:
 
 
 def test_a_perfect_reconciliation_scores_perfectly(world: HotelWorld) -> None:
-    scored = matching.score(world, _perfect)
+    scored = matching.score(world, matching.each(_perfect))
     assert scored.planted == sum(len(night.planted) for night in world.nights) > 0
     assert (scored.precision, scored.recall, scored.proposals_for_matched) == (1.0, 1.0, 0)
     assert scored.proposals_for_non_provider == 0
@@ -89,7 +89,7 @@ def test_a_perfect_reconciliation_scores_perfectly(world: HotelWorld) -> None:
 def test_a_reconciliation_that_swallows_the_pms_shapes_loses_what_is_planted_inside(
     world: HotelWorld,
 ) -> None:
-    scored = matching.score(world, _swallowing)
+    scored = matching.score(world, matching.each(_swallowing))
     assert scored.precision == 1.0 and scored.recall < 0.9
     assert set(scored.missed_by_label) == _INSIDE_SHAPES
     assert _INSIDE_SHAPES <= PMS_SHAPES
@@ -206,5 +206,5 @@ def _master_without_entry() -> HotelNight:
 def test_a_group_charge_whose_master_booking_has_no_entry_pairs_with_its_parts() -> None:
     night = _master_without_entry()
     scored = matching.Score()
-    scored.add_night(night, matching.matcher_then_diff(night, matching.read_ledger(night)))
+    scored.add_night(night, matching.matcher_then_diff([(night, matching.read_ledger(night))])[0])
     assert "group_folio" not in scored.false_by_shape, scored.false_examples

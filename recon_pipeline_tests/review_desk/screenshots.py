@@ -71,6 +71,7 @@ def desk_pages(engine: Engine) -> dict[str, str]:
         ).scalar_one()
         match_id = connection.execute(select(func.min(matches.c.match_id))).scalar_one()
     return {
+        "overview": "/overview",
         "nights": "/nights",
         "night": f"/nights/{SHOWN_PROPERTY}/{NIGHTS[0]}",
         "findings": "/findings",

@@ -4,7 +4,7 @@ Pure (no database, Dagster or provider): frames in, frames out. docs/matching.md
 rules every tier obeys, the scores and the threshold, suggestions and ambiguities, and decided matches.
 """
 
-from recon_pipeline.reconcile.matching.engine import match_night
+from recon_pipeline.reconcile.matching.engine import NightToMatch, match_night, match_nights
 from recon_pipeline.reconcile.matching.outcome import (
     MATCH_COLUMNS,
     MATCH_DTYPES,
@@ -41,9 +41,11 @@ __all__ = [
     "KnownMatch",
     "MatchOutcome",
     "MatchPolicy",
+    "NightToMatch",
     "empty_matches",
     "match_frame",
     "match_key",
     "match_night",
+    "match_nights",
     "with_groups",
 ]

@@ -39,7 +39,14 @@ from recon_pipeline.reconcile.matching.sentences import (
     say_match,
     state_pairs,
 )
-from recon_pipeline.reconcile.matching.sides import Sides, Table, entry_keys, record_keys
+from recon_pipeline.reconcile.matching.sides import (
+    Sides,
+    Table,
+    entry_keys,
+    named_by_ledger,
+    record_keys,
+    scopes,
+)
 
 MATCH_COLUMNS: Final = (
     "match_key",  # "<sorted record ids joined by +>=<sorted entry ids joined by +>": stable across runs
@@ -98,13 +105,42 @@ def zero_counts() -> dict[str, int]:
     return dict.fromkeys((PERSON, *TIERS), 0)
 
 
-def unchanged(
-    provider_records: pd.DataFrame, ledger: pd.DataFrame, exact_id: Callable[[], int]
-) -> MatchOutcome:
-    """Nothing to match: both frames as they came."""
-    return MatchOutcome(
-        provider_records, ledger, empty_matches(), finding_frame({}), zero_counts(), exact_id
-    )
+def counts_of(matches: pd.DataFrame) -> dict[str, int]:
+    """Matches per rule of a matches frame: every row but a suggestion (which is no match)."""
+    counts = zero_counts()
+    if matches.empty:
+        return counts
+    for rule, status in zip(matches["rule"].tolist(), matches["status"].tolist(), strict=True):
+        if status != SUGGESTED:
+            counts[rule] = counts.get(rule, 0) + 1
+    return counts
+
+
+@dataclass(frozen=True, eq=False)
+class StackedOutcome:
+    """The matcher's outcome over the nights of a stacked frame (``batch.py``; one night is a stack of
+    one): the frames as :class:`MatchOutcome`'s, each match and finding with the night it belongs to."""
+
+    provider_records: pd.DataFrame
+    ledger: pd.DataFrame
+    matches: pd.DataFrame
+    findings: pd.DataFrame
+    match_scopes: np.ndarray  # per row of ``matches``
+    finding_scopes: np.ndarray  # per row of ``findings``
+    exact_ids: Callable[[], np.ndarray]  # per scope: records a keyed entry names (read when asked)
+    reversed_entries: tuple[tuple[int, str], ...] = ()  # (scope, entry id) set aside as reversed pairs
+
+
+def unchanged(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> StackedOutcome:
+    """Nothing to match: both frames as they came (the exact-id count taken only if asked: a fully keyed
+    night pays for it only then)."""
+    none = np.empty(0, dtype=np.int64)
+
+    @functools.cache
+    def exact_ids() -> np.ndarray:
+        return np.bincount(scopes(provider_records)[named_by_ledger(provider_records, ledger)])
+
+    return StackedOutcome(provider_records, ledger, empty_matches(), finding_frame({}), none, none, exact_ids)
 
 
 def build_outcome(
@@ -115,7 +151,7 @@ def build_outcome(
     known: list[Applied],
     holds: list[Hold],
     threshold: float,
-) -> MatchOutcome:
+) -> StackedOutcome:
     """The outcome of the tiers' pool and the decided matches.
 
     The one-to-one pairs of the tiers (nearly every match of a PMS-style night) stay arrays of rows of the
@@ -153,22 +189,28 @@ def build_outcome(
 
     rows: dict[str, list[Any]] = {name: [] for name in MATCH_COLUMNS}
     found: dict[str, list[Any]] = {}
-    counts = zero_counts()
+    record_scope, entry_scope = scopes(provider_records), scopes(ledger)
+
+    def scope_of(records_at: Sequence[int], entries_at: Sequence[int]) -> int:
+        return int(entry_scope[entries_at[0]] if entries_at else record_scope[records_at[0]])
+
+    match_scopes = [scope_of(m.records, m.entries) for m in known]
     for match in known:
         _add_match(rows, match, records, entries, threshold)
-        counts[match.rule] = counts.get(match.rule, 0) + 1
     _add_pairs(rows, sides, pair_r, pair_e, pair_rule, pair_score, threshold)
-    for rule, count in zip(*np.unique(pair_rule, return_counts=True), strict=True):
-        counts[str(rule)] += int(count)
+    match_scopes += sides.records["scope"][pair_r].tolist()
     for match in matches[len(known) :]:
         _add_match(rows, match, records, entries, threshold)
-        counts[match.rule] = counts.get(match.rule, 0) + 1
+        match_scopes.append(scope_of(match.records, match.entries))
+    finding_scopes: list[int] = []
     suggestions = [(hold, r, e) for hold, r, e in placed if hold.kind == SUGGESTION]
     ambiguities = [(hold, r, e) for hold, r, e in placed if hold.kind != SUGGESTION]
     for hold, at_r, at_e in suggestions:
         kind = records[at_r[0]].kind
         suggestion = Applied(at_r, (), at_e, kind, hold.rules[0], hold.score, SUGGESTED)
         said = _add_match(rows, suggestion, records, entries, threshold)
+        match_scopes.append(scope_of(at_r, at_e))
+        finding_scopes.append(scope_of(at_r, at_e))
         _add_finding(
             found,
             SUGGESTED_MATCH,
@@ -191,6 +233,7 @@ def build_outcome(
             hold.rules,
         )
         key = match_key([r.record_id for r in named_records], [e.entry_id for e in named_entries])
+        finding_scopes.append(int((named_entries or named_records)[0].scope))
         _add_finding(
             found,
             AMBIGUOUS_MATCH,
@@ -200,10 +243,15 @@ def build_outcome(
             [entries[p] for p in at_e],
             detail,
         )
-    findings = finding_frame(found)
-    if len(findings) > 1:
-        findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
-    return MatchOutcome(provider_out, ledger_out, match_frame(rows), findings, counts, lambda: sides.exact_id)
+    return StackedOutcome(
+        provider_out,
+        ledger_out,
+        match_frame(rows),
+        finding_frame(found),
+        np.array(match_scopes, dtype=np.int64),
+        np.array(finding_scopes, dtype=np.int64),
+        lambda: np.bincount(record_scope[sides.named]),
+    )
 
 
 def _pairs(pool: Pool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -165,3 +165,9 @@ def match_key(record_ids: Any, entry_ids: Any) -> str:
         + "="
         + "+".join(sorted({str(eid) for eid in entry_ids}))
     )
+
+
+def scoped_key(scope: int, key: str) -> str:
+    """A match key within one night of a stacked batch (``batch.py``): a rejection of one night bans its
+    pairing there only."""
+    return f"{scope}|{key}"

@@ -18,7 +18,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.reconcile.matching.sides import optional_column
+from recon_pipeline.reconcile.matching.sides import optional_column, scopes
 from recon_pipeline.reconcile.matching.tiers import reference_tokens
 
 PAYMENT: Final = "payment"
@@ -35,9 +35,12 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
     if not len(negative):
         return ledger
     record_kinds = provider_records["kind"].to_numpy(dtype=object)
+    record_scopes = scopes(provider_records).tolist()
     withdrawal_of = {
-        str(record_id): str(kind)
-        for record_id, kind in zip(provider_records["provider_record_id"], record_kinds, strict=True)
+        (scope, str(record_id)): str(kind)
+        for scope, record_id, kind in zip(
+            record_scopes, provider_records["provider_record_id"], record_kinds, strict=True
+        )
         if kind in _WITHDRAWALS
     }
     paid = _payment_ids(provider_records)
@@ -46,17 +49,19 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
     references = optional_column(ledger, "reference")
     bookings = optional_column(ledger, "booking_id")
     currencies = ledger["currency"].to_numpy(dtype=object)
+    entry_scopes = scopes(ledger)
     kinds = kinds.copy()
     for at in negative.tolist():
+        scope = int(entry_scopes[at])
         record_id = ids[at] if isinstance(ids[at], str) else None
         named = [record_id] if record_id else []
         if isinstance(references[at], str):
             named += reference_tokens(references[at])
-        by_booking = withdrawn.get((bookings[at], currencies[at], int(amounts[at])), ())
+        by_booking = withdrawn.get((scope, bookings[at], currencies[at], int(amounts[at])), ())
         fits = by_booking[0] if len(by_booking) == 1 else REFUND
-        kind = next((withdrawal_of[name] for name in named if name in withdrawal_of), fits)
+        kind = next((withdrawal_of[scope, name] for name in named if (scope, name) in withdrawal_of), fits)
         kinds[at] = kind
-        if record_id and record_id not in withdrawal_of and record_id in paid:
+        if record_id and (scope, record_id) not in withdrawal_of and (scope, record_id) in paid:
             ids[at] = None  # it names the charge it refunds: a reference, not the refund's id
             references[at] = f"{record_id} {references[at]}" if references[at] else record_id
     return ledger.assign(
@@ -66,28 +71,37 @@ def negative_payments_as_refunds(provider_records: pd.DataFrame, ledger: pd.Data
     )
 
 
-def _withdrawals_by_booking(provider_records: pd.DataFrame) -> dict[tuple[Any, Any, int], tuple[str, ...]]:
-    """(booking, currency, amount) → the kinds of the pull's withdrawals of it (refund, dispute)."""
-    found: dict[tuple[Any, Any, int], set[str]] = {}
+def _withdrawals_by_booking(
+    provider_records: pd.DataFrame,
+) -> dict[tuple[int, Any, Any, int], tuple[str, ...]]:
+    """(scope, booking, currency, amount) → the kinds of the pull's withdrawals of it (refund, dispute)."""
+    found: dict[tuple[int, Any, Any, int], set[str]] = {}
     kinds = provider_records["kind"].to_numpy(dtype=object)
     rows = np.flatnonzero(np.isin(kinds, _WITHDRAWALS))
     bookings = provider_records["booking_id"].to_numpy(dtype=object)[rows].tolist()
     currencies = provider_records["currency"].to_numpy(dtype=object)[rows].tolist()
     amounts = provider_records["amount_minor"].to_numpy(dtype=np.int64)[rows].tolist()
     withdrawn = kinds[rows].tolist()
-    for booking, currency, amount, kind in zip(bookings, currencies, amounts, withdrawn, strict=True):
+    in_scope = scopes(provider_records)[rows].tolist()
+    for scope, booking, currency, amount, kind in zip(
+        in_scope, bookings, currencies, amounts, withdrawn, strict=True
+    ):
         if isinstance(booking, str):
-            found.setdefault((booking.strip(), currency, amount), set()).add(str(kind))
+            found.setdefault((scope, booking.strip(), currency, amount), set()).add(str(kind))
     return {key: tuple(sorted(kinds)) for key, kinds in found.items()}
 
 
-def _payment_ids(provider_records: pd.DataFrame) -> set[str]:
-    """Every id a refund of the pull names as the payment it refunds: its charge and payment intent."""
+def _payment_ids(provider_records: pd.DataFrame) -> set[tuple[int, str]]:
+    """Every (scope, id) a refund of the pull names as the payment it refunds: its charge and payment
+    intent."""
     withdrawals = np.isin(provider_records["kind"].to_numpy(dtype=object), _WITHDRAWALS)
+    in_scope = scopes(provider_records)[withdrawals].tolist()
     return {
-        value
+        (scope, value)
         for name in ("charge_id", "payment_intent_id")
         if name in provider_records.columns
-        for value in provider_records[name].to_numpy(dtype=object)[withdrawals].tolist()
+        for scope, value in zip(
+            in_scope, provider_records[name].to_numpy(dtype=object)[withdrawals].tolist(), strict=True
+        )
         if isinstance(value, str)
     }

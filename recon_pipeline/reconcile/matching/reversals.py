@@ -19,14 +19,14 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.reconcile.matching.outcome import MatchOutcome
-from recon_pipeline.reconcile.matching.sides import brands, last_fours, optional_column, texts, times
+from recon_pipeline.reconcile.matching.outcome import StackedOutcome
+from recon_pipeline.reconcile.matching.sides import brands, last_fours, optional_column, scopes, texts, times
 
 PAYMENT: Final = "payment"
 REFUND: Final = "refund"
 
 
-def set_aside_reversals(provider_records: pd.DataFrame, outcome: MatchOutcome) -> MatchOutcome:
+def set_aside_reversals(provider_records: pd.DataFrame, outcome: StackedOutcome) -> StackedOutcome:
     """The outcome without the reversed pairs of postings (the module docstring), and without the
     matches that paired one of their legs with a record that moved no money."""
     ledger = outcome.ledger
@@ -34,23 +34,40 @@ def set_aside_reversals(provider_records: pd.DataFrame, outcome: MatchOutcome) -
     if legs is None:
         return outcome
     positive, negative = legs
-    reversed_ids = _pair_legs(ledger, positive, negative)
-    if not reversed_ids:
+    legs_paired = _pair_legs(ledger, positive, negative)
+    if not len(legs_paired):
         return outcome
     entry_ids = ledger["entry_id"].to_numpy(dtype=object)
-    ledger = ledger[~np.isin(entry_ids, list(reversed_ids))].reset_index(drop=True)
+    entry_scopes = scopes(ledger)
+    reversed_ids = {
+        (scope, str(entry_id))
+        for scope, entry_id in zip(
+            entry_scopes[legs_paired].tolist(), entry_ids[legs_paired].tolist(), strict=True
+        )
+    }
+    drop = np.array(
+        [
+            (scope, str(entry_id)) in reversed_ids
+            for scope, entry_id in zip(entry_scopes.tolist(), entry_ids, strict=True)
+        ],
+        dtype=bool,
+    )
+    ledger = ledger[~drop].reset_index(drop=True)
     matches = outcome.matches
-    touched = [bool(reversed_ids.intersection(str(ids).split())) for ids in matches["ledger_entry_ids"]]
-    counts = dict(outcome._rule_counts)
-    if any(touched):
-        for rule in matches["rule"].to_numpy(dtype=object)[np.array(touched, dtype=bool)].tolist():
-            counts[str(rule)] = counts.get(str(rule), 0) - 1
-        matches = matches[~np.array(touched, dtype=bool)].reset_index(drop=True)
+    touched = np.array(
+        [
+            any((scope, entry_id) in reversed_ids for entry_id in str(ids).split())
+            for scope, ids in zip(outcome.match_scopes.tolist(), matches["ledger_entry_ids"], strict=True)
+        ],
+        dtype=bool,
+    )
+    if touched.any():
+        matches = matches[~touched].reset_index(drop=True)
     return dataclasses.replace(
         outcome,
         ledger=ledger,
         matches=matches,
-        _rule_counts=counts,
+        match_scopes=outcome.match_scopes[~touched],
         reversed_entries=tuple(sorted(reversed_ids)),
     )
 
@@ -70,12 +87,14 @@ def _legs(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> tuple[np.ndar
         settled = provider_records["settled"].to_numpy(dtype=bool)
         moved = set(
             zip(
+                scopes(provider_records)[settled].tolist(),
                 provider_records["provider_record_id"].to_numpy(dtype=object)[settled].tolist(),
                 provider_records["kind"].to_numpy(dtype=object)[settled].tolist(),
                 strict=True,
             )
         )
-        explained[keyed] = [(ids[at], kinds[at]) in moved for at in keyed.tolist()]
+        entry_scopes = scopes(ledger)
+        explained[keyed] = [(entry_scopes[at], ids[at], kinds[at]) in moved for at in keyed.tolist()]
     positive = np.flatnonzero(maybe_positive & ~explained)
     negative = np.flatnonzero(maybe_negative & ~explained)
     if not len(positive) or not len(negative):
@@ -83,8 +102,8 @@ def _legs(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> tuple[np.ndar
     return positive, negative
 
 
-def _pair_legs(ledger: pd.DataFrame, positive: np.ndarray, negative: np.ndarray) -> set[str]:
-    """The entry ids of the legs paired: per (booking or last four, currency, amount), each −X with the
+def _pair_legs(ledger: pd.DataFrame, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """The positions of the legs paired: per (booking or last four, currency, amount), each −X with the
     earliest unpaired +X posted before it, else after it; a card both legs know and that differs never
     pairs."""
     bookings = texts(ledger["booking_id"].to_numpy(dtype=object))
@@ -94,19 +113,20 @@ def _pair_legs(ledger: pd.DataFrame, positive: np.ndarray, negative: np.ndarray)
     currency = ledger["currency"].to_numpy(dtype=object)
     amounts = ledger["amount_minor"].to_numpy(dtype=np.int64)
     entry_ids = ledger["entry_id"].to_numpy(dtype=object)
+    entry_scopes = scopes(ledger)
 
     def key(at: int) -> tuple[object, ...] | None:
         holder = ("booking", bookings[at]) if bookings[at] is not None else ("card", last4[at])
         if holder[1] is None:
             return None
-        return (*holder, currency[at], abs(int(amounts[at])))
+        return (int(entry_scopes[at]), *holder, currency[at], abs(int(amounts[at])))
 
     waiting: dict[tuple[object, ...], list[int]] = {}
     for at in sorted(positive.tolist(), key=lambda p: (posted[p], str(entry_ids[p]))):
         found = key(at)
         if found is not None:
             waiting.setdefault(found, []).append(at)
-    paired: set[str] = set()
+    paired: list[int] = []
     for at in sorted(negative.tolist(), key=lambda p: (posted[p], str(entry_ids[p]))):
         found = key(at)
         options = [p for p in waiting.get(found, []) if _same_card(at, p, brand, last4)] if found else []
@@ -115,8 +135,8 @@ def _pair_legs(ledger: pd.DataFrame, positive: np.ndarray, negative: np.ndarray)
         before = [p for p in options if posted[p] <= posted[at]]
         leg = (before or options)[0]
         waiting[found].remove(leg)  # type: ignore[index]
-        paired |= {str(entry_ids[leg]), str(entry_ids[at])}
-    return paired
+        paired += [leg, at]
+    return np.array(paired, dtype=np.int64)
 
 
 def _same_card(one: int, other: int, brand: np.ndarray, last4: np.ndarray) -> bool:

@@ -23,8 +23,10 @@ from recon_pipeline.categories import kind_codes
 from recon_pipeline.frames import present
 from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.reconcile.grouping import IdBytes, group_keys
+from recon_pipeline.reconcile.matching.joins import dense_keys
 
 ADJUSTMENT: Final = "adjustment"
+SCOPE: Final = "match_scope"  # a stacked frame's night (``batch.py``): rows of two scopes never pair
 NO_TIME: Final = np.iinfo(np.int64).min  # NaT as int64 nanoseconds: never within a window
 
 
@@ -60,7 +62,18 @@ class Sides:
     records: Table
     entries: Table
     figures: Table  # r (row of ``records``), kind, currency, amount
-    exact_id: int  # provider records some keyed ledger entry names: the diff matches them by id
+    named: np.ndarray  # per provider record: some keyed ledger entry names it (the diff matches it by id)
+
+    @property
+    def exact_id(self) -> int:
+        return int(np.count_nonzero(self.named))
+
+
+def scopes(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's scope: the stacked frame's ``SCOPE`` column, else 0 (one night)."""
+    if SCOPE in frame.columns:
+        return frame[SCOPE].to_numpy(dtype=np.int64)
+    return np.zeros(len(frame), dtype=np.int64)
 
 
 def unkeyed_entries(ledger: pd.DataFrame) -> np.ndarray:
@@ -69,9 +82,25 @@ def unkeyed_entries(ledger: pd.DataFrame) -> np.ndarray:
     return np.flatnonzero(unkeyed & (ledger["kind"].to_numpy() != ADJUSTMENT))
 
 
-def exact_id_count(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> int:
-    """How many provider records a keyed ledger entry names by (provider_record_id, kind)."""
-    return int(np.count_nonzero(_named_by_ledger(provider_records, ledger)))
+def named_by_ledger(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> np.ndarray:
+    """Per provider record, whether some keyed ledger entry (not an adjustment) of its scope carries its
+    key (provider_record_id, kind)."""
+    if provider_records.empty:
+        return np.zeros(0, dtype=bool)
+    ids = IdBytes.of(ledger["provider_record_id"])
+    keyed = ~ids.null & (ledger["kind"].to_numpy() != ADJUSTMENT)
+    groups = group_keys(
+        (IdBytes.of(provider_records["provider_record_id"]), kind_codes(provider_records["kind"].to_numpy())),
+        (ids.select(keyed), kind_codes(ledger["kind"].to_numpy()[keyed])),
+    )
+    if SCOPE not in ledger.columns:
+        booked = np.zeros(groups.count, dtype=bool)
+        booked[groups.groups[1]] = True
+        return booked[groups.groups[0]]
+    record_key, entry_key = dense_keys(
+        [groups.groups[0], scopes(provider_records)], [groups.groups[1], scopes(ledger)[keyed]]
+    )
+    return np.isin(record_key, entry_key)
 
 
 def candidate_sides(
@@ -79,12 +108,12 @@ def candidate_sides(
 ) -> Sides:
     """The candidates of one night: records no ledger row names (in-night or adjacent), but for the
     positions ``taken`` (a decided match's), and the entries at ``entries_at``."""
-    named = _named_by_ledger(provider_records, ledger)
+    named = named_by_ledger(provider_records, ledger)
     free = ~named
     free[taken] = False
     records = record_keys(provider_records, np.flatnonzero(free))
     records = records.with_columns(group=_groups_of(records, ledger))
-    return Sides(records, entry_keys(ledger, entries_at), _figures(records), int(np.count_nonzero(named)))
+    return Sides(records, entry_keys(ledger, entries_at), _figures(records), named)
 
 
 def with_groups(provider_records: pd.DataFrame, group_of: Mapping[str, str]) -> pd.DataFrame:
@@ -103,12 +132,12 @@ def _groups_of(records: Table, ledger: pd.DataFrame) -> np.ndarray:
     groups = records["group_id"].copy()
     missing = pd.isna(groups)
     if missing.any():
-        groups[missing] = _ledger_groups(records["booking"][missing], ledger)
+        groups[missing] = _ledger_groups(records["booking"][missing], records["scope"][missing], ledger)
     return groups
 
 
-def _ledger_groups(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
-    """The ``group_id`` the ledger's entries of each booking carry (null if none)."""
+def _ledger_groups(bookings: np.ndarray, scope: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
+    """The ``group_id`` the ledger's entries of each booking (of its scope) carry (null if none)."""
     groups = np.full(len(bookings), None, dtype=object)
     if "group_id" not in ledger.columns or not len(bookings):
         return groups
@@ -117,24 +146,12 @@ def _ledger_groups(bookings: np.ndarray, ledger: pd.DataFrame) -> np.ndarray:
     if not known.any():
         return groups
     booked = texts(ledger["booking_id"].to_numpy(dtype=object)[known])
-    group_of = dict(zip(booked.tolist(), grouped[known].tolist(), strict=True))
-    groups[:] = [group_of.get(booking) for booking in bookings.tolist()]
+    in_scope = scopes(ledger)[known]
+    keys = zip(in_scope.tolist(), booked.tolist(), strict=True)
+    group_of = dict(zip(keys, grouped[known].tolist(), strict=True))
+    groups[:] = [group_of.get(key) for key in zip(scope.tolist(), bookings.tolist(), strict=True)]
     return groups
 
-
-def _named_by_ledger(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> np.ndarray:
-    """Per provider record, whether some keyed ledger entry (not an adjustment) carries its key."""
-    if provider_records.empty:
-        return np.zeros(0, dtype=bool)
-    ids = IdBytes.of(ledger["provider_record_id"])
-    keyed = ~ids.null & (ledger["kind"].to_numpy() != ADJUSTMENT)
-    groups = group_keys(
-        (IdBytes.of(provider_records["provider_record_id"]), kind_codes(provider_records["kind"].to_numpy())),
-        (ids.select(keyed), kind_codes(ledger["kind"].to_numpy()[keyed])),
-    )
-    booked = np.zeros(groups.count, dtype=bool)
-    booked[groups.groups[1]] = True
-    return booked[groups.groups[0]]
 
 
 def record_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:
@@ -147,6 +164,7 @@ def record_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:
     return Table(
         {
             "at": at.astype(np.int64),
+            "scope": scopes(frame)[at],
             "record_id": column("provider_record_id"),
             "charge_id": column("charge_id"),
             "intent_id": column("payment_intent_id"),
@@ -177,6 +195,7 @@ def entry_keys(frame: pd.DataFrame, at: np.ndarray) -> Table:
     return Table(
         {
             "at": at.astype(np.int64),
+            "scope": scopes(frame)[at],
             "entry_id": column("entry_id"),
             "kind": column("kind"),
             "booking": texts(column("booking_id")),
@@ -224,6 +243,7 @@ def _figures(records: Table) -> Table:
     return Table(
         {
             "r": np.concatenate([rows, rows[converted]]),
+            "scope": np.concatenate([records["scope"], records["scope"][converted]]),
             "kind": np.concatenate([records["kind"], records["kind"][converted]]),
             "currency": np.concatenate([records["currency"], records["settlement_currency"][converted]]),
             "amount": np.concatenate([records["amount"], records["settlement_amount"][converted]]),

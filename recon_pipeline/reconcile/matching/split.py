@@ -20,7 +20,7 @@ import pandas as pd
 
 from recon_pipeline.reconcile.matching.joins import dense_keys
 from recon_pipeline.reconcile.matching.overlap import overlapping_groups
-from recon_pipeline.reconcile.matching.policy import match_key
+from recon_pipeline.reconcile.matching.policy import match_key, scoped_key
 from recon_pipeline.reconcile.matching.sides import Sides
 
 Rows = tuple[int, ...]
@@ -69,8 +69,13 @@ def split_search(
         return found
     r = figures["r"]
     key_f, key_e = dense_keys(
-        [figures["kind"], *(records[key][r] for key in keys), figures["currency"]],
-        [entries["kind"][at_e], *(entries[key][at_e] for key in keys), entries["currency"][at_e]],
+        [figures["scope"], figures["kind"], *(records[key][r] for key in keys), figures["currency"]],
+        [
+            entries["scope"][at_e],
+            entries["kind"][at_e],
+            *(entries[key][at_e] for key in keys),
+            entries["currency"][at_e],
+        ],
     )
     size = int(max(key_f.max(initial=-1), key_e.max(initial=-1))) + 1
     per_f = np.bincount(key_f[key_f >= 0], minlength=size)
@@ -89,10 +94,11 @@ def split_search(
         if scope != CARD and 2 <= len(group_r) <= max_split:
             for subset, target in _sums_hitting(amounts, posted):
                 solutions.append((tuple(int(x) for x in group_r[subset]), (int(group_e[target]),)))
+        night_scope = int(figures["scope"][in_f[0]])  # a stacked night (``batch.py``), not a split scope
         solutions = [
             (rs, es)
             for rs, es in solutions
-            if match_key(record_ids[list(rs)], entry_ids[list(es)]) not in banned
+            if scoped_key(night_scope, match_key(record_ids[list(rs)], entry_ids[list(es)])) not in banned
         ]
         _sort_out(solutions, found)
     return found

@@ -23,6 +23,7 @@ from recon_pipeline.reconcile.matching.policy import (
     CONFLICT_SCORE,
     REFERENCE,
     SCORES,
+    scoped_key,
 )
 from recon_pipeline.reconcile.matching.sides import NO_TIME, Sides, Table
 
@@ -87,8 +88,11 @@ def reference_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -> Tab
         [records["record_id"][rows], records["charge_id"][rows], records["intent_id"][rows]]
     )
     direct = np.concatenate([np.ones(len(rows), bool), np.zeros(2 * len(rows), bool)])
-    token_at, named_at = equi_join([np.array(said, dtype=object)], [named])
-    e = np.array(said_e, dtype=np.int64)[token_at]
+    said_at = np.array(said_e, dtype=np.int64)
+    token_at, named_at = equi_join(
+        [np.array(said, dtype=object), sides.entries["scope"][said_at]], [named, records["scope"][named_r]]
+    )
+    e = said_at[token_at]
     r, direct = named_r[named_at], direct[named_at]
     keep = first_per_pair(r, e, direct.astype(np.int64))
     r, e, direct = r[keep], e[keep], direct[keep]
@@ -138,8 +142,8 @@ def booking_amount_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -
         _figures(sides, free_r),
         sides,
         _entries(sides, free_e),
-        ("kind", "booking", "currency", "amount"),
-        ("kind", "booking", "currency", "amount"),
+        ("scope", "kind", "booking", "currency", "amount"),
+        ("scope", "kind", "booking", "currency", "amount"),
     )
     return edges_of(r, e, figure, SCORES[BOOKING_AMOUNT])
 
@@ -149,14 +153,18 @@ def strong_key_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray) -> Ta
     amounts may differ: the pair then stands, and the diff reports one amount mismatch, not two findings."""
     figures, entries = _figures(sides, free_r), _entries(sides, free_e)
     by_approval = _join(
-        figures, sides, entries, ("kind", "approval", "currency"), ("kind", "approval", "currency")
+        figures,
+        sides,
+        entries,
+        ("scope", "kind", "approval", "currency"),
+        ("scope", "kind", "approval", "currency"),
     )
     r, e, figure = _join(
         figures,
         sides,
         entries,
-        ("kind", "booking", "last4", "currency"),
-        ("kind", "booking", "last4", "currency"),
+        ("scope", "kind", "booking", "last4", "currency"),
+        ("scope", "kind", "booking", "last4", "currency"),
     )
     record_brand, entry_brand = sides.records["brand"][r], sides.entries["brand"][e]
     same_card = ~(pd.notna(record_brand) & pd.notna(entry_brand) & (record_brand != entry_brand))
@@ -180,7 +188,7 @@ def card_window_edges(sides: Sides, free_r: np.ndarray, free_e: np.ndarray, wind
     figures, entries = _figures(sides, free_r), _entries(sides, free_e)
     booked_entry = pd.notna(sides.entries["booking"][entries])
     booked_record = pd.notna(sides.records["booking"][figures["r"]])
-    keys = ("kind", "currency", "amount")
+    keys = ("scope", "kind", "currency", "amount")
     parts = [
         _join(figures, sides, entries[~booked_entry], keys, keys, window_ns),
         _join(figures.take(~booked_record), sides, entries[booked_entry], keys, keys, window_ns),
@@ -227,7 +235,12 @@ def qualify(edges: Table, sides: Sides, banned: frozenset[str]) -> Table:
     keep = ~(booking_differs & ~approval_agrees)
     if banned and len(r):
         keys = np.array(
-            [f"{rid}={eid}" for rid, eid in zip(records["record_id"][r], entries["entry_id"][e], strict=True)]
+            [
+                scoped_key(scope, f"{rid}={eid}")
+                for scope, rid, eid in zip(
+                    records["scope"][r].tolist(), records["record_id"][r], entries["entry_id"][e], strict=True
+                )
+            ]
         )
         keep &= ~np.isin(keys, list(banned))
     score = np.where(
