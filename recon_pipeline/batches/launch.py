@@ -166,10 +166,7 @@ def loaded_workspace(
 ) -> Iterator[WorkspaceRequestContext]:
     """``workspace`` (see ``load_target``) with its recon_pipeline code location loaded; a load error is
     one line naming the location."""
-    # Dagster's own sensor constructors warn that a parameter they pass is in beta (as in the demo): the
-    # operator can do nothing about it, and it would bury the command's one line.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.filterwarnings("ignore", "Error loading repository location", UserWarning)  # see below
         with WorkspaceProcessContext(instance, load_target(workspace)) as process_context:
             context = process_context.create_request_context()
@@ -307,11 +304,9 @@ def execute_here(
     ``instance`` as any run; the finished run. The job is loaded from the module as a run worker loads it,
     so a multiprocess executor's steps can load it again."""
     repository = ReconstructableRepository.for_module(DEFINITIONS_MODULE, DEFINITIONS_ATTRIBUTE, os.getcwd())
-    with warnings.catch_warnings():  # Dagster's own beta warnings, as in loaded_workspace
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        result = dg.execute_job(
-            repository.get_reconstructable_job(job_name), instance, run_config=run_config, tags=tags
-        )
+    result = dg.execute_job(
+        repository.get_reconstructable_job(job_name), instance, run_config=run_config, tags=tags
+    )
     run = instance.get_run_by_id(result.run_id)
     if run is None:
         raise LookupError(f"run {result.run_id} is not in the instance")
@@ -345,3 +340,19 @@ def run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, bool]:
         if message is None and event.event_type == DagsterEventType.RUN_FAILURE:
             message = _first_line(event.message or record.event_log_entry.user_message)
     return message or "the run failed without saying why", False
+
+
+def stop_automations(instance: dg.DagsterInstance) -> list[str]:
+    """Store every schedule and sensor of the code location as stopped on ``instance`` (what the UI's
+    toggles and ``dagster schedule|sensor stop`` store), so a daemon started on it launches nothing until
+    someone turns them on; their names."""
+    with loaded_workspace(instance, None) as workspace:
+        repository = _repository(workspace.get_code_location(LOCATION_NAME))
+        stopped = []
+        for schedule in repository.get_schedules():
+            instance.stop_schedule(schedule.get_remote_origin_id(), schedule.selector_id, schedule)
+            stopped.append(schedule.name)
+        for sensor in repository.get_sensors():
+            instance.stop_sensor(sensor.get_remote_origin_id(), sensor.selector_id, sensor)
+            stopped.append(sensor.name)
+    return stopped

@@ -3,12 +3,17 @@
 result to the reconciliation database. Nothing passes between steps, so no IO manager stores anything on
 a run worker's disk, and any executor (in-process, multiprocess, Celery, Kubernetes) runs it unchanged.
 
+A run launched with no properties (the UI's materialize or backfill of nights) queues the night's batch
+runs instead (``defs/fanout.py``) and materializes the assets with the night's figures so far.
+
 One step materializes the night's three assets for the batch's properties:
 - ``adjustments``: proposed ledger corrections that follow the ledger (inserted once per business key,
   stale proposals withdrawn or superseded, approved/posted/rejected rows never touched);
 - ``findings``: the night's findings in ``discrepancies`` (those no longer seen cleared);
 - ``discrepancy_report``: the batch's summary in the UI (counts and amounts per category, per-property
   results); report files are rendered on demand from the tables, never in the nightly path.
+Each also carries the night's figures summed over every batch so far (``night/…``, from
+``night_reconciliations``); the ``night_reconciled`` check says whether the night is whole.
 
 With RECON_REVIEW_BASE_URL set, each materialization links to the night in the review desk
 (``review_desk``), and the per-property results link each property's night there.
@@ -25,16 +30,33 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import dagster as dg
+from sqlalchemy import Engine
 
 from recon_pipeline.batches.work import FINDING_COUNTS, BatchRequest, BatchResult, reconcile_batch
-from recon_pipeline.defs.batches import BATCH_OP, BATCH_TAG, BatchConfig
-from recon_pipeline.defs.concurrency import PROVIDER_POOL, provider_step_retry_policy, refuse_run_retries
+from recon_pipeline.defs.batches import (
+    BATCH_OP,
+    BATCH_TAG,
+    NIGHT_TAG,
+    PROPERTIES_TAG,
+    QUEUED_BATCHES_TAG,
+    BatchConfig,
+)
+from recon_pipeline.defs.concurrency import (
+    PROVIDER_BOUND_TAG,
+    PROVIDER_POOL,
+    failing_once_on_config_error,
+    provider_step_retry_policy,
+    refuse_run_retries,
+)
+from recon_pipeline.defs.fanout import night_batches, queue_batches, queues_runs
 from recon_pipeline.defs.partitions import night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
-from recon_pipeline.errors import ConfigError
+from recon_pipeline.ledger.queries import list_properties
+from recon_pipeline.properties import split_valid_properties
 from recon_pipeline.reconcile.lifecycle import ADJUSTMENT_COUNTS
 from recon_pipeline.reconcile.report import combined_report, markdown_table
 from recon_pipeline.review.links import BASE_URL_ENV, night_link, nights_link, web_root_from_env
+from recon_pipeline.storage.night_outcomes import NightTotals, night_totals
 
 GROUP = "reconciliation"
 PROPERTIES_LISTED = 250  # per-property rows shown in the report's metadata (a batch is ≤ 100 by default)
@@ -89,6 +111,44 @@ def _per_property_markdown(batch: BatchResult, night: str, desk_url: str | None)
     return table + (f"\n\n_and {more} more in `night_reconciliations`._" if more > 0 else "")
 
 
+def _tag_run(context: dg.AssetExecutionContext, tags: dict[str, str]) -> None:
+    """Add to the run the tags it was launched without (a run from the UI carries none of ours)."""
+    missing = {key: value for key, value in tags.items() if context.run.tags.get(key) != value}
+    if missing:
+        context.instance.add_run_tags(context.run_id, missing)
+
+
+def _night_metadata(totals: NightTotals, properties: int) -> "dict[str, dg.RawMetadataValue]":
+    """The night's figures over every batch that reconciled it (``night_reconciliations``)."""
+    return {
+        "night/properties_reconciled": totals.succeeded,
+        "night/properties_failed": totals.failed,
+        "night/properties_valid": properties,
+        "night/findings": totals.findings,
+        "night/adjustments_proposed": totals.adjustments_proposed,
+    }
+
+
+def _queue_night(
+    context: dg.AssetExecutionContext, engine: Engine, night: str
+) -> Iterator[dg.MaterializeResult]:
+    """A night run without properties on a queued instance: queue the night's batch runs (``fanout``)."""
+    batches = night_batches(engine, night)
+    run_ids = queue_batches(context, batches)
+    properties = sum(len(batch.property_ids) for batch in batches)
+    _tag_run(context, {QUEUED_BATCHES_TAG: str(len(batches)), PROPERTIES_TAG: str(properties)})
+    context.log.info(f"queued {len(run_ids)} batch runs of {len(batches)} for {properties} properties")
+    with engine.connect() as connection:
+        totals = night_totals(connection, night)
+    metadata: dict[str, dg.RawMetadataValue] = {
+        **_night_metadata(totals, properties),
+        "batches_queued": len(batches),
+        "batch": "queued",
+    }
+    for key in (ADJUSTMENTS, FINDINGS, DISCREPANCY_REPORT):
+        yield dg.MaterializeResult(asset_key=key, metadata=metadata)
+
+
 @dg.multi_asset(
     specs=_night_specs(),
     name=BATCH_OP,
@@ -102,12 +162,20 @@ def reconcile_batch_assets(
     recon_db: ReconDatabase,
     provider: ProviderResource,
 ) -> Iterator[dg.MaterializeResult]:
-    """Reconcile the run's batch of properties for its night and report each asset's part of it."""
+    """Reconcile the run's batch of properties for its night and report each asset's part of it; a run
+    named no properties on a queued instance queues the night's batches instead (``fanout``)."""
     night = partition_night(context.partition_key)
-    try:
+    _tag_run(context, {NIGHT_TAG: night, PROVIDER_BOUND_TAG: "true"})
+    # Before any work: a bad setting fails once, never retried, naming the setting.
+    with failing_once_on_config_error(context):
         desk_url = web_root_from_env(BASE_URL_ENV)
-    except ConfigError as error:  # before any work, and no step retry: the next attempt reads the same
-        raise dg.Failure(description=str(error), allow_retries=False) from None
+        engine = recon_db.engine()
+        if not config.properties and queues_runs(context):
+            yield from _queue_night(context, engine, night)
+            return
+        client = provider.adapter()
+    if config.properties:
+        _tag_run(context, {PROPERTIES_TAG: str(len(config.properties))})
     request = BatchRequest(
         night=night,
         property_ids=tuple(config.properties),
@@ -115,7 +183,9 @@ def reconcile_batch_assets(
         orphan_grace=timedelta(minutes=config.orphan_grace_minutes),
         workers=config.workers,
     )
-    batch = reconcile_batch(recon_db.engine(), provider.adapter(), request, context.run_id, context.log.info)
+    batch = reconcile_batch(engine, client, request, context.run_id, context.log.info)
+    if not config.properties:
+        _tag_run(context, {PROPERTIES_TAG: str(len(batch.outcomes))})
     for skipped in batch.skipped:
         context.log.error(f"skipped: {skipped}")
     if batch.failed:
@@ -134,7 +204,11 @@ def reconcile_batch_assets(
     fees = Counter[str]()
     for result in batch.results:
         fees.update(result.fees_by_status)
+    with engine.connect() as connection:
+        totals = night_totals(connection, night)
+        valid = len(split_valid_properties(list_properties(connection))[0])
     batch_metadata: dict[str, dg.RawMetadataValue] = {
+        **_night_metadata(totals, valid),
         "properties": len(batch.results),
         "batch": request.batch_key or "all",
     }
@@ -152,7 +226,7 @@ def reconcile_batch_assets(
         asset_key=FINDINGS,
         metadata={
             **batch_metadata,
-            "dagster/row_count": len(report.findings),
+            "dagster/row_count": totals.findings,
             **{f"discrepancies_{name}": batch.total("findings", name) for name in FINDING_COUNTS},
         },
     )
@@ -161,7 +235,7 @@ def reconcile_batch_assets(
         metadata={
             **batch_metadata,
             **report.as_metadata(),
-            "dagster/row_count": len(report.findings),
+            "dagster/row_count": totals.findings,
             "pulled": sum(result.pulled for result in batch.results),
             "unattributed": sum(result.unattributed for result in batch.results),
             "looked_up_by_id": sum(result.looked_up for result in batch.results),

@@ -21,6 +21,10 @@ BATCH_OP = "reconcile_batch"
 NIGHT_TAG = "recon/night"
 BATCH_TAG = "recon/batch"
 PROPERTIES_TAG = "recon/properties"
+# A night run launched without properties (the UI's materialize or backfill) queues the night's batches:
+# it carries the number it queued, each batch run the id of the run that queued it.
+QUEUED_BATCHES_TAG = "recon/queued_batches"
+QUEUED_BY_TAG = "recon/queued_by"
 
 
 def batch_size() -> int:
@@ -29,7 +33,9 @@ def batch_size() -> int:
 
 
 class BatchConfig(dg.Config):
-    """The properties this run reconciles for its night: every valid property of the table when empty."""
+    """The properties this run reconciles for its night. Empty: every valid property of the table, in the
+    night's batch runs that this run queues (``fanout``), or in this run when it runs in its caller's
+    process."""
 
     properties: list[str] = []
     orphan_grace_minutes: int = 60
@@ -45,6 +51,14 @@ def batch_properties(run_config: Mapping[str, Any]) -> list[str]:
     """The properties a run's config names (empty: every property)."""
     config = run_config.get("ops", {}).get(BATCH_OP, {}).get("config", {})
     return list(config.get("properties", []))
+
+
+def with_properties(run_config: Mapping[str, Any], property_ids: Sequence[str]) -> dict[str, Any]:
+    """``run_config`` with its batch's properties set to ``property_ids`` (the rest of it kept)."""
+    ops = dict(run_config.get("ops", {}))
+    op = dict(ops.get(BATCH_OP, {}))
+    op["config"] = {**op.get("config", {}), "properties": list(property_ids)}
+    return {**run_config, "ops": {**ops, BATCH_OP: op}}
 
 
 def batch_tags(batch: NightBatch) -> dict[str, str]:

@@ -10,7 +10,7 @@ import dagster as dg
 from recon_pipeline.batches.plan import plan_batches
 from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.defs.batches import batch_run_request, batch_size
-from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL
+from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL, failing_once_on_config_error
 from recon_pipeline.defs.jobs import reconcile_night_job
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.events.backlog import events_run_key, read_backlog
@@ -47,10 +47,12 @@ def process_payment_events(
 ) -> None:
     """Claim due events, fetch each payment's current state from the provider, apply it, mark processed;
     the run's output metadata gives its counts and the queue left behind (depth, oldest age)."""
-    engine = recon_db.engine()
+    with failing_once_on_config_error(context):
+        engine = recon_db.engine()
+        client = provider.adapter()
     counts = process_available(
         engine,
-        provider.adapter(),
+        client,
         context.run_id,
         batch_size=config.batch_size,
         max_batches=config.max_batches,
@@ -70,6 +72,8 @@ def process_payment_events_job() -> None:
     job=process_payment_events_job,
     minimum_interval_seconds=positive_int_from_env("RECON_EVENTS_SENSOR_INTERVAL_S", 15),
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Starts a run that processes the payment events due now, unless enough such runs are "
+    "already under way.",
 )
 def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Request a processor run for the events due now; the run key is derived from those events."""
@@ -98,7 +102,11 @@ def pending_events_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDa
 
 
 @dg.sensor(
-    job=reconcile_night_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING
+    job=reconcile_night_job,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Reconciles again, in batch runs, the property-nights a late payment event changed after "
+    "they were reconciled.",
 )
 def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Reconcile again, in batches, the reconciled property-nights that a late event touched, once per
@@ -144,7 +152,9 @@ def recover_missed_events_op(
     context: dg.OpExecutionContext, recon_db: ReconDatabase, provider: ProviderResource
 ) -> None:
     """Store provider events that no webhook delivered (``/v1/events`` since the cursor)."""
-    counts = recover_missed_events(recon_db.engine(), provider.adapter(), datetime.now(UTC))
+    with failing_once_on_config_error(context):
+        engine, client = recon_db.engine(), provider.adapter()
+    counts = recover_missed_events(engine, client, datetime.now(UTC))
     log = context.log.warning if counts.malformed else context.log.info
     log(f"recovery: {counts.seen} events seen, {counts.stored} new, {counts.malformed} malformed (skipped)")
 
@@ -175,10 +185,13 @@ recovery_schedules = [
         job=recover_missed_events_job,
         cron_schedule="*/15 * * * *",
         default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Every 15 minutes: fetches from the provider the events no webhook delivered.",
     ),
     dg.ScheduleDefinition(
         job=enqueue_orphaned_payments_job,
         cron_schedule="7 * * * *",
         default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Hourly: queues the captured payments whose booking is still not confirmed past the "
+        "grace, for the event processor to settle.",
     ),
 ]

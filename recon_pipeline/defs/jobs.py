@@ -18,7 +18,8 @@ reconcile_night_job = dg.define_asset_job(
     | dg.AssetSelection.checks(*finding_checks),
     partitions_def=night_partitions,
     description="Reconcile a batch of properties of one night (run config `ops.reconcile_batch.config."
-    "properties`; empty: every property): pull, diff, write adjustments and findings, summarise.",
+    "properties`): pull, diff, write adjustments and findings, summarise. Launched with no properties, "
+    "the run queues the night's batches as runs of their own, as the nightly schedule does.",
     # max_runtime: run monitoring fails a run whose worker died (it would hold its pool slot for ever).
     tags={
         PROVIDER_BOUND_TAG: "true",

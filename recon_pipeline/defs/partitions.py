@@ -4,7 +4,10 @@ properties: 2,000 properties × 365 nights is 365 partitions, not 730,000 (Dagst
 per asset), and a night is a few dozen runs, not one per property.
 
 The night is a calendar date; each property turns it into its own UTC window (``recon_pipeline.nights``).
-Its first date is ``RECON_FIRST_NIGHT`` (default 2026-01-01).
+Its first date is ``RECON_FIRST_NIGHT`` (default 2026-01-01); its last is the last night closed anywhere:
+a night ends at the earliest at midnight on the first calendar to turn (UTC+14, Kiritimati), so the
+partitions follow that calendar and end at its yesterday. No night is offered (in the UI's pickers, to
+``recon reconcile-night``) before some property could have closed it.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ def first_night() -> str:
     return night_from_env("RECON_FIRST_NIGHT", DEFAULT_FIRST_NIGHT)
 
 
-# end_offset=1: a property east of UTC closes its night before UTC's day ends.
-night_partitions = dg.DailyPartitionsDefinition(start_date=first_night(), end_offset=1)
+# The first calendar to reach a date's end: no property's night (cutoff 00:00 or later) closes sooner.
+EARLIEST_CALENDAR = "Pacific/Kiritimati"
+night_partitions = dg.DailyPartitionsDefinition(start_date=first_night(), timezone=EARLIEST_CALENDAR)
 
 
 def partition_night(partition_key: str) -> str:

@@ -11,7 +11,12 @@ from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
 
-from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG, PROVIDER_POOL, provider_step_retry_policy
+from recon_pipeline.defs.concurrency import (
+    PROVIDER_BOUND_TAG,
+    PROVIDER_POOL,
+    failing_once_on_config_error,
+    provider_step_retry_policy,
+)
 from recon_pipeline.defs.partitions import first_night, night_partitions, partition_night
 from recon_pipeline.defs.resources import ProviderResource, ReconDatabase
 from recon_pipeline.ledger.queries import list_properties
@@ -40,13 +45,15 @@ def payouts(
 ) -> dg.MaterializeResult:
     """Read, trace, store and judge the night's payouts for every account of the valid properties."""
     night = date.fromisoformat(partition_night(context.partition_key))
-    engine = recon_db.engine()
+    with failing_once_on_config_error(context):
+        engine = recon_db.engine()
+        client = provider.adapter()
     with engine.connect() as connection:
         properties, invalid = split_valid_properties(list_properties(connection))
     for error in invalid:
         context.log.error(f"skipped: {error}")
     result = reconcile_payouts(
-        engine, provider.adapter(), night, properties, deposit_days(), bank_holidays(), context.run_id
+        engine, client, night, properties, deposit_days(), bank_holidays(), context.run_id
     )
     if result.sum_mismatches:
         context.log.warning(result.sum_check)
@@ -77,6 +84,8 @@ payouts_job = dg.define_asset_job(
     cron_schedule="0 6 * * *",
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Each morning at 06:00 UTC: the payouts of the day that just ended and of the week before "
+    "it, traced to their nights and matched to the bank.",
 )
 def payouts_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Each morning, the day that just ended (UTC) and the ``LOOKBACK_NIGHTS`` before it: their arrivals,

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from recon_pipeline.config import positive_int_from_env
 from recon_pipeline.db.schema import posting_outbox as outbox
+from recon_pipeline.defs.concurrency import failing_once_on_config_error
 from recon_pipeline.defs.events import IN_FLIGHT
 from recon_pipeline.defs.resources import PostingResource, ReconDatabase
 from recon_pipeline.metrics.queues import read_postings_queue
@@ -37,10 +38,12 @@ def post_approved_adjustments(
 ) -> None:
     """Claim due outbox rows, post each (or look an unknown one up) in the PMS, commit what it said; the
     run's output metadata gives what it did and the outbox left behind (depth, oldest age, unknown)."""
-    engine = recon_db.engine()
+    with failing_once_on_config_error(context):
+        engine = recon_db.engine()
+        adapter = posting.build(engine)
     counts = drain(
         engine,
-        posting.build(engine),
+        adapter,
         context.run_id,
         policy=PostingPolicy.configured(),
         batch_size=config.batch_size,
@@ -78,6 +81,8 @@ def postings_run_key(due_rows: list[tuple[str, int, int]]) -> str:
     job=post_adjustments,
     minimum_interval_seconds=positive_int_from_env("RECON_POSTINGS_SENSOR_INTERVAL_S", 30),
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Starts a run that posts approved adjustments to the PMS when some are due, unless one is "
+    "already under way.",
 )
 def due_postings_sensor(context: dg.SensorEvaluationContext, recon_db: ReconDatabase) -> dg.SensorResult:
     """Request a ``post_adjustments`` run when outbox rows are due, unless enough runs are in flight."""

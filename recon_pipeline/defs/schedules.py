@@ -27,6 +27,8 @@ def lookback_nights() -> int:
     cron_schedule="*/15 * * * *",
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Every 15 minutes: the properties whose night has just closed, with the few nights before "
+    "it again, reconciled in batch runs (one run per batch, never twice for the same day).",
 )
 def nightly_reconciliation_schedule(
     context: dg.ScheduleEvaluationContext, recon_db: ReconDatabase

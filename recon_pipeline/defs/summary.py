@@ -101,6 +101,7 @@ reports_automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.groups(GROUP),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
+    description="Refreshes the cross-night overviews after new discrepancy reports, and once a day.",
 )
 
 summary_assets = [open_discrepancies_overview, orphaned_payments_overview]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from recon_pipeline.db.schema import night_reconciliations
 from recon_pipeline.db.upsert import upsert
@@ -63,3 +63,32 @@ def succeeded_nights(connection: Connection, since_night: str) -> dict[tuple[str
         night_reconciliations.c.property_id, night_reconciliations.c.night, night_reconciliations.c.started_at
     ).where(night_reconciliations.c.night >= since_night, night_reconciliations.c.status == SUCCEEDED)
     return {(row.property_id, row.night): row.started_at for row in connection.execute(query)}
+
+
+@dataclass(frozen=True)
+class NightTotals:
+    """Every batch of a night summed: its property-nights by latest outcome and what the succeeded found."""
+
+    succeeded: int = 0
+    failed: int = 0
+    findings: int = 0
+    adjustments_proposed: int = 0
+
+
+def night_totals(connection: Connection, night: str) -> NightTotals:
+    """The night's latest outcomes summed over every batch that reconciled it (one query)."""
+    c = night_reconciliations.c
+    query = (
+        select(c.status, func.count(), func.sum(c.findings), func.sum(c.adjustments_proposed))
+        .where(c.night == night)
+        .group_by(c.status)
+    )
+    by_status = {row[0]: row for row in connection.execute(query)}
+    done = by_status.get(SUCCEEDED)
+    failed = by_status.get(FAILED)
+    return NightTotals(
+        succeeded=int(done[1]) if done else 0,
+        failed=int(failed[1]) if failed else 0,
+        findings=int(done[2] or 0) if done else 0,
+        adjustments_proposed=int(done[3] or 0) if done else 0,
+    )

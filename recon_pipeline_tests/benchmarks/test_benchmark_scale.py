@@ -114,3 +114,13 @@ def test_batch_profile_counts_each_process_cpu_and_finds_what_was_planted() -> N
     assert all(seconds > 0 for seconds in figures["cpu_s"].values()), figures["cpu_s"]
     assert figures["provider_requests"] == sum(figures["provider_requests_by_endpoint"].values()) > 0
     assert "(finish)" in completed.stderr  # the profile's top 30 over every thread
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_dagster_cost_benchmark_counts_a_backfilled_nights_runs_and_events(postgres_url: str) -> None:
+    # One night of three properties in three timezones: the night's run and its three batch runs.
+    figures = benchmark_json("benchmarks.dagster_cost", "--nights", "1", "--bookings", "5", timeout_s=600)
+    print(f"dagster cost benchmark, 1 night: {figures}")
+    assert figures["runs_per_night"] == 4.0 and figures["batch_runs_per_night"] == 3.0
+    assert figures["events_per_batch_run"] > 0 and figures["events_per_property_night"] > 0

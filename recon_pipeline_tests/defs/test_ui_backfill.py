@@ -1,6 +1,6 @@
 """Backfills launched over the real webserver's GraphQL API, executed by the real daemon: one property's
-missed week (the launchpad's backfill with config naming the property) and every property's missed night
-(a backfill with no config).
+missed week (the launchpad's backfill with config naming the property) and three nights of every property
+(the asset graph's backfill with no config, which queues each night's batches).
 
 Processes: the code server (`dagster code-server start`), `dagster-webserver` and `dagster-daemon`, all
 on deploy/workspace.yaml and a temporary DAGSTER_HOME holding deploy/dagster.yaml (PostgreSQL storage:
@@ -22,7 +22,15 @@ from sqlalchemy import Engine, func, select
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments, discrepancies, night_reconciliations
 from recon_pipeline.defs.assets import ADJUSTMENTS, DISCREPANCY_REPORT, reconciliation_assets
-from recon_pipeline.defs.batches import batch_properties, batch_run_config
+from recon_pipeline.defs.batches import (
+    BATCH_TAG,
+    NIGHT_TAG,
+    PROPERTIES_TAG,
+    QUEUED_BATCHES_TAG,
+    QUEUED_BY_TAG,
+    batch_properties,
+    batch_run_config,
+)
 from recon_pipeline.defs.concurrency import PROVIDER_BOUND_TAG
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline.storage.night_outcomes import SUCCEEDED
@@ -33,6 +41,7 @@ from recon_pipeline_tests.support.dagster_processes import (
     GraphQL,
     PgDagsterWorld,
     StartWorld,
+    queued_batch_runs,
     wait_for_runs,
 )
 
@@ -126,50 +135,64 @@ def test_backfill_of_one_propertys_missed_week_reconciles_it_alone_once_per_nigh
     print(f"missed-week backfill test wall time: {time.monotonic() - started:.1f} s")
 
 
-MISSED_NIGHT = date(2026, 11, 29)
+MISSED_NIGHTS = tuple(date(2026, 11, 27) + timedelta(days=i) for i in range(3))
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_backfill_of_every_propertys_missed_night_reconciles_them_all(pg_dagster_world: StartWorld) -> None:
-    """The materialize dialog's backfill of one night partition with no config: one run, which reconciles
-    every property of the table for that night (and no other night)."""
+def test_the_asset_graphs_backfill_of_three_nights_queues_each_nights_batches(
+    pg_dagster_world: StartWorld,
+) -> None:
+    """The asset graph's "Materialize all… → Custom" backfill of 3 nights (launchPartitionBackfill with
+    no job and no config, as the UI sends it): each night's run queues the night's batches as the nightly
+    schedule plans them (one window each here: 3 per night), every run carries the provider-bound tag by
+    itself, and each property-night is reconciled exactly once, by its batch run."""
     started = time.monotonic()
-    nights = (MISSED_NIGHT - timedelta(days=1), MISSED_NIGHT)
-    w = pg_dagster_world(nights, BOOKINGS_PER_NIGHT, DEMO_PROPERTIES, dagster_yaml=DAGSTER_YAML)
+    w = pg_dagster_world(MISSED_NIGHTS, BOOKINGS_PER_NIGHT, DEMO_PROPERTIES, dagster_yaml=DAGSTER_YAML)
     world, instance = w.world, w.instance
-    night = MISSED_NIGHT.isoformat()
+    nights = world.partition_keys()
+    property_ids = sorted(world.property_ids)
     engine = make_engine(w.recon_url)
     try:
         with w.deployment() as deployment:
             client = start_without_instigators(w, deployment)
             with deployment.logs_on_failure():
-                backfill_id = client.launch_asset_backfill(ASSET_NAMES, [night], job_name=JOB_NAME)
+                backfill_id = client.launch_asset_backfill(ASSET_NAMES, nights)
                 client.wait_for_backfill(backfill_id, BACKFILL_TIMEOUT_S, deployment)
-            [run] = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-            assert run.dagster_run.status == dg.DagsterRunStatus.SUCCESS
-            assert run.dagster_run.tags["dagster/partition"] == night
-            assert run.dagster_run.job_name == JOB_NAME
-            assert run.dagster_run.tags.get(PROVIDER_BOUND_TAG) == "true"
-            assert batch_properties(run.dagster_run.run_config) == []
-            _assert_only_runs(instance, {run.dagster_run.run_id})
-            assert instance.get_materialized_partitions(DISCREPANCY_REPORT) == {night}
-            [report] = instance.fetch_materializations(DISCREPANCY_REPORT, limit=10).records
-            metadata = report.asset_materialization.metadata  # type: ignore[union-attr]
-            assert metadata["properties"].value == len(DEMO_PROPERTIES)
-            for prop in DEMO_PROPERTIES:
-                assert f"| {prop.property_id} | ok |" in str(metadata["per_property"].value)
+                night_runs, queued = queued_batch_runs(instance, backfill_id)
+                assert len(night_runs) == 3
+                batch_runs = wait_for_runs(instance, queued, BACKFILL_TIMEOUT_S, deployment)
+            night_of = {}
+            for run_id in night_runs:
+                run = instance.get_run_by_id(run_id)
+                assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
+                assert batch_properties(run.run_config) == []
+                assert run.tags[PROVIDER_BOUND_TAG] == "true"  # set by the run itself
+                assert run.tags[QUEUED_BATCHES_TAG] == "3"
+                assert run.tags[NIGHT_TAG] == run.tags["dagster/partition"]
+                night_of[run.run_id] = run.tags["dagster/partition"]
+            assert sorted(night_of.values()) == nights
+            reconciled: dict[tuple[str, str], str] = {}
+            for record in batch_runs:
+                run = record.dagster_run
+                assert run.status == dg.DagsterRunStatus.SUCCESS
+                assert run.tags[PROVIDER_BOUND_TAG] == "true"
+                night = run.tags["dagster/partition"]
+                assert run.tags[NIGHT_TAG] == night == night_of[run.tags[QUEUED_BY_TAG]]
+                [property_id] = batch_properties(run.run_config)
+                assert run.tags[PROPERTIES_TAG] == "1" and run.tags[BATCH_TAG].startswith(night)
+                assert (property_id, night) not in reconciled
+                reconciled[(property_id, night)] = run.run_id
+            assert sorted(reconciled) == sorted((p, n) for p in property_ids for n in nights)
+            _assert_only_runs(instance, {*night_of, *reconciled.values()})
+            assert set(nights) == instance.get_materialized_partitions(DISCREPANCY_REPORT)
 
-        run_id = run.dagster_run.run_id
-        assert _outcomes(engine) == {(p.property_id, night): (SUCCEEDED, run_id) for p in DEMO_PROPERTIES}
-        expected = world.planted(nights=[night])
-        assert {p for p, _night, _c in expected} == set(world.property_ids)  # every property had findings
-        assert _found(engine) == expected
-        rows, distinct_keys = _adjustment_counts(engine)
-        assert rows == distinct_keys == world.planted_adjustments(nights=[night]) > 0
+        # Once per property-night: each outcome is its batch run's, none the night run's.
+        assert _outcomes(engine) == {key: (SUCCEEDED, run_id) for key, run_id in reconciled.items()}
+        assert _found(engine) == world.planted(nights=nights)
     finally:
         engine.dispose()
-    print(f"missed-night backfill test wall time: {time.monotonic() - started:.1f} s")
+    print(f"3-night asset graph backfill test wall time: {time.monotonic() - started:.1f} s")
 
 
 def start_without_instigators(w: PgDagsterWorld, deployment: DagsterDeployment) -> GraphQL:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import subprocess
-import sys
 from collections import Counter
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -27,6 +25,7 @@ from recon_pipeline.simulation.demo.properties import demo_properties
 from recon_pipeline.simulation.demo.run import NightOutcome, run_demo, unlike_the_world
 from recon_pipeline.simulation.demo.world import World, build_world
 from recon_pipeline.simulation.registry import simulation_named
+from recon_pipeline_tests.support.demo_runs import fresh_env, run_recon
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, asset_metadata, seeded
 
 # What `recon demo` seeds: the keyed properties the tests' worlds are built of, the hotel-style one, and
@@ -35,16 +34,6 @@ DEMO_PROPERTIES = demo_properties(DEFAULT_FLAVOUR)
 HOTEL = "rome-trastevere"
 PMS_STYLE_OF = simulation_named(DEFAULT_FLAVOUR).demo_world().pms_styles
 HOTEL_BOOKINGS = 60
-
-
-def run_recon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "recon_pipeline.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 LIFECYCLE_LINE = re.compile(
@@ -60,13 +49,6 @@ REPORT_LINE = re.compile(r"^report of (\S+) (\S+): (.+)$", re.MULTILINE)
 def lifecycle_lines(stdout: str) -> dict[str, tuple[int, ...]]:
     """property → (booked, changed, cleared, withdrawn, superseded, new) as the demo printed them."""
     return {match[0]: tuple(int(n) for n in match[1:]) for match in LIFECYCLE_LINE.findall(stdout)}
-
-
-def fresh_env(tmp_path: Path) -> dict[str, str]:
-    """The environment without any RECON_/DAGSTER_ setting, and a new RECON_HOME."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "DAGSTER_"))}
-    env["RECON_HOME"] = str(tmp_path / "home")
-    return env
 
 
 @pytest.mark.slow  # two `recon demo` processes

@@ -47,7 +47,7 @@ from sqlalchemy.engine import make_url
 from recon_pipeline.batches.launch import LOCATION_NAME
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.defs.batches import batch_run_config
+from recon_pipeline.defs.batches import QUEUED_BY_TAG, batch_run_config
 from recon_pipeline.defs.concurrency import PROVIDER_POOL
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.reconcile.adjustments import ADJUSTMENT_POLICY
@@ -718,3 +718,15 @@ def pg_dagster_world(tmp_path: Path) -> Iterator[StartWorld]:
             return stack.enter_context(pg_dagster_world_in(tmp_path, *args, **kwargs))
 
         yield start
+
+
+def queued_batch_runs(instance: dg.DagsterInstance, backfill_id: str) -> tuple[list[str], list[str]]:
+    """The backfill's night runs, and the batch runs they queued (``recon/queued_by``), by run id."""
+    backfill = dg.RunsFilter(tags={"dagster/backfill": backfill_id})
+    nights = [r.dagster_run.run_id for r in instance.get_run_records(backfill)]
+    batches = [
+        r.dagster_run.run_id
+        for night in nights
+        for r in instance.get_run_records(dg.RunsFilter(tags={QUEUED_BY_TAG: night}))
+    ]
+    return nights, batches

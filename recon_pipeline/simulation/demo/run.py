@@ -19,18 +19,19 @@ paths printed. A run that fails stops the demo with one line saying which check 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
-from sqlalchemy import Connection, Engine, RowMapping, func, select, update
+from sqlalchemy import Connection, Engine, RowMapping, func, make_url, select, update
 
 from recon_pipeline import config
+from recon_pipeline.batches.launch import DEFINITIONS_MODULE, stop_automations
 from recon_pipeline.categories import ALL_CATEGORIES, AMOUNT_MISMATCH, MISSING_IN_LEDGER
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -58,6 +59,8 @@ LOCAL_INSTANCE_YAML = Path(__file__).resolve().parents[3] / "dagster.yaml"
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # The rules a hotel-style world counts what it built for (``World.expected_matches``): the matcher's tiers.
 MATCHER_RULES = TIERS
+# Where the simulator the demo's last lines start listens (`recon simulator serve`'s default port).
+SIMULATOR_PORT = 12111
 # How far the PMS moves the ledger amount of one mismatched entry, in minor units (follow_the_ledger).
 CHANGED_BY_MINOR = 100
 
@@ -164,14 +167,7 @@ def run_demo(
         )
     dagster_home = prepare_dagster_home()
     app = build_app(world.store, flavour=flavour)
-    # Dagster's own sensor constructors warn that a parameter they pass is in beta; the demo's reader can
-    # do nothing about it, and it would interleave with the report.
-    with (
-        warnings.catch_warnings(),
-        ServerThread(app) as simulator,
-        dg.DagsterInstance.get() as instance,
-    ):
-        warnings.simplefilter("ignore", dg.BetaWarning)
+    with ServerThread(app) as simulator, dg.DagsterInstance.get() as instance:
         os.environ["RECON_PROVIDER"] = "simulator"
         os.environ["RECON_PROVIDER_FLAVOUR"] = flavour  # what the runs' provider resource speaks
         os.environ["RECON_PROVIDER_BASE_URL"] = simulator.base_url
@@ -190,12 +186,37 @@ def run_demo(
         echo("the PMS catches up: half of the missing payments booked, one ledger amount changed; re-run")
         for prop in properties:
             echo(render_lifecycle(follow_the_ledger(instance, engine, world, prop)))
+        stopped = stop_automations(instance)
     echo("")
     for rendered in render_reports(engine, world, properties):
         echo(f"report of {rendered.property_id} {rendered.night}: {rendered.paths[HTML]}")
     echo(f"demo finished in {time.monotonic() - started:.1f}s")
-    echo(f"see the runs with: DAGSTER_HOME={dagster_home} dagster dev")
+    for line in render_next_steps(dagster_home, flavour, bookings_per_night, seed, len(stopped)):
+        echo(line)
     return outcomes
+
+
+def render_next_steps(dagster_home: Path, flavour: str, bookings: int, seed: int, stopped: int) -> list[str]:
+    """How to open the demo's instance in the Dagster UI with a provider to call (the demo's simulator
+    ended with it), and how to turn its automations on (the demo leaves them off: a schedule's tick
+    would otherwise launch runs against a provider that is gone)."""
+    home = f"DAGSTER_HOME={shlex.quote(str(dagster_home))}"
+    # A password in the URL is never printed (`***`: put yours back).
+    url = make_url(os.environ["RECON_DATABASE_URL"]).render_as_string(hide_password=True)
+    database = f"RECON_DATABASE_URL={shlex.quote(url)}"
+    provider = (
+        f"RECON_PROVIDER=simulator RECON_PROVIDER_FLAVOUR={flavour} "
+        f"RECON_PROVIDER_BASE_URL=http://127.0.0.1:{SIMULATOR_PORT}"
+    )
+    return [
+        f"automations off: the {stopped} schedules and sensors of this instance are stopped; turn them on "
+        f"in the UI (Automation, each toggle) or with: {home} dagster schedule start --start-all "
+        f"-m {DEFINITIONS_MODULE} && {home} dagster sensor start --start-all -m {DEFINITIONS_MODULE}",
+        "open the UI (a simulator serving the demo's provider, then Dagster on the demo's instance):",
+        f"  recon simulator serve --flavour {flavour} --port {SIMULATOR_PORT} --bookings {bookings} "
+        f"--seed {seed} &",
+        f"  {home} {database} {provider} dagster dev -m {DEFINITIONS_MODULE}",
+    ]
 
 
 def serve_held_nights_before(
