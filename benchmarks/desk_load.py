@@ -48,14 +48,12 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, func, select
 
-from benchmarks.review_desk import ADMIN, Fleet, _booking, fleet, seed
-from recon_pipeline.db import migrations
-from recon_pipeline.db.engine import make_engine
+from benchmarks.review_desk import ADMIN, Fleet, _booking, fleet, seeded_database
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.review_desk.users import add_user
 from recon_pipeline_tests.support.dagster_processes import free_port
 from recon_pipeline_tests.support.desk_fixtures import PASSWORD, sign_in, wait_for_desk
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 SCENARIOS = ("quiet", "search", "sort", "sign-ins", "export")
 SIGNERS = ("bench_signer_1", "bench_signer_2")
@@ -301,14 +299,8 @@ def run(
         "exports_env": os.environ.get("RECON_REVIEW_EXPORTS"),
     }
     with ExitStack() as stack:
-        url = stack.enter_context(scratch_database(admin_url, "recon_desk_load"))
-        engine = make_engine(url)
-        stack.callback(engine.dispose)
-        started = time.perf_counter()
-        migrations.upgrade(engine)
-        figures["seeded"] = seed(engine, seeded)
+        url, engine = stack.enter_context(seeded_database(admin_url, "recon_desk_load", seeded, figures))
         add_load_users(engine, seeded, analysts)
-        figures["seed_s"] = round(time.perf_counter() - started, 1)
         base_url = stack.enter_context(recon_review_serve(url))
         figures["scenarios"] = [
             run_scenario(base_url, engine, seeded, scenario, analysts, seconds) for scenario in scenarios

@@ -27,8 +27,8 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Iterable, Sequence
-from contextlib import ExitStack
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -348,6 +348,24 @@ def _before_empty(lines: Iterable[Sequence[Any]]) -> int:
     return sum(1 for _ in filled)
 
 
+@contextmanager
+def seeded_database(
+    admin_url: str, name: str, seeded: Fleet, figures: dict[str, Any]
+) -> Iterator[tuple[str, Engine]]:
+    """A scratch database, migrated and seeded with the fleet (its counts and seconds in ``figures``):
+    its URL and an engine on it, dropped afterwards."""
+    with scratch_database(admin_url, name) as url:
+        engine = make_engine(url)
+        try:
+            started = time.perf_counter()
+            migrations.upgrade(engine)
+            figures["seeded"] = seed(engine, seeded)
+            figures["seed_s"] = round(time.perf_counter() - started, 1)
+            yield url, engine
+        finally:
+            engine.dispose()
+
+
 def run(
     admin_url: str, properties_count: int, nights_count: int, requests: int, export_requests: int
 ) -> dict[str, Any]:
@@ -362,13 +380,7 @@ def run(
         "load_before": os.getloadavg()[0],
     }
     with ExitStack() as stack:
-        url = stack.enter_context(scratch_database(admin_url, "recon_desk_bench"))
-        engine = make_engine(url)
-        stack.callback(engine.dispose)
-        started = time.perf_counter()
-        migrations.upgrade(engine)
-        figures["seeded"] = seed(engine, seeded)
-        figures["seed_s"] = round(time.perf_counter() - started, 1)
+        _url, engine = stack.enter_context(seeded_database(admin_url, "recon_desk_bench", seeded, figures))
         server = stack.enter_context(ServerThread(review_desk_app(engine, DeskSettings("b" * 40))))
         figures["users"] = {}
         started = time.perf_counter()
