@@ -48,12 +48,12 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, func, select
 
+from benchmarks.environment import add_postgres_url
 from benchmarks.review_desk import ADMIN, Fleet, _booking, fleet, seeded_database
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.review_desk.users import add_user
 from recon_pipeline_tests.support.dagster_processes import free_port
 from recon_pipeline_tests.support.desk_fixtures import PASSWORD, sign_in, wait_for_desk
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 SCENARIOS = ("quiet", "search", "sort", "sign-ins", "export")
 SIGNERS = ("bench_signer_1", "bench_signer_2")
@@ -357,11 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analysts", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each scenario")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated, in order")
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="server to create the scratch database on",
-    )
+    add_postgres_url(parser, "the scratch database")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     args = parser.parse_args(argv)
     scenarios = args.scenarios.split(",")

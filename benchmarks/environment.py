@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
+
+from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 PACKAGES = (
     "pandas",
@@ -22,6 +25,15 @@ PACKAGES = (
     "starlette",
     "uvicorn",
 )
+
+
+def add_postgres_url(parser: argparse.ArgumentParser, what: str = "the scratch databases") -> None:
+    """``--postgres-url``: the server ``what`` is created on (RECON_TEST_POSTGRES_URL's, else local)."""
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
+        help=f"server to create {what} on",
+    )
 
 
 def machine() -> dict[str, str]:

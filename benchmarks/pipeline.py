@@ -39,6 +39,7 @@ from unittest import mock
 import dagster as dg
 from sqlalchemy import Engine
 
+from benchmarks.environment import add_postgres_url
 from benchmarks.worlds import LAST_NIGHT, bench_properties, bookings_for_records, build_nights, nights_ending
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -51,7 +52,7 @@ from recon_pipeline.simulation.demo.seed import seed_world
 from recon_pipeline.simulation.demo.world import World
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.support.pipeline_fixtures import asset_metadata
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 # Dagster's console logger prints every event at DEBUG; a benchmark of hundreds of runs keeps warnings.
 QUIET_RUN = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -197,11 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--properties", type=int, default=10, help="properties of the backfill")
     parser.add_argument("--nights", type=int, default=30, help="nights of the backfill")
     parser.add_argument("--backfill-bookings", type=int, default=200, help="bookings per backfill night")
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="server to create the scratch databases on",
-    )
+    add_postgres_url(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if min(args.records, args.repeat, args.properties, args.nights, args.backfill_bookings) < 1:

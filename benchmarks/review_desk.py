@@ -37,6 +37,7 @@ import httpx
 from openpyxl import load_workbook
 from sqlalchemy import Engine, Table, func, select
 
+from benchmarks.environment import add_postgres_url
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.db import migrations
 from recon_pipeline.db.bulk import copy_insert_new
@@ -55,7 +56,7 @@ from recon_pipeline.review_desk.pages.exports import EXPORT_LIMIT
 from recon_pipeline.review_desk.users import add_user
 from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.desk_fixtures import PASSWORD, sign_in
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 FINDINGS_PER_NIGHT = 20
 ADJUSTMENTS_PER_NIGHT = 5
@@ -454,11 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nights", type=int, default=14)
     parser.add_argument("--requests", type=int, default=10, help="GETs of each page per user")
     parser.add_argument("--export-requests", type=int, default=2, help="GETs of each export per user")
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="server to create the scratch database on",
-    )
+    add_postgres_url(parser, "the scratch database")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     args = parser.parse_args(argv)
     if min(args.properties, args.nights, args.requests, args.export_requests) < 1:

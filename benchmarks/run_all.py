@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -28,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import datacompy_diff, pipeline, provider_pull, writer
-from benchmarks.environment import load_average, machine, versions
+from benchmarks.environment import add_postgres_url, load_average, machine, versions
 from benchmarks.report import render
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 BENCHMARKS = Path(__file__).resolve().parent
 SUITES = ("diff", "writer", "pull", "pipeline", "webhooks", "processor")
@@ -212,11 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=BENCHMARKS / "results.md", help="the markdown report")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     parser.add_argument("--only", nargs="+", choices=SUITES, help="run only these suites")
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="PostgreSQL server for the scratch databases",
-    )
+    add_postgres_url(parser)
     args = parser.parse_args(argv)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
     if repeat < 1:

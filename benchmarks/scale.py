@@ -38,6 +38,7 @@ import dagster as dg
 import httpx
 from sqlalchemy import Engine, func, select
 
+from benchmarks.environment import add_postgres_url
 from benchmarks.fleet_setup import dagster_on_postgres, fleet_night, seed
 from benchmarks.worlds import LAST_NIGHT
 from recon_pipeline.batches.nightly import nightly_batches
@@ -54,7 +55,7 @@ from recon_pipeline.simulation.demo.world import World
 from recon_pipeline.simulation.host.app import build_app
 from recon_pipeline_tests.support.dagster_processes import recon_env, wait_for_runs
 from recon_pipeline_tests.support.rate_processes import busiest_second
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 DEFAULT_RPS = 100  # Stripe's documented live-mode limit
 DEFAULT_MAX_CONCURRENT_RUNS = 4
@@ -259,11 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout-s", type=float, default=900, help="bound on the night's runs (then: what finished)"
     )
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="server to create the scratch databases on",
-    )
+    add_postgres_url(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if min(args.properties, args.batch_size, args.max_concurrent_runs, args.rps, args.bookings) < 1:

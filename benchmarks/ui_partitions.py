@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from playwright.sync_api import Response
 from psycopg import sql
 
 from benchmarks import ui_partitions_defs as bench_defs
+from benchmarks.environment import add_postgres_url
 from benchmarks.fleet_setup import dagster_on_postgres
 from benchmarks.worlds import LAST_NIGHT, nights_ending
 from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE, plan_batches
@@ -53,7 +53,6 @@ from recon_pipeline_tests.support.dagster_processes import (
     GraphQL,
     GraphQLError,
 )
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL
 
 PARTITION_PLACEHOLDER = "@@partition@@"
 PAGE_TIMEOUT_MS = 300_000
@@ -288,11 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old-design", action="store_true", help="also property × night partitions")
     parser.add_argument("--old-cap-s", type=float, default=300, help="bound on each GraphQL query")
     parser.add_argument("--browser", action="store_true", help="also time the asset page in Chromium")
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="server to create the scratch Dagster database on",
-    )
+    add_postgres_url(parser, "the scratch Dagster database")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if min(args.properties, args.nights, args.batch_size, args.repeat) < 1:

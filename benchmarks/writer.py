@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from datetime import UTC, datetime
@@ -24,13 +23,14 @@ from typing import Any
 from sqlalchemy import Engine, func, select, text
 
 from benchmarks.datagen import PROPERTY_ID, generate_night
+from benchmarks.environment import add_postgres_url
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.storage.adjustments import sync_adjustments
-from recon_pipeline_tests.support.scratch import DEFAULT_ADMIN_URL, scratch_database
+from recon_pipeline_tests.support.scratch import scratch_database
 
 NIGHT = "2025-03-15"  # the generated night (datagen.NIGHT_START)
 FINDING_RATE = 0.5  # of which 4 in 6 propose an adjustment: about n / 3 adjustments
@@ -107,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100_000, help="adjustments written (100000)")
     parser.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("RECON_TEST_POSTGRES_URL", DEFAULT_ADMIN_URL),
-        help="server to create the scratch database on",
-    )
+    add_postgres_url(parser, "the scratch database")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if args.rows < 1 or args.repeat < 1:
