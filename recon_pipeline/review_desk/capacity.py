@@ -5,8 +5,9 @@ so a slow request holds one thread while the loop goes on answering the others a
 Pages share ``threads`` threads (``RECON_REVIEW_THREADS``, default 10). Downloads, the heaviest requests,
 take turns of their own (``exports``: ``RECON_REVIEW_EXPORTS``, default 2) and never a page's thread: one
 beyond them waits up to ``export_wait_s`` for a turn, then is refused with a 503 and ``Retry-After``.
-Sign-ins check their password one at a time (``Workers.hashing``): argon2 is ~0.15-0.3 s of a core, so
-two people signing in at once would otherwise take both cores of a small host from everyone's pages.
+Sign-ins check their password one at a time, in one thread of lower priority (``Workers.hashed``: nice
++10 on Linux, per thread): argon2 is ~0.15-0.3 s of the host's cores, so people signing in over and over
+would otherwise take a small host from everyone's pages; below them, a check takes what pages leave.
 
 The engine's pool is sized from the same numbers (``pool_size``): a connection for every thread and turn,
 and as many again in overflow (a page may open a second while its template reads the saved views), so no
@@ -18,6 +19,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -32,6 +35,7 @@ MAX_THREADS = 100  # PostgreSQL's default max_connections: a pool larger than th
 EXPORT_WAIT_S = 10.0
 RETRY_AFTER_S = 30  # what a refused download is told: a 100,000-row xlsx takes tens of seconds
 HASHES_AT_ONCE = 1  # argon2 checks at once per desk process: a few sign-ins a second, one core at most
+HASHING_NICENESS = 10  # how far below the pages the hashing thread runs (Linux: a thread's own nice)
 
 T = TypeVar("T")
 
@@ -74,15 +78,21 @@ def _count(name: str, default: int) -> int:
 
 class Workers:
     """The threads the desk's work runs in: ``page`` for every page, ``export`` for downloads, each bounded
-    by ``Capacity``; the event loop only reads requests and writes responses. ``hashing`` is held by a
-    page thread while it checks a password."""
+    by ``Capacity``, and ``hashed`` for a password check; the event loop only reads requests and writes
+    responses."""
 
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
-        self.hashing = threading.BoundedSemaphore(HASHES_AT_ONCE)
+        self._hashing = ThreadPoolExecutor(
+            HASHES_AT_ONCE, thread_name_prefix="desk-hashing", initializer=_below_pages
+        )
         self._pages = anyio.CapacityLimiter(capacity.threads)
         self._turns = anyio.Semaphore(capacity.exports)
         self._export_threads = anyio.CapacityLimiter(capacity.exports)
+
+    def hashed(self, work: Callable[..., T], *args: object) -> T:
+        """``work(*args)`` (a password check) in the hashing thread, the caller's page thread waiting."""
+        return self._hashing.submit(work, *args).result()
 
     async def page(self, work: Callable[..., T], *args: object) -> T:
         """``work(*args)`` in a page thread, once one is free."""
@@ -99,3 +109,9 @@ class Workers:
             return await anyio.to_thread.run_sync(work, *args, limiter=self._export_threads)
         finally:
             self._turns.release()
+
+
+def _below_pages() -> None:
+    """Lower the hashing thread's priority, where the system lets a thread have its own (Linux)."""
+    with suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HASHING_NICENESS)

@@ -10,7 +10,9 @@ the write lock, so a note's write waits in SQLite's busy handler, and the page i
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +28,7 @@ from sqlalchemy.engine import make_url
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
-from recon_pipeline.review_desk.capacity import RETRY_AFTER_S, Capacity, Workers
+from recon_pipeline.review_desk.capacity import HASHING_NICENESS, RETRY_AFTER_S, Capacity, Workers
 from recon_pipeline.review_desk.pages import signin as signin_pages
 from recon_pipeline.review_desk.users import authenticate
 from recon_pipeline.review_desk.web import BUSY_EXPORTS
@@ -205,6 +207,21 @@ def test_sign_ins_check_their_passwords_one_at_a_time(
             answers = list(people.map(one_sign_in, range(3)))
     assert answers == [303, 303, 303]
     assert most[0] == 1
+
+
+@pytest.mark.fast
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
+def test_a_password_is_checked_below_the_pages_priority() -> None:
+    """The hashing thread runs niced below the thread that asks (a page's), one check at a time."""
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    asking = niceness()
+    workers = Workers(Capacity())
+    assert workers.hashed(niceness) == min(asking + HASHING_NICENESS, 19)
+    assert workers.hashed(threading.current_thread) is workers.hashed(threading.current_thread)
+    assert niceness() == asking  # the asking thread is left as it was
 
 
 @pytest.mark.fast

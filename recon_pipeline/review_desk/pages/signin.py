@@ -41,8 +41,8 @@ def routes(desk: Desk, limit: SignInLimit) -> list[Route]:
             return desk.page(
                 request, "signin.html", None, 429, error=f"Too many failed sign-ins: wait {wait}."
             )
-        with desk.workers.hashing, desk.engine.connect() as connection:  # one argon2 check at a time
-            user = authenticate(connection, name, password)
+        with desk.engine.connect() as connection:  # one argon2 check at a time, below the pages
+            user = desk.workers.hashed(authenticate, connection, name, password)
         now = desk.clock()
         with desk.engine.begin() as connection:
             if user is None:
