@@ -7,6 +7,7 @@ because other systems insert into these tables with only the contract's columns.
 from __future__ import annotations
 
 from sqlalchemy import (
+    DDL,
     BigInteger,
     Boolean,
     Column,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    event,
 )
 
 from recon_pipeline.db.types import UtcDateTime
@@ -107,6 +109,7 @@ ledger_entries = Table(
     # how the guest paid (tenders.py; revision 0013): only a card, or NULL (not recorded), is the provider's
     Column("tender", Text, nullable=True),
     Index("ix_ledger_entries_property_posted", "property_id", "posted_at"),
+    Index("ix_ledger_entries_reference", "reference"),  # the desk's search (revision 0015)
 )
 
 adjustments = Table(
@@ -195,6 +198,24 @@ discrepancies = Table(
     Column("cleared_run_id", Text, nullable=True),
     UniqueConstraint(*FINDING_KEY, name="uq_discrepancies_finding"),
     Index("ix_discrepancies_review_status", "review_status", "property_id", "night"),
+    # the desk's search, one lookup per column (revision 0015; the record key by trigram on PostgreSQL)
+    Index("ix_discrepancies_booking", "booking_id"),
+    Index("ix_discrepancies_provider_record", "provider_record_id"),
+    Index("ix_discrepancies_ledger_entry", "ledger_entry_id"),
+    Index(
+        "ix_discrepancies_record_key_trigram",
+        "record_key",
+        postgresql_using="gin",
+        postgresql_ops={"record_key": "gin_trgm_ops"},
+    ),
+)
+
+# The record key's trigram index needs PostgreSQL's pg_trgm, created with the table (``create_all``) as
+# revision 0015 creates it.
+event.listen(
+    discrepancies,
+    "before_create",
+    DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm").execute_if(dialect="postgresql"),
 )
 
 # The matcher's matches and suggestions (reconcile/matching; revision 0011), one row per property-night and

@@ -14,7 +14,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Select, and_, case, exists, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    Select,
+    and_,
+    case,
+    exists,
+    func,
+    or_,
+    select,
+    union,
+)
 
 from recon_pipeline.db.schema import discrepancies, ledger_entries, properties, provider_records
 from recon_pipeline.keys import parse_night
@@ -136,17 +148,21 @@ def search_condition(text: str, currency: str | None) -> ColumnElement[bool]:
     """A finding the search names: its booking, provider record, ledger entry or its ledger entry's
     reference (each exactly), a part of its record key, or (text like ``120.50`` or ``100..200``) an amount
     of its provider side, ledger side or difference, either sign, in major units. ValueError for a
-    reversed amount range."""
-    entry = ledger_entries.c
-    named = [
-        _d.booking_id == text,
-        _d.provider_record_id == text,
-        _d.ledger_entry_id == text,
-        _d.record_key.contains(text, autoescape=True),
-        exists().where(
-            entry.entry_id == _d.ledger_entry_id, entry.property_id == _d.property_id, entry.reference == text
-        ),
-    ]
+    reversed amount range.
+
+    The names are one union of lookups, each served by its column's index (revision 0015), not one OR
+    that only a scan of every finding answers."""
+    found = discrepancies.alias("found")
+    f, entry = found.c, ledger_entries.c
+    its_entry = and_(entry.entry_id == f.ledger_entry_id, entry.property_id == f.property_id)
+    ids = union(
+        select(f.discrepancy_id).where(f.booking_id == text),
+        select(f.discrepancy_id).where(f.provider_record_id == text),
+        select(f.discrepancy_id).where(f.ledger_entry_id == text),
+        select(f.discrepancy_id).where(f.record_key.contains(text, autoescape=True)),
+        select(f.discrepancy_id).join(ledger_entries, its_entry).where(entry.reference == text),
+    )
+    named: list[ColumnElement[bool]] = [_d.discrepancy_id.in_(ids)]
     amounts = amount_search(text)
     if amounts is not None:
         sides = [_d.provider_amount_minor, _d.ledger_amount_minor, _d.difference_minor]

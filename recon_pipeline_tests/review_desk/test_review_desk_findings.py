@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, Table, insert, select
+from sqlalchemy import Engine, Table, func, insert, select
 
 from recon_pipeline.db.schema import (
     adjustments,
@@ -29,6 +29,7 @@ from recon_pipeline.db.schema import (
 )
 from recon_pipeline.review.links import DAGSTER_UI_URL_ENV, FINDINGS_ASSET, PAYOUTS_ASSET, parse_web_root
 from recon_pipeline.review_desk.app import DeskSettings
+from recon_pipeline.review_desk.findings import search_condition
 from recon_pipeline_tests.support.desk_fixtures import (
     NIGHT,
     NOW,
@@ -40,6 +41,7 @@ from recon_pipeline_tests.support.desk_fixtures import (
     sign_in,
 )
 from recon_pipeline_tests.support.loopback import loopback_client
+from recon_pipeline_tests.support.migrated import migrated_engine
 
 DAGSTER = "http://dagster.example:3000"
 LEDGER_SCRIPT = "<script>alert('ledger')</script>"
@@ -483,3 +485,23 @@ def test_an_adjustments_page_shows_what_it_corrects_in_words(desk: Desk) -> None
     ):
         assert shown in corrects, shown
     assert "amount_minor" not in corrects and "status-of-p2" not in corrects
+
+
+@pytest.mark.postgres
+def test_a_search_is_answered_from_indexes_not_a_scan_of_every_finding(postgres_url: str) -> None:
+    """With sequential scans priced out, PostgreSQL's plan for a search still reads no table whole: each
+    name the search looks for is one index lookup (the record key's part by trigram). An OR of them
+    could only be answered by reading every finding, which one search over a fleet paid for in CPU."""
+    engine = migrated_engine(postgres_url)
+    searched = select(func.count()).select_from(discrepancies).where(search_condition("bk_12", None))
+    sql = str(searched.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SET enable_seqscan = off")
+            plan = "\n".join(row[0] for row in connection.exec_driver_sql(f"EXPLAIN {sql}"))
+    finally:
+        engine.dispose()
+    assert "Seq Scan" not in plan, plan
+    for index in ("booking", "provider_record", "ledger_entry", "record_key_trigram"):
+        assert f"ix_discrepancies_{index}" in plan, plan
+    assert "ix_ledger_entries_reference" in plan, plan
