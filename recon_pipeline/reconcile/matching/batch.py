@@ -73,6 +73,7 @@ def _outcome(
     def exact() -> int:
         counts = stacked.exact_ids()
         return int(counts[scope]) if scope < len(counts) else 0
+
     reversed_entries = tuple(entry for at, entry in stacked.reversed_entries if at == scope)
     return MatchOutcome(
         provider_records, ledger, matches, findings, counts_of(matches), exact, reversed_entries

@@ -23,7 +23,6 @@ from recon_pipeline.categories import kind_codes
 from recon_pipeline.frames import present
 from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.reconcile.grouping import IdBytes, group_keys
-from recon_pipeline.reconcile.matching.joins import dense_keys
 
 ADJUSTMENT: Final = "adjustment"
 SCOPE: Final = "match_scope"  # a stacked frame's night (``batch.py``): rows of two scopes never pair
@@ -93,14 +92,12 @@ def named_by_ledger(provider_records: pd.DataFrame, ledger: pd.DataFrame) -> np.
         (IdBytes.of(provider_records["provider_record_id"]), kind_codes(provider_records["kind"].to_numpy())),
         (ids.select(keyed), kind_codes(ledger["kind"].to_numpy()[keyed])),
     )
-    if SCOPE not in ledger.columns:
-        booked = np.zeros(groups.count, dtype=bool)
-        booked[groups.groups[1]] = True
-        return booked[groups.groups[0]]
-    record_key, entry_key = dense_keys(
-        [groups.groups[0], scopes(provider_records)], [groups.groups[1], scopes(ledger)[keyed]]
-    )
-    return np.isin(record_key, entry_key)
+    # one flag per (key, scope): a single night is scope 0 of 1, and the key's number alone
+    record_scope, entry_scope = scopes(provider_records), scopes(ledger)[keyed]
+    count = int(max(record_scope.max(initial=0), entry_scope.max(initial=0))) + 1
+    booked = np.zeros(groups.count * count, dtype=bool)
+    booked[groups.groups[1] * count + entry_scope] = True
+    return booked[groups.groups[0] * count + record_scope]
 
 
 def candidate_sides(
