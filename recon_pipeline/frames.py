@@ -8,7 +8,7 @@ to its contract dtype, and the frame is assembled without re-checking it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -46,3 +46,31 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
 def present(value: object) -> bool:
     """Whether a cell value is there: neither None nor a pandas null (NaN, NaT, NA)."""
     return value is not None and not pd.isna(value)
+
+
+# A stacked frame's column naming the part each row came from (a night of a batch): steps that key on it
+# never let rows of two parts meet, so a batch computed at once is each part computed alone, row for row.
+SCOPE: Final = "match_scope"
+
+
+def stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one under another, each row with the position of its frame as its scope."""
+    sizes = [len(frame) for frame in frames]
+    filled = [frame for frame in frames if len(frame)] or [frames[0]]
+    stacked = pd.concat(filled, ignore_index=True) if len(filled) > 1 else filled[0].reset_index(drop=True)
+    return stacked.assign(**{SCOPE: np.repeat(np.arange(len(frames), dtype=np.int64), sizes)})
+
+
+def pieces(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataFrame]:
+    """The frame's rows per scope (``scopes``: each row's, from 0 to ``count`` - 1), in their order and
+    without the scope column: what each part of a stack would have had alone."""
+    if SCOPE in frame.columns:
+        frame = frame.drop(columns=SCOPE)
+    order = np.argsort(scopes, kind="stable")
+    if len(order) and (np.diff(order) != 1).any():
+        frame = frame.take(order)
+    bounds = np.searchsorted(scopes[order], np.arange(count + 1))
+    return [
+        frame.iloc[start:end].reset_index(drop=True)
+        for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+    ]

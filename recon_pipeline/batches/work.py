@@ -27,17 +27,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
 from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
+from recon_pipeline.frames import SCOPE, pieces
 from recon_pipeline.ledger.queries import (
     captured_orders_frame,
-    ledger_frame,
+    ledger_frames,
     list_properties,
     load_bookings,
     load_payment_order_owners,
@@ -87,6 +89,9 @@ from recon_pipeline.storage.night_takings import save_takings
 from recon_pipeline.storage.provider_records import named_record_ids, save_provider_records
 
 logger = logging.getLogger(__name__)
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 DEFAULT_WORKERS = 8
 FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
@@ -297,6 +302,7 @@ class Comparison:
     aliases: PaymentAliases
     matching: MatchOutcome
     taken: FeesTaken | None
+    orders: pd.DataFrame  # the night's captured payment orders (payment_orders)
 
 
 @dataclass(frozen=True)
@@ -348,20 +354,25 @@ class _Prepared:
     aliases: PaymentAliases
     to_match: NightToMatch
     taken: FeesTaken | None
+    orders: pd.DataFrame
 
 
 def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
-    """Each night's ledger by tender and pull split by attribution, then the matcher over all the nights
-    at once (``match_nights``: a batch pays its fixed costs once). A bad ledger row becomes a finding; a
-    bad match_policy, or anything else one night's input breaks, fails that night alone (with its name)."""
+    """Every night's ledger entries and captured payment orders as one frame each (split once into what
+    the diff takes and the invalid entries' findings), each night's ledger by tender and pull split by
+    attribution, then the matcher over all the nights at once (``match_nights``: a batch pays its fixed
+    costs once). A bad ledger row becomes a finding; a bad match_policy, or anything else one night's
+    input breaks, fails that night alone (with its name)."""
+    ledgers = at_once(nights, _ledgers, "ledger frame")
+    orders = at_once(nights, _orders, "payment orders frame")
     prepared: list[_Prepared | BaseException] = []
-    for night in nights:
+    for night, entries, captured in zip(nights, ledgers, orders, strict=True):
         try:
-            prepared.append(_prepare(night))
+            prepared.append(_prepare(night, _ok(entries), _ok(captured)))
         except Exception as error:
             prepared.append(error)
     ready = [p for p in prepared if isinstance(p, _Prepared)]
-    matched = iter(_match_all([p.to_match for p in ready]))
+    matched = iter(at_once([p.to_match for p in ready], match_nights, "matching"))
     compared: list[Comparison | BaseException] = []
     for part in prepared:
         if isinstance(part, BaseException):
@@ -381,33 +392,61 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
                 part.aliases,
                 matching,
                 part.taken,
+                part.orders,
             )
         )
     return compared
 
 
-def _match_all(nights: Sequence[NightToMatch]) -> list[MatchOutcome | BaseException]:
-    """The matcher over every night at once; should a night's input break the stacked run, each night is
-    matched alone, so that the night that broke it fails alone."""
+def at_once(
+    parts: Sequence[P], together: Callable[[Sequence[P]], Sequence[R]], what: str
+) -> list[R | BaseException]:
+    """``together`` over every part at once; should one part's input break it, each part alone, so that
+    the part at fault fails alone (with its error) and the others still get their result."""
+    if not parts:
+        return []
     try:
-        return list(match_nights(nights))
+        return list(together(parts))
     except Exception as error:
-        if len(nights) == 1:
+        if len(parts) == 1:
             return [error]
-        logger.exception("the batch's stacked matching failed; matching its nights one by one")
-    alone: list[MatchOutcome | BaseException] = []
-    for night in nights:
+        logger.exception("the batch's %s failed at once; computing its nights one by one", what)
+    alone: list[R | BaseException] = []
+    for part in parts:
         try:
-            alone.append(match_nights([night])[0])
+            alone.extend(together([part]))
         except Exception as error:
             alone.append(error)
     return alone
 
 
-def _prepare(night: NightInput) -> _Prepared:
+def _ok(result: R | BaseException) -> R:
+    """A part's result, or its error raised (the night fails with it)."""
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _ledgers(nights: Sequence[NightInput]) -> list[LedgerSplit]:
+    """The nights' ledger rows as one frame, split once into the entries the diff takes and the invalid
+    entries' findings, then handed to each night."""
+    parts = [(night.pms.ledger[night.target.row.property_id], night.target.window) for night in nights]
+    split = split_ledger_records(ledger_frames(parts))
+    valid = pieces(split.valid, split.valid[SCOPE].to_numpy(), len(parts))
+    invalid = pieces(split.invalid, split.invalid[SCOPE].to_numpy(), len(parts))
+    return [LedgerSplit(entries, found) for entries, found in zip(valid, invalid, strict=True)]
+
+
+def _orders(nights: Sequence[NightInput]) -> list[pd.DataFrame]:
+    """The nights' captured payment orders as one frame, handed to each night."""
+    parts = [night.pms.captured_orders[night.target.row.property_id] for night in nights]
+    scopes = np.repeat(np.arange(len(parts), dtype=np.int64), [len(rows) for rows in parts])
+    return pieces(captured_orders_frame([row for rows in parts for row in rows]), scopes, len(parts))
+
+
+def _prepare(night: NightInput, entries: LedgerSplit, orders: pd.DataFrame) -> _Prepared:
     """The night's ledger by tender and pull by attribution, and what the matcher is to compare."""
     target = night.target
-    entries = split_ledger_records(ledger_frame(night.pms.ledger[target.row.property_id], target.window))
     # Cash, bank transfers, OTA-collected money: the hotel's takings, never the provider's (takings.py).
     tendered = by_tender(entries.valid)
     split = attribute(night.claimed, target.account, night.owners)
@@ -417,7 +456,8 @@ def _prepare(night: NightInput) -> _Prepared:
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
     to_match, taken = _to_match(night, tendered, own, aliases)
-    return _Prepared(entries, tendered, own, nobody, len(split.unattributed), aliases, to_match, taken)
+    unattributed = len(split.unattributed)
+    return _Prepared(entries, tendered, own, nobody, unattributed, aliases, to_match, taken, orders)
 
 
 def _to_match(
@@ -454,8 +494,7 @@ def look_up(
         if _renames(compared.tendered.provider, compared.aliases, aliases):
             to_match, taken = _to_match(night, compared.tendered, compared.own, aliases)
             compared = replace(compared, matching=match_nights([to_match])[0], taken=taken)
-    orders = captured_orders_frame(night.pms.captured_orders[target.row.property_id])
-    captured = captured_payments(compared.own, orders, compared.aliases)
+    captured = captured_payments(compared.own, compared.orders, compared.aliases)
     # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
     captured = with_ledger_bookings(captured, matching.ledger)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
