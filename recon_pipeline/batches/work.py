@@ -1,14 +1,16 @@
 """Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
 
-Per property-night, four named steps: **compare** (pure: the ledger's entries of the window and the
-adjacent nights' by tender, the provider's records of the window attributed to it, then the matcher, run
-once over every pulled property-night of the batch), then ``finish``: **look up** by id what the
-comparison left loose (records the ledger names that the night lacks, open holds, the bookings of captured
-payments), **conclude** (pure: the diff, every finding, the orphaned captured payments, the proposals, the
-takings), and **write** the adjustments, the findings, the matches and the provider's records they name
-(``evidence.py``) and the night's takings in one transaction, so that a finding clears in the commit that
-withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its
-commit). Every result lands in the reconciliation database; the caller gets counts and a report to
+A batch goes through four named steps, each over all of its property-nights: **compare** (pure: the
+ledgers and captured payment orders as one frame each, each night's entries by tender and its pull
+attributed, then the matcher, run once over the batch), **look up** by id what the comparison left loose
+(records the ledger names that a night lacks, open holds: a bounded pool of requests; then the bookings
+of every captured payment and hold in one statement), **conclude** (pure: the diff, run once over the
+batch, then every finding, the orphaned captured payments, the proposals, the takings), and **write** the
+adjustments, the findings, the matches and the provider's records they name (``evidence.py``) and the
+night's takings in one transaction, so that a finding clears in the commit that withdraws its proposal
+(the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). A step run at
+once over the batch that one night's input breaks is run night by night (``at_once``), so that night fails
+alone. Every result lands in the reconciliation database; the caller gets counts and a report to
 summarise, nothing another host must read from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
@@ -59,7 +61,13 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
-from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
+from recon_pipeline.reconcile.diff import (
+    DiffResult,
+    NightToDiff,
+    diff_nights,
+    unmatched_ledger_record_ids,
+    with_findings,
+)
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
 from recon_pipeline.reconcile.identity import (
     PaymentAliases,
@@ -312,8 +320,12 @@ class LookedUp:
     elsewhere: pd.DataFrame  # records the ledger names that the night's pull lacks
     unmatched: int  # how many ids were looked up
     holds: list[AuthorizationHold]
-    booking_states: pd.DataFrame  # the bookings of the captured payments and of the holds
+    hold_bookings: dict[str, str | None]  # payment id → booking id of the holds looked at
     captured: pd.DataFrame  # the night's captured payments, with the booking their posting names
+
+    def booking_ids(self) -> list[str]:
+        """The bookings whose state the night's conclusions read: the captured payments' and the holds'."""
+        return [*self.captured["booking_id"].dropna(), *hold_booking_ids(self.holds, self.hold_bookings)]
 
 
 @dataclass(frozen=True)
@@ -330,16 +342,6 @@ class Concluded:
     matches_by_rule: dict[str, int]
     takings: NightTakings
     now: datetime
-
-
-def finish(
-    engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison, run: RunScope
-) -> PropertyNightResult:
-    """A compared property-night to its committed results: look up by id what the comparison left loose
-    (I/O), conclude (pure), write (one transaction)."""
-    compared, looked_up = look_up(engine, client, night, compared)
-    concluded = conclude(night, compared, looked_up, run)
-    return write(engine, client, night, concluded, run)
 
 
 @dataclass(frozen=True)
@@ -477,12 +479,10 @@ def _to_match(
     return NightToMatch(grouped, ledger, policy, night.pms.known[property_id]), taken
 
 
-def look_up(
-    engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison
-) -> tuple[Comparison, LookedUp]:
+def look_up(client: ProviderClient, night: NightInput, compared: Comparison) -> tuple[Comparison, LookedUp]:
     """By id: the records the ledger names that the pull lacks (a timing difference; the comparison
-    re-matched when their aliases re-key an entry), the open holds, and the bookings of the captured
-    payments and of the holds (one statement)."""
+    re-matched when their aliases re-key an entry) and the open holds; and the night's captured payments
+    (whose bookings, with the holds', the batch reads at once: ``_booking_states``)."""
     target = night.target
     matching = compared.matching
     unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)
@@ -500,11 +500,23 @@ def look_up(
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
     booking_of = night.pms.holds[target.row.property_id]
     holds = open_holds(client, target.account, booking_of)
+    return compared, LookedUp(elsewhere, len(unmatched), holds, booking_of, captured)
+
+
+LookUps = Sequence[tuple[Comparison, LookedUp] | BaseException]  # per night: looked up, or its error
+
+
+def _booking_states(engine: Engine, found: LookUps) -> pd.DataFrame:
+    """The bookings every looked-up night's conclusions read, in one statement for the batch (a booking id
+    is one booking whichever property asks)."""
+    wanted = [
+        booking_id
+        for part in found
+        if not isinstance(part, BaseException)
+        for booking_id in part[1].booking_ids()
+    ]
     with engine.connect() as connection:
-        booking_states = load_bookings(
-            connection, [*captured["booking_id"].dropna(), *hold_booking_ids(holds, booking_of)]
-        )
-    return compared, LookedUp(elsewhere, len(unmatched), holds, booking_states, captured)
+        return load_bookings(connection, wanted)
 
 
 def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases) -> bool:
@@ -514,13 +526,53 @@ def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases
     return not keyed.equals(canonical_ledger(ledger, after)["provider_record_id"])
 
 
-def conclude(night: NightInput, compared: Comparison, looked_up: LookedUp, run: RunScope) -> Concluded:
-    """The diff, its findings with the matcher's, the invalid entries', the unowned payments' and the
-    holds', the orphaned captured payments, the proposals and the night's takings."""
+def conclude_all(
+    nights: Sequence[NightInput],
+    found: LookUps,
+    states: pd.DataFrame,
+    run: RunScope,
+) -> list[Concluded | BaseException]:
+    """The diff over every looked-up night at once (``diff_nights``), then each night's conclusions; a
+    night whose input breaks a step fails alone."""
+    ready = [
+        _to_diff(night, *part)
+        for night, part in zip(nights, found, strict=True)
+        if not isinstance(part, BaseException)
+    ]
+    diffs = iter(at_once(ready, diff_nights, "diff"))
+    concluded: list[Concluded | BaseException] = []
+    for night, part in zip(nights, found, strict=True):
+        if isinstance(part, BaseException):
+            concluded.append(part)
+            continue
+        try:
+            concluded.append(conclude(night, *part, _ok(next(diffs)), states, run))
+        except Exception as error:
+            concluded.append(error)
+    return concluded
+
+
+def _to_diff(night: NightInput, compared: Comparison, looked_up: LookedUp) -> NightToDiff:
+    """What the diff compares of a night: the matcher's frames, the records found elsewhere, the
+    property's tolerance and currency."""
     row, matching = night.target.row, compared.matching
-    result = diff_night(
+    return NightToDiff(
         matching.provider_records, matching.ledger, looked_up.elsewhere, row.fx_tolerance, row.currency
     )
+
+
+def conclude(
+    night: NightInput,
+    compared: Comparison,
+    looked_up: LookedUp,
+    result: DiffResult,
+    states: pd.DataFrame,
+    run: RunScope,
+) -> Concluded:
+    """The diff's findings with the matcher's, the invalid entries', the unowned payments' and the
+    holds', the orphaned captured payments, the proposals and the night's takings (``states``: the
+    bookings the night's captured payments and holds name, maybe more)."""
+    row, matching = night.target.row, compared.matching
     result = with_findings(
         replace(result, findings=name_booked_ids(result.findings, compared.tendered.provider)),
         matching.findings,
@@ -528,11 +580,10 @@ def conclude(night: NightInput, compared: Comparison, looked_up: LookedUp, run: 
         compared.entries.invalid,
     )
     now = datetime.now(UTC)
-    states = looked_up.booking_states
     orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
-    booking_of = night.pms.holds[row.property_id]
     result = with_findings(
-        result, authorization_findings(row, night.target.window, looked_up.holds, booking_of, states)
+        result,
+        authorization_findings(row, night.target.window, looked_up.holds, looked_up.hold_bookings, states),
     )
     proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
     tonights, counts = _tonights(matching, night.pms.known[row.property_id])
@@ -725,21 +776,40 @@ def reconcile_batch(
                         record(target, pulled)
                     else:
                         inputs.append(NightInput(target, pms, *pulled))
-    # Compare every pulled night at once (the matcher over the batch), then finish each by a bounded pool.
+    # Compare every pulled night at once (the matcher over the batch); look up each night's loose ends by a
+    # bounded pool (requests), then the bookings at once; conclude (the diff over the batch); write.
     compared = compare(inputs)
 
-    def finished(
+    def looked_up(
         night: NightInput, comparison: Comparison | BaseException
-    ) -> PropertyNightResult | BaseException:
+    ) -> tuple[Comparison, LookedUp] | BaseException:
         if isinstance(comparison, BaseException):
             return comparison
         try:
-            return finish(engine, client, night, comparison, run)
+            return look_up(client, night, comparison)
         except Exception as error:
             return error
 
     with ThreadPoolExecutor(max_workers=min(workers, len(inputs) or 1)) as pool:
-        for night, outcome in zip(inputs, pool.map(finished, inputs, compared), strict=True):
+        found = list(pool.map(looked_up, inputs, compared))
+    concluded: list[Concluded | BaseException]
+    try:
+        states = _booking_states(engine, found)
+    except Exception as error:  # the database failed the batch's read: every night fails with it
+        concluded = [error] * len(found)
+    else:
+        concluded = conclude_all(inputs, found, states, run)
+
+    def written(night: NightInput, done: Concluded | BaseException) -> PropertyNightResult | BaseException:
+        if isinstance(done, BaseException):
+            return done
+        try:
+            return write(engine, client, night, done, run)
+        except Exception as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(inputs) or 1)) as pool:
+        for night, outcome in zip(inputs, pool.map(written, inputs, concluded), strict=True):
             record(night.target, outcome)
     with engine.begin() as connection:
         record_outcomes(connection, batch.outcomes)
