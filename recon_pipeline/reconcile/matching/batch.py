@@ -46,7 +46,7 @@ def _with_columns(frame: pd.DataFrame, columns: pd.Index) -> pd.DataFrame:
     not its)."""
     if len(frame.columns) == len(columns) and (frame.columns == columns).all():
         return frame
-    return frame[list(columns)]
+    return frame.iloc[:, frame.columns.get_indexer(columns)]  # by position: a list of names costs 20x
 
 
 def _outcome(
