@@ -25,7 +25,7 @@ so that a batch no retry can change is not retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -43,7 +43,7 @@ from recon_pipeline.ledger.queries import (
     captured_orders_frame,
     ledger_frames,
     list_properties,
-    load_bookings,
+    load_booking_statuses,
     load_payment_order_owners,
     read_booking_groups,
     read_captured_order_rows,
@@ -506,7 +506,7 @@ def look_up(client: ProviderClient, night: NightInput, compared: Comparison) -> 
 LookUps = Sequence[tuple[Comparison, LookedUp] | BaseException]  # per night: looked up, or its error
 
 
-def _booking_states(engine: Engine, found: LookUps) -> pd.DataFrame:
+def _booking_states(engine: Engine, found: LookUps) -> dict[str, str]:
     """The bookings every looked-up night's conclusions read, in one statement for the batch (a booking id
     is one booking whichever property asks)."""
     wanted = [
@@ -516,7 +516,7 @@ def _booking_states(engine: Engine, found: LookUps) -> pd.DataFrame:
         for booking_id in part[1].booking_ids()
     ]
     with engine.connect() as connection:
-        return load_bookings(connection, wanted)
+        return load_booking_statuses(connection, wanted)
 
 
 def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases) -> bool:
@@ -529,7 +529,7 @@ def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases
 def conclude_all(
     nights: Sequence[NightInput],
     found: LookUps,
-    states: pd.DataFrame,
+    states: Mapping[str, str],
     run: RunScope,
 ) -> list[Concluded | BaseException]:
     """The diff over every looked-up night at once (``diff_nights``), then each night's conclusions; a
@@ -566,7 +566,7 @@ def conclude(
     compared: Comparison,
     looked_up: LookedUp,
     result: DiffResult,
-    states: pd.DataFrame,
+    states: Mapping[str, str],
     run: RunScope,
 ) -> Concluded:
     """The diff's findings with the matcher's, the invalid entries', the unowned payments' and the

@@ -219,18 +219,15 @@ def _rows_by_property(
     return found
 
 
-def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.DataFrame:
-    """Status of the given bookings (ids absent from the table are absent from the frame)."""
+def load_booking_statuses(connection: Connection, booking_ids: Iterable[str]) -> dict[str, str]:
+    """Booking id → status of the given bookings (ids absent from the table are absent from the map): a
+    batch's, read at once, which each night's conclusions look up by id."""
     wanted = sorted({booking_id for booking_id in booking_ids if isinstance(booking_id, str)})
-    records: list[dict[str, object]] = []
+    statuses: dict[str, str] = {}
     for chunk in in_chunks(wanted, IN_CLAUSE_CHUNK):
-        query = select(bookings.c.booking_id, bookings.c.status, bookings.c.updated_at).where(
-            bookings.c.booking_id.in_(chunk)
-        )
-        records.extend(row._asdict() for row in connection.execute(query))
-    frame = pd.DataFrame.from_records(records, columns=["booking_id", "status", "updated_at"])
-    frame["updated_at"] = pd.to_datetime(frame["updated_at"], utc=True)
-    return frame
+        query = select(bookings.c.booking_id, bookings.c.status).where(bookings.c.booking_id.in_(chunk))
+        statuses.update((booking_id, status) for booking_id, status in connection.execute(query))
+    return statuses
 
 
 def in_chunks(items: Sequence[str], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[str]]:
