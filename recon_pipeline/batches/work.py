@@ -65,7 +65,7 @@ from recon_pipeline.reconcile.diff import (
     DiffResult,
     NightToDiff,
     diff_nights,
-    unmatched_ledger_record_ids,
+    unmatched_ids_of_nights,
     with_findings,
 )
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
@@ -311,6 +311,7 @@ class Comparison:
     matching: MatchOutcome
     taken: FeesTaken | None
     orders: pd.DataFrame  # the night's captured payment orders (payment_orders)
+    unmatched: list[str]  # ids of in-night ledger entries no record of the pull matches (to look up)
 
 
 @dataclass(frozen=True)
@@ -374,7 +375,10 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
         except Exception as error:
             prepared.append(error)
     ready = [p for p in prepared if isinstance(p, _Prepared)]
-    matched = iter(at_once([p.to_match for p in ready], match_nights, "matching"))
+    matchings = at_once([p.to_match for p in ready], match_nights, "matching")
+    sides = [(m.provider_records, m.ledger) for m in matchings if not isinstance(m, BaseException)]
+    unmatched = iter(at_once(sides, unmatched_ids_of_nights, "unmatched ids"))
+    matched = iter(matchings)
     compared: list[Comparison | BaseException] = []
     for part in prepared:
         if isinstance(part, BaseException):
@@ -383,6 +387,10 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
         matching = next(matched)
         if isinstance(matching, BaseException):
             compared.append(matching)
+            continue
+        loose = next(unmatched)
+        if isinstance(loose, BaseException):
+            compared.append(loose)
             continue
         compared.append(
             Comparison(
@@ -395,6 +403,7 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
                 matching,
                 part.taken,
                 part.orders,
+                loose,
             )
         )
     return compared
@@ -484,8 +493,7 @@ def look_up(client: ProviderClient, night: NightInput, compared: Comparison) -> 
     re-matched when their aliases re-key an entry) and the open holds; and the night's captured payments
     (whose bookings, with the holds', the batch reads at once: ``_booking_states``)."""
     target = night.target
-    matching = compared.matching
-    unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)
+    matching, unmatched = compared.matching, compared.unmatched
     elsewhere = (
         client.fetch_records_by_id(target.account, unmatched) if unmatched else empty_provider_records()
     )
@@ -578,13 +586,10 @@ def conclude(
         matching.findings,
         unattributed_findings(compared.nobody),
         compared.entries.invalid,
+        authorization_findings(row, night.target.window, looked_up.holds, looked_up.hold_bookings, states),
     )
     now = datetime.now(UTC)
     orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
-    result = with_findings(
-        result,
-        authorization_findings(row, night.target.window, looked_up.holds, looked_up.hold_bookings, states),
-    )
     proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
     tonights, counts = _tonights(matching, night.pms.known[row.property_id])
     return Concluded(

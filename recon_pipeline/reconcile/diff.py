@@ -84,13 +84,29 @@ def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: 
     The caller fetches these from the provider by id: a record found there was created in another night
     (a timing difference), a record not found does not exist (missing at the provider).
     """
+    return unmatched_ids_of_nights([(provider_records, ledger_records)])[0]
+
+
+def unmatched_ids_of_nights(nights: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> list[list[str]]:
+    """:func:`unmatched_ledger_record_ids` of many nights (provider records, ledger) at once, stacked."""
+    if not nights:
+        return []
+    provider_records = stack([records for records, _ in nights])
+    ledger_records = stack([entries for _, entries in nights])
     ledger = _LedgerArrays.of(ledger_records)
     provider = _ProviderArrays.of(provider_records)
-    keys = group_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]))
+    keyed = np.flatnonzero(ledger.keyed)
+    keys = scoped(
+        group_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[keyed])),
+        (provider.scopes, ledger.scopes[keyed]),
+    )
     provider_by_group = position_by_group(keys.groups[0], keys.count)
-    unmatched = ledger.in_night[ledger.keyed] & (provider_by_group[keys.groups[1]] < 0)
-    ids = ledger_records["provider_record_id"].to_numpy()[np.flatnonzero(ledger.keyed)[unmatched]]
-    return sorted({str(record_id) for record_id in ids})
+    rows = keyed[ledger.in_night[keyed] & (provider_by_group[keys.groups[1]] < 0)]
+    found: list[set[str]] = [set() for _ in nights]
+    ids = ledger_records["provider_record_id"].to_numpy()[rows].tolist()
+    for scope, record_id in zip(ledger.scopes[rows].tolist(), ids, strict=True):
+        found[scope].add(str(record_id))
+    return [sorted(night) for night in found]
 
 
 @dataclass(frozen=True)

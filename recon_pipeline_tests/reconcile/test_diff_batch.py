@@ -1,6 +1,7 @@
-"""The diff over many nights at once (``diff_nights``) is each night's diff alone, row for row: the same ids
-in several nights never pair across them, and each night states its findings with its own property's
-tolerance and currency, and counts its own totals."""
+"""The diff over many nights at once (``diff_nights``) is each night's diff alone, row for row, and so are
+the ids each night looks up (``unmatched_ids_of_nights``): the same ids in several nights never pair
+across them, and each night states its findings with its own property's tolerance and currency, and
+counts its own totals."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recon_pipeline.reconcile.diff import DiffResult, NightToDiff, diff_night, diff_nights
+from recon_pipeline.reconcile.diff import (
+    DiffResult,
+    NightToDiff,
+    diff_night,
+    diff_nights,
+    unmatched_ids_of_nights,
+    unmatched_ledger_record_ids,
+)
 from recon_pipeline_tests.support.fuzzing import fuzz_settings
 from recon_pipeline_tests.support.night_frames import entry, ledger, providers, record
 
@@ -86,6 +94,8 @@ def test_a_batch_diffed_at_once_is_each_night_diffed_alone(batch: list[NightToDi
             night.property_currency,
         )
         _same(result, alone)
+    sides = [(night.provider_records, night.ledger_records) for night in batch]
+    assert unmatched_ids_of_nights(sides) == [unmatched_ledger_record_ids(*side) for side in sides]
 
 
 def test_one_id_in_three_nights_pairs_within_each_night_only() -> None:
