@@ -39,7 +39,9 @@ def find_orphaned_captured_payments(
 
     A night holds a few dozen sightings: they are walked as Python rows, which costs a fraction of the
     dozen pandas operations (sorts, de-duplications, maps) the same rules take on frames this small."""
-    sightings = captured_payments.to_dict("records")
+    names = list(captured_payments.columns)
+    columns = (captured_payments[name].tolist() for name in names)  # what to_dict does, at a third
+    sightings = [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
     cutoff = pd.Timestamp(now) - grace
     orphans = [
         (payment, state)
