@@ -6,7 +6,8 @@ Pages share ``threads`` threads (``RECON_REVIEW_THREADS``, default 10). Download
 take turns of their own (``exports``: ``RECON_REVIEW_EXPORTS``, default 2) and never a page's thread: one
 beyond them waits up to ``export_wait_s`` for a turn, then is refused with a 503 and ``Retry-After``. A
 download's file is written in a process of its own, one per turn (``in_process``: spawned on the first
-download, stopped with the app), so its CPU never holds the GIL the pages' threads share.
+download, stopped with the app, niced like the hashing thread), so its CPU never holds the GIL the pages'
+threads share, and on a small host takes what the pages leave.
 Sign-ins check their password one at a time, in one thread of lower priority (``Workers.hashed``: nice
 +10 on Linux, per thread): argon2 is ~0.15-0.3 s of the host's cores, so people signing in over and over
 would otherwise take a small host from everyone's pages; below them, a check takes what pages leave.
@@ -39,7 +40,7 @@ MAX_THREADS = 100  # PostgreSQL's default max_connections: a pool larger than th
 EXPORT_WAIT_S = 10.0
 RETRY_AFTER_S = 30  # what a refused download is told: a 100,000-row xlsx takes tens of seconds
 HASHES_AT_ONCE = 1  # argon2 checks at once per desk process: a few sign-ins a second, one core at most
-HASHING_NICENESS = 10  # how far below the pages the hashing thread runs (Linux: a thread's own nice)
+HASHING_NICENESS = 10  # how far below the pages the hashing thread and the export processes run (Linux)
 
 T = TypeVar("T")
 
@@ -161,13 +162,20 @@ class Workers:
                 self._processes = ProcessPoolExecutor(
                     self.capacity.exports,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=start,
-                    initargs=args,
+                    initializer=_started_below_pages,
+                    initargs=(start, *args),
                 )
             return self._processes
 
 
+def _started_below_pages(start: Callable[..., None], *args: object) -> None:
+    """An export process's start: below the pages, then ``start(*args)``."""
+    _below_pages()
+    start(*args)
+
+
 def _below_pages() -> None:
-    """Lower the hashing thread's priority, where the system lets a thread have its own (Linux)."""
+    """Lower the calling thread's priority (the hashing thread; an export process's one working thread),
+    where the system lets a thread have its own (Linux)."""
     with suppress(OSError, AttributeError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HASHING_NICENESS)
