@@ -163,12 +163,12 @@ class Workers:
                     self.capacity.exports,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_started_below_pages,
-                    initargs=(start, *args),
+                    initargs=(start, args),
                 )
             return self._processes
 
 
-def _started_below_pages(start: Callable[..., None], *args: object) -> None:
+def _started_below_pages(start: Callable[..., None], args: tuple[object, ...]) -> None:
     """An export process's start: below the pages, then ``start(*args)``."""
     _below_pages()
     start(*args)
