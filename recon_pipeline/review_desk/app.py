@@ -157,13 +157,11 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
             https_only=settings.secure_cookies,
         ),
     ]
-    database_url = engine.url.render_as_string(hide_password=False)
-
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         """The export processes, each with its own engine on the desk's database, for as long as the
         app serves."""
-        with workers.processes(exports.open_database, database_url):
+        with workers.processes(exports.open_database, engine.url.render_as_string(hide_password=False)):
             yield
 
     return Starlette(

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 import anyio
@@ -255,6 +256,20 @@ def test_a_downloads_work_runs_in_a_process_of_its_own_below_the_pages() -> None
     assert not workers.has_processes
     with pytest.raises(RuntimeError, match="not open"):
         workers.in_process(_process_facts, 3)
+
+
+def _dies() -> None:
+    os._exit(1)  # as a process killed for its memory would
+
+
+def test_a_dead_export_process_fails_its_download_and_the_next_gets_a_fresh_one() -> None:
+    """A process that dies mid-work breaks its pool: that download fails (BrokenProcessPool, the caller's
+    500), and the next one runs in fresh processes rather than every download failing until a restart."""
+    workers = Workers(Capacity(exports=1))
+    with workers.processes(_opened, "again"):
+        with pytest.raises(BrokenProcessPool):
+            workers.in_process(_dies)
+        assert workers.in_process(_process_facts, 4)[2:] == ("again", 4)
 
 
 @pytest.mark.fast
