@@ -43,6 +43,18 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
     return array
 
 
+def sorted_by(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
+    """The frame's rows in the stable order of the named columns' values, numbered from 0: for the few
+    dozen rows of a night, Python's sort of the keys costs a fraction of ``sort_values``'s."""
+    keys = list(zip(*(frame[name].tolist() for name in names), strict=True))
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if order != list(range(len(keys))):
+        return _renumbered(frame.take(order))
+    if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
+        return frame
+    return _renumbered(frame.iloc[:])
+
+
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """The frame's rows as dicts, as ``to_dict("records")`` gives them, read column by column: for the
     few dozen rows of a night, a third of what ``to_dict`` costs."""

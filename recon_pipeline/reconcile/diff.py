@@ -41,7 +41,7 @@ from recon_pipeline.categories import (
     STATUS_MISMATCH,
     kind_codes,
 )
-from recon_pipeline.frames import SCOPE, pieces, stack
+from recon_pipeline.frames import SCOPE, pieces, sorted_by, stack
 from recon_pipeline.money import BASIS_POINTS
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.findings import Findings, frame_of
@@ -74,14 +74,8 @@ def with_findings(result: DiffResult, *found: pd.DataFrame) -> DiffResult:
     if not extra:
         return result
     parts = [frame for frame in (result.findings, *extra) if not frame.empty]
-    findings = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
-    # A night's few dozen findings: Python's stable sort of the keys costs less than sort_values's.
-    keys = list(zip(findings["category"].tolist(), findings["record_key"].tolist(), strict=True))
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    if order != list(range(len(keys))):
-        findings = findings.take(order)
-        findings.index = pd.RangeIndex(len(findings))  # a new frame: numbered in place
-    return dataclasses.replace(result, findings=findings)
+    findings = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return dataclasses.replace(result, findings=sorted_by(findings, "category", "record_key"))
 
 
 def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: pd.DataFrame) -> list[str]:

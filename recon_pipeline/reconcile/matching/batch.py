@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from recon_pipeline.frames import SCOPE, pieces
+from recon_pipeline.frames import SCOPE, pieces, sorted_by
 from recon_pipeline.reconcile.matching.outcome import MatchOutcome, StackedOutcome, counts_of
 
 
@@ -59,7 +59,7 @@ def _outcome(
 ) -> MatchOutcome:
     """One night's outcome: its findings in the diff's order, its counts per rule, its exact-id count."""
     if len(findings) > 1:
-        findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
+        findings = sorted_by(findings, "category", "record_key")
 
     def exact() -> int:
         counts = stacked.exact_ids()
