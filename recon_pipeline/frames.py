@@ -104,6 +104,9 @@ def pieces(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataF
     if SCOPE in frame.columns:
         frame = frame.drop(columns=SCOPE)
     order = np.argsort(scopes, kind="stable")
+    # One copy of the stack, its columns consolidated into a block per dtype: every later selection of a
+    # piece then takes a few blocks rather than one per column.
+    frame = frame.copy()
     if len(order) and (np.diff(order) != 1).any():
         frame = frame.take(order)
     bounds = np.searchsorted(scopes[order], np.arange(count + 1))
