@@ -208,3 +208,24 @@ def test_a_group_charge_whose_master_booking_has_no_entry_pairs_with_its_parts()
     scored = matching.Score()
     scored.add_night(night, matching.matcher_then_diff([(night, matching.read_ledger(night))])[0])
     assert "group_folio" not in scored.false_by_shape, scored.false_examples
+
+
+def test_a_batch_and_its_rows_as_one_night_find_the_same_and_are_timed_against_each_other(
+    world: HotelWorld,
+) -> None:
+    """``--against-one-night`` compares like with like: the batch's rows as one night find the batch's
+    findings (the world's ids are unique across nights); then both arms are timed, prepared and not."""
+    nights = matching.batches(world, len(world.nights))[0]
+    apart = matching.matcher_then_diff(nights)
+    (together,) = matching.matcher_then_diff(matching.as_one_night(nights))
+    def keys(findings: pd.DataFrame) -> list[tuple[str, str]]:
+        return list(zip(findings["category"], findings["record_key"], strict=True))
+
+    found = sorted(key for night in apart for key in keys(night.findings))
+    assert found and found == sorted(keys(together.findings))
+    timed = matching.time_against_one_night(world, 2, len(world.nights))
+    assert timed["property_nights"] == len(world.nights) and timed["rows"] > 0
+    assert {name: len(seconds) for name, seconds in timed["turn_seconds"].items()} == {
+        "batch": 2, "one_night": 2, "batch_prepared": 2, "one_night_prepared": 2
+    }  # fmt: skip
+    assert timed["ratio"] > 0 and timed["ratio_prepared"] > 0
