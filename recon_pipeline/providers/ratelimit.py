@@ -17,11 +17,11 @@ slots in one statement, and the process's next ``n`` requests start at those slo
 whether used or not: one not taken within an interval of its time is dropped, never used late, so holding
 moves no request off the schedule.
 
-On PostgreSQL the row is shared by every process and machine; the limiter keeps one connection of the
-engine's pool for its statement (``_Reserver``), since taking one per statement (the pool's liveness ping,
-its reset on return) cost more CPU than the statement. On SQLite (the embedded single-machine default) the
-same statement runs in the SQLite file, serialised by its write lock, which every process of the machine
-shares too.
+On PostgreSQL the row is shared by every process and machine; the limiter keeps one connection of its
+engine (``_Reserver``; ``deployment_limiter`` gives it an engine of its own), since taking one per
+statement (the pool's liveness ping, its reset on return) cost more CPU than the statement. On SQLite (the
+embedded single-machine default) the same statement runs in the SQLite file, serialised by its write
+lock, which every process of the machine shares too.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, TextClause, text
 from sqlalchemy.exc import DBAPIError
 
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import provider_rate_slots
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.settings import SIMULATOR, ProviderSettings
@@ -219,9 +220,11 @@ def deployment_rate(settings: ProviderSettings, configured: float | None) -> flo
 
 
 def deployment_limiter(
-    engine: Engine, settings: ProviderSettings, rate: float | None
+    database_url: str, settings: ProviderSettings, rate: float | None
 ) -> SharedRateLimiter | None:
-    """The limiter every process calling this provider account shares (None: no rate configured)."""
+    """The limiter every process calling this provider account shares (None: no rate configured), on an
+    engine of its own: the connection it keeps (``_Reserver``) is never one the pipeline's pool lacks."""
     if rate is None:
         return None
+    engine = make_engine(database_url, pool_size=1)
     return SharedRateLimiter(engine, bucket_name(settings.kind, settings.base_url, settings.api_key), rate)
