@@ -32,6 +32,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
@@ -185,6 +186,9 @@ class ProviderHttp:
             timeout=httpx.Timeout(self.retry.timeout_s),
             limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
         )
+        # Threads for a call's concurrent requests (``objects.fetch_each``, a pull's lists), started once: a
+        # pool per call paid a thread start per request.
+        self.workers = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="provider-http")
         base = self._client.base_url  # httpx's: its path ends in "/"
         self._base_url = str(base.copy_with(raw_path=b"")) + base.raw_path.decode("ascii")
 
@@ -302,6 +306,7 @@ class ProviderHttp:
         return text
 
     def close(self) -> None:
+        self.workers.shutdown()
         self._client.close()
 
     def __enter__(self) -> ProviderHttp:

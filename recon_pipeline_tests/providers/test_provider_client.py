@@ -27,6 +27,7 @@ from recon_pipeline.providers.errors import (
     RetryAfterTooLong,
 )
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.objects import fetch_each
 from recon_pipeline.providers.razorpay import SETTLEMENT_DAYS_ENV
 from recon_pipeline.providers.razorpay.client import (
     FEE_PROVISIONAL,
@@ -870,3 +871,29 @@ def test_a_cookie_the_provider_sets_is_never_sent_back() -> None:
         with ProviderHttp(server.base_url, max_rps=float("inf")) as http:
             assert [http.get_json("/v1/x") for _ in range(2)] == [{"cookie": ""}] * 2
             assert len(http._client.cookies) == 0
+
+
+def test_by_id_reads_share_the_clients_threads_and_a_failure_waits_for_the_started_ones() -> None:
+    """``fetch_each`` runs on the client's own threads (started once, not per call, never more than its
+    concurrency); the first failure is raised only once the reads already started have ended, as a pool
+    of the call's own ended them."""
+    threads: set[str] = set()
+    ended: list[str] = []
+
+    def fetch_one(object_id: str) -> dict[str, Any]:
+        threads.add(threading.current_thread().name)
+        if object_id == "bad":
+            raise ProviderDataError("bad answer")
+        if object_id == "slow":
+            threading.Event().wait(0.3)
+        ended.append(object_id)
+        return {"id": object_id}
+
+    with ProviderHttp("http://127.0.0.1:9", max_concurrency=2, max_rps=float("inf")) as http:
+        for _ in range(3):
+            ids = [f"ch_{n}" for n in range(5)]
+            assert fetch_each(ids, fetch_one, http) == {i: {"id": i} for i in ids}
+        assert len(threads) == 2 and all(name.startswith("provider-http") for name in threads)
+        with pytest.raises(ProviderDataError, match="bad answer"):
+            fetch_each(["slow", "bad"], fetch_one, http)
+        assert ended[-1] == "slow"
