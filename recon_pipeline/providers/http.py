@@ -13,8 +13,8 @@ one fails the request at once (``RetryAfterTooLong``): retrying sooner would onl
 sleeping hours holds a run.
 
 The client keeps no cookies (``_CookielessClient``): the providers' APIs authenticate by key, a cookie one
-of them sets is never sent back, and reading every response's ``Set-Cookie`` into a jar cost a request
-more CPU than building its URL.
+of them sets is never sent back, and httpx would read every response's headers into a jar for it (~11 µs
+of CPU a response).
 
 A provider's rate limit is a rate, not a concurrency: eight connections answered in 5 ms each are 1,600
 requests a second. ``RECON_PROVIDER_MAX_RPS`` (or ``max_rps``) paces the request starts of one client so
