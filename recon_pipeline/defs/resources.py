@@ -101,7 +101,7 @@ class ProviderResource(dg.ConfigurableResource):
         with _clients_lock:
             http = _clients.get(key)
             if http is None:
-                limiter = deployment_limiter(_engine_for(database_url), settings, rate)
+                limiter = deployment_limiter(database_url, settings, rate)
                 http = ProviderHttp(
                     settings.base_url,
                     settings.api_key,

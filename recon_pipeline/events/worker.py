@@ -63,13 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = provider_settings(base_url=args.provider_base_url)
         rate = deployment_rate(settings, max_rps_from_env())
-        engine = make_engine(args.database_url or config.database_url(), pool_size=1)
+        database_url = args.database_url or config.database_url()
+        engine = make_engine(database_url, pool_size=1)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
         # RECON_PROVIDER_MAX_RPS is the deployment's: this worker takes its slots from the shared bucket.
-        limiter = deployment_limiter(engine, settings, rate)
+        limiter = deployment_limiter(database_url, settings, rate)
         with ProviderHttp(
             settings.base_url,
             settings.api_key,

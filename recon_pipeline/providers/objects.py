@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from threading import Event
@@ -158,33 +158,48 @@ def records_frame(rows: Sequence[Row]) -> pd.DataFrame:
     return typed_frame(columns, PROVIDER_RECORD_COLUMNS, len(ordered))
 
 
-def gather(tasks: Sequence[Callable[[], T]], max_workers: int, abort: Event | None = None) -> list[T]:
+def gather(
+    tasks: Sequence[Callable[[], T]],
+    max_workers: int,
+    abort: Event | None = None,
+    pool: Executor | None = None,
+) -> list[T]:
     """Run tasks on a pool and return their results in order; on the first failure, set ``abort`` (so that
-    multi-request tasks stop at their next request), cancel what has not started, and raise that failure."""
-    with ThreadPoolExecutor(max_workers=max_workers) as pool:
-        futures = [pool.submit(task) for task in tasks]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failure = next((f.exception() for f in futures if f in done and f.exception() is not None), None)
-        if failure is not None:
-            if abort is not None:
-                abort.set()
-            for future in futures:
-                future.cancel()
-            raise failure
-        return [future.result() for future in futures]
+    multi-request tasks stop at their next request), cancel what has not started, and raise that failure
+    once the started ones have ended. ``pool``: threads that outlive the call (a client's ``workers``),
+    else a pool of ``max_workers`` of its own; a task must never wait for another task of its pool."""
+    if pool is not None:
+        return _gathered(pool, tasks, abort)
+    with ThreadPoolExecutor(max_workers=max_workers) as own:
+        return _gathered(own, tasks, abort)
+
+
+def _gathered(pool: Executor, tasks: Sequence[Callable[[], T]], abort: Event | None) -> list[T]:
+    futures = [pool.submit(task) for task in tasks]
+    done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+    failure = next((f.exception() for f in futures if f in done and f.exception() is not None), None)
+    if failure is not None:
+        if abort is not None:
+            abort.set()
+        for future in futures:
+            future.cancel()
+        wait(futures)  # as a pool of their own would on its way out
+        raise failure
+    return [future.result() for future in futures]
 
 
 def fetch_each(
     object_ids: Sequence[str], fetch_one: Callable[[str], ProviderObject | None], http: ProviderHttp
 ) -> dict[str, ProviderObject | None]:
-    """``fetch_one`` (one request of ``http``) per id, concurrently (bounded by the client's concurrency),
-    None for an unknown id; the requests' rate slots are reserved at once."""
+    """``fetch_one`` (one request of ``http``) per id, concurrently on the client's threads (bounded by its
+    concurrency), None for an unknown id; the requests' rate slots are reserved at once."""
     if not object_ids:
         return {}
     http.reserve_slots(len(object_ids))
     results = gather(
         [functools.partial(fetch_one, object_id) for object_id in object_ids],
         max_workers=min(len(object_ids), http.max_concurrency),
+        pool=http.workers,
     )
     return dict(zip(object_ids, results, strict=True))
 

@@ -7,18 +7,21 @@ call the provider at once; they cannot bound the rate, since a step's request co
 
 The bucket is a schedule, not a counter (GCRA without burst, as ``RequestRateLimiter`` is in one process):
 one ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` reserves the next free slot, ``1 / rate`` after the
-previous one, by the database's clock, and the caller sleeps until its slot. It never retries, holds no
-lock beyond the statement, and idle time builds no credit, so any one-second window holds at most
-``rate + 1`` request starts whatever the number of processes. Cost: one short statement per request
+previous one, by the database's clock, and the caller sleeps until its slot. It never retries (but for a
+statement whose connection the database dropped, once: ``_Reserver``), holds no lock beyond the
+statement, and idle time builds no credit, so any one-second window holds at most ``rate + 1`` request
+starts whatever the number of processes. Cost: one short statement per request
 (figures in benchmarks/results.md), or one per batch: a caller about to send ``n`` requests (a page of
 by-id reads) announces them (``SharedRateLimiter.hold``), its first request reserves ``n`` consecutive
 slots in one statement, and the process's next ``n`` requests start at those slots. A held slot is spent
 whether used or not: one not taken within an interval of its time is dropped, never used late, so holding
 moves no request off the schedule.
 
-On PostgreSQL the row is shared by every process and machine. On SQLite (the embedded single-machine
-default) the same statement runs in the SQLite file, serialised by its write lock, which every process of
-the machine shares too.
+On PostgreSQL the row is shared by every process and machine; the limiter keeps one connection of its
+engine (``_Reserver``; ``deployment_limiter`` gives it an engine of its own), since taking one per
+statement (the pool's liveness ping, its reset on return) cost more CPU than the statement. On SQLite (the
+embedded single-machine default) the same statement runs in the SQLite file, serialised by its write
+lock, which every process of the machine shares too.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, TextClause, text
+from sqlalchemy.exc import DBAPIError
 
+from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import provider_rate_slots
 from recon_pipeline.providers import provider_named
 from recon_pipeline.providers.settings import SIMULATOR, ProviderSettings
@@ -84,7 +89,8 @@ class SharedRateLimiter:
         self._sleep = sleep
         self._clock = clock
         self._sqlite = engine.dialect.name == "sqlite"
-        self._statement = _RESERVE_SQLITE if self._sqlite else _RESERVE_POSTGRES
+        self._statement: TextClause = _RESERVE_SQLITE if self._sqlite else _RESERVE_POSTGRES
+        self._reserver = _Reserver(self._engine)
         self._held: list[float] = []  # a heap of held slots, on ``clock``
         self._pending = 0  # slots announced by ``hold``, reserved by the next acquire without a held one
         self._held_lock = threading.Lock()
@@ -99,9 +105,9 @@ class SharedRateLimiter:
         each slot ~6 ms against 0.4 ms without, while every other process polled for the lock."""
         if count < 1:
             raise ValueError("count must be at least 1")
+        if not self._sqlite:
+            return self._reserver.run(lambda connection: self._execute(connection, count))
         with self._engine.connect() as connection:
-            if not self._sqlite:
-                return self._execute(connection, count)
             synchronous = int(connection.exec_driver_sql("PRAGMA synchronous").scalar_one())
             connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
             try:
@@ -160,6 +166,41 @@ class SharedRateLimiter:
         return first
 
 
+class _Reserver:
+    """One connection of ``engine``'s pool kept for the bucket's statements, one statement at a time.
+
+    Kept, a connection is not pinged before each statement: one the database dropped (a restart, an idle
+    timeout) fails its statement as a disconnect, and that statement is run once more on a fresh connection
+    (pinged by the pool). A statement that reserved before its answer was lost then reserves twice: slots
+    are only ever wasted that way, never granted beyond the rate."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: Connection | None = None
+        self._lock = threading.Lock()
+
+    def run(self, statement: Callable[[Connection], float]) -> float:
+        with self._lock:
+            try:
+                return self._on_kept(statement)
+            except DBAPIError as error:
+                if not error.connection_invalidated:
+                    raise
+            return self._on_kept(statement)
+
+    def _on_kept(self, statement: Callable[[Connection], float]) -> float:
+        """``statement`` on the kept connection (taken from the pool if none is); a connection whose
+        statement failed is given back, its state unknown."""
+        if self._connection is None:
+            self._connection = self._engine.connect()
+        try:
+            return statement(self._connection)
+        except BaseException:
+            connection, self._connection = self._connection, None
+            connection.close()
+            raise
+
+
 def bucket_name(kind: str, base_url: str, api_key: str | None) -> str:
     """One bucket per provider account: its API root and a digest of its key (the key is never stored)."""
     digest = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
@@ -179,9 +220,11 @@ def deployment_rate(settings: ProviderSettings, configured: float | None) -> flo
 
 
 def deployment_limiter(
-    engine: Engine, settings: ProviderSettings, rate: float | None
+    database_url: str, settings: ProviderSettings, rate: float | None
 ) -> SharedRateLimiter | None:
-    """The limiter every process calling this provider account shares (None: no rate configured)."""
+    """The limiter every process calling this provider account shares (None: no rate configured), on an
+    engine of its own: the connection it keeps (``_Reserver``) is never one the pipeline's pool lacks."""
     if rate is None:
         return None
+    engine = make_engine(database_url, pool_size=1)
     return SharedRateLimiter(engine, bucket_name(settings.kind, settings.base_url, settings.api_key), rate)

@@ -3,12 +3,14 @@ HTTP: the adapter tests run once per provider flavour on the same store (``provi
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import httpx
 import pandas as pd
 import pytest
 
@@ -25,6 +27,7 @@ from recon_pipeline.providers.errors import (
     RetryAfterTooLong,
 )
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
+from recon_pipeline.providers.objects import fetch_each
 from recon_pipeline.providers.razorpay import SETTLEMENT_DAYS_ENV
 from recon_pipeline.providers.razorpay.client import (
     FEE_PROVISIONAL,
@@ -51,6 +54,7 @@ from recon_pipeline.providers.stripe.client import (
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import diff_night
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.host.store import SimulatorStore
 from recon_pipeline_tests.support.provider_fixtures import (
     DAY,
@@ -844,3 +848,50 @@ def test_request_url_is_the_one_httpx_would_build(
         built = http._client.build_request("GET", path, params=params).url
         assert str(http._url(path, params)) == str(built)
         assert http._url(path, params).raw_path == built.raw_path
+
+
+async def _cookie_setter(scope: dict[str, Any], _receive: Any, send: Any) -> None:
+    """Answers every request with a ``Set-Cookie`` and, as JSON, the ``Cookie`` header it carried."""
+    if scope["type"] != "http":
+        return
+    carried = dict(scope["headers"]).get(b"cookie", b"").decode()
+    headers = [(b"content-type", b"application/json"), (b"set-cookie", b"session=s1; Path=/")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps({"cookie": carried}).encode()})
+
+
+def test_a_cookie_the_provider_sets_is_never_sent_back() -> None:
+    """An API client authenticates by key: a response's ``Set-Cookie`` is not kept, so no later request
+    carries it (a plain httpx client, which keeps cookies, sends it back)."""
+    with ServerThread(_cookie_setter) as server:
+        with httpx.Client(base_url=server.base_url) as plain:
+            assert [plain.get("/v1/x").json()["cookie"] for _ in range(2)] == ["", "session=s1"]
+        with ProviderHttp(server.base_url, max_rps=float("inf")) as http:
+            assert [http.get_json("/v1/x") for _ in range(2)] == [{"cookie": ""}] * 2
+            assert len(http._client.cookies) == 0
+
+
+def test_by_id_reads_share_the_clients_threads_and_a_failure_waits_for_the_started_ones() -> None:
+    """``fetch_each`` runs on the client's own threads (started once, not per call, never more than its
+    concurrency); the first failure is raised only once the reads already started have ended, as a pool
+    of the call's own ended them."""
+    threads: set[str] = set()
+    ended: list[str] = []
+
+    def fetch_one(object_id: str) -> dict[str, Any]:
+        threads.add(threading.current_thread().name)
+        if object_id == "bad":
+            raise ProviderDataError("bad answer")
+        if object_id == "slow":
+            threading.Event().wait(0.3)
+        ended.append(object_id)
+        return {"id": object_id}
+
+    with ProviderHttp("http://127.0.0.1:9", max_concurrency=2, max_rps=float("inf")) as http:
+        for _ in range(3):
+            ids = [f"ch_{n}" for n in range(5)]
+            assert fetch_each(ids, fetch_one, http) == {i: {"id": i} for i in ids}
+        assert len(threads) == 2 and all(name.startswith("provider-http") for name in threads)
+        with pytest.raises(ProviderDataError, match="bad answer"):
+            fetch_each(["slow", "bad"], fetch_one, http)
+        assert ended[-1] == "slow"

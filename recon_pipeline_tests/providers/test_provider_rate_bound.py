@@ -21,7 +21,7 @@ import dagster as dg
 import httpx
 import pytest
 from sqlalchemy import Engine, event, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
@@ -150,6 +150,33 @@ def test_a_sqlite_slot_leaves_its_pooled_connection_as_durable_as_it_was(sqlite_
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA synchronous").scalar_one() == default == 2
     assert engine.pool.checkedin() == 1  # one pooled connection served them all: it is the one checked
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_the_bucket_keeps_one_connection_and_replaces_one_the_database_dropped(postgres_url: str) -> None:
+    """On PostgreSQL the limiter's statements share one kept connection of the pool (no checkout, no ping
+    each); when the database drops it (a restart, an idle timeout), the next slot is still reserved, on a
+    fresh connection; a statement that fails otherwise raises and gives its connection back."""
+    engine = make_engine(postgres_url)
+    migrations.upgrade(engine)
+    limiter = SharedRateLimiter(engine, "acct", 1e9)
+    assert [limiter.reserve() <= 0 for _ in range(3)] == [True] * 3
+    assert engine.pool.checkedout() == 1
+    with engine.connect() as admin:
+        dropped = admin.execute(
+            text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ).scalar_one()
+    assert dropped == 1
+    assert limiter.reserve() <= 0
+    assert engine.pool.checkedout() == 1
+    limiter._statement = text("SELECT no_such_column FROM provider_rate_slots")
+    with pytest.raises(ProgrammingError):
+        limiter.reserve()
+    assert engine.pool.checkedout() == 0
     engine.dispose()
 
 

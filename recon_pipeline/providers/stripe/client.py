@@ -348,6 +348,7 @@ class StripeAdapter:
                 ],
                 max_workers=3,
                 abort=abort,
+                pool=self._http.workers,
             )
             for record in (*listed, *refunds, *transactions):
                 created = field_value(record, "created", int, "record")
