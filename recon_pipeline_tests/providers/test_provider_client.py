@@ -891,7 +891,7 @@ def test_by_id_reads_share_the_clients_threads_and_a_failure_waits_for_the_start
         for _ in range(3):
             ids = [f"ch_{n}" for n in range(5)]
             assert fetch_each(ids, fetch_one, http) == {i: {"id": i} for i in ids}
-        assert len(threads) == 2 and all(name.startswith("provider-http") for name in threads)
+        assert 1 <= len(threads) <= 2 and all(name.startswith("provider-http") for name in threads)
         with pytest.raises(ProviderDataError, match="bad answer"):
             fetch_each(["slow", "bad"], fetch_one, http)
         assert ended[-1] == "slow"
