@@ -65,6 +65,7 @@ from recon_pipeline.reconcile.identity import (
     name_booked_ids,
     payment_aliases,
 )
+from recon_pipeline.reconcile.lifecycle import LifecyclePlan
 from recon_pipeline.reconcile.matching import (
     PERSON,
     KnownMatch,
@@ -79,12 +80,16 @@ from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjust
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline.reconcile.takings import NightTakings, Tendered, by_tender, night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
-from recon_pipeline.storage.adjustments import sync_adjustments
-from recon_pipeline.storage.findings import save_findings
-from recon_pipeline.storage.matches import known_matches, save_matches
+from recon_pipeline.storage.adjustments import WriteCounts, sync_batch_adjustments
+from recon_pipeline.storage.findings import save_batch_findings
+from recon_pipeline.storage.matches import MatchSaveCounts, known_matches, save_batch_matches
 from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
-from recon_pipeline.storage.night_takings import save_takings
-from recon_pipeline.storage.provider_records import named_record_ids, save_provider_records
+from recon_pipeline.storage.night_takings import save_batch_takings
+from recon_pipeline.storage.provider_records import (
+    NightRecords,
+    named_record_ids,
+    save_batch_provider_records,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -326,14 +331,13 @@ class Concluded:
     now: datetime
 
 
-def finish(
+def settle(
     engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison, run: RunScope
-) -> PropertyNightResult:
-    """A compared property-night to its committed results: look up by id what the comparison left loose
-    (I/O), conclude (pure), write (one transaction)."""
+) -> Concluded:
+    """A compared property-night to its results, ready to write: look up by id what the comparison left
+    loose (I/O), conclude (pure)."""
     compared, looked_up = look_up(engine, client, night, compared)
-    concluded = conclude(night, compared, looked_up, run)
-    return write(engine, client, night, concluded, run)
+    return conclude(night, compared, looked_up, run)
 
 
 @dataclass(frozen=True)
@@ -512,35 +516,95 @@ def conclude(night: NightInput, compared: Comparison, looked_up: LookedUp, run: 
 
 
 def write(
-    engine: Engine, client: ProviderClient, night: NightInput, concluded: Concluded, run: RunScope
-) -> PropertyNightResult:
-    """The property-night's results in one transaction (a finding clears in the commit that withdraws its
-    proposal), between the crash window's checkpoints; then its result and report."""
-    target, compared, looked_up = night.target, concluded.comparison, concluded.looked_up
-    property_id, now = target.row.property_id, concluded.now
-    with engine.begin() as connection:
-        plan = sync_adjustments(
-            connection, property_id, run.night, concluded.proposals, now, RECONCILIATION_CATEGORIES
+    engine: Engine, client: ProviderClient, nights: Sequence[tuple[NightInput, Concluded]], run: RunScope
+) -> list[PropertyNightResult | BaseException]:
+    """The concluded property-nights' results, in their order: the batch's in one transaction (each table's
+    rows in set-based statements); if that fails, each property-night in its own, so that the one at fault
+    (a bad row, a refused statement) fails alone with its error while the rest commit, as the matcher falls
+    back (``_match_all``)."""
+    if not nights:
+        return []
+    try:
+        return list(_commit(engine, client, nights, run))
+    except Exception as error:
+        if len(nights) == 1:
+            return [error]
+        logger.warning(
+            "the batch's write failed (%s): writing its property-nights one by one", _one_line(error)
         )
-        saved = save_findings(
-            connection, property_id, run.night, concluded.findings, run.run_id, now, RECONCILIATION_CATEGORIES
-        )
-        matches_saved = save_matches(connection, property_id, run.night, concluded.matches, run.run_id, now)
-        save_provider_records(
-            connection,
-            property_id,
-            run.night,
-            (compared.own, compared.nobody, looked_up.elsewhere),
+    alone: list[PropertyNightResult | BaseException] = []
+    for one in nights:
+        try:
+            alone.extend(_commit(engine, client, [one], run))
+        except Exception as error:
+            alone.append(error)
+    return alone
+
+
+def _commit(
+    engine: Engine, client: ProviderClient, nights: Sequence[tuple[NightInput, Concluded]], run: RunScope
+) -> list[PropertyNightResult]:
+    """The property-nights' adjustments, findings, matches, the provider's records they name and the
+    takings in one transaction (a finding clears in the commit that withdraws its proposal), between the
+    crash window's checkpoints; then each one's result and report. The writes are stamped with the latest
+    conclusion's time."""
+    now = max(concluded.now for _, concluded in nights)
+    by_property = {night.target.row.property_id: (night, concluded) for night, concluded in nights}
+    records = {
+        property_id: NightRecords(
+            (concluded.comparison.own, concluded.comparison.nobody, concluded.looked_up.elsewhere),
             named_record_ids(concluded.findings, concluded.matches),
-            client.name,
-            target.account.provider_account,
-            client.dashboard_url,
+            night.target.account.provider_account,
+        )
+        for property_id, (night, concluded) in by_property.items()
+    }
+    with engine.begin() as connection:
+        plans = sync_batch_adjustments(
+            connection,
+            run.night,
+            {property_id: concluded.proposals for property_id, (_, concluded) in by_property.items()},
+            now,
+            RECONCILIATION_CATEGORIES,
+        )
+        saved = save_batch_findings(
+            connection,
+            run.night,
+            {property_id: concluded.findings for property_id, (_, concluded) in by_property.items()},
+            run.run_id,
+            now,
+            RECONCILIATION_CATEGORIES,
+        )
+        matched = save_batch_matches(
+            connection,
+            run.night,
+            {property_id: concluded.matches for property_id, (_, concluded) in by_property.items()},
             run.run_id,
             now,
         )
-        save_takings(connection, property_id, run.night, concluded.takings, run.run_id, now)
+        save_batch_provider_records(
+            connection, run.night, records, client.name, client.dashboard_url, run.run_id, now
+        )
+        save_batch_takings(
+            connection,
+            run.night,
+            {property_id: concluded.takings for property_id, (_, concluded) in by_property.items()},
+            run.run_id,
+            now,
+        )
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
+    return [
+        _result(night, concluded, plans[p], saved[p], matched[p])
+        for night, concluded in nights
+        for p in (night.target.row.property_id,)
+    ]
+
+
+def _result(
+    night: NightInput, concluded: Concluded, plan: LifecyclePlan, saved: WriteCounts, matched: MatchSaveCounts
+) -> PropertyNightResult:
+    """A written property-night's result and report."""
+    target, compared, looked_up = night.target, concluded.comparison, concluded.looked_up
     own = compared.own
     return PropertyNightResult(
         property_row=target.row,
@@ -555,7 +619,7 @@ def write(
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
         matches_by_rule=concluded.matches_by_rule,
-        matches_saved=asdict(matches_saved),
+        matches_saved=asdict(matched),
         report=build_night_report(
             concluded.diff, concluded.orphans, compared.taken, concluded.matches_by_rule, concluded.takings
         ),
@@ -686,22 +750,24 @@ def reconcile_batch(
                         record(target, pulled)
                     else:
                         inputs.append(NightInput(target, pms, *pulled))
-    # Compare every pulled night at once (the matcher over the batch), then finish each by a bounded pool.
+    # Compare every pulled night at once (the matcher over the batch), settle each by a bounded pool, then
+    # write the batch's results at once.
     compared = compare(inputs)
 
-    def finished(
-        night: NightInput, comparison: Comparison | BaseException
-    ) -> PropertyNightResult | BaseException:
+    def settled(night: NightInput, comparison: Comparison | BaseException) -> Concluded | BaseException:
         if isinstance(comparison, BaseException):
             return comparison
         try:
-            return finish(engine, client, night, comparison, run)
+            return settle(engine, client, night, comparison, run)
         except Exception as error:
             return error
 
     with ThreadPoolExecutor(max_workers=min(workers, len(inputs) or 1)) as pool:
-        for night, outcome in zip(inputs, pool.map(finished, inputs, compared), strict=True):
-            record(night.target, outcome)
+        concluded = list(pool.map(settled, inputs, compared))
+    ready = [(n, c) for n, c in zip(inputs, concluded, strict=True) if not isinstance(c, BaseException)]
+    written = iter(write(engine, client, ready, run))
+    for night, outcome in zip(inputs, concluded, strict=True):
+        record(night.target, outcome if isinstance(outcome, BaseException) else next(written))
     with engine.begin() as connection:
         record_outcomes(connection, batch.outcomes)
     return batch
