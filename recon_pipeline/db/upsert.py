@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -13,7 +14,10 @@ from recon_pipeline.db.bulk import BULK_MIN_ROWS, copy_insert_new, supports_copy
 
 def dialect_insert(connection: Connection, table: Table) -> Any:
     """The dialect's own INSERT construct, the one that knows ON CONFLICT."""
-    dialect = connection.dialect.name
+    return _dialect_insert(connection.dialect.name, table)
+
+
+def _dialect_insert(dialect: str, table: Table) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(table)
     if dialect == "sqlite":
@@ -69,9 +73,20 @@ def upsert(
     """Insert ``rows`` or overwrite only ``update_columns`` of the existing row with the same key."""
     if not rows:
         return
-    statement = dialect_insert(connection, table)
-    statement = statement.on_conflict_do_update(
-        index_elements=list(conflict_columns),
-        set_={name: statement.excluded[name] for name in update_columns},
+    statement = _upsert_statement(
+        connection.dialect.name, table, tuple(conflict_columns), tuple(update_columns)
     )
     connection.execute(statement, list(rows))
+
+
+@lru_cache(maxsize=32)
+def _upsert_statement(
+    dialect: str, table: Table, conflict_columns: tuple[str, ...], update_columns: tuple[str, ...]
+) -> Any:
+    """The dialect's ``INSERT … ON CONFLICT DO UPDATE`` of ``table``, built once: its ``excluded`` alias
+    proxies every column of the table, which costs more than a batch's rows to bind."""
+    statement = _dialect_insert(dialect, table)
+    excluded = statement.excluded
+    return statement.on_conflict_do_update(
+        index_elements=list(conflict_columns), set_={name: excluded[name] for name in update_columns}
+    )

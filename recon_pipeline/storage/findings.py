@@ -23,6 +23,7 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, sele
 from recon_pipeline.categories import ALL_CATEGORIES, FINDING_COLUMNS
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews
 from recon_pipeline.db.upsert import upsert
+from recon_pipeline.frames import column_records
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.storage.adjustments import WriteCounts
@@ -258,7 +259,7 @@ def save_batch_findings(
     }
     rows = [
         {
-            **_clean(record),
+            **record,
             "property_id": property_id,
             "night": night,
             "detected_at": now,
@@ -267,7 +268,7 @@ def save_batch_findings(
             "cleared_run_id": None,
         }
         for property_id, frame in findings.items()
-        for record in frame.loc[:, list(FINDING_COLUMNS)].to_dict("records")
+        for record in column_records(frame, FINDING_COLUMNS)
     ]
     upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
     written = {(row["property_id"], row["category"], row["record_key"]): row for row in rows}
@@ -353,19 +354,6 @@ def unexplained_amounts(
         .group_by(discrepancies.c.currency)
     )
     return {currency: int(amount) for currency, amount in connection.execute(query).tuples()}
-
-
-def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    """pandas NA/NaN → None and numpy integers → int, as the DB drivers expect."""
-    return {key: (None if _is_missing(value) else _plain(value)) for key, value in record.items()}
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
 
 
 def reported_payments(

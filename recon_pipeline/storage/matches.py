@@ -41,6 +41,7 @@ from sqlalchemy import (
 
 from recon_pipeline.db.schema import match_decisions, matches
 from recon_pipeline.db.upsert import inserted_keys
+from recon_pipeline.frames import column_records
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.reconcile.matching import (
@@ -150,7 +151,7 @@ def save_batch_matches(
     at once insert each match once, and the second changes nothing."""
     lock_partitions(connection, night, found)
     rows = {
-        property_id: [_clean(record) for record in frame.loc[:, list(MATCH_COLUMNS)].to_dict("records")]
+        property_id: [_with_integers(record) for record in column_records(frame, MATCH_COLUMNS)]
         for property_id, frame in found.items()
     }
     for property_id, property_rows in rows.items():
@@ -339,16 +340,12 @@ def _same(stored: Any, found: Any) -> bool:
     return bool(stored == found)
 
 
-def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    """pandas NA/NaN → None and numpy scalars → Python ones, as the DB drivers expect; amounts as ints."""
-    cleaned: dict[str, Any] = {}
-    for name, value in record.items():
-        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
-            cleaned[name] = None
-            continue
-        value = value.item() if hasattr(value, "item") else value
-        cleaned[name] = int(value) if name in _INTEGER_FACTS else value
-    return cleaned
+def _with_integers(record: dict[str, Any]) -> dict[str, Any]:
+    """A found row with its amounts as ints (a float column's 120.0 is stored and compared as 120)."""
+    for name in _INTEGER_FACTS:
+        if record[name] is not None:
+            record[name] = int(record[name])
+    return record
 
 
 def decide(connection: Connection, match_id: int, status: str, by: str, reason: str, now: datetime) -> None:
