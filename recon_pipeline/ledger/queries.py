@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 from sqlalchemy import ColumnElement, Connection, Select, and_, or_, select
@@ -26,6 +26,7 @@ from recon_pipeline.tenders import tender_of
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
+T = TypeVar("T")
 _CAPTURED_ORDER_COLUMNS = ("payment_id", "booking_id", "amount_minor", "currency", "captured_at")
 
 
@@ -213,7 +214,7 @@ def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.Data
     return frame
 
 
-def in_chunks(items: Sequence[str], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[str]]:
+def in_chunks(items: Sequence[T], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[T]]:
     """``items`` in runs of ``size``: the ids one ``IN`` list carries (its parameters stay bounded)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]

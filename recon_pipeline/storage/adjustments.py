@@ -81,7 +81,7 @@ def sync_batch_adjustments(
         foreign = {str(p["category"]) for rows in proposals.values() for p in rows} - set(categories)
         if foreign:
             raise ValueError(f"proposals of {sorted(foreign)} are not this writer's ({sorted(categories)})")
-    existing: dict[str, list[Mapping[str, Any]]] = {property_id: [] for property_id in proposals}
+    existing: dict[str, list[RowMapping]] = {property_id: [] for property_id in proposals}
     for chunk in in_chunks(sorted(proposals)):
         query = select(adjustments.c.property_id, *(adjustments.c[name] for name in LIFECYCLE_COLUMNS)).where(
             adjustments.c.night == night, adjustments.c.property_id.in_(chunk)

@@ -164,13 +164,13 @@ def save_batch_matches(
             raise ValueError(f"a run saves matches matched, suggested or confirmed, not {unknown[0]!r}")
     present: dict[str, dict[str, RowMapping]] = {property_id: {} for property_id in found}
     for chunk in in_chunks(sorted(found)):
-        for stored in connection.execute(
+        for each in connection.execute(
             select(matches)
             .where(matches.c.night == night, matches.c.property_id.in_(chunk))
             .order_by(matches.c.match_id)
             .with_for_update()
         ).mappings():
-            present[stored["property_id"]][stored["match_key"]] = stored
+            present[each["property_id"]][each["match_key"]] = each
     new_rows: list[dict[str, Any]] = []
     refreshed: list[dict[str, Any]] = []
     stale: list[tuple[int, str]] = []  # match id, property
@@ -207,10 +207,10 @@ def save_batch_matches(
             refreshed,
         )
     new = Counter(inserted_keys(connection, matches, new_rows, ["property_id", "night", "match_key"]))
-    for chunk in in_chunks([match_id for match_id, _ in stale]):
+    for ids in in_chunks([match_id for match_id, _ in stale]):
         connection.execute(
             update(matches)
-            .where(matches.c.match_id.in_(chunk), matches.c.cleared_at.is_(None))
+            .where(matches.c.match_id.in_(ids), matches.c.cleared_at.is_(None))
             .values(cleared_at=now)
         )
     cleared = Counter(property_id for _, property_id in stale)

@@ -4,13 +4,13 @@ is duplicated, nothing is lost, no event takes effect twice. 50 seeded trials pe
 What "acknowledgement" means, per stage:
 
 - Writer (the ``reconcile_batch`` step, which materializes ``adjustments`` for a batch of properties):
-  the batch's one write transaction (``batches/work.py``; one per property only when the batch's fails) vs the materialization Dagster records
-  for the step (ASSET_MATERIALIZATION, STEP_SUCCESS, RUN_SUCCESS) once the whole batch is done, and vs the
-  batch's ``night_reconciliations`` rows, written just before. A death in between leaves committed rows
-  Dagster never heard of (some properties' or all), under a run that stays STARTED for ever (nothing in
-  the dead process can report it; run monitoring or an operator must fail it). The re-run of the batch
-  finds every committed row there and reports it unchanged; the rows keep the dead run's id. (An external
-  kill of a batch whose write fell back may also land between its properties' commits.)
+  the batch's one write transaction (``batches/work.py``; one per property only when the batch's fails)
+  vs the materialization Dagster records for the step (ASSET_MATERIALIZATION, STEP_SUCCESS, RUN_SUCCESS)
+  once the whole batch is done, and vs the batch's ``night_reconciliations`` rows, written just before. A
+  death in between leaves committed rows Dagster never heard of (every property's; some, where the write
+  fell back), under a run that stays STARTED for ever (nothing in the dead process can report it; run
+  monitoring or an operator must fail it). The re-run of the batch finds every committed row there and
+  reports it unchanged; the rows keep the dead run's id.
 - Processor (``recon_pipeline.events``): an event's one transaction (payment order, booking confirmation,
   stale night, processed mark) vs everything after it: the next events of the claimed batch (still
   ``processing`` under the dead worker's lease), the batches after, the counts it would print. Effect and
