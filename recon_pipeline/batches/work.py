@@ -2,13 +2,15 @@
 
 Per property-night, four named steps: **compare** (pure: the ledger's entries of the window and the
 adjacent nights' by tender, the provider's records of the window attributed to it, then the matcher, run
-once over every pulled property-night of the batch), then ``finish``: **look up** by id what the
+once over every pulled property-night of the batch), then ``settle``: **look up** by id what the
 comparison left loose (records the ledger names that the night lacks, open holds, the bookings of captured
 payments), **conclude** (pure: the diff, every finding, the orphaned captured payments, the proposals, the
-takings), and **write** the adjustments, the findings, the matches and the provider's records they name
-(``evidence.py``) and the night's takings in one transaction, so that a finding clears in the commit that
+takings); then **write**, for every concluded property-night of the batch at once: the adjustments, the
+findings, the matches and the provider's records they name (``evidence.py``) and the nights' takings in
+one transaction, each table's rows in set-based statements, so that a finding clears in the commit that
 withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its
-commit). Every result lands in the reconciliation database; the caller gets counts and a report to
+commit). If that transaction fails, each property-night is written in its own, and the one at fault fails
+alone. Every result lands in the reconciliation database; the caller gets counts and a report to
 summarise, nothing another host must read from this one's disk.
 
 Properties that share a provider account and the night window (the platform account, attributed by
