@@ -180,10 +180,9 @@ def save_batch_matches(
         count = counts[property_id] = dict.fromkeys(("unchanged", "updated", "reappeared", "decided"), 0)
         for row in property_rows:
             stored = there.get(row["match_key"])
+            # a person's decision, here or on a night either side: only a person writes it
             if row["status"] == CONFIRMED or (stored is not None and stored["status"] in DECIDED_STATUSES):
-                count["decided"] += (
-                    1  # a person's decision, here or on a night either side: only they write it
-                )
+                count["decided"] += 1
             elif stored is None:
                 new_rows.append(
                     {**row, "property_id": property_id, "night": night, "run_id": run_id, "detected_at": now}
