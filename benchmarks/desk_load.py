@@ -1,7 +1,7 @@
 """Benchmark: the review desk's light pages while someone else asks for something heavy.
 
     python -m benchmarks.desk_load [--properties 2000] [--nights 14] [--seconds 30] [--analysts 10] \
-        [--postgres-url URL] [--json]
+        [--turns 1] [--postgres-url URL] [--json]
 
 Setup (not timed): the world of ``benchmarks/review_desk.py`` (``fleet``, ``seed``: 20 findings per
 property-night, adjustments, payouts) in a scratch PostgreSQL database, plus ``--analysts`` analysts over
@@ -20,8 +20,11 @@ stylesheet every 0.5 s, and the scenario's load runs beside them without pause:
 
 Reported per scenario: the light pages' p50/p95/max and requests per second, the static file's p50/p95,
 the load's own requests and their p50, and errors (a transport error or a status other than 200/303; a
-503 of the export cap is counted apart, as ``refused``). Timings on a shared machine are measurements, not
-pass/fail; the run fails (exit 1) only on an error.
+503 of the export cap is counted apart, as ``refused``). ``--turns`` runs the scenarios that many times over,
+in order, on the same server; each scenario's light-page p95 is set against the ``quiet`` p95 of its own
+turn, and the median of those ratios is reported: one quiet run's p95 moves by 2× on a shared host, so a
+single ratio says little. Timings on a shared machine are measurements, not pass/fail; the run fails
+(exit 1) only on an error.
 """
 
 from __future__ import annotations
@@ -288,12 +291,14 @@ def run(
     analysts: int,
     seconds: float,
     scenarios: list[str],
+    turns: int = 1,
 ) -> dict[str, Any]:
     seeded = fleet(properties_count, nights_count)
     figures: dict[str, Any] = {
         "properties": properties_count,
         "nights": nights_count,
         "analysts": analysts,
+        "turns": turns,
         "cores": os.cpu_count(),
         "threads_env": os.environ.get("RECON_REVIEW_THREADS"),
         "exports_env": os.environ.get("RECON_REVIEW_EXPORTS"),
@@ -303,12 +308,30 @@ def run(
         add_load_users(engine, seeded, analysts)
         base_url = stack.enter_context(recon_review_serve(url))
         figures["scenarios"] = [
-            run_scenario(base_url, engine, seeded, scenario, analysts, seconds) for scenario in scenarios
+            {"turn": turn, **run_scenario(base_url, engine, seeded, scenario, analysts, seconds)}
+            for turn in range(1, turns + 1)
+            for scenario in scenarios
         ]
     figures["errors"] = sum(
         scenario[kind]["errors"] for scenario in figures["scenarios"] for kind in ("light", "static", "load")
     )
+    figures["ratios"] = quiet_ratios(figures["scenarios"])
     return figures
+
+
+def quiet_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per scenario but ``quiet``, its light-page p95 over the quiet p95 of the same turn, each turn's and
+    their median (none without a quiet run in the turn)."""
+    quiet = {run["turn"]: run["light"]["p95_ms"] for run in runs if run["scenario"] == "quiet"}
+    ratios: dict[str, list[float]] = {}
+    for run in runs:
+        baseline = quiet.get(run["turn"])
+        if run["scenario"] != "quiet" and baseline and run["light"]["p95_ms"] is not None:
+            ratios.setdefault(run["scenario"], []).append(round(run["light"]["p95_ms"] / baseline, 2))
+    return {
+        scenario: {"per_turn": values, "median": round(statistics.median(values), 2)}
+        for scenario, values in ratios.items()
+    }
 
 
 # --- output ----------------------------------------------------------------------------------------------
@@ -316,15 +339,16 @@ def run(
 
 def markdown(figures: dict[str, Any]) -> str:
     lines = [
-        "| scenario | light p50 ms | light p95 ms | light max ms | light req/s | static p50 ms "
+        "| turn | scenario | light p50 ms | light p95 ms | light max ms | light req/s | static p50 ms "
         "| static p95 ms | load requests | load p50 ms | refused (503) | errors | load avg |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for scenario in figures["scenarios"]:
         light, static, load = scenario["light"], scenario["static"], scenario["load"]
         errors = light["errors"] + static["errors"] + load["errors"]
         lines.append(
-            f"| {scenario['scenario']} | {light['p50_ms']} | {light['p95_ms']} | {light['max_ms']} | "
+            f"| {scenario['turn']} | {scenario['scenario']} | {light['p50_ms']} | {light['p95_ms']} | "
+            f"{light['max_ms']} | "
             f"{light['per_s']} | {static['p50_ms']} | {static['p95_ms']} | {load['requests']} | "
             f"{_shown(load['p50_ms'])} | {load['refused']} | {errors} | "
             f"{scenario['load_avg'][0]} → {scenario['load_avg'][1]} |"
@@ -337,6 +361,12 @@ def markdown(figures: dict[str, Any]) -> str:
     ]
     lines += [
         "",
+        *(
+            f"Light-page p95 / the turn's quiet p95, {scenario}: "
+            + ", ".join(f"×{ratio}" for ratio in ratio_of["per_turn"])
+            + f" (median ×{ratio_of['median']})."
+            for scenario, ratio_of in figures["ratios"].items()
+        ),
         f"Seeded {figures['properties']:,} properties × {figures['nights']} nights: "
         + ", ".join(f"{count:,} {table}" for table, count in figures["seeded"].items())
         + f" in {figures['seed_s']} s; {figures['analysts']} analysts; "
@@ -357,15 +387,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analysts", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each scenario")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated, in order")
+    parser.add_argument("--turns", type=int, default=1, help="how many times to run the scenarios over")
     add_postgres_url(parser, "the scratch database")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     args = parser.parse_args(argv)
     scenarios = args.scenarios.split(",")
     if unknown := set(scenarios) - set(SCENARIOS):
         parser.error(f"unknown scenarios {sorted(unknown)}: choose from {', '.join(SCENARIOS)}")
-    if min(args.properties, args.nights, args.analysts) < 1 or args.seconds <= 0:
-        parser.error("--properties, --nights, --analysts and --seconds must be positive")
-    figures = run(args.postgres_url, args.properties, args.nights, args.analysts, args.seconds, scenarios)
+    if min(args.properties, args.nights, args.analysts, args.turns) < 1 or args.seconds <= 0:
+        parser.error("--properties, --nights, --analysts, --turns and --seconds must be positive")
+    figures = run(
+        args.postgres_url, args.properties, args.nights, args.analysts, args.seconds, scenarios, args.turns
+    )
     print(json.dumps(figures, sort_keys=True) if args.json else markdown(figures))
     return 0 if figures["errors"] == 0 else 1
 

@@ -41,7 +41,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -55,8 +55,9 @@ from recon_pipeline.ledger.queries import ledger_frame  # noqa: E402
 from recon_pipeline.ledger.validation import split_ledger_records  # noqa: E402
 from recon_pipeline.money import format_minor  # noqa: E402
 from recon_pipeline.nights import night_window  # noqa: E402
+from recon_pipeline.properties import FEE_PER_MOVEMENT  # noqa: E402
 from recon_pipeline.reconcile.adjustments import plan_adjustments  # noqa: E402
-from recon_pipeline.reconcile.diff import diff_night, with_findings  # noqa: E402
+from recon_pipeline.reconcile.diff import NightToDiff, diff_night, diff_nights, with_findings  # noqa: E402
 from recon_pipeline.reconcile.fees import fees_for_diff  # noqa: E402
 from recon_pipeline.reconcile.matching import NightToMatch, match_nights, with_groups  # noqa: E402
 from recon_pipeline.reconcile.takings import by_tender  # noqa: E402
@@ -118,7 +119,8 @@ the takings and fees set aside."""
 
 def matcher_then_diff(batch: Sequence[tuple[HotelNight, pd.DataFrame]]) -> list[Reconciled]:
     """The matcher over the batch's nights at once (the records' bookings with their groups,
-    ``bookings.group_id``), then per night the diff on what it hands on, plus the matcher's own findings."""
+    ``bookings.group_id``), then the diff over them at once on what it hands on, plus the matcher's own
+    findings per night: as a run's batch does."""
     compared = [fees_compared(night, ledger) for night, ledger in batch]
     outcomes = match_nights(
         [
@@ -126,13 +128,66 @@ def matcher_then_diff(batch: Sequence[tuple[HotelNight, pd.DataFrame]]) -> list[
             for (night, _), (provider, ledger) in zip(batch, compared, strict=True)
         ]
     )
-    reconciled = []
-    for (night, _), outcome in zip(batch, outcomes, strict=True):
-        elsewhere, currency = night.provider_elsewhere, night.currency
-        result = diff_night(outcome.provider_records, outcome.ledger, elsewhere, property_currency=currency)
-        findings = with_findings(result, outcome.findings).findings
-        reconciled.append(Reconciled(findings, dict(outcome.counts_by_rule)))
-    return reconciled
+    diffs = diff_nights(
+        [
+            NightToDiff(
+                outcome.provider_records,
+                outcome.ledger,
+                night.provider_elsewhere,
+                property_currency=night.currency,
+            )
+            for (night, _), outcome in zip(batch, outcomes, strict=True)
+        ]
+    )
+    return [
+        Reconciled(with_findings(result, outcome.findings).findings, dict(outcome.counts_by_rule))
+        for outcome, result in zip(outcomes, diffs, strict=True)
+    ]
+
+
+def as_one_night(batch: Sequence[tuple[HotelNight, pd.DataFrame]]) -> list[tuple[HotelNight, pd.DataFrame]]:
+    """The batch's rows as one night: every night's compared frames (takings and fees set aside as its
+    property books them) under one another, its records found elsewhere and its groups together (the
+    world's ids are unique across nights, so nothing pairs that would not pair apart)."""
+    first = batch[0][0]
+    compared = [fees_compared(night, ledger) for night, ledger in batch]
+    groups: dict[str, str] = {}
+    for night, _ in batch:
+        groups.update(night.booking_groups)
+    provider = pd.concat([frame for frame, _ in compared], ignore_index=True)
+    ledger = pd.concat([frame for _, frame in compared], ignore_index=True)
+    elsewhere = pd.concat([night.provider_elsewhere for night, _ in batch], ignore_index=True)
+    one = replace(
+        first,
+        provider_records=provider,
+        provider_elsewhere=elsewhere,
+        booking_groups=groups,
+        fee_booking=FEE_PER_MOVEMENT,  # the frames are compared already: nothing more is set aside
+    )
+    return [(one, ledger)]
+
+
+def time_against_one_night(world: HotelWorld, turns: int, batch: int = DEFAULT_BATCH_SIZE) -> dict[str, Any]:
+    """The matcher and the diff over the world's first batch of ``batch`` property-nights at once, against
+    the same rows as one night, in turns (the first arm alternating): each arm's seconds per turn and the
+    median ratio (the batch over the one night)."""
+    nights = batches(world, batch)[0]
+    one = as_one_night(nights)
+    arms = {"batch": nights, "one_night": one}
+    seconds: dict[str, list[float]] = {name: [] for name in arms}
+    for turn in range(turns):
+        for name in sorted(arms, reverse=turn % 2 == 1):
+            started = time.perf_counter()
+            matcher_then_diff(arms[name])
+            seconds[name].append(round(time.perf_counter() - started, 4))
+    ratios = [batch / one for batch, one in zip(seconds["batch"], seconds["one_night"], strict=True)]
+    rows = sum(len(night.provider_records) + len(ledger) for night, ledger in nights)
+    return {
+        "property_nights": len(nights),
+        "rows": rows,
+        "turn_seconds": seconds,
+        "ratio": round(statistics.median(ratios), 3),
+    }
 
 
 @dataclass
@@ -335,6 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--turns", type=int, default=0, help="also time both reconciliations in N turns (their ratio)"
     )
+    parser.add_argument(
+        "--against-one-night",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time the matcher and diff over one batch against its rows as one night, N turns",
+    )
     args = parser.parse_args(argv)
     if args.property_nights < 1 or args.batch < 1 or args.turns < 0:
         parser.error("--property-nights and --batch must be positive and --turns not negative")
@@ -365,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.turns:
         figures["in_turns"] = time_in_turns(world, args.turns, args.batch)
+    if args.against_one_night:
+        figures["against_one_night"] = time_against_one_night(world, args.against_one_night, args.batch)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0
@@ -412,6 +476,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"in turns           diff alone {turns['turn_seconds']['diff_alone']} s, matcher + diff "
             f"{turns['turn_seconds']['matcher_then_diff']} s: median ratio {turns['ratio']}x"
+        )
+    if args.against_one_night:
+        one = figures["against_one_night"]
+        print(
+            f"batch vs one night {one['property_nights']} property-nights ({one['rows']:,} rows): batch "
+            f"{one['turn_seconds']['batch']} s, one night {one['turn_seconds']['one_night']} s: "
+            f"median ratio {one['ratio']}x"
         )
     return 0
 

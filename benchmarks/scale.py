@@ -104,11 +104,13 @@ def findings_check(engine: Engine, world: World, night: date) -> dict[str, Any]:
         outcomes = {str(status): int(n) for status, n in connection.execute(by_status)}
     planted = Counter({(p, cat): n for (p, _night, cat), n in world.expected.items()})
     differing = sorted({p for p, _cat in (found - planted) + (planted - found)})
+    off = sorted((found - planted) + (planted - found))
     return {
         "findings_found": sum(found.values()),
         "findings_planted": sum(planted.values()),
         "properties_differing": len(differing),
         "first_differing": differing[:5],
+        "first_differences": [f"{p} {c}: {found[p, c]} found, {planted[p, c]} planted" for p, c in off[:10]],
         "property_nights": outcomes,
     }
 

@@ -8,7 +8,7 @@ to its contract dtype, and the frame is assembled without re-checking it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -43,20 +43,90 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
     return array
 
 
-def present(value: object) -> bool:
-    """Whether a cell value is there: neither None nor a pandas null (NaN, NaT, NA)."""
-    return value is not None and not pd.isna(value)
+def sorted_by(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
+    """The frame's rows in the stable order of the named columns' values, numbered from 0: for the few
+    dozen rows of a night, Python's sort of the keys costs a fraction of ``sort_values``'s."""
+    keys = list(zip(*(frame[name].tolist() for name in names), strict=True))
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if order != list(range(len(keys))):
+        return _renumbered(frame.take(order))
+    if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
+        return frame
+    return _renumbered(frame.iloc[:])
 
 
-def column_records(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """The frame's rows as dicts of ``columns``, as the database drivers take them: each null (None, NaN,
-    NaT, NA) as None, numpy scalars as Python's. Taken column by column: ``to_dict("records")`` of a few
-    dozen rows costs several times as much, and a batch's writers convert a frame per property-night."""
-    lists = [[_driver_value(value) for value in frame[name].tolist()] for name in columns]
-    return [dict(zip(columns, row, strict=True)) for row in zip(*lists, strict=True)]
+def records(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The frame's rows as dicts (of ``columns`` only, if given), as ``to_dict("records")`` gives them, read
+    column by column: for the few dozen rows of a night, a third of what ``to_dict`` costs."""
+    names = [str(name) for name in (frame.columns if columns is None else columns)]
+    values = (frame[name].tolist() for name in names)
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def for_database(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's values as the database drivers take them: each null (None, NaN, NaT, NA) as None, numpy
+    scalars as Python's."""
+    return {name: _driver_value(value) for name, value in record.items()}
 
 
 def _driver_value(value: Any) -> Any:
     if not present(value):
         return None
     return value.item() if hasattr(value, "item") else value
+
+
+def present(value: object) -> bool:
+    """Whether a cell value is there: neither None nor a pandas null (NaN, NaT, NA)."""
+    return value is not None and not pd.isna(value)
+
+
+# A stacked frame's column naming the part each row came from (a night of a batch): steps that key on it
+# never let rows of two parts meet, so a batch computed at once is each part computed alone, row for row.
+SCOPE: Final = "match_scope"
+
+
+def stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one under another, each row with the position of its frame as its scope (a column some
+    frame lacks is null in its rows).
+
+    Frames of the same columns are concatenated together first: ``pd.concat`` aligns the columns of each
+    frame that differs from the first, which over a batch's hundreds of small frames costs more than the
+    work done on the stack."""
+    sizes = [len(frame) for frame in frames]
+    scopes = np.repeat(np.arange(len(frames), dtype=np.int64), sizes)
+    kinds: dict[tuple[object, ...], list[int]] = {}
+    for at, frame in enumerate(frames):
+        if len(frame) or at == 0:
+            kinds.setdefault(tuple(frame.columns), []).append(at)
+    parts = [_concat([frames[at] for at in members]) for members in kinds.values()]
+    if len(parts) == 1:
+        return parts[0].assign(**{SCOPE: scopes})
+    order = np.concatenate([np.repeat(members, [sizes[at] for at in members]) for members in kinds.values()])
+    stacked = pd.concat(parts, ignore_index=True)
+    return stacked.take(np.argsort(order, kind="stable")).reset_index(drop=True).assign(**{SCOPE: scopes})
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+
+
+def pieces(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataFrame]:
+    """The frame's rows per scope (``scopes``: each row's, from 0 to ``count`` - 1), in their order and
+    without the scope column: what each part of a stack would have had alone."""
+    if SCOPE in frame.columns:
+        frame = frame.drop(columns=SCOPE)
+    order = np.argsort(scopes, kind="stable")
+    if len(order) and (np.diff(order) != 1).any():
+        frame = frame.take(order)
+    bounds = np.searchsorted(scopes[order], np.arange(count + 1))
+    return [
+        _renumbered(frame.iloc[start:end])
+        for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+    ]
+
+
+def _renumbered(piece: pd.DataFrame) -> pd.DataFrame:
+    """The piece (a new frame, its rows a view of the stack's) with its rows numbered from 0: set in
+    place, which ``reset_index`` would do by copying every block of the piece."""
+    piece.index = pd.RangeIndex(len(piece))
+    return piece

@@ -54,16 +54,16 @@ def authorization_findings(
     window: NightWindow,
     holds: Sequence[AuthorizationHold],
     booking_of: Mapping[str, str | None],
-    bookings: pd.DataFrame,
+    statuses: Mapping[str, str],
 ) -> pd.DataFrame:
     """The property-night's ``authorization_expiring`` findings (a finding frame, maybe empty);
-    ``bookings`` (``load_bookings``) holds at least the states of ``hold_booking_ids``."""
+    ``statuses`` (``load_booking_statuses``) holds at least the states of ``hold_booking_ids``."""
     next_night = night_window(window.night + timedelta(days=1), row.timezone, row.night_cutoff)
     return expiring_authorizations(
         row.property_id,
         holds,
         {payment_id: booking for payment_id, booking in booking_of.items() if booking is not None},
-        dict(zip(bookings["booking_id"], bookings["status"], strict=True)),
+        statuses,
         window,
         next_night,
     )

@@ -1,15 +1,16 @@
 """Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
 
-Per property-night, four named steps: **compare** (pure: the ledger's entries of the window and the
-adjacent nights' by tender, the provider's records of the window attributed to it, then the matcher, run
-once over every pulled property-night of the batch), then ``settle``: **look up** by id what the
-comparison left loose (records the ledger names that the night lacks, open holds, the bookings of captured
-payments), **conclude** (pure: the diff, every finding, the orphaned captured payments, the proposals, the
-takings); then **write**, for every concluded property-night of the batch at once: the adjustments, the
-findings, the matches and the provider's records they name (``evidence.py``) and the nights' takings in
-one transaction, each table's rows in set-based statements, so that a finding clears in the commit that
-withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its
-commit). If that transaction fails, each property-night is written in its own, and the one at fault fails
+A batch goes through four named steps, each over all of its property-nights: **compare** (pure: the
+ledgers and captured payment orders as one frame each, each night's entries by tender and its pull
+attributed, then the matcher, run once over the batch), **look up** by id what the comparison left loose
+(records the ledger names that a night lacks, open holds: a bounded pool of requests; then the bookings
+of every captured payment and hold in one statement), **conclude** (pure: the diff, run once over the
+batch, then every finding, the orphaned captured payments, the proposals, the takings), and **write** the
+adjustments, the findings, the matches and the provider's records they name (``evidence.py``) and the
+nights' takings in one transaction for the batch, each table's rows in set-based statements, so that a
+finding clears in the commit that withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash
+window's checkpoints around its commit). A step run at
+once over the batch that one night's input breaks is run night by night (``at_once``), so that night fails
 alone. Every result lands in the reconciliation database; the caller gets counts and a report to
 summarise, nothing another host must read from this one's disk.
 
@@ -25,23 +26,25 @@ so that a batch no retry can change is not retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
 from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
+from recon_pipeline.frames import SCOPE, pieces
 from recon_pipeline.ledger.queries import (
     captured_orders_frame,
-    ledger_frame,
+    ledger_frames,
     list_properties,
-    load_bookings,
+    load_booking_statuses,
     load_payment_order_owners,
     read_booking_groups,
     read_captured_order_rows,
@@ -59,7 +62,13 @@ from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
-from recon_pipeline.reconcile.diff import DiffResult, diff_night, unmatched_ledger_record_ids, with_findings
+from recon_pipeline.reconcile.diff import (
+    DiffResult,
+    NightToDiff,
+    diff_nights,
+    unmatched_ids_of_nights,
+    with_findings,
+)
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
 from recon_pipeline.reconcile.identity import (
     PaymentAliases,
@@ -94,6 +103,9 @@ from recon_pipeline.storage.provider_records import (
 )
 
 logger = logging.getLogger(__name__)
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 DEFAULT_WORKERS = 8
 FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
@@ -304,6 +316,8 @@ class Comparison:
     aliases: PaymentAliases
     matching: MatchOutcome
     taken: FeesTaken | None
+    orders: pd.DataFrame  # the night's captured payment orders (payment_orders)
+    unmatched: list[str]  # ids of in-night ledger entries no record of the pull matches (to look up)
 
 
 @dataclass(frozen=True)
@@ -313,8 +327,12 @@ class LookedUp:
     elsewhere: pd.DataFrame  # records the ledger names that the night's pull lacks
     unmatched: int  # how many ids were looked up
     holds: list[AuthorizationHold]
-    booking_states: pd.DataFrame  # the bookings of the captured payments and of the holds
+    hold_bookings: dict[str, str | None]  # payment id → booking id of the holds looked at
     captured: pd.DataFrame  # the night's captured payments, with the booking their posting names
+
+    def booking_ids(self) -> list[str]:
+        """The bookings whose state the night's conclusions read: the captured payments' and the holds'."""
+        return [*self.captured["booking_id"].dropna(), *hold_booking_ids(self.holds, self.hold_bookings)]
 
 
 @dataclass(frozen=True)
@@ -333,15 +351,6 @@ class Concluded:
     now: datetime
 
 
-def settle(
-    engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison, run: RunScope
-) -> Concluded:
-    """A compared property-night to its results, ready to write: look up by id what the comparison left
-    loose (I/O), conclude (pure)."""
-    compared, looked_up = look_up(engine, client, night, compared)
-    return conclude(night, compared, looked_up, run)
-
-
 @dataclass(frozen=True)
 class _Prepared:
     """A night's comparison up to the matcher: what the matcher is handed, and the fees set aside."""
@@ -354,20 +363,28 @@ class _Prepared:
     aliases: PaymentAliases
     to_match: NightToMatch
     taken: FeesTaken | None
+    orders: pd.DataFrame
 
 
 def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
-    """Each night's ledger by tender and pull split by attribution, then the matcher over all the nights
-    at once (``match_nights``: a batch pays its fixed costs once). A bad ledger row becomes a finding; a
-    bad match_policy, or anything else one night's input breaks, fails that night alone (with its name)."""
+    """Every night's ledger entries and captured payment orders as one frame each (split once into what
+    the diff takes and the invalid entries' findings), each night's ledger by tender and pull split by
+    attribution, then the matcher over all the nights at once (``match_nights``: a batch pays its fixed
+    costs once). A bad ledger row becomes a finding; a bad match_policy, or anything else one night's
+    input breaks, fails that night alone (with its name)."""
+    ledgers = at_once(nights, _ledgers, "ledger frame")
+    orders = at_once(nights, _orders, "payment orders frame")
     prepared: list[_Prepared | BaseException] = []
-    for night in nights:
+    for night, entries, captured in zip(nights, ledgers, orders, strict=True):
         try:
-            prepared.append(_prepare(night))
+            prepared.append(_prepare(night, _ok(entries), _ok(captured)))
         except Exception as error:
             prepared.append(error)
     ready = [p for p in prepared if isinstance(p, _Prepared)]
-    matched = iter(_match_all([p.to_match for p in ready]))
+    matchings = at_once([p.to_match for p in ready], match_nights, "matching")
+    sides = [(m.provider_records, m.ledger) for m in matchings if not isinstance(m, BaseException)]
+    unmatched = iter(at_once(sides, unmatched_ids_of_nights, "unmatched ids"))
+    matched = iter(matchings)
     compared: list[Comparison | BaseException] = []
     for part in prepared:
         if isinstance(part, BaseException):
@@ -376,6 +393,10 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
         matching = next(matched)
         if isinstance(matching, BaseException):
             compared.append(matching)
+            continue
+        loose = next(unmatched)
+        if isinstance(loose, BaseException):
+            compared.append(loose)
             continue
         compared.append(
             Comparison(
@@ -387,33 +408,62 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
                 part.aliases,
                 matching,
                 part.taken,
+                part.orders,
+                loose,
             )
         )
     return compared
 
 
-def _match_all(nights: Sequence[NightToMatch]) -> list[MatchOutcome | BaseException]:
-    """The matcher over every night at once; should a night's input break the stacked run, each night is
-    matched alone, so that the night that broke it fails alone."""
+def at_once(
+    parts: Sequence[P], together: Callable[[Sequence[P]], Sequence[R]], what: str
+) -> list[R | BaseException]:
+    """``together`` over every part at once; should one part's input break it, each part alone, so that
+    the part at fault fails alone (with its error) and the others still get their result."""
+    if not parts:
+        return []
     try:
-        return list(match_nights(nights))
+        return list(together(parts))
     except Exception as error:
-        if len(nights) == 1:
+        if len(parts) == 1:
             return [error]
-        logger.exception("the batch's stacked matching failed; matching its nights one by one")
-    alone: list[MatchOutcome | BaseException] = []
-    for night in nights:
+        logger.exception("the batch's %s failed at once; computing its nights one by one", what)
+    alone: list[R | BaseException] = []
+    for part in parts:
         try:
-            alone.append(match_nights([night])[0])
+            alone.extend(together([part]))
         except Exception as error:
             alone.append(error)
     return alone
 
 
-def _prepare(night: NightInput) -> _Prepared:
+def _ok(result: R | BaseException) -> R:
+    """A part's result, or its error raised (the night fails with it)."""
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _ledgers(nights: Sequence[NightInput]) -> list[LedgerSplit]:
+    """The nights' ledger rows as one frame, split once into the entries the diff takes and the invalid
+    entries' findings, then handed to each night."""
+    parts = [(night.pms.ledger[night.target.row.property_id], night.target.window) for night in nights]
+    split = split_ledger_records(ledger_frames(parts))
+    valid = pieces(split.valid, split.valid[SCOPE].to_numpy(), len(parts))
+    invalid = pieces(split.invalid, split.invalid[SCOPE].to_numpy(), len(parts))
+    return [LedgerSplit(entries, found) for entries, found in zip(valid, invalid, strict=True)]
+
+
+def _orders(nights: Sequence[NightInput]) -> list[pd.DataFrame]:
+    """The nights' captured payment orders as one frame, handed to each night."""
+    parts = [night.pms.captured_orders[night.target.row.property_id] for night in nights]
+    scopes = np.repeat(np.arange(len(parts), dtype=np.int64), [len(rows) for rows in parts])
+    return pieces(captured_orders_frame([row for rows in parts for row in rows]), scopes, len(parts))
+
+
+def _prepare(night: NightInput, entries: LedgerSplit, orders: pd.DataFrame) -> _Prepared:
     """The night's ledger by tender and pull by attribution, and what the matcher is to compare."""
     target = night.target
-    entries = split_ledger_records(ledger_frame(night.pms.ledger[target.row.property_id], target.window))
     # Cash, bank transfers, OTA-collected money: the hotel's takings, never the provider's (takings.py).
     tendered = by_tender(entries.valid)
     split = attribute(night.claimed, target.account, night.owners)
@@ -423,7 +473,8 @@ def _prepare(night: NightInput) -> _Prepared:
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
     to_match, taken = _to_match(night, tendered, own, aliases)
-    return _Prepared(entries, tendered, own, nobody, len(split.unattributed), aliases, to_match, taken)
+    unattributed = len(split.unattributed)
+    return _Prepared(entries, tendered, own, nobody, unattributed, aliases, to_match, taken, orders)
 
 
 def _to_match(
@@ -443,15 +494,12 @@ def _to_match(
     return NightToMatch(grouped, ledger, policy, night.pms.known[property_id]), taken
 
 
-def look_up(
-    engine: Engine, client: ProviderClient, night: NightInput, compared: Comparison
-) -> tuple[Comparison, LookedUp]:
+def look_up(client: ProviderClient, night: NightInput, compared: Comparison) -> tuple[Comparison, LookedUp]:
     """By id: the records the ledger names that the pull lacks (a timing difference; the comparison
-    re-matched when their aliases re-key an entry), the open holds, and the bookings of the captured
-    payments and of the holds (one statement)."""
+    re-matched when their aliases re-key an entry) and the open holds; and the night's captured payments
+    (whose bookings, with the holds', the batch reads at once: ``_booking_states``)."""
     target = night.target
-    matching = compared.matching
-    unmatched = unmatched_ledger_record_ids(matching.provider_records, matching.ledger)
+    matching, unmatched = compared.matching, compared.unmatched
     elsewhere = (
         client.fetch_records_by_id(target.account, unmatched) if unmatched else empty_provider_records()
     )
@@ -460,18 +508,29 @@ def look_up(
         if _renames(compared.tendered.provider, compared.aliases, aliases):
             to_match, taken = _to_match(night, compared.tendered, compared.own, aliases)
             compared = replace(compared, matching=match_nights([to_match])[0], taken=taken)
-    orders = captured_orders_frame(night.pms.captured_orders[target.row.property_id])
-    captured = captured_payments(compared.own, orders, compared.aliases)
+    captured = captured_payments(compared.own, compared.orders, compared.aliases)
     # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
     captured = with_ledger_bookings(captured, matching.ledger)
     # Holds (open across nights) are read by id, beside the night's pull: they propose no adjustment.
     booking_of = night.pms.holds[target.row.property_id]
     holds = open_holds(client, target.account, booking_of)
+    return compared, LookedUp(elsewhere, len(unmatched), holds, booking_of, captured)
+
+
+LookUps = Sequence[tuple[Comparison, LookedUp] | BaseException]  # per night: looked up, or its error
+
+
+def _booking_states(engine: Engine, found: LookUps) -> dict[str, str]:
+    """The bookings every looked-up night's conclusions read, in one statement for the batch (a booking id
+    is one booking whichever property asks)."""
+    wanted = [
+        booking_id
+        for part in found
+        if not isinstance(part, BaseException)
+        for booking_id in part[1].booking_ids()
+    ]
     with engine.connect() as connection:
-        booking_states = load_bookings(
-            connection, [*captured["booking_id"].dropna(), *hold_booking_ids(holds, booking_of)]
-        )
-    return compared, LookedUp(elsewhere, len(unmatched), holds, booking_states, captured)
+        return load_booking_statuses(connection, wanted)
 
 
 def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases) -> bool:
@@ -481,26 +540,62 @@ def _renames(ledger: pd.DataFrame, before: PaymentAliases, after: PaymentAliases
     return not keyed.equals(canonical_ledger(ledger, after)["provider_record_id"])
 
 
-def conclude(night: NightInput, compared: Comparison, looked_up: LookedUp, run: RunScope) -> Concluded:
-    """The diff, its findings with the matcher's, the invalid entries', the unowned payments' and the
-    holds', the orphaned captured payments, the proposals and the night's takings."""
+def conclude_all(
+    nights: Sequence[NightInput],
+    found: LookUps,
+    states: Mapping[str, str],
+    run: RunScope,
+) -> list[Concluded | BaseException]:
+    """The diff over every looked-up night at once (``diff_nights``), then each night's conclusions; a
+    night whose input breaks a step fails alone."""
+    ready = [
+        _to_diff(night, *part)
+        for night, part in zip(nights, found, strict=True)
+        if not isinstance(part, BaseException)
+    ]
+    diffs = iter(at_once(ready, diff_nights, "diff"))
+    concluded: list[Concluded | BaseException] = []
+    for night, part in zip(nights, found, strict=True):
+        if isinstance(part, BaseException):
+            concluded.append(part)
+            continue
+        try:
+            concluded.append(conclude(night, *part, _ok(next(diffs)), states, run))
+        except Exception as error:
+            concluded.append(error)
+    return concluded
+
+
+def _to_diff(night: NightInput, compared: Comparison, looked_up: LookedUp) -> NightToDiff:
+    """What the diff compares of a night: the matcher's frames, the records found elsewhere, the
+    property's tolerance and currency."""
     row, matching = night.target.row, compared.matching
-    result = diff_night(
+    return NightToDiff(
         matching.provider_records, matching.ledger, looked_up.elsewhere, row.fx_tolerance, row.currency
     )
+
+
+def conclude(
+    night: NightInput,
+    compared: Comparison,
+    looked_up: LookedUp,
+    result: DiffResult,
+    states: Mapping[str, str],
+    run: RunScope,
+) -> Concluded:
+    """The diff's findings with the matcher's, the invalid entries', the unowned payments' and the
+    holds', the orphaned captured payments, the proposals and the night's takings (``states``: the
+    bookings the night's captured payments and holds name, maybe more)."""
+    row, matching = night.target.row, compared.matching
     result = with_findings(
         replace(result, findings=name_booked_ids(result.findings, compared.tendered.provider)),
         matching.findings,
         unattributed_findings(compared.nobody),
         compared.entries.invalid,
+        authorization_findings(row, night.target.window, looked_up.holds, looked_up.hold_bookings, states),
     )
     now = datetime.now(UTC)
-    states = looked_up.booking_states
     orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
-    booking_of = night.pms.holds[row.property_id]
-    result = with_findings(
-        result, authorization_findings(row, night.target.window, looked_up.holds, booking_of, states)
-    )
     proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
     tonights, counts = _tonights(matching, night.pms.known[row.property_id])
     return Concluded(
@@ -521,26 +616,9 @@ def write(
     engine: Engine, client: ProviderClient, nights: Sequence[tuple[NightInput, Concluded]], run: RunScope
 ) -> list[PropertyNightResult | BaseException]:
     """The concluded property-nights' results, in their order: the batch's in one transaction (each table's
-    rows in set-based statements); if that fails, each property-night in its own, so that the one at fault
-    (a bad row, a refused statement) fails alone with its error while the rest commit, as the matcher falls
-    back (``_match_all``)."""
-    if not nights:
-        return []
-    try:
-        return list(_commit(engine, client, nights, run))
-    except Exception as error:
-        if len(nights) == 1:
-            return [error]
-        logger.warning(
-            "the batch's write failed (%s): writing its property-nights one by one", _one_line(error)
-        )
-    alone: list[PropertyNightResult | BaseException] = []
-    for one in nights:
-        try:
-            alone.extend(_commit(engine, client, [one], run))
-        except Exception as error:
-            alone.append(error)
-    return alone
+    rows in set-based statements); if that fails, each property-night in its own (``at_once``), so that the
+    one at fault (a bad row, a refused statement) fails alone with its error while the rest commit."""
+    return at_once(nights, lambda part: _commit(engine, client, part, run), "write")
 
 
 def _commit(
@@ -752,20 +830,30 @@ def reconcile_batch(
                         record(target, pulled)
                     else:
                         inputs.append(NightInput(target, pms, *pulled))
-    # Compare every pulled night at once (the matcher over the batch), settle each by a bounded pool, then
-    # write the batch's results at once.
+    # Compare every pulled night at once (the matcher over the batch); look up each night's loose ends by a
+    # bounded pool (requests), then the bookings at once; conclude (the diff over the batch); write.
     compared = compare(inputs)
 
-    def settled(night: NightInput, comparison: Comparison | BaseException) -> Concluded | BaseException:
+    def looked_up(
+        night: NightInput, comparison: Comparison | BaseException
+    ) -> tuple[Comparison, LookedUp] | BaseException:
         if isinstance(comparison, BaseException):
             return comparison
         try:
-            return settle(engine, client, night, comparison, run)
+            return look_up(client, night, comparison)
         except Exception as error:
             return error
 
     with ThreadPoolExecutor(max_workers=min(workers, len(inputs) or 1)) as pool:
-        concluded = list(pool.map(settled, inputs, compared))
+        found = list(pool.map(looked_up, inputs, compared))
+    concluded: list[Concluded | BaseException]
+    try:
+        states = _booking_states(engine, found)
+    except Exception as error:  # the database failed the batch's read: every night fails with it
+        concluded = [error] * len(found)
+    else:
+        concluded = conclude_all(inputs, found, states, run)
+
     ready = [(n, c) for n, c in zip(inputs, concluded, strict=True) if not isinstance(c, BaseException)]
     written = iter(write(engine, client, ready, run))
     for night, outcome in zip(inputs, concluded, strict=True):

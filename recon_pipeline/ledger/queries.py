@@ -12,10 +12,12 @@ from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import ColumnElement, Connection, Select, and_, or_, select
 
 from recon_pipeline.db.schema import bookings, ledger_entries, payment_orders, properties
+from recon_pipeline.frames import SCOPE
 from recon_pipeline.ledger.records import LEDGER_MATCH_KEY_COLUMNS, LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import upper_currency
 from recon_pipeline.nights import NightWindow
@@ -92,7 +94,14 @@ def read_ledger_rows(
 
 def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.DataFrame:
     """The ledger-record frame of one property's rows (:func:`read_ledger_rows`), ``in_night`` per
-    ``window``.
+    ``window``: :func:`ledger_frames` of one night."""
+    return ledger_frames([(rows, window)]).drop(columns=SCOPE)
+
+
+def ledger_frames(nights: Sequence[tuple[Sequence[Mapping[str, Any]], NightWindow]]) -> pd.DataFrame:
+    """The ledger-record frame of many property-nights' rows at once, each row ``in_night`` per its own
+    night's window and carrying its night's position (``frames.SCOPE``): a batch pays pandas' fixed
+    costs once, and ``frames.pieces`` hands each night its rows.
 
     Currencies are upper-cased (the PMS may store ``usd``), card brands read in one vocabulary (``VA`` is
     ``visa``), tenders in theirs (``Cash`` is ``cash``, ``tenders.py``); the other card keys are as read;
@@ -100,6 +109,8 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     unchecked (``amount_minor`` is object): :func:`~recon_pipeline.ledger.validation.split_ledger_records`
     turns the rows the contract forbids into findings.
     """
+    rows = [row for night_rows, _ in nights for row in night_rows]
+    sizes = [len(night_rows) for night_rows, _ in nights]
     frame = pd.DataFrame(
         {
             name: pd.Series([row.get(name) for row in rows], dtype="object")
@@ -117,8 +128,17 @@ def ledger_frame(rows: Sequence[Mapping[str, Any]], window: NightWindow) -> pd.D
     frame["posted_at"] = pd.to_datetime(frame["posted_at"], utc=True).astype(
         LEDGER_RECORD_COLUMNS["posted_at"]
     )
-    frame["in_night"] = (frame["posted_at"] >= window.start) & (frame["posted_at"] < window.end)
+    posted = frame["posted_at"].to_numpy(dtype="datetime64[ns]")
+    starts = np.repeat(np.array([_utc(window.start) for _, window in nights], dtype="datetime64[ns]"), sizes)
+    ends = np.repeat(np.array([_utc(window.end) for _, window in nights], dtype="datetime64[ns]"), sizes)
+    frame["in_night"] = (posted >= starts) & (posted < ends)
+    frame[SCOPE] = np.repeat(np.arange(len(nights), dtype=np.int64), sizes)
     return frame
+
+
+def _utc(moment: datetime) -> np.datetime64:
+    """An aware datetime as a naive UTC numpy instant, comparable with a UTC column's values."""
+    return np.datetime64(pd.Timestamp(moment).tz_convert("UTC").tz_localize(None), "ns")
 
 
 def _tender(tender: object) -> object:
@@ -200,18 +220,15 @@ def _rows_by_property(
     return found
 
 
-def load_bookings(connection: Connection, booking_ids: Iterable[str]) -> pd.DataFrame:
-    """Status of the given bookings (ids absent from the table are absent from the frame)."""
+def load_booking_statuses(connection: Connection, booking_ids: Iterable[str]) -> dict[str, str]:
+    """Booking id → status of the given bookings (ids absent from the table are absent from the map): a
+    batch's, read at once, which each night's conclusions look up by id."""
     wanted = sorted({booking_id for booking_id in booking_ids if isinstance(booking_id, str)})
-    records: list[dict[str, object]] = []
+    statuses: dict[str, str] = {}
     for chunk in in_chunks(wanted, IN_CLAUSE_CHUNK):
-        query = select(bookings.c.booking_id, bookings.c.status, bookings.c.updated_at).where(
-            bookings.c.booking_id.in_(chunk)
-        )
-        records.extend(row._asdict() for row in connection.execute(query))
-    frame = pd.DataFrame.from_records(records, columns=["booking_id", "status", "updated_at"])
-    frame["updated_at"] = pd.to_datetime(frame["updated_at"], utc=True)
-    return frame
+        query = select(bookings.c.booking_id, bookings.c.status).where(bookings.c.booking_id.in_(chunk))
+        statuses.update((booking_id, status) for booking_id, status in connection.execute(query))
+    return statuses
 
 
 def in_chunks(items: Sequence[T], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[T]]:

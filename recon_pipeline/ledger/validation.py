@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from recon_pipeline.categories import FINDING_COLUMNS, INVALID_LEDGER_ENTRY, KINDS, finding_frame
+from recon_pipeline.frames import SCOPE
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS
 from recon_pipeline.money import MAX_AMOUNT_MINOR, is_contract_amount, is_iso_currency
 from recon_pipeline.tenders import TENDERS
@@ -83,7 +84,10 @@ def _findings(rows: pd.DataFrame) -> pd.DataFrame:
             f"ledger entry {_SHOWN.repr(entry_id)} is invalid: "
             + "; ".join(_problems(kind, amount, currency, tender))
         )
-    return finding_frame(columns)
+    found = finding_frame(columns)
+    if SCOPE in rows.columns:  # a batch's rows at once: each finding keeps its night
+        found[SCOPE] = rows[SCOPE].to_numpy()
+    return found
 
 
 def _problems(kind: Any, amount: Any, currency: Any, tender: Any) -> list[str]:

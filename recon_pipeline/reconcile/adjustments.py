@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from recon_pipeline import categories as c
+from recon_pipeline.frames import records
 from recon_pipeline.keys import adjustment_id, adjustment_idempotency_key
 from recon_pipeline.reconcile.lifecycle import PROPOSED
 
@@ -49,7 +50,7 @@ def plan_adjustments(
 def _planned(
     property_id: str, night: str, findings: pd.DataFrame, run_id: str | None, now: datetime
 ) -> Iterator[dict[str, Any]]:
-    for finding in findings.to_dict("records"):
+    for finding in records(findings):
         policy = ADJUSTMENT_POLICY.get(finding["category"])
         if policy is None:
             continue

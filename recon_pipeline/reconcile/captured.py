@@ -7,33 +7,28 @@ orphan whichever id each side holds.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
+from recon_pipeline.frames import typed_frame
 from recon_pipeline.reconcile.identity import PaymentAliases, canonical_ids
 
 CAPTURED_PAYMENT_COLUMNS = ["payment_id", "booking_id", "amount_minor", "currency", "captured_at", "source"]
 PAYMENT_ORDER_ID = "payment_order_id"  # the id a payment_orders row holds (null for the provider's rows)
+_DTYPES = {
+    **dict.fromkeys(CAPTURED_PAYMENT_COLUMNS, "object"),
+    "amount_minor": "int64",
+    "captured_at": "datetime64[ns, UTC]",
+    PAYMENT_ORDER_ID: "object",
+}
+Columns = dict[str, list[Any]]
 
 
 def captured_payments_from_provider(provider_records: pd.DataFrame) -> pd.DataFrame:
     """Settled payments of the property's own records in the pull, keyed by charge id."""
-    payments = provider_records[
-        (provider_records["kind"] == "payment")
-        & provider_records["settled"]
-        & provider_records["property_id"].notna()
-    ]
-    frame = pd.DataFrame(
-        {
-            "payment_id": payments["provider_record_id"],
-            "booking_id": payments["booking_id"],
-            "amount_minor": payments["amount_minor"].astype("int64"),
-            "currency": payments["currency"],
-            "captured_at": payments["created_at"],
-            "source": "provider",
-        },
-        columns=CAPTURED_PAYMENT_COLUMNS,
-    )
-    return frame.reset_index(drop=True)
+    return _frame(_from_provider(provider_records))
 
 
 def captured_payments(
@@ -41,16 +36,46 @@ def captured_payments(
 ) -> pd.DataFrame:
     """The provider's captured payments and the PMS's captured ``payment_orders``, both keyed by charge id
     where the alias is known (a payment order the pull does not explain keeps its own id); a payment
-    order's own id stays in ``payment_order_id``, the id the PMS and the event processor look it up by."""
-    local = payment_orders.assign(
-        payment_id=canonical_ids(payment_orders["payment_id"], aliases),
-        **{PAYMENT_ORDER_ID: payment_orders["payment_id"]},
+    order's own id stays in ``payment_order_id``, the id the PMS and the event processor look it up by.
+
+    Built from column lists in one typed frame: a night's few dozen sightings cost less so than through
+    the selections, frames and concatenation pandas would take."""
+    order_ids = payment_orders["payment_id"]
+    orders: Columns = {
+        "payment_id": canonical_ids(order_ids, aliases).tolist(),
+        **{name: payment_orders[name].tolist() for name in ("booking_id", "amount_minor", "currency")},
+        "captured_at": payment_orders["captured_at"].tolist(),
+        "source": ["payment_orders"] * len(payment_orders),
+        PAYMENT_ORDER_ID: order_ids.tolist(),
+    }
+    return _frame(_from_provider(provider_records), orders)
+
+
+def _from_provider(provider_records: pd.DataFrame) -> Columns:
+    """The sightings of the pull: its settled payments that name a property."""
+    at = np.flatnonzero(
+        (provider_records["kind"].to_numpy() == "payment")
+        & provider_records["settled"].to_numpy(dtype=bool)
+        & provider_records["property_id"].notna().to_numpy()
     )
-    provider = captured_payments_from_provider(provider_records)
-    parts = [part for part in (provider, local) if len(part)]
-    if not parts:
-        return provider
-    return pd.concat(parts, ignore_index=True)
+
+    def taken(name: str) -> list[Any]:
+        return provider_records[name].to_numpy()[at].tolist()
+
+    return {
+        "payment_id": taken("provider_record_id"),
+        "booking_id": taken("booking_id"),
+        "amount_minor": taken("amount_minor"),
+        "currency": taken("currency"),
+        "captured_at": list(provider_records["created_at"].iloc[at]),
+        "source": ["provider"] * len(at),
+        PAYMENT_ORDER_ID: [None] * len(at),
+    }
+
+
+def _frame(*parts: Columns) -> pd.DataFrame:
+    columns = {name: [value for part in parts for value in part[name]] for name in _DTYPES}
+    return typed_frame(columns, _DTYPES, len(columns["payment_id"]))
 
 
 def with_ledger_bookings(captured: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:

@@ -26,6 +26,7 @@ This module holds the rules; the grouping of equal (id, kind) keys across record
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,10 +41,11 @@ from recon_pipeline.categories import (
     STATUS_MISMATCH,
     kind_codes,
 )
+from recon_pipeline.frames import SCOPE, pieces, sorted_by, stack
 from recon_pipeline.money import BASIS_POINTS
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.findings import Findings, frame_of
-from recon_pipeline.reconcile.grouping import INDEX, IdBytes, group_keys, position_by_group
+from recon_pipeline.reconcile.grouping import INDEX, IdBytes, group_keys, position_by_group, scoped
 
 _ADJUSTMENT: Final = KINDS.index("adjustment")
 _NO_CURRENCY: Final = -1  # currency code of a record's settlement side when it was not converted
@@ -71,9 +73,9 @@ def with_findings(result: DiffResult, *found: pd.DataFrame) -> DiffResult:
     extra = [frame for frame in found if not frame.empty]
     if not extra:
         return result
-    findings = pd.concat([result.findings, *extra], ignore_index=True)
-    findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
-    return dataclasses.replace(result, findings=findings)
+    parts = [frame for frame in (result.findings, *extra) if not frame.empty]
+    findings = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return dataclasses.replace(result, findings=sorted_by(findings, "category", "record_key"))
 
 
 def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: pd.DataFrame) -> list[str]:
@@ -82,13 +84,40 @@ def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: 
     The caller fetches these from the provider by id: a record found there was created in another night
     (a timing difference), a record not found does not exist (missing at the provider).
     """
+    return unmatched_ids_of_nights([(provider_records, ledger_records)])[0]
+
+
+def unmatched_ids_of_nights(nights: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> list[list[str]]:
+    """:func:`unmatched_ledger_record_ids` of many nights (provider records, ledger) at once, stacked."""
+    if not nights:
+        return []
+    provider_records = stack([records for records, _ in nights])
+    ledger_records = stack([entries for _, entries in nights])
     ledger = _LedgerArrays.of(ledger_records)
     provider = _ProviderArrays.of(provider_records)
-    keys = group_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]))
+    keyed = np.flatnonzero(ledger.keyed)
+    keys = scoped(
+        group_keys((provider.ids, provider.kinds), (ledger.ids, ledger.kinds[keyed])),
+        (provider.scopes, ledger.scopes[keyed]),
+    )
     provider_by_group = position_by_group(keys.groups[0], keys.count)
-    unmatched = ledger.in_night[ledger.keyed] & (provider_by_group[keys.groups[1]] < 0)
-    ids = ledger_records["provider_record_id"].to_numpy()[np.flatnonzero(ledger.keyed)[unmatched]]
-    return sorted({str(record_id) for record_id in ids})
+    rows = keyed[ledger.in_night[keyed] & (provider_by_group[keys.groups[1]] < 0)]
+    found: list[set[str]] = [set() for _ in nights]
+    ids = ledger_records["provider_record_id"].to_numpy()[rows].tolist()
+    for scope, record_id in zip(ledger.scopes[rows].tolist(), ids, strict=True):
+        found[scope].add(str(record_id))
+    return [sorted(night) for night in found]
+
+
+@dataclass(frozen=True)
+class NightToDiff:
+    """One property-night's input to the diff (see :func:`diff_night` for each part)."""
+
+    provider_records: pd.DataFrame
+    ledger_records: pd.DataFrame
+    provider_elsewhere: pd.DataFrame | None = None
+    fx_tolerance_bps: int = 0
+    property_currency: str | None = None
 
 
 def diff_night(
@@ -107,9 +136,33 @@ def diff_night(
     ``property_currency`` is the currency the property's PMS books in (``properties.currency``): a
     converted record missing in the ledger that settled in it is stated at its settlement figure.
     """
-    if not 0 <= fx_tolerance_bps <= BASIS_POINTS:
-        raise ValueError(f"fx_tolerance_bps must be from 0 to {BASIS_POINTS}, not {fx_tolerance_bps}")
-    elsewhere = empty_provider_records() if provider_elsewhere is None else provider_elsewhere
+    night = NightToDiff(
+        provider_records, ledger_records, provider_elsewhere, fx_tolerance_bps, property_currency
+    )
+    return diff_nights([night])[0]
+
+
+def diff_nights(nights: Sequence[NightToDiff]) -> list[DiffResult]:
+    """:func:`diff_night` of many nights at once: their frames stacked (``frames.SCOPE``), every key
+    scoped by its night, so a night's result is what it is alone, row for row, and a batch pays the
+    diff's fixed costs once."""
+    if not nights:
+        return []
+    for night in nights:
+        if not 0 <= night.fx_tolerance_bps <= BASIS_POINTS:
+            raise ValueError(
+                f"fx_tolerance_bps must be from 0 to {BASIS_POINTS}, not {night.fx_tolerance_bps}"
+            )
+    count = len(nights)
+    provider_records = stack([night.provider_records for night in nights])
+    elsewhere = stack(
+        [
+            empty_provider_records() if night.provider_elsewhere is None else night.provider_elsewhere
+            for night in nights
+        ]
+    )
+    ledger_records = stack([night.ledger_records for night in nights])
+    tolerances = np.array([night.fx_tolerance_bps for night in nights], dtype=np.int64)
     provider = _ProviderArrays.of(provider_records)
     other = _ProviderArrays.of(elsewhere)
     ledger = _LedgerArrays.of(ledger_records)
@@ -124,18 +177,27 @@ def diff_night(
     )
     tonight = provider.figures(provider_currency, provider_settles)
     earlier = other.figures(other_currency, other_settles)
-    keys = group_keys(
-        (provider.ids, provider.kinds), (ledger.ids, ledger.kinds[ledger.keyed]), (other.ids, other.kinds)
+    keyed = np.flatnonzero(ledger.keyed)  # ledger positions of the entries that carry a match key
+    keys = scoped(
+        group_keys(
+            (provider.ids, provider.kinds), (ledger.ids, ledger.kinds[keyed]), (other.ids, other.kinds)
+        ),
+        (provider.scopes, ledger.scopes[keyed], other.scopes),
     )
     provider_group, keyed_group, other_group = keys.groups
     provider_by_group = _unique_position_by_group("provider_records", provider_group, keys.count)
     other_by_group = _unique_position_by_group("provider_elsewhere", other_group, keys.count)
 
-    keyed = np.flatnonzero(ledger.keyed)  # ledger positions of the entries that carry a match key
     keyed_in_night = ledger.in_night[keyed]
     primary_by_group, extras = _primaries(ledger_records, keyed, keyed_group, keys.count)
     pairs = _ProviderPairs.classify(
-        provider, tonight, primary_by_group[provider_group], keyed, ledger, ledger_currency, fx_tolerance_bps
+        provider,
+        tonight,
+        primary_by_group[provider_group],
+        keyed,
+        ledger,
+        ledger_currency,
+        tolerances[provider.scopes],
     )
 
     is_primary = primary_by_group[keyed_group] == np.arange(len(keyed), dtype=INDEX)
@@ -147,12 +209,18 @@ def diff_night(
         earlier,
         ledger,
         ledger_currency,
-        fx_tolerance_bps,
+        tolerances,
     )
 
     in_night_counted = ledger.in_night & (ledger.kinds != _ADJUSTMENT)
     unkeyed = np.flatnonzero(in_night_counted & ~ledger.keyed)
-    rows = Findings(provider_records, elsewhere, ledger_records, fx_tolerance_bps, property_currency)
+    rows = Findings(
+        provider_records,
+        elsewhere,
+        ledger_records,
+        [night.fx_tolerance_bps for night in nights],
+        [night.property_currency for night in nights],
+    )
     found = frame_of(
         [
             rows.missing_in_ledger(np.flatnonzero(pairs.missing_in_ledger)),
@@ -179,19 +247,34 @@ def diff_night(
             rows.duplicates(keyed[extras], keyed[primary_by_group[keyed_group[extras]]]),
         ]
     )
-
-    return DiffResult(
-        findings=found,
-        matched_count=int(pairs.matched.sum()),
-        matched_amount_by_currency=_totals(
-            tonight.held_amounts, tonight.held_currency, pairs.matched, currencies
-        ),
-        timing_difference_count=int(pairs.timing.sum()) + late.timing_count,
-        provider_total_by_currency=_totals(
-            tonight.held_amounts, tonight.held_currency, provider.settled, currencies
-        ),
-        ledger_total_by_currency=_totals(ledger.amounts, ledger_currency, in_night_counted, currencies),
+    findings = pieces(found, found[SCOPE].to_numpy(), count)
+    held_amounts, held_currency = tonight.held_amounts, tonight.held_currency
+    matched = _per_scope(provider.scopes, pairs.matched, count)
+    timing = _per_scope(provider.scopes, pairs.timing, count) + _per_scope(
+        ledger.scopes[late.timing], np.ones(len(late.timing), dtype=bool), count
     )
+    held = (held_amounts, held_currency)
+    matched_totals = _totals(*held, pairs.matched, currencies, provider.scopes, count)
+    provider_totals = _totals(*held, provider.settled, currencies, provider.scopes, count)
+    ledger_totals = _totals(
+        ledger.amounts, ledger_currency, in_night_counted, currencies, ledger.scopes, count
+    )
+    return [
+        DiffResult(
+            findings=findings[at],
+            matched_count=int(matched[at]),
+            matched_amount_by_currency=matched_totals[at],
+            timing_difference_count=int(timing[at]),
+            provider_total_by_currency=provider_totals[at],
+            ledger_total_by_currency=ledger_totals[at],
+        )
+        for at in range(count)
+    ]
+
+
+def _per_scope(scopes: np.ndarray, mask: np.ndarray, count: int) -> np.ndarray:
+    """How many rows of each scope ``mask`` holds."""
+    return np.bincount(scopes[mask], minlength=count)
 
 
 # --- frame columns as arrays -------------------------------------------------------------------------
@@ -208,6 +291,7 @@ class _ProviderArrays:
     converted: np.ndarray  # presented in one currency and settled in another
     settlement_amounts: np.ndarray  # the converted rows' settlement amounts, 0 elsewhere
     settlement_currencies: np.ndarray  # the converted rows' settlement currencies only (for one numbering)
+    scopes: np.ndarray  # each row's night in a stack (``frames.SCOPE``), 0 for one night
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _ProviderArrays:
@@ -232,6 +316,7 @@ class _ProviderArrays:
             converted=converted,
             settlement_amounts=settlement.to_numpy(dtype=np.int64, na_value=0),
             settlement_currencies=currencies,
+            scopes=_scopes(frame),
         )
 
     def figures(self, currency: np.ndarray, settlement_currency: np.ndarray) -> _Figures:
@@ -271,6 +356,7 @@ class _LedgerArrays:
     amounts: np.ndarray
     in_night: np.ndarray
     keyed: np.ndarray
+    scopes: np.ndarray
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _LedgerArrays:
@@ -283,7 +369,15 @@ class _LedgerArrays:
             amounts=frame["amount_minor"].to_numpy(dtype=np.int64),
             in_night=frame["in_night"].to_numpy(dtype=bool),
             keyed=keyed,
+            scopes=_scopes(frame),
         )
+
+
+def _scopes(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's night in a stack (``frames.SCOPE``), 0 everywhere for a frame of one night."""
+    if SCOPE in frame.columns:
+        return frame[SCOPE].to_numpy(dtype=np.int64)
+    return np.zeros(len(frame), dtype=np.int64)
 
 
 def _currency_codes(*arrays: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
@@ -299,20 +393,28 @@ def _currency_codes(*arrays: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
     ]
 
 
-def _totals(amounts: np.ndarray, currency: np.ndarray, mask: np.ndarray, names: list[str]) -> dict[str, int]:
-    """Exact integer sums of ``amounts[mask]`` per currency that occurs there, however large.
+def _totals(
+    amounts: np.ndarray,
+    currency: np.ndarray,
+    mask: np.ndarray,
+    names: list[str],
+    scopes: np.ndarray,
+    count: int,
+) -> list[dict[str, int]]:
+    """Per scope, exact integer sums of ``amounts[mask]`` per currency that occurs there, however large.
 
     An int64 sum wraps silently past 9.2 * 10^18. So each amount is split into its high and low 32 bits
     (``a == (a >> 32) * 2**32 + (a & 0xFFFFFFFF)``); each half sums exactly in int64 for fewer than 2^31
     rows whatever the amounts, and the halves are joined as Python integers."""
-    codes, values = currency[mask], amounts[mask]
-    high, low = np.zeros(len(names), dtype=np.int64), np.zeros(len(names), dtype=np.int64)
+    width = len(names)
+    codes, values = scopes[mask] * width + currency[mask], amounts[mask]
+    high, low = np.zeros(count * width, dtype=np.int64), np.zeros(count * width, dtype=np.int64)
     np.add.at(high, codes, values >> 32)
     np.add.at(low, codes, values & 0xFFFFFFFF)
-    return {
-        names[code]: (int(high[code]) << 32) + int(low[code])
-        for code in np.flatnonzero(np.bincount(codes, minlength=len(names)))
-    }
+    totals: list[dict[str, int]] = [{} for _ in range(count)]
+    for code in np.flatnonzero(np.bincount(codes, minlength=count * width)).tolist():
+        totals[code // width][names[code % width]] = (int(high[code]) << 32) + int(low[code])
+    return totals
 
 
 # --- key groups ----------------------------------------------------------------------------------------
@@ -378,7 +480,7 @@ class _Comparison:
         records: np.ndarray | slice,
         entry_currency: np.ndarray,
         entry_amounts: np.ndarray,
-        tolerance_bps: int,
+        tolerance_bps: np.ndarray,
     ) -> _Comparison:
         presentment = figures.currency[records] == entry_currency
         settlement_currency = figures.settlement_currency[records]
@@ -388,7 +490,7 @@ class _Comparison:
         booked = np.flatnonzero(settlement)  # few rows: conversions booked in the settlement currency
         if len(booked):
             within[booked] = _within_tolerance(
-                figures.settlement_amounts[records][booked], entry_amounts[booked], tolerance_bps
+                figures.settlement_amounts[records][booked], entry_amounts[booked], tolerance_bps[booked]
             )
         return cls(presentment, figures.amounts[records] == entry_amounts, settlement, within)
 
@@ -409,7 +511,7 @@ class _Comparison:
         return ~self.presentment & ~self.settlement
 
 
-def _within_tolerance(settled: np.ndarray, booked: np.ndarray, tolerance_bps: int) -> np.ndarray:
+def _within_tolerance(settled: np.ndarray, booked: np.ndarray, tolerance_bps: np.ndarray) -> np.ndarray:
     """``|settled - booked| * 10^4 <= bps * |settled|``, exactly in int64 for any settled amount.
 
     The product may pass 2^63; split ``|settled| = q * 10^4 + r`` and compare the integer difference with
@@ -444,7 +546,7 @@ class _ProviderPairs:
         keyed: np.ndarray,
         ledger: _LedgerArrays,
         ledger_currency: np.ndarray,
-        tolerance_bps: int,
+        tolerance_bps: np.ndarray,  # per provider record
     ) -> _ProviderPairs:
         booked = primary >= 0
         entry = np.full(len(primary), -1, dtype=INDEX)
@@ -484,7 +586,7 @@ class _LateEntries:
     fx_difference: tuple[np.ndarray, np.ndarray]
     currency_mismatch: tuple[np.ndarray, np.ndarray]
     status_mismatch: tuple[np.ndarray, np.ndarray]
-    timing_count: int
+    timing: np.ndarray  # ledger positions of the entries whose record settled in another night
 
     @classmethod
     def classify(
@@ -495,13 +597,13 @@ class _LateEntries:
         figures: _Figures,
         ledger: _LedgerArrays,
         ledger_currency: np.ndarray,
-        tolerance_bps: int,
+        tolerances: np.ndarray,  # per scope
     ) -> _LateEntries:
         found = other_match >= 0
         entry, record = entries[found], other_match[found]
         settled = other.settled[record]
         compared = _Comparison.of(
-            figures, record, ledger_currency[entry], ledger.amounts[entry], tolerance_bps
+            figures, record, ledger_currency[entry], ledger.amounts[entry], tolerances[ledger.scopes[entry]]
         )
 
         def select(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -513,7 +615,7 @@ class _LateEntries:
             fx_difference=select(settled & compared.fx_difference),
             currency_mismatch=select(settled & compared.currency_mismatch),
             status_mismatch=select(~settled),
-            timing_count=int(settled.sum()),
+            timing=entry[settled],
         )
 
 

@@ -24,25 +24,30 @@ from recon_pipeline.categories import (
     MISSING_IN_LEDGER,
     finding_frame,
 )
-from recon_pipeline.frames import present
+from recon_pipeline.frames import SCOPE, present
 from recon_pipeline.money import format_minor, minor_unit_exponent
 
 Rows: TypeAlias = dict[str, list[Any]]  # finding columns (or input columns) as aligned lists
 _FIGURE_FIELDS: Final = ("amount_minor", "currency", "settlement_amount_minor", "settlement_currency")
-_PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "status", *_FIGURE_FIELDS)
-_LEDGER_FIELDS: Final = ("entry_id", "provider_record_id", "kind", "booking_id", "amount_minor", "currency")
+_PROVIDER_FIELDS: Final = ("provider_record_id", "kind", "booking_id", "status", *_FIGURE_FIELDS, SCOPE)
+_LEDGER_FIELDS: Final = (
+    "entry_id", "provider_record_id", "kind", "booking_id", "amount_minor", "currency", SCOPE
+)  # fmt: skip
 
 
 class Findings:
-    """Builds the finding rows as plain columns; runs per finding only, never per input row."""
+    """Builds the finding rows as plain columns; runs per finding only, never per input row.
+
+    The frames are stacked nights (``frames.SCOPE``): each row keeps its night, whose property's
+    tolerance and currency (``tolerance_bps`` and ``property_currency``, one per night) state it."""
 
     def __init__(
         self,
         provider_records: pd.DataFrame,
         elsewhere: pd.DataFrame,
         ledger_records: pd.DataFrame,
-        tolerance_bps: int,
-        property_currency: str | None,
+        tolerance_bps: Sequence[int],
+        property_currency: Sequence[str | None],
     ) -> None:
         self._provider = _Columns(provider_records)
         self._elsewhere = _Columns(elsewhere)
@@ -63,9 +68,9 @@ class Findings:
             for kind, rid, *figures in _columns(record, "kind", "provider_record_id", *_FIGURE_FIELDS)
         ]
         at_settlement = [
-            present(settled) and settled_currency == self._property_currency != currency
-            for currency, settled, settled_currency in _columns(
-                record, "currency", "settlement_amount_minor", "settlement_currency"
+            present(settled) and settled_currency == self._property_currency[scope] != currency
+            for currency, settled, settled_currency, scope in _columns(
+                record, "currency", "settlement_amount_minor", "settlement_currency", SCOPE
             )
         ]
         if any(at_settlement):
@@ -94,9 +99,9 @@ class Findings:
         entry = self._ledger.take(entries, _LEDGER_FIELDS)
         across = " (created in another night)" if elsewhere else ""
         sentences = [
-            self._sentence(category, kind, f"{rid}{across}", status, figures, booked)
-            for (kind, rid, status, *figures), booked in zip(
-                _columns(record, "kind", "provider_record_id", "status", *_FIGURE_FIELDS),
+            self._sentence(category, kind, f"{rid}{across}", status, figures, booked, scope)
+            for (kind, rid, status, scope, *figures), booked in zip(
+                _columns(record, "kind", "provider_record_id", "status", SCOPE, *_FIGURE_FIELDS),
                 _columns(entry, "entry_id", "amount_minor", "currency"),
                 strict=True,
             )
@@ -118,7 +123,14 @@ class Findings:
         return _rows(category, record, entry, difference=difference, detail=sentences)
 
     def _sentence(
-        self, category: str, kind: str, record: str, status: str, figures: list[Any], booked: tuple[Any, ...]
+        self,
+        category: str,
+        kind: str,
+        record: str,
+        status: str,
+        figures: list[Any],
+        booked: tuple[Any, ...],
+        scope: int,
     ) -> str:
         """Why a pair is a finding; a conversion's sentence names both its figures and the rate."""
         eid, posted, posted_cur = booked
@@ -130,7 +142,7 @@ class Findings:
             off = format_minor(int(settled) - posted, settled_cur)
             return (
                 f"{movement} of {_figure(*figures)} but {posts} {format_minor(posted, posted_cur)}, "
-                f"{off} off, beyond the property's tolerance of {self._tolerance_bps} bp"
+                f"{off} off, beyond the property's tolerance of {self._tolerance_bps[scope]} bp"
             )
         if category == CURRENCY_MISMATCH:
             return (
@@ -272,12 +284,17 @@ def _rows(
         "currency": main["currency"],
         "ledger_currency": entry["currency"] if entry is not None else nothing,
         "detail": detail,
+        SCOPE: main[SCOPE],
     }
 
 
 def frame_of(parts: list[Rows]) -> pd.DataFrame:
-    """All findings in one frame, ordered by (category, record_key)."""
-    columns = {name: [value for part in parts for value in part[name]] for name in FINDING_COLUMNS}
-    keys = list(zip(columns["category"], columns["record_key"], strict=True))
+    """All findings in one frame with their night (``frames.SCOPE``), ordered by night, then by
+    (category, record_key)."""
+    names = (*FINDING_COLUMNS, SCOPE)
+    columns = {name: [value for part in parts for value in part[name]] for name in names}
+    keys = list(zip(columns[SCOPE], columns["category"], columns["record_key"], strict=True))
     order = sorted(range(len(keys)), key=keys.__getitem__)  # stable, as the frame's sort was
-    return finding_frame({name: [values[i] for i in order] for name, values in columns.items()})
+    frame = finding_frame({name: [columns[name][i] for i in order] for name in FINDING_COLUMNS})
+    frame[SCOPE] = np.array([columns[SCOPE][i] for i in order], dtype=np.int64)
+    return frame

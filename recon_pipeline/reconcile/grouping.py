@@ -196,3 +196,21 @@ def position_by_group(groups: np.ndarray, count: int) -> np.ndarray:
     position = np.full(count, -1, dtype=INDEX)
     position[groups] = np.arange(len(groups), dtype=INDEX)
     return position
+
+
+def scoped(keys: KeyGroups, scopes: Sequence[np.ndarray]) -> KeyGroups:
+    """``keys`` with each row's scope (a stacked night, ``frames.SCOPE``; one array per part) as part of
+    its key: the same (id, kind) in two scopes is two groups, numbered densely again. One scope is
+    ``keys`` as they are."""
+    count = 1 + max((int(part.max(initial=0)) for part in scopes), default=0)
+    if count == 1:
+        return keys
+    combined = np.concatenate(
+        [groups.astype(np.int64) * count + part for groups, part in zip(keys.groups, scopes, strict=True)]
+    )
+    distinct, dense = np.unique(combined, return_inverse=True)
+    bounds = np.cumsum([0, *(len(groups) for groups in keys.groups)])
+    dense = dense.astype(INDEX)
+    return KeyGroups(
+        [dense[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)], len(distinct)
+    )

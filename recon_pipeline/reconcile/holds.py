@@ -23,7 +23,7 @@ The finding proposes no adjustment (nothing was posted and nothing is to post un
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -38,7 +38,7 @@ def expiring_authorizations(
     property_id: str,
     holds: Sequence[AuthorizationHold],
     booking_of: dict[str, str],
-    booking_status: dict[str, str],
+    booking_status: Mapping[str, str],
     night: NightWindow,
     next_night: NightWindow,
 ) -> pd.DataFrame:

@@ -17,13 +17,14 @@ id each side holds; its ``provider_record_id`` is the id its ``payment_orders`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
 
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, finding_frame
-from recon_pipeline.frames import present
+from recon_pipeline.frames import present, records
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 
 CONFIRMED = "confirmed"
@@ -31,22 +32,20 @@ _SOURCE_PREFERENCE = {"provider": 0, "payment_orders": 1}
 
 
 def find_orphaned_captured_payments(
-    captured_payments: pd.DataFrame, bookings: pd.DataFrame, now: datetime, grace: timedelta
+    captured_payments: pd.DataFrame, statuses: Mapping[str, str], now: datetime, grace: timedelta
 ) -> pd.DataFrame:
-    """Finding rows (category ``orphaned_captured_payment``) ordered by record_key.
+    """Finding rows (category ``orphaned_captured_payment``) ordered by record_key; ``statuses``: booking
+    id → status of (at least) the payments' bookings.
 
     A night holds a few dozen sightings: they are walked as Python rows, which costs a fraction of the
     dozen pandas operations (sorts, de-duplications, maps) the same rules take on frames this small."""
-    sightings = captured_payments.to_dict("records")
+    sightings = records(captured_payments)
     cutoff = pd.Timestamp(now) - grace
-    states: dict[object, object] = {}
-    for booking_id, status in zip(bookings["booking_id"], bookings["status"], strict=True):
-        states.setdefault(booking_id, status)  # the first row of a booking, as drop_duplicates keeps
     orphans = [
         (payment, state)
         for payment in sorted(_one_per_payment(sightings).values(), key=lambda row: row["payment_id"])
         if payment["captured_at"] <= cutoff
-        and (state := states.get(payment["booking_id"]) if present(payment["booking_id"]) else None)
+        and (state := statuses.get(payment["booking_id"]) if present(payment["booking_id"]) else None)
         != CONFIRMED
     ]
     order_ids = _payment_order_ids(sightings)

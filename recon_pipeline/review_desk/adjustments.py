@@ -55,6 +55,7 @@ from recon_pipeline.review_desk.listing import (
     sorted_statement,
 )
 from recon_pipeline.storage.adjustments import AdjustmentFilter
+from recon_pipeline.storage.conditions import one_of
 from recon_pipeline.words import QUEUE_STATE_WORDS
 
 QUEUE_STATES: Final = (PROPOSED, APPROVED, POSTING, UNKNOWN, POSTED, FAILED, REJECTED, WITHDRAWN, SUPERSEDED)
@@ -203,7 +204,7 @@ def queue_statement(
     chosen order (newest night first by default): the page, its count, its totals and its exports run
     this one statement. The id ends the order, so pages never overlap."""
     chosen = sort or Sort(DEFAULT_SORT.lstrip("-"), descending=True)
-    statement = _with_posting().where(*query.matching(), adjustments.c.property_id.in_(allowed))
+    statement = _with_posting().where(*query.matching(), one_of(adjustments.c.property_id, allowed))
     return sorted_statement(statement, chosen, SORT_COLUMNS, TIEBREAK).limit(limit).offset(offset)
 
 
@@ -267,7 +268,7 @@ def get_adjustments(
 ) -> list[dict[str, Any]]:
     """Those of ``adjustment_ids`` that exist and are of an ``allowed`` property, in the order given."""
     statement = _with_posting().where(
-        adjustments.c.adjustment_id.in_(list(adjustment_ids)), adjustments.c.property_id.in_(allowed)
+        adjustments.c.adjustment_id.in_(list(adjustment_ids)), one_of(adjustments.c.property_id, allowed)
     )
     found = {
         row["adjustment_id"]: row

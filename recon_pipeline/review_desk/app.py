@@ -11,6 +11,8 @@ narrowed to the user's properties in SQL.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
@@ -155,4 +157,16 @@ def review_desk_app(engine: Engine, settings: DeskSettings, clock: Clock = utc_n
             https_only=settings.secure_cookies,
         ),
     ]
-    return Starlette(routes=routes, middleware=middleware, exception_handlers={Exception: server_error})
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        """The export processes, each with its own engine on the desk's database, for as long as the
+        app serves."""
+        with workers.processes(exports.open_database, engine.url.render_as_string(hide_password=False)):
+            yield
+
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={Exception: server_error},
+        lifespan=lifespan,
+    )

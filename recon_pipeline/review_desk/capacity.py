@@ -4,7 +4,10 @@ Every page's work (its SQL, argon2 at sign-in, the template) is synchronous and 
 so a slow request holds one thread while the loop goes on answering the others and serving static files.
 Pages share ``threads`` threads (``RECON_REVIEW_THREADS``, default 10). Downloads, the heaviest requests,
 take turns of their own (``exports``: ``RECON_REVIEW_EXPORTS``, default 2) and never a page's thread: one
-beyond them waits up to ``export_wait_s`` for a turn, then is refused with a 503 and ``Retry-After``.
+beyond them waits up to ``export_wait_s`` for a turn, then is refused with a 503 and ``Retry-After``. A
+download's file is written in a process of its own, one per turn (``in_process``: spawned on the first
+download, stopped with the app, niced like the hashing thread), so its CPU never holds the GIL the pages'
+threads share, and on a small host takes what the pages leave.
 Sign-ins check their password one at a time, in one thread of lower priority (``Workers.hashed``: nice
 +10 on Linux, per thread): argon2 is ~0.15-0.3 s of the host's cores, so people signing in over and over
 would otherwise take a small host from everyone's pages; below them, a check takes what pages leave.
@@ -16,11 +19,13 @@ request waits for a connection that another kind of request holds.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -35,7 +40,7 @@ MAX_THREADS = 100  # PostgreSQL's default max_connections: a pool larger than th
 EXPORT_WAIT_S = 10.0
 RETRY_AFTER_S = 30  # what a refused download is told: a 100,000-row xlsx takes tens of seconds
 HASHES_AT_ONCE = 1  # argon2 checks at once per desk process: a few sign-ins a second, one core at most
-HASHING_NICENESS = 10  # how far below the pages the hashing thread runs (Linux: a thread's own nice)
+HASHING_NICENESS = 10  # how far below the pages the hashing thread and the export processes run (Linux)
 
 T = TypeVar("T")
 
@@ -79,7 +84,8 @@ def _count(name: str, default: int) -> int:
 class Workers:
     """The threads the desk's work runs in: ``page`` for every page, ``export`` for downloads, each bounded
     by ``Capacity``, and ``hashed`` for a password check; the event loop only reads requests and writes
-    responses."""
+    responses. While ``processes`` is open (the app's lifespan), ``in_process`` runs a download's file in
+    one of ``exports`` processes."""
 
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
@@ -89,6 +95,9 @@ class Workers:
         self._pages = anyio.CapacityLimiter(capacity.threads)
         self._turns = anyio.Semaphore(capacity.exports)
         self._export_threads = anyio.CapacityLimiter(capacity.exports)
+        self._processes: ProcessPoolExecutor | None = None
+        self._start_process: tuple[Callable[..., None], tuple[object, ...]] | None = None
+        self._processes_lock = threading.Lock()
 
     def hashed(self, work: Callable[..., T], *args: object) -> T:
         """``work(*args)`` (a password check) in the hashing thread, the caller's page thread waiting."""
@@ -110,8 +119,63 @@ class Workers:
         finally:
             self._turns.release()
 
+    @contextmanager
+    def processes(self, start: Callable[..., None], *args: object) -> Iterator[None]:
+        """While open, ``in_process`` runs work in up to ``exports`` processes, each started by
+        ``start(*args)`` (its own database engine, say) when first needed; closed, they are stopped."""
+        self._start_process = (start, args)
+        try:
+            yield
+        finally:
+            with self._processes_lock:
+                self._start_process, pool, self._processes = None, self._processes, None
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def has_processes(self) -> bool:
+        """Whether ``processes`` is open (the app was started with its lifespan)."""
+        return self._start_process is not None
+
+    def in_process(self, work: Callable[..., T], *args: object) -> T:
+        """``work(*args)`` (top-level and picklable, as its arguments and result) in one of the processes,
+        the caller's download thread waiting for it. A process that died (killed for its memory, say)
+        breaks the pool: that download fails, and the next one gets fresh processes."""
+        pool = self._pool()
+        try:
+            return pool.submit(work, *args).result()
+        except BrokenProcessPool:
+            with self._processes_lock:
+                if self._processes is pool:
+                    self._processes = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+    def _pool(self) -> ProcessPoolExecutor:
+        """The processes, made on first use: spawned (a fork of a process running threads may copy a
+        lock another thread held), each started once, at most ``exports`` of them."""
+        with self._processes_lock:
+            if self._start_process is None:
+                raise RuntimeError("the desk's export processes are not open (the app's lifespan runs them)")
+            if self._processes is None:
+                start, args = self._start_process
+                self._processes = ProcessPoolExecutor(
+                    self.capacity.exports,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_started_below_pages,
+                    initargs=(start, args),
+                )
+            return self._processes
+
+
+def _started_below_pages(start: Callable[..., None], args: tuple[object, ...]) -> None:
+    """An export process's start: below the pages, then ``start(*args)``."""
+    _below_pages()
+    start(*args)
+
 
 def _below_pages() -> None:
-    """Lower the hashing thread's priority, where the system lets a thread have its own (Linux)."""
+    """Lower the calling thread's priority (the hashing thread; an export process's one working thread),
+    where the system lets a thread have its own (Linux)."""
     with suppress(OSError, AttributeError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HASHING_NICENESS)

@@ -45,6 +45,7 @@ from recon_pipeline.review_desk.listing import (
     order_terms,
     sorted_statement,
 )
+from recon_pipeline.storage.conditions import among, one_of
 from recon_pipeline.storage.findings import FindingFilter, matching_conditions
 from recon_pipeline.words import REVIEW_STATE_WORDS, category_label, category_meaning
 
@@ -125,7 +126,7 @@ def findings_statement(
 def finding_conditions(query: FindingQuery, allowed: tuple[str, ...]) -> list[ColumnElement[bool]]:
     """What a finding must be to be on the list: of an ``allowed`` property, and every filter the query
     names."""
-    conditions = [*matching_conditions(query.where), _d.property_id.in_(allowed)]
+    conditions = [*matching_conditions(query.where), one_of(_d.property_id, allowed)]
     if query.night_from is not None:
         conditions.append(_d.night >= query.night_from)
     if query.night_to is not None:
@@ -151,7 +152,8 @@ def search_condition(text: str, currency: str | None) -> ColumnElement[bool]:
     reversed amount range.
 
     The names are one union of lookups, each served by its column's index (revision 0015), not one OR
-    that only a scan of every finding answers."""
+    that only a scan of every finding answers; the findings they found are then read by their key
+    (``among``), so the list, its count and its totals read the search's matches, never every finding."""
     found = discrepancies.alias("found")
     f, entry = found.c, ledger_entries.c
     its_entry = and_(entry.entry_id == f.ledger_entry_id, entry.property_id == f.property_id)
@@ -162,7 +164,7 @@ def search_condition(text: str, currency: str | None) -> ColumnElement[bool]:
         select(f.discrepancy_id).where(f.record_key.contains(text, autoescape=True)),
         select(f.discrepancy_id).join(ledger_entries, its_entry).where(entry.reference == text),
     )
-    named: list[ColumnElement[bool]] = [_d.discrepancy_id.in_(ids)]
+    named: list[ColumnElement[bool]] = [among(_d.discrepancy_id, ids)]
     amounts = amount_search(text)
     if amounts is not None:
         sides = [_d.provider_amount_minor, _d.ledger_amount_minor, _d.difference_minor]
@@ -245,7 +247,7 @@ def list_position(
 
 def property_currencies(connection: Connection, allowed: tuple[str, ...]) -> list[str]:
     """The currencies of the ``allowed`` properties: the choices of the list's currency filter."""
-    statement = select(properties.c.currency).distinct().where(properties.c.property_id.in_(allowed))
+    statement = select(properties.c.currency).distinct().where(one_of(properties.c.property_id, allowed))
     return sorted(str(code) for code in connection.execute(statement).scalars())
 
 
@@ -276,6 +278,6 @@ def finding_age(detected_at: datetime, cleared_at: datetime | None, now: datetim
 def get_finding(connection: Connection, finding_id: int, allowed: tuple[str, ...]) -> RowMapping | None:
     """The finding if it exists and is of an ``allowed`` property; None otherwise (the caller's 404)."""
     statement = select(discrepancies).where(
-        discrepancies.c.discrepancy_id == finding_id, discrepancies.c.property_id.in_(allowed)
+        discrepancies.c.discrepancy_id == finding_id, one_of(discrepancies.c.property_id, allowed)
     )
     return connection.execute(statement).mappings().first()

@@ -22,6 +22,7 @@ from recon_pipeline.review_desk.listing import (
     amount_search,
     sorted_statement,
 )
+from recon_pipeline.storage.conditions import one_of
 from recon_pipeline.storage.matches import MatchFilter, ids_of, matching_conditions
 
 PAGE_SIZE: Final = 200
@@ -60,7 +61,7 @@ def matches_statement(
 ) -> Select[Any]:
     """Every column of the matches the list shows, in ``sort``'s order; its count and totals wrap the same
     statement. The id ends the order, so pages never overlap."""
-    conditions = [*matching_conditions(where), _m.property_id.in_(allowed)]
+    conditions = [*matching_conditions(where), one_of(_m.property_id, allowed)]
     if search is not None:
         conditions.append(search_condition(search))
     statement = select(matches).where(*conditions)
@@ -99,7 +100,7 @@ def list_matches(
 
 def get_match_row(connection: Connection, match_id: int, allowed: tuple[str, ...]) -> RowMapping | None:
     """The match if it exists and is of an ``allowed`` property; None otherwise (the caller's 404)."""
-    statement = select(matches).where(matches.c.match_id == match_id, matches.c.property_id.in_(allowed))
+    statement = select(matches).where(matches.c.match_id == match_id, one_of(matches.c.property_id, allowed))
     return connection.execute(statement).mappings().first()
 
 

@@ -28,6 +28,7 @@ from recon_pipeline.reconcile.takings import NightTakings
 from recon_pipeline.reports.queries import partition_takings
 from recon_pipeline.review_desk.findings import search_condition
 from recon_pipeline.review_desk.listing import Sort, SortColumn, amount_search, check_range, sorted_statement
+from recon_pipeline.storage.conditions import one_of
 
 PAGE_SIZE = 100  # property-nights a page of the overview: each is a row of several summed-up cells
 DEFAULT_NIGHTS = 14  # the overview without a range: the latest nights that have anything
@@ -99,7 +100,7 @@ class NightSummary:
 
 
 def _narrowed(table: Any, query: NightQuery, allowed: tuple[str, ...]) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [table.c.property_id.in_(allowed)]
+    conditions: list[ColumnElement[bool]] = [one_of(table.c.property_id, allowed)]
     if query.property_id is not None:
         conditions.append(table.c.property_id == query.property_id)
     if query.night_from is not None:
@@ -145,7 +146,7 @@ def outstanding_statement(chosen: Select[Any], allowed: tuple[str, ...]) -> Sele
     return (
         select(d.currency, func.abs(d.difference_minor).label("amount_minor"))
         .join_from(discrepancies, keys, and_(keys.c.property_id == d.property_id, keys.c.night == d.night))
-        .where(d.property_id.in_(allowed), d.cleared_at.is_(None))
+        .where(one_of(d.property_id, allowed), d.cleared_at.is_(None))
     )
 
 
@@ -298,7 +299,7 @@ def night_adjustments(
     statement = (
         select(adjustments, posting_outbox.c.state.label("posting_state"))
         .outerjoin(posting_outbox, posting_outbox.c.adjustment_id == a.adjustment_id)
-        .where(a.property_id.in_(allowed), a.property_id == property_id, a.night == night)
+        .where(one_of(a.property_id, allowed), a.property_id == property_id, a.night == night)
         .order_by(a.kind, a.provider_record_id, a.revision)
     )
     return list(connection.execute(statement).mappings())

@@ -21,6 +21,7 @@ from recon_pipeline.db.schema import discrepancies, matches, night_reconciliatio
 from recon_pipeline.reconcile.matching import CONFIRMED, MATCHED, SUGGESTED
 from recon_pipeline.reconcile.takings import NightTakings
 from recon_pipeline.review_desk.nights import night_takings as kept_takings
+from recon_pipeline.storage.conditions import one_of
 from recon_pipeline.storage.matches import REJECTED
 
 DEFAULT_NIGHTS: Final = 14
@@ -101,7 +102,7 @@ def latest_nights(connection: Connection, allowed: Sequence[str], count: int) ->
     a run or kept takings."""
     keyed = union(
         *(
-            select(table.c.night).where(table.c.property_id.in_(allowed))
+            select(table.c.night).where(one_of(table.c.property_id, allowed))
             for table in (discrepancies, matches, night_reconciliations, night_takings)
         )
     ).subquery()
@@ -115,7 +116,7 @@ def open_currencies(connection: Connection, allowed: Sequence[str], nights: Sequ
     d = discrepancies.c
     statement = (
         select(d.currency)
-        .where(d.property_id.in_(allowed), d.night.in_(nights), *_open())
+        .where(one_of(d.property_id, allowed), d.night.in_(nights), *_open())
         .group_by(d.currency)
         .order_by(func.count().desc(), d.currency)
     )
@@ -129,7 +130,7 @@ def open_money(
     d = discrepancies.c
     statement = (
         select(d.property_id, d.night, d.category, func.sum(func.abs(d.difference_minor)).label("amount"))
-        .where(d.property_id.in_(allowed), d.night.in_(nights), d.currency == currency, *_open())
+        .where(one_of(d.property_id, allowed), d.night.in_(nights), d.currency == currency, *_open())
         .group_by(d.property_id, d.night, d.category)
         .order_by(d.property_id, d.night, d.category)
     )
@@ -175,7 +176,7 @@ def open_by_age(connection: Connection, allowed: Sequence[str], now: datetime) -
     ).label("bucket")
     statement = (
         select(bucket, d.review_status, func.count().label("n"))
-        .where(d.property_id.in_(allowed), *_open())
+        .where(one_of(d.property_id, allowed), *_open())
         .group_by(bucket, d.review_status)
     )
     counts: dict[tuple[int, str], int] = {
@@ -194,7 +195,7 @@ def night_matches(
     m = matches.c
     statement = (
         select(m.night, m.status, func.count().label("n"))
-        .where(m.property_id.in_(allowed), m.night.in_(nights), m.cleared_at.is_(None))
+        .where(one_of(m.property_id, allowed), m.night.in_(nights), m.cleared_at.is_(None))
         .group_by(m.night, m.status)
     )
     counts: dict[str, dict[str, int]] = {night: {} for night in nights}
@@ -209,7 +210,7 @@ def latest_close(connection: Connection, allowed: Sequence[str]) -> tuple[str, s
     t = night_takings.c
     statement = (
         select(t.property_id, t.night)
-        .where(t.property_id.in_(allowed))
+        .where(one_of(t.property_id, allowed))
         .order_by(t.night.desc(), t.property_id)
         .limit(1)
     )

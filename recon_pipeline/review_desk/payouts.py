@@ -26,6 +26,7 @@ from recon_pipeline.review_desk.listing import (
     check_range,
     sorted_statement,
 )
+from recon_pipeline.storage.conditions import one_of
 
 PAGE_SIZE = 200
 MAX_UNTRACED_SHOWN = 5  # the untraced movements a reason names; the transactions table lists them all
@@ -94,7 +95,7 @@ def payouts_statement(
     """The matching payouts of ``allowed`` holders with their deposit, in the query's order: the page, its
     count, its totals and its exports run this one statement. The order ends with the payout's and its
     bank credit's keys, so pages never overlap."""
-    conditions: list[ColumnElement[bool]] = [_p.holder_property_id.in_(allowed)]
+    conditions: list[ColumnElement[bool]] = [one_of(_p.holder_property_id, allowed)]
     if query.property_id is not None:
         conditions.append(_p.holder_property_id == query.property_id)
     if query.arrival_from is not None:
@@ -138,7 +139,7 @@ def list_payouts(
 def get_payout(connection: Connection, payout_id: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
     """The payout if its holder is an ``allowed`` property, with its ``findings``; None otherwise."""
     statement = _with_deposit().where(
-        payouts.c.payout_id == payout_id, payouts.c.holder_property_id.in_(allowed)
+        payouts.c.payout_id == payout_id, one_of(payouts.c.holder_property_id, allowed)
     )
     row = connection.execute(statement).mappings().first()
     if row is None:
@@ -159,7 +160,7 @@ def payout_findings(
         .where(
             d.category.in_(PAYOUT_CATEGORIES),
             d.provider_record_id.in_(sorted(set(payout_ids))),
-            d.property_id.in_(allowed),
+            one_of(d.property_id, allowed),
         )
         .order_by(d.night, d.category)
     )
@@ -176,7 +177,7 @@ def transactions_of(connection: Connection, payout_id: str, allowed: tuple[str, 
     t = payout_transactions.c
     statement = (
         select(payout_transactions)
-        .where(t.payout_id == payout_id, t.property_id.in_(allowed) | t.property_id.is_(None))
+        .where(t.payout_id == payout_id, one_of(t.property_id, allowed) | t.property_id.is_(None))
         .order_by(t.created_at, t.transaction_id)
     )
     return list(connection.execute(statement).mappings())

@@ -23,7 +23,7 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, sele
 from recon_pipeline.categories import ALL_CATEGORIES, FINDING_COLUMNS
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews
 from recon_pipeline.db.upsert import upsert
-from recon_pipeline.frames import column_records
+from recon_pipeline.frames import for_database, records
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.storage.adjustments import WriteCounts
@@ -259,7 +259,7 @@ def save_batch_findings(
     }
     rows = [
         {
-            **record,
+            **for_database(record),
             "property_id": property_id,
             "night": night,
             "detected_at": now,
@@ -268,7 +268,7 @@ def save_batch_findings(
             "cleared_run_id": None,
         }
         for property_id, frame in findings.items()
-        for record in column_records(frame, FINDING_COLUMNS)
+        for record in records(frame, FINDING_COLUMNS)
     ]
     upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
     written = {(row["property_id"], row["category"], row["record_key"]): row for row in rows}

@@ -41,7 +41,7 @@ from sqlalchemy import (
 
 from recon_pipeline.db.schema import match_decisions, matches
 from recon_pipeline.db.upsert import inserted_keys
-from recon_pipeline.frames import column_records
+from recon_pipeline.frames import for_database, records
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.reconcile.matching import (
@@ -151,7 +151,7 @@ def save_batch_matches(
     at once insert each match once, and the second changes nothing."""
     lock_partitions(connection, night, found)
     rows = {
-        property_id: [_with_integers(record) for record in column_records(frame, MATCH_COLUMNS)]
+        property_id: [_with_integers(for_database(record)) for record in records(frame, MATCH_COLUMNS)]
         for property_id, frame in found.items()
     }
     for property_id, property_rows in rows.items():

@@ -1,4 +1,5 @@
-"""typed_frame: one pass to the contract dtypes, without pandas 3 inferring its string dtype for text."""
+"""typed_frame: one pass to the contract dtypes, without pandas 3 inferring its string dtype for text; a
+batch's frames stacked and handed back (stack, pieces)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from recon_pipeline.frames import present, typed_frame
+from recon_pipeline.frames import SCOPE, pieces, present, stack, typed_frame
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
 DTYPES = {"name": "object", "amount": "Int64", "count": "int64", "ok": "bool", "at": "datetime64[ns, UTC]"}
@@ -55,3 +56,21 @@ def test_present_tells_values_from_every_pandas_null() -> None:
         False,
         False,
     ]
+
+
+def test_frames_of_different_columns_stack_in_their_order_and_come_back_as_they_were() -> None:
+    """Frames with and without a column (the nights of a batch, some with groups, some without) stack in
+    their order, each row scoped by its frame, the missing column null; ``pieces`` gives each its rows."""
+    with_group = pd.DataFrame({"id": ["a", "b"], "amount": [1, 2], "group": ["g", None]})
+    without = pd.DataFrame({"id": ["c"], "amount": [3]})
+    empty = without.iloc[0:0]
+    frames = [with_group, without, empty, with_group.assign(amount=[4, 5])]
+    stacked = stack(frames)
+    assert stacked["id"].tolist() == ["a", "b", "c", "a", "b"]
+    assert stacked["amount"].tolist() == [1, 2, 3, 4, 5]
+    assert stacked[SCOPE].tolist() == [0, 0, 1, 3, 3]
+    assert stacked["group"].isna().tolist() == [False, True, True, False, True]
+    back = pieces(stacked, stacked[SCOPE].to_numpy(), len(frames))
+    assert [piece["id"].tolist() for piece in back] == [["a", "b"], ["c"], [], ["a", "b"]]
+    assert [list(piece.index) for piece in back] == [[0, 1], [0], [], [0, 1]]
+    assert SCOPE not in back[0].columns

@@ -6,20 +6,24 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pandas as pd
 import pytest
 from sqlalchemy import event, insert
 
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import ledger_entries, payment_orders, properties
+from recon_pipeline.frames import SCOPE, pieces
 from recon_pipeline.ledger import queries
 from recon_pipeline.ledger.queries import (
     ADJACENT_NIGHT_MARGIN,
     captured_orders_frame,
     ledger_frame,
+    ledger_frames,
     read_captured_order_rows,
     read_ledger_rows,
 )
+from recon_pipeline.ledger.validation import split_ledger_records
 from recon_pipeline.nights import night_window
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT
 
@@ -131,3 +135,34 @@ def test_the_ledger_frame_carries_the_card_keys_brand_lower_cased(engine: Any) -
     assert keys.loc["le_bare"].tolist() == [None] * 4
     assert keys.loc["le_blank"].tolist() == [None] * 4
     assert (frame[list(keys.columns)].dtypes == "object").all()
+
+
+def test_a_batch_of_ledgers_as_one_frame_is_each_night_as_its_own_frame_row_for_row() -> None:
+    """``ledger_frames`` over three nights in three time zones (the windows overlap, so a row is in night
+    only by its own night's window), then ``split_ledger_records`` once and ``frames.pieces``: each night
+    gets the valid entries and the invalid-entry findings it gets alone, in its order and dtypes."""
+    windows = [night_window(NIGHT, zone, "00:00") for zone in ZONES.values()]
+
+    def rows(at: int) -> list[dict[str, Any]]:
+        start = windows[at].start
+        return [
+            {"entry_id": f"e{at}_{n}", "property_id": f"p{at}", "booking_id": None,
+             "provider_record_id": f"ch_{n}", "kind": kind, "amount_minor": amount, "currency": "eur",
+             "posted_at": start + offset, "card_brand": "VA", "tender": "Cash" if n == 2 else None}
+            for n, (kind, amount, offset) in enumerate(
+                (("payment", 100, timedelta(hours=1)), ("refund", -40, -timedelta(hours=2)),
+                 ("payment", 7, timedelta(hours=3)), ("chargeback", 5, timedelta(hours=4)),
+                 ("payment", "12.5", timedelta(hours=30)))
+            )
+        ][: 5 - at]  # nights of different sizes; the third night has no invalid row
+
+    parts = [(rows(at), window) for at, window in enumerate(windows)]
+    split = split_ledger_records(ledger_frames(parts))
+    valid = pieces(split.valid, split.valid[SCOPE].to_numpy(), len(parts))
+    invalid = pieces(split.invalid, split.invalid[SCOPE].to_numpy(), len(parts))
+    for at, (night_rows, window) in enumerate(parts):
+        alone = split_ledger_records(ledger_frame(night_rows, window))
+        pd.testing.assert_frame_equal(valid[at], alone.valid)
+        pd.testing.assert_frame_equal(invalid[at], alone.invalid)
+    assert [len(frame) for frame in invalid] == [1, 1, 0]  # the chargeback in night; "12.5" is adjacent
+    assert valid[0]["in_night"].tolist() == [True, False, True]

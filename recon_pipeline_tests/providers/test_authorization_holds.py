@@ -428,7 +428,7 @@ def test_an_uncaptured_hold_in_the_nights_pull_is_neither_missing_in_the_ledger_
     assert records["settled"].tolist() == [False]
     assert diff_night(records, typed_frame({}, LEDGER_RECORD_COLUMNS, 0)).findings.empty
     captured = captured_payments_from_provider(records)
-    bookings = pd.DataFrame({"booking_id": ["bk_h1"], "status": ["confirming"], "updated_at": [None]})
+    bookings = {"bk_h1": "confirming"}
     later = datetime.fromtimestamp(T0, UTC) + timedelta(days=1)
     assert find_orphaned_captured_payments(captured, bookings, later, timedelta(minutes=60)).empty
 

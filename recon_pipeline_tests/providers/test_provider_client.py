@@ -809,9 +809,7 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
     )
     result = diff_night(pulled, booked)
     assert result.findings.empty and result.matched_count == len(pulled) == 62
-    confirmed = pd.DataFrame(
-        {"booking_id": pulled.booking_id.unique(), "status": "confirmed", "updated_at": None}
-    )
+    confirmed = dict.fromkeys(pulled.booking_id.unique(), "confirmed")
     now = datetime.fromtimestamp(T0 + DAY, UTC) + timedelta(hours=2)
     orphans = find_orphaned_captured_payments(
         captured_payments_from_provider(pulled), confirmed, now, timedelta(hours=1)

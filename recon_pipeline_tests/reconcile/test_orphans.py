@@ -44,14 +44,8 @@ def payments(*rows: dict[str, Any]) -> pd.DataFrame:
     return frame.astype({"amount_minor": "int64", "captured_at": "datetime64[ns, UTC]"})
 
 
-def bookings(**statuses: str) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "booking_id": list(statuses),
-            "status": list(statuses.values()),
-            "updated_at": [pd.Timestamp(NOW)] * len(statuses),
-        }
-    )
+def bookings(**statuses: str) -> dict[str, str]:
+    return dict(statuses)
 
 
 def test_captured_payments_of_unconfirmed_or_unknown_bookings_are_orphans() -> None:

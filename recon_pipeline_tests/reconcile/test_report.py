@@ -44,7 +44,7 @@ def night_report() -> NightReport:
                 "source": ["provider"],
             }
         ),
-        pd.DataFrame({"booking_id": ["bk_7"], "status": ["confirming"], "updated_at": [pd.Timestamp(NOW)]}),
+        {"bk_7": "confirming"},
         NOW,
         timedelta(hours=1),
     )

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 import anyio
@@ -222,6 +223,53 @@ def test_a_password_is_checked_below_the_pages_priority() -> None:
     assert workers.hashed(niceness) == min(asking + HASHING_NICENESS, 19)
     assert workers.hashed(threading.current_thread) is workers.hashed(threading.current_thread)
     assert niceness() == asking  # the asking thread is left as it was
+
+
+STARTED_ENV = "RECON_TEST_PROCESS_STARTED"
+
+
+def _opened(mark: str) -> None:
+    os.environ[STARTED_ENV] = mark
+
+
+def _process_facts(extra: int) -> tuple[int, int, str | None, int]:
+    """The pid and niceness of the process this runs in, what its start left, and ``extra`` back."""
+    niceness = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    return os.getpid(), niceness, os.environ.get(STARTED_ENV), extra
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
+def test_a_downloads_work_runs_in_a_process_of_its_own_below_the_pages() -> None:
+    """While ``processes`` is open, ``in_process`` runs work in a spawned process (started by the given
+    function), niced below the asking thread; closed, the desk has none (a download then writes in its
+    own thread) and asking is an error, not a silent fallback."""
+    asking = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    workers = Workers(Capacity(exports=1))
+    assert not workers.has_processes
+    with workers.processes(_opened, "started"):
+        assert workers.has_processes
+        first = workers.in_process(_process_facts, 1)
+        second = workers.in_process(_process_facts, 2)
+    assert first == (first[0], min(asking + HASHING_NICENESS, 19), "started", 1) and first[0] != os.getpid()
+    assert second == (*first[:3], 2)  # the same process (one turn), started once
+    assert STARTED_ENV not in os.environ
+    assert not workers.has_processes
+    with pytest.raises(RuntimeError, match="not open"):
+        workers.in_process(_process_facts, 3)
+
+
+def _dies() -> None:
+    os._exit(1)  # as a process killed for its memory would
+
+
+def test_a_dead_export_process_fails_its_download_and_the_next_gets_a_fresh_one() -> None:
+    """A process that dies mid-work breaks its pool: that download fails (BrokenProcessPool, the caller's
+    500), and the next one runs in fresh processes rather than every download failing until a restart."""
+    workers = Workers(Capacity(exports=1))
+    with workers.processes(_opened, "again"):
+        with pytest.raises(BrokenProcessPool):
+            workers.in_process(_dies)
+        assert workers.in_process(_process_facts, 4)[2:] == ("again", 4)
 
 
 @pytest.mark.fast

@@ -10,7 +10,10 @@ import base64
 import csv
 import hashlib
 import io
+import multiprocessing
+import os
 import re
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +27,9 @@ from openpyxl.worksheet.worksheet import Worksheet
 from sqlalchemy import Engine, func, insert, select, update
 
 from recon_pipeline.db.schema import adjustments, discrepancies, matches, payouts, review_audit
+from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.pages import exports
+from recon_pipeline.serving import ServerThread
 from recon_pipeline_tests.support.desk_fixtures import NIGHT, NOW, add_user, finding, served_desk, sign_in
 from recon_pipeline_tests.support.desk_rows import payout_row
 from recon_pipeline_tests.support.loopback import loopback_client
@@ -544,3 +549,42 @@ def test_the_nights_report_has_a_policy_allowing_its_own_inline_code_and_nothing
     # Nothing else the policy would have to allow: no inline style or handler, no loaded file.
     assert not re.search(r"\sstyle=|\son[a-z]+=|\ssrc=|<link|<iframe|<img", report.text)
     assert report.headers["x-frame-options"] == "DENY" and report.headers["cache-control"] == "no-store"
+
+
+def xlsx_parts(body: bytes) -> dict[str, bytes]:
+    """A workbook's parts but its properties (``docProps/core.xml``: the second it was written)."""
+    with zipfile.ZipFile(io.BytesIO(body)) as book:
+        return {name: book.read(name) for name in book.namelist() if name != "docProps/core.xml"}
+
+
+def test_a_desk_served_with_its_lifespan_writes_exports_in_a_process_of_its_own(
+    client: httpx.Client, desk: Desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `recon review serve` runs it (its lifespan run), the desk writes a list's file in an export
+    process that reads the rows on its own connection: with the writers broken in this process the
+    downloads still come, from a child process, byte for byte what the download's own thread writes (an
+    app served without its lifespan, as the other tests' are); the processes end with the app."""
+    paths = ("/findings/export.csv", "/findings/export.xlsx", "/adjustments/export.csv?tab=all")
+    in_thread = [client.get(path) for path in paths]
+    assert [response.status_code for response in in_thread] == [200, 200, 200]
+    assert multiprocessing.active_children() == []
+
+    def broken(*_args: object) -> bytes:
+        raise AssertionError("an export was written in the desk's own process")
+
+    monkeypatch.setattr(exports, "sheet_csv_bytes", broken)
+    monkeypatch.setattr(exports, "sheet_xlsx_bytes", broken)
+    with (
+        ServerThread(review_desk_app(desk.engine, DeskSettings("s" * 40))) as server,
+        loopback_client(base_url=server.base_url) as served,
+    ):
+        assert sign_in(served).status_code == 303
+        in_process = [served.get(path) for path in paths]
+        children = multiprocessing.active_children()
+        assert children and all(child.pid != os.getpid() for child in children)
+    assert [response.status_code for response in in_process] == [200, 200, 200], in_process[0].text
+    for before, after in zip(in_thread, in_process, strict=True):
+        assert after.headers["content-disposition"] == before.headers["content-disposition"]
+    assert in_process[0].content == in_thread[0].content and in_process[2].content == in_thread[2].content
+    assert xlsx_parts(in_process[1].content) == xlsx_parts(in_thread[1].content)
+    assert multiprocessing.active_children() == []  # shut down with the app

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, Table, func, insert, select
+from sqlalchemy import Engine, Table, event, func, insert, select
 
 from recon_pipeline.db.schema import (
     adjustments,
@@ -505,3 +505,58 @@ def test_a_search_is_answered_from_indexes_not_a_scan_of_every_finding(postgres_
     for index in ("booking", "provider_record", "ledger_entry", "record_key_trigram"):
         assert f"ix_discrepancies_{index}" in plan, plan
     assert "ix_ledger_entries_reference" in plan, plan
+
+
+def _scans_of_findings(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan that reads ``discrepancies`` or one of its indexes."""
+    if plan.get("Relation Name") == "discrepancies" or str(plan.get("Index Name", "")).startswith(
+        ("discrepancies_", "ix_discrepancies_", "uq_discrepancies_")
+    ):
+        yield plan
+    for child in plan.get("Plans", []):
+        yield from _scans_of_findings(child)
+
+
+@pytest.mark.postgres
+def test_every_statement_of_a_search_page_reads_the_search_matches_not_every_finding(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin's search page (its count, its page of findings, its totals per currency) as the desk runs
+    it: with sequential scans priced out, no statement reads the findings whole or walks a whole index;
+    each reads the rows the search's lookups found by their key (``= ANY`` of the lookups' ids, run once),
+    whatever the planner guesses the lookups find. Joined to the lookups instead, a table whose statistics
+    are stale or missing was read whole by each of the three."""
+    with served_desk(postgres_url, monkeypatch) as served:
+        seed(served.engine)
+        with served.engine.begin() as connection:  # a fleet's findings besides the seed's few
+            others = [finding("p2", f"r-{index}", index) for index in range(2_000)]
+            connection.execute(insert(discrepancies), others)
+            connection.exec_driver_sql("ANALYZE discrepancies")
+        add_user("ada", "admin", "p1,p2")
+        ran: list[tuple[str, Any]] = []
+
+        def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+            if "discrepancies" in statement:
+                ran.append((statement, parameters))
+
+        event.listen(served.engine, "before_cursor_execute", record)
+        try:
+            with loopback_client(base_url=served.base_url) as client:
+                assert sign_in(client, "ada").status_code == 303
+                page = client.get("/findings", params={"q": "bk_1"})
+        finally:
+            event.remove(served.engine, "before_cursor_execute", record)
+        assert page.status_code == 200 and "r-both" in page.text and "r-other" not in page.text
+        assert len(ran) == 3, ran  # the count, the page, the totals
+        with served.engine.connect() as connection:
+            connection.exec_driver_sql("SET enable_seqscan = off")
+            for statement, parameters in ran:
+                explained = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
+                (plan,) = explained.scalar_one()
+                scans = list(_scans_of_findings(plan["Plan"]))
+                assert scans, plan
+                for scan in scans:
+                    assert scan["Node Type"] != "Seq Scan", (statement, plan)
+                    assert "Index Cond" in scan or "Recheck Cond" in scan, (statement, plan)
+                by_key = [scan for scan in scans if scan.get("Index Name") == "discrepancies_pkey"]
+                assert by_key and all("= ANY ($" in scan["Index Cond"] for scan in by_key), (statement, plan)

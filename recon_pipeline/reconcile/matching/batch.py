@@ -1,4 +1,4 @@
-"""Many nights matched as one: their frames stacked, each row carrying its night (``sides.SCOPE``).
+"""Many nights matched as one: their frames stacked, each row carrying its night (``frames.SCOPE``).
 
 Every step of the matcher keys on the scope too (each tier's join, the split search, the refunds' and the
 reversals' keys, a rejection), so rows of two nights never pair and a night's outcome is what it would
@@ -10,19 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
+from recon_pipeline.frames import SCOPE, pieces, sorted_by
 from recon_pipeline.reconcile.matching.outcome import MatchOutcome, StackedOutcome, counts_of
-from recon_pipeline.reconcile.matching.sides import SCOPE
-
-
-def stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """The frames one under another, each row with the position of its frame as its scope."""
-    sizes = [len(frame) for frame in frames]
-    filled = [frame for frame in frames if len(frame)] or [frames[0]]
-    stacked = pd.concat(filled, ignore_index=True) if len(filled) > 1 else filled[0].reset_index(drop=True)
-    return stacked.assign(**{SCOPE: np.repeat(np.arange(len(frames), dtype=np.int64), sizes)})
 
 
 def split(stacked: StackedOutcome, columns: Sequence[tuple[pd.Index, pd.Index]]) -> list[MatchOutcome]:
@@ -33,10 +24,10 @@ def split(stacked: StackedOutcome, columns: Sequence[tuple[pd.Index, pd.Index]])
         frames = (stacked.provider_records, stacked.ledger, stacked.matches, stacked.findings)
         return [_outcome(stacked, *frames, 0)]
     count = len(columns)
-    providers = _pieces(stacked.provider_records, stacked.provider_records[SCOPE].to_numpy(), count)
-    ledgers = _pieces(stacked.ledger, stacked.ledger[SCOPE].to_numpy(), count)
-    matches = _pieces(stacked.matches, stacked.match_scopes, count)
-    findings = _pieces(stacked.findings, stacked.finding_scopes, count)
+    providers = pieces(stacked.provider_records, stacked.provider_records[SCOPE].to_numpy(), count)
+    ledgers = pieces(stacked.ledger, stacked.ledger[SCOPE].to_numpy(), count)
+    matches = pieces(stacked.matches, stacked.match_scopes, count)
+    findings = pieces(stacked.findings, stacked.finding_scopes, count)
     return [
         _outcome(
             stacked,
@@ -55,7 +46,7 @@ def _with_columns(frame: pd.DataFrame, columns: pd.Index) -> pd.DataFrame:
     not its)."""
     if len(frame.columns) == len(columns) and (frame.columns == columns).all():
         return frame
-    return frame[list(columns)]
+    return frame.iloc[:, frame.columns.get_indexer(columns)]  # by position: a list of names costs 20x
 
 
 def _outcome(
@@ -68,7 +59,7 @@ def _outcome(
 ) -> MatchOutcome:
     """One night's outcome: its findings in the diff's order, its counts per rule, its exact-id count."""
     if len(findings) > 1:
-        findings = findings.sort_values(["category", "record_key"], kind="stable", ignore_index=True)
+        findings = sorted_by(findings, "category", "record_key")
 
     def exact() -> int:
         counts = stacked.exact_ids()
@@ -79,16 +70,3 @@ def _outcome(
         provider_records, ledger, matches, findings, counts_of(matches), exact, reversed_entries
     )
 
-
-def _pieces(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataFrame]:
-    """The frame's rows per scope, in their order, without the scope column."""
-    if SCOPE in frame.columns:
-        frame = frame.drop(columns=SCOPE)
-    order = np.argsort(scopes, kind="stable")
-    if len(order) and (np.diff(order) != 1).any():
-        frame = frame.take(order)
-    bounds = np.searchsorted(scopes[order], np.arange(count + 1))
-    return [
-        frame.iloc[start:end].reset_index(drop=True)
-        for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
-    ]

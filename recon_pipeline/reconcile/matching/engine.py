@@ -18,7 +18,8 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.reconcile.matching.batch import split, stack
+from recon_pipeline.frames import stack
+from recon_pipeline.reconcile.matching.batch import split
 from recon_pipeline.reconcile.matching.known import Applied, apply_known
 from recon_pipeline.reconcile.matching.outcome import MatchOutcome, StackedOutcome, build_outcome, unchanged
 from recon_pipeline.reconcile.matching.policy import (

@@ -20,12 +20,11 @@ import numpy as np
 import pandas as pd
 
 from recon_pipeline.categories import kind_codes
-from recon_pipeline.frames import present
+from recon_pipeline.frames import SCOPE, present
 from recon_pipeline.providers.cards import brand_of
 from recon_pipeline.reconcile.grouping import IdBytes, group_keys
 
 ADJUSTMENT: Final = "adjustment"
-SCOPE: Final = "match_scope"  # a stacked frame's night (``batch.py``): rows of two scopes never pair
 NO_TIME: Final = np.iinfo(np.int64).min  # NaT as int64 nanoseconds: never within a window
 
 

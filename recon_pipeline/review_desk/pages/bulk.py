@@ -30,6 +30,7 @@ from recon_pipeline.review_desk.pages.findings import parse_id, signed_int
 from recon_pipeline.review_desk.users import ReviewUser
 from recon_pipeline.review_desk.views import clean_query
 from recon_pipeline.review_desk.web import Desk
+from recon_pipeline.storage.conditions import one_of
 from recon_pipeline.storage.findings import ACKNOWLEDGE, RESOLVE
 from recon_pipeline.words import category_label, category_meaning
 
@@ -107,7 +108,7 @@ def _allowed(desk: Desk, ids: list[int], user: ReviewUser) -> list[dict[str, Any
     """The findings named, in the order named, if each exists and is of the user's properties; None
     otherwise (the caller's 404)."""
     query = select(discrepancies).where(
-        discrepancies.c.discrepancy_id.in_(ids), discrepancies.c.property_id.in_(user.properties)
+        discrepancies.c.discrepancy_id.in_(ids), one_of(discrepancies.c.property_id, user.properties)
     )
     with desk.engine.connect() as connection:
         found = {row["discrepancy_id"]: _shown(row) for row in connection.execute(query).mappings()}
