@@ -55,12 +55,24 @@ def sorted_by(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
     return _renumbered(frame.iloc[:])
 
 
-def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The frame's rows as dicts, as ``to_dict("records")`` gives them, read column by column: for the
-    few dozen rows of a night, a third of what ``to_dict`` costs."""
-    names = [str(name) for name in frame.columns]
-    columns = (frame[name].tolist() for name in frame.columns)
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+def records(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The frame's rows as dicts (of ``columns`` only, if given), as ``to_dict("records")`` gives them, read
+    column by column: for the few dozen rows of a night, a third of what ``to_dict`` costs."""
+    names = [str(name) for name in (frame.columns if columns is None else columns)]
+    values = (frame[name].tolist() for name in names)
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def for_database(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's values as the database drivers take them: each null (None, NaN, NaT, NA) as None, numpy
+    scalars as Python's."""
+    return {name: _driver_value(value) for name, value in record.items()}
+
+
+def _driver_value(value: Any) -> Any:
+    if not present(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
 
 
 def present(value: object) -> bool:

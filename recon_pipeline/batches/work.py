@@ -7,8 +7,9 @@ attributed, then the matcher, run once over the batch), **look up** by id what t
 of every captured payment and hold in one statement), **conclude** (pure: the diff, run once over the
 batch, then every finding, the orphaned captured payments, the proposals, the takings), and **write** the
 adjustments, the findings, the matches and the provider's records they name (``evidence.py``) and the
-night's takings in one transaction, so that a finding clears in the commit that withdraws its proposal
-(the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). A step run at
+nights' takings in one transaction for the batch, each table's rows in set-based statements, so that a
+finding clears in the commit that withdraws its proposal (the rule: ``reconcile/lifecycle.py``; the crash
+window's checkpoints around its commit). A step run at
 once over the batch that one night's input breaks is run night by night (``at_once``), so that night fails
 alone. Every result lands in the reconciliation database; the caller gets counts and a report to
 summarise, nothing another host must read from this one's disk.
@@ -75,6 +76,7 @@ from recon_pipeline.reconcile.identity import (
     name_booked_ids,
     payment_aliases,
 )
+from recon_pipeline.reconcile.lifecycle import LifecyclePlan
 from recon_pipeline.reconcile.matching import (
     PERSON,
     KnownMatch,
@@ -89,12 +91,16 @@ from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjust
 from recon_pipeline.reconcile.report import NightReport, build_night_report
 from recon_pipeline.reconcile.takings import NightTakings, Tendered, by_tender, night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
-from recon_pipeline.storage.adjustments import sync_adjustments
-from recon_pipeline.storage.findings import save_findings
-from recon_pipeline.storage.matches import known_matches, save_matches
+from recon_pipeline.storage.adjustments import WriteCounts, sync_batch_adjustments
+from recon_pipeline.storage.findings import save_batch_findings
+from recon_pipeline.storage.matches import MatchSaveCounts, known_matches, save_batch_matches
 from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED, PropertyOutcome, record_outcomes
-from recon_pipeline.storage.night_takings import save_takings
-from recon_pipeline.storage.provider_records import named_record_ids, save_provider_records
+from recon_pipeline.storage.night_takings import save_batch_takings
+from recon_pipeline.storage.provider_records import (
+    NightRecords,
+    named_record_ids,
+    save_batch_provider_records,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -607,35 +613,78 @@ def conclude(
 
 
 def write(
-    engine: Engine, client: ProviderClient, night: NightInput, concluded: Concluded, run: RunScope
-) -> PropertyNightResult:
-    """The property-night's results in one transaction (a finding clears in the commit that withdraws its
-    proposal), between the crash window's checkpoints; then its result and report."""
-    target, compared, looked_up = night.target, concluded.comparison, concluded.looked_up
-    property_id, now = target.row.property_id, concluded.now
-    with engine.begin() as connection:
-        plan = sync_adjustments(
-            connection, property_id, run.night, concluded.proposals, now, RECONCILIATION_CATEGORIES
-        )
-        saved = save_findings(
-            connection, property_id, run.night, concluded.findings, run.run_id, now, RECONCILIATION_CATEGORIES
-        )
-        matches_saved = save_matches(connection, property_id, run.night, concluded.matches, run.run_id, now)
-        save_provider_records(
-            connection,
-            property_id,
-            run.night,
-            (compared.own, compared.nobody, looked_up.elsewhere),
+    engine: Engine, client: ProviderClient, nights: Sequence[tuple[NightInput, Concluded]], run: RunScope
+) -> list[PropertyNightResult | BaseException]:
+    """The concluded property-nights' results, in their order: the batch's in one transaction (each table's
+    rows in set-based statements); if that fails, each property-night in its own (``at_once``), so that the
+    one at fault (a bad row, a refused statement) fails alone with its error while the rest commit."""
+    return at_once(nights, lambda part: _commit(engine, client, part, run), "write")
+
+
+def _commit(
+    engine: Engine, client: ProviderClient, nights: Sequence[tuple[NightInput, Concluded]], run: RunScope
+) -> list[PropertyNightResult]:
+    """The property-nights' adjustments, findings, matches, the provider's records they name and the
+    takings in one transaction (a finding clears in the commit that withdraws its proposal), between the
+    crash window's checkpoints; then each one's result and report. The writes are stamped with the latest
+    conclusion's time."""
+    now = max(concluded.now for _, concluded in nights)
+    by_property = {night.target.row.property_id: (night, concluded) for night, concluded in nights}
+    records = {
+        property_id: NightRecords(
+            (concluded.comparison.own, concluded.comparison.nobody, concluded.looked_up.elsewhere),
             named_record_ids(concluded.findings, concluded.matches),
-            client.name,
-            target.account.provider_account,
-            client.dashboard_url,
+            night.target.account.provider_account,
+        )
+        for property_id, (night, concluded) in by_property.items()
+    }
+    with engine.begin() as connection:
+        plans = sync_batch_adjustments(
+            connection,
+            run.night,
+            {property_id: concluded.proposals for property_id, (_, concluded) in by_property.items()},
+            now,
+            RECONCILIATION_CATEGORIES,
+        )
+        saved = save_batch_findings(
+            connection,
+            run.night,
+            {property_id: concluded.findings for property_id, (_, concluded) in by_property.items()},
+            run.run_id,
+            now,
+            RECONCILIATION_CATEGORIES,
+        )
+        matched = save_batch_matches(
+            connection,
+            run.night,
+            {property_id: concluded.matches for property_id, (_, concluded) in by_property.items()},
             run.run_id,
             now,
         )
-        save_takings(connection, property_id, run.night, concluded.takings, run.run_id, now)
+        save_batch_provider_records(
+            connection, run.night, records, client.name, client.dashboard_url, run.run_id, now
+        )
+        save_batch_takings(
+            connection,
+            run.night,
+            {property_id: concluded.takings for property_id, (_, concluded) in by_property.items()},
+            run.run_id,
+            now,
+        )
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
+    return [
+        _result(night, concluded, plans[p], saved[p], matched[p])
+        for night, concluded in nights
+        for p in (night.target.row.property_id,)
+    ]
+
+
+def _result(
+    night: NightInput, concluded: Concluded, plan: LifecyclePlan, saved: WriteCounts, matched: MatchSaveCounts
+) -> PropertyNightResult:
+    """A written property-night's result and report."""
+    target, compared, looked_up = night.target, concluded.comparison, concluded.looked_up
     own = compared.own
     return PropertyNightResult(
         property_row=target.row,
@@ -650,7 +699,7 @@ def write(
             for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
         },
         matches_by_rule=concluded.matches_by_rule,
-        matches_saved=asdict(matches_saved),
+        matches_saved=asdict(matched),
         report=build_night_report(
             concluded.diff, concluded.orphans, compared.taken, concluded.matches_by_rule, concluded.takings
         ),
@@ -805,17 +854,10 @@ def reconcile_batch(
     else:
         concluded = conclude_all(inputs, found, states, run)
 
-    def written(night: NightInput, done: Concluded | BaseException) -> PropertyNightResult | BaseException:
-        if isinstance(done, BaseException):
-            return done
-        try:
-            return write(engine, client, night, done, run)
-        except Exception as error:
-            return error
-
-    with ThreadPoolExecutor(max_workers=min(workers, len(inputs) or 1)) as pool:
-        for night, outcome in zip(inputs, pool.map(written, inputs, concluded), strict=True):
-            record(night.target, outcome)
+    ready = [(n, c) for n, c in zip(inputs, concluded, strict=True) if not isinstance(c, BaseException)]
+    written = iter(write(engine, client, ready, run))
+    for night, outcome in zip(inputs, concluded, strict=True):
+        record(night.target, outcome if isinstance(outcome, BaseException) else next(written))
     with engine.begin() as connection:
         record_outcomes(connection, batch.outcomes)
     return batch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ from recon_pipeline.tenders import tender_of
 
 ADJACENT_NIGHT_MARGIN = timedelta(days=1)
 IN_CLAUSE_CHUNK = 500
+T = TypeVar("T")
 _CAPTURED_ORDER_COLUMNS = ("payment_id", "booking_id", "amount_minor", "currency", "captured_at")
 
 
@@ -230,7 +231,7 @@ def load_booking_statuses(connection: Connection, booking_ids: Iterable[str]) ->
     return statuses
 
 
-def in_chunks(items: Sequence[str], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[str]]:
+def in_chunks(items: Sequence[T], size: int = IN_CLAUSE_CHUNK) -> Iterable[Sequence[T]]:
     """``items`` in runs of ``size``: the ids one ``IN`` list carries (its parameters stay bounded)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]

@@ -20,8 +20,9 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, bindparam, func, s
 from recon_pipeline.db.schema import adjustments
 from recon_pipeline.db.upsert import insert_new
 from recon_pipeline.keys import parse_night, validate_property_id
+from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.reconcile.lifecycle import ADJUSTMENT_STATUSES, PROPOSED, LifecyclePlan, plan_lifecycle
-from recon_pipeline.storage.partition import lock_partition
+from recon_pipeline.storage.partition import lock_partitions
 
 # What the lifecycle planner reads of the partition's adjustments.
 LIFECYCLE_COLUMNS = ("adjustment_id", "idempotency_key", "revision", "status", "amount_minor", "currency")
@@ -51,11 +52,23 @@ def sync_adjustments(
     now: datetime,
     categories: Collection[str] | None = None,
 ) -> LifecyclePlan:
-    """Make the partition's adjustments follow its current findings (``proposals``, as
-    ``plan_adjustments`` makes them): apply ``plan_lifecycle``'s plan, the rule of
-    ``reconcile/lifecycle.py``, and return it.
+    """``sync_batch_adjustments`` of one partition: its plan."""
+    return sync_batch_adjustments(connection, night, {property_id: proposals}, now, categories)[property_id]
 
-    Under the partition's lock, which reviewers (``recon adjustments approve|reject``) take too, so a
+
+def sync_batch_adjustments(
+    connection: Connection,
+    night: str,
+    proposals: Mapping[str, Sequence[Mapping[str, Any]]],
+    now: datetime,
+    categories: Collection[str] | None = None,
+) -> dict[str, LifecyclePlan]:
+    """Make each partition's adjustments follow its current findings (``proposals`` per property, as
+    ``plan_adjustments`` makes them): apply ``plan_lifecycle``'s plan, the rule of
+    ``reconcile/lifecycle.py``, and return the plans per property. One read of every partition's rows,
+    one insert and one (executemany) update for the whole batch.
+
+    Under the partitions' locks, which reviewers (``recon adjustments approve|reject``) take too, so a
     concurrent identical run finds this one's rows and changes nothing, and an approval never races a
     supersession. The status guard on each update is the rule's second line in the database.
 
@@ -63,29 +76,33 @@ def sync_adjustments(
     ``save_findings`` scopes findings: the payouts asset proposes for its payout-fee findings in
     property-nights the night's reconciliation writes too, and neither may withdraw the other's proposals.
     """
-    lock_partition(connection, property_id, night)
-    query = select(*(adjustments.c[name] for name in LIFECYCLE_COLUMNS)).where(
-        adjustments.c.property_id == property_id, adjustments.c.night == night
-    )
+    lock_partitions(connection, night, proposals)
     if categories is not None:
-        foreign = {str(proposal["category"]) for proposal in proposals} - set(categories)
+        foreign = {str(p["category"]) for rows in proposals.values() for p in rows} - set(categories)
         if foreign:
             raise ValueError(f"proposals of {sorted(foreign)} are not this writer's ({sorted(categories)})")
-        query = query.where(adjustments.c.category.in_(sorted(categories)))
-    existing = connection.execute(query).mappings()
-    plan = plan_lifecycle(proposals, existing)
-    write_adjustments(connection, plan.inserts)
-    if plan.transitions:
+    existing: dict[str, list[RowMapping]] = {property_id: [] for property_id in proposals}
+    for chunk in in_chunks(sorted(proposals)):
+        query = select(adjustments.c.property_id, *(adjustments.c[name] for name in LIFECYCLE_COLUMNS)).where(
+            adjustments.c.night == night, adjustments.c.property_id.in_(chunk)
+        )
+        if categories is not None:
+            query = query.where(adjustments.c.category.in_(sorted(categories)))
+        for row in connection.execute(query).mappings():
+            existing[row["property_id"]].append(row)
+    plans = {
+        property_id: plan_lifecycle(rows, existing[property_id]) for property_id, rows in proposals.items()
+    }
+    write_adjustments(connection, [row for plan in plans.values() for row in plan.inserts])
+    transitions = [t for plan in plans.values() for t in plan.transitions]
+    if transitions:
         connection.execute(
             update(adjustments)
             .where(adjustments.c.adjustment_id == bindparam("target"), adjustments.c.status == PROPOSED)
             .values(status=bindparam("new_status"), superseded_by=bindparam("by"), updated_at=now),
-            [
-                {"target": t.adjustment_id, "new_status": t.status, "by": t.superseded_by}
-                for t in plan.transitions
-            ],
+            [{"target": t.adjustment_id, "new_status": t.status, "by": t.superseded_by} for t in transitions],
         )
-    return plan
+    return plans
 
 
 def set_status(connection: Connection, adjustment_id: str, status: str, now: datetime) -> None:

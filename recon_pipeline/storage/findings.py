@@ -11,6 +11,7 @@ acknowledged or resolved at another difference than it has now; then it goes bac
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,11 +23,12 @@ from sqlalchemy import ColumnElement, Connection, RowMapping, func, insert, sele
 from recon_pipeline.categories import ALL_CATEGORIES, FINDING_COLUMNS
 from recon_pipeline.db.schema import FINDING_KEY, discrepancies, discrepancy_reviews
 from recon_pipeline.db.upsert import upsert
+from recon_pipeline.frames import for_database, records
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.storage.adjustments import WriteCounts
 from recon_pipeline.storage.conditions import filter_conditions
-from recon_pipeline.storage.partition import lock_partition
+from recon_pipeline.storage.partition import lock_partitions
 
 # The review statuses a finding is in and the actions its history records (``review/rules.py`` says which
 # a person may take when).
@@ -209,40 +211,55 @@ def save_findings(
     now: datetime,
     categories: Collection[str] | None = None,
 ) -> WriteCounts:
-    """Make the partition's outstanding findings equal ``findings``: upsert them and clear the ones no
-    longer seen, as ``reconcile/lifecycle.py`` states the rule.
+    """``save_batch_findings`` of one partition: its counts."""
+    return save_batch_findings(connection, night, {property_id: findings}, run_id, now, categories)[
+        property_id
+    ]
+
+
+def save_batch_findings(
+    connection: Connection,
+    night: str,
+    findings: Mapping[str, pd.DataFrame],
+    run_id: str | None,
+    now: datetime,
+    categories: Collection[str] | None = None,
+) -> dict[str, WriteCounts]:
+    """Make each partition's outstanding findings (``findings`` per property of ``night``) equal its
+    frame: upsert them and clear the ones no longer seen, as ``reconcile/lifecycle.py`` states the rule;
+    the counts per property. One read of every partition's rows, one upsert, one clear for the batch.
 
     ``categories``: the categories this writer owns (default: all); findings of other categories in the
     partition are another writer's and left alone (the payouts asset and the night's reconciliation
     share property-nights).
 
     A reviewed finding re-detected with another difference than its reviewer saw is re-opened. Writers of
-    one partition take turns (``lock_partition``), so each one's read of what was there is current: two
+    one partition take turns (``lock_partitions``), so each one's read of what was there is current: two
     concurrent identical runs count the findings as new once, and neither clears what the other wrote.
     """
-    lock_partition(connection, property_id, night)
+    lock_partitions(connection, night, findings)
     if categories is not None:
-        foreign = set(findings["category"]) - set(categories)
+        foreign = {str(c) for frame in findings.values() for c in frame["category"]} - set(categories)
         if foreign:
             raise ValueError(f"findings of {sorted(foreign)} are not this writer's ({sorted(categories)})")
-    # The partition's rows, read once (and locked, in id order, for the re-opens): what was there decides
+    # The partitions' rows, read once (and locked, in id order, for the re-opens): what was there decides
     # what is new and what is stale, and with the facts written below, what re-opens.
-    present = list(
-        connection.execute(
+    present: list[RowMapping] = []
+    for chunk in in_chunks(sorted(findings)):
+        present += connection.execute(
             select(*(discrepancies.c[name] for name in _PRESENT_COLUMNS))
-            .where(discrepancies.c.property_id == property_id, discrepancies.c.night == night)
+            .where(discrepancies.c.night == night, discrepancies.c.property_id.in_(chunk))
             .order_by(discrepancies.c.discrepancy_id)
             .with_for_update()
         ).mappings()
-    )
     before = {
-        (row["category"], row["record_key"]): row
+        (row["property_id"], row["category"], row["record_key"]): row
         for row in present
         if categories is None or row["category"] in categories
     }
     rows = [
         {
-            **_clean(record),
+            **for_database(record),
             "property_id": property_id,
             "night": night,
             "detected_at": now,
@@ -250,38 +267,49 @@ def save_findings(
             "cleared_at": None,
             "cleared_run_id": None,
         }
-        for record in findings.loc[:, list(FINDING_COLUMNS)].to_dict("records")
+        for property_id, frame in findings.items()
+        for record in records(frame, FINDING_COLUMNS)
     ]
     upsert(connection, discrepancies, rows, FINDING_KEY, FINDING_FACTS)
-    written = {(row["category"], row["record_key"]): row for row in rows}
+    written = {(row["property_id"], row["category"], row["record_key"]): row for row in rows}
     reopened = reopen_changed(
         connection,
-        [{**row, **written.get((row["category"], row["record_key"]), {})} for row in present],
+        [
+            {**row, **written.get((row["property_id"], row["category"], row["record_key"]), {})}
+            for row in present
+        ],
         run_id,
         now,
     )
-    stale = [
-        row["discrepancy_id"]
-        for key, row in before.items()
-        if key not in written and row["cleared_at"] is None
-    ]
-    if stale:
+    stale = [row for key, row in before.items() if key not in written and row["cleared_at"] is None]
+    for chunk in in_chunks([row["discrepancy_id"] for row in stale]):
         connection.execute(
             update(discrepancies)
-            .where(discrepancies.c.discrepancy_id.in_(stale), discrepancies.c.cleared_at.is_(None))
+            .where(discrepancies.c.discrepancy_id.in_(chunk), discrepancies.c.cleared_at.is_(None))
             .values(cleared_at=now, cleared_run_id=run_id)
         )
-    new = len(written.keys() - before.keys())
-    return WriteCounts(new=new, already_present=len(rows) - new, cleared=len(stale), reopened=reopened)
+    new = Counter(key[0] for key in written.keys() - before.keys())
+    cleared = Counter(row["property_id"] for row in stale)
+    counted = Counter(row["property_id"] for row in rows)
+    return {
+        property_id: WriteCounts(
+            new=new[property_id],
+            already_present=counted[property_id] - new[property_id],
+            cleared=cleared[property_id],
+            reopened=reopened[property_id],
+        )
+        for property_id in findings
+    }
 
 
 def reopen_changed(
     connection: Connection, findings: Sequence[Mapping[str, Any]], run_id: str | None, now: datetime
-) -> int:
-    """Re-open the reviewed ``findings`` (rows of one partition, as they are now, in id order) whose
-    difference is no longer the one reviewed, with an audit row each; how many were re-opened.
+) -> Counter[str]:
+    """Re-open the reviewed ``findings`` (rows of the batch's partitions, as they are now, in id order)
+    whose difference is no longer the one reviewed, with an audit row each; how many were re-opened per
+    property.
 
-    The caller holds the partition's lock and the rows (read ``FOR UPDATE``), so a concurrent identical
+    The caller holds the partitions' locks and the rows (read ``FOR UPDATE``), so a concurrent identical
     run waits and, once this commits, finds nothing left to re-open.
     """
     changed = [
@@ -290,12 +318,11 @@ def reopen_changed(
         if reopens(row["review_status"], row["reviewed_difference_minor"], row["difference_minor"])
     ]
     if not changed:
-        return 0
-    connection.execute(
-        update(discrepancies)
-        .where(discrepancies.c.discrepancy_id.in_([row["discrepancy_id"] for row in changed]))
-        .values(review_status=OPEN)
-    )
+        return Counter()
+    for chunk in in_chunks([row["discrepancy_id"] for row in changed]):
+        connection.execute(
+            update(discrepancies).where(discrepancies.c.discrepancy_id.in_(chunk)).values(review_status=OPEN)
+        )
     record_reviews(
         connection,
         [
@@ -312,7 +339,7 @@ def reopen_changed(
             for row in changed
         ],
     )
-    return len(changed)
+    return Counter(row["property_id"] for row in changed)
 
 
 def unexplained_amounts(
@@ -327,19 +354,6 @@ def unexplained_amounts(
         .group_by(discrepancies.c.currency)
     )
     return {currency: int(amount) for currency, amount in connection.execute(query).tuples()}
-
-
-def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    """pandas NA/NaN → None and numpy integers → int, as the DB drivers expect."""
-    return {key: (None if _is_missing(value) else _plain(value)) for key, value in record.items()}
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
 
 
 def reported_payments(

@@ -19,16 +19,29 @@ findings; this is the same rule for matches):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 import pandas as pd
-from sqlalchemy import ColumnElement, Connection, RowMapping, and_, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from recon_pipeline.db.schema import match_decisions, matches
-from recon_pipeline.db.upsert import insert_new
+from recon_pipeline.db.upsert import inserted_keys
+from recon_pipeline.frames import for_database, records
 from recon_pipeline.keys import parse_night, validate_property_id
 from recon_pipeline.ledger.queries import in_chunks
 from recon_pipeline.reconcile.matching import (
@@ -40,7 +53,7 @@ from recon_pipeline.reconcile.matching import (
     KnownMatch,
 )
 from recon_pipeline.storage.conditions import filter_conditions
-from recon_pipeline.storage.partition import lock_partition
+from recon_pipeline.storage.partition import lock_partitions
 
 # The matcher's statuses (reconcile/matching/policy.py: matched at or above the property's threshold,
 # suggested below it, confirmed by a person) and the one only a person gives: never proposed again.
@@ -114,76 +127,98 @@ def save_matches(
     run_id: str | None,
     now: datetime,
 ) -> MatchSaveCounts:
-    """Make the property-night's current machine matches equal ``found`` (MATCH_COLUMNS, one row per match
-    or suggestion the matcher found): insert the new ones, refresh the ones found with other facts, clear
-    the ones no longer found, and leave every person's decision as it is (see the module's rule). A row
-    the run hands over as ``confirmed`` (rule ``person``: the matcher applied a known match) is not
-    written: the decision is stored where the person made it, on this night or a night either side.
+    """``save_batch_matches`` of one partition: its counts."""
+    return save_batch_matches(connection, night, {property_id: found}, run_id, now)[property_id]
 
-    Under the partition's lock (the one ``save_findings`` and ``sync_adjustments`` take, so the three
+
+def save_batch_matches(
+    connection: Connection,
+    night: str,
+    found: Mapping[str, pd.DataFrame],
+    run_id: str | None,
+    now: datetime,
+) -> dict[str, MatchSaveCounts]:
+    """Make each property-night's current machine matches equal its frame of ``found`` (MATCH_COLUMNS, one
+    row per match or suggestion the matcher found): insert the new ones, refresh the ones found with other
+    facts, clear the ones no longer found, and leave every person's decision as it is (see the module's
+    rule); the counts per property. A row the run hands over as ``confirmed`` (rule ``person``: the matcher
+    applied a known match) is not written: the decision is stored where the person made it, on this night
+    or a night either side. One read of every partition's rows, then one insert, one (executemany) refresh
+    and one clear for the batch.
+
+    Under the partitions' locks (the ones ``save_findings`` and ``sync_adjustments`` take, so the three
     are one step of a night's run), so each writer's read of what is there is current: two identical runs
     at once insert each match once, and the second changes nothing."""
-    lock_partition(connection, property_id, night)
-    rows = [_clean(record) for record in found.loc[:, list(MATCH_COLUMNS)].to_dict("records")]
-    keys = [row["match_key"] for row in rows]
-    if len(set(keys)) != len(keys):
-        twice = sorted({key for key in keys if keys.count(key) > 1})
-        raise ValueError(f"matches of {property_id} on {night} name match_key {twice[0]!r} twice")
-    unknown = sorted({row["status"] for row in rows} - {MATCHED, SUGGESTED, CONFIRMED})
-    if unknown:
-        raise ValueError(f"a run saves matches matched, suggested or confirmed, not {unknown[0]!r}")
-    present = {
-        row["match_key"]: row
-        for row in connection.execute(
+    lock_partitions(connection, night, found)
+    rows = {
+        property_id: [_with_integers(for_database(record)) for record in records(frame, MATCH_COLUMNS)]
+        for property_id, frame in found.items()
+    }
+    for property_id, property_rows in rows.items():
+        keys = [row["match_key"] for row in property_rows]
+        if len(set(keys)) != len(keys):
+            twice = sorted({key for key in keys if keys.count(key) > 1})
+            raise ValueError(f"matches of {property_id} on {night} name match_key {twice[0]!r} twice")
+        unknown = sorted({row["status"] for row in property_rows} - {MATCHED, SUGGESTED, CONFIRMED})
+        if unknown:
+            raise ValueError(f"a run saves matches matched, suggested or confirmed, not {unknown[0]!r}")
+    present: dict[str, dict[str, RowMapping]] = {property_id: {} for property_id in found}
+    for chunk in in_chunks(sorted(found)):
+        for each in connection.execute(
             select(matches)
-            .where(matches.c.property_id == property_id, matches.c.night == night)
+            .where(matches.c.night == night, matches.c.property_id.in_(chunk))
             .order_by(matches.c.match_id)
             .with_for_update()
-        ).mappings()
-    }
+        ).mappings():
+            present[each["property_id"]][each["match_key"]] = each
     new_rows: list[dict[str, Any]] = []
-    unchanged = updated = reappeared = decided = 0
-    for row in rows:
-        stored = present.get(row["match_key"])
-        if row["status"] == CONFIRMED or (stored is not None and stored["status"] in DECIDED_STATUSES):
-            decided += 1  # a person's decision, here or on a night either side: only a person writes it
-        elif stored is None:
-            new_rows.append(
-                {**row, "property_id": property_id, "night": night, "run_id": run_id, "detected_at": now}
-            )
-        elif stored["cleared_at"] is None and all(_same(stored[name], row[name]) for name in MATCH_FACTS):
-            unchanged += 1
-        else:
-            connection.execute(
-                update(matches)
-                .where(matches.c.match_id == stored["match_id"])
-                .values(**{name: row[name] for name in MATCH_FACTS}, cleared_at=None)
-            )
-            if stored["cleared_at"] is None:
-                updated += 1
+    refreshed: list[dict[str, Any]] = []
+    stale: list[tuple[int, str]] = []  # match id, property
+    counts: dict[str, dict[str, int]] = {}
+    for property_id, property_rows in rows.items():
+        there = present[property_id]
+        count = counts[property_id] = dict.fromkeys(("unchanged", "updated", "reappeared", "decided"), 0)
+        for row in property_rows:
+            stored = there.get(row["match_key"])
+            # a person's decision, here or on a night either side: only a person writes it
+            if row["status"] == CONFIRMED or (stored is not None and stored["status"] in DECIDED_STATUSES):
+                count["decided"] += 1
+            elif stored is None:
+                new_rows.append(
+                    {**row, "property_id": property_id, "night": night, "run_id": run_id, "detected_at": now}
+                )
+            elif stored["cleared_at"] is None and all(_same(stored[name], row[name]) for name in MATCH_FACTS):
+                count["unchanged"] += 1
             else:
-                reappeared += 1
-    new = insert_new(connection, matches, new_rows, ["property_id", "night", "match_key"])
-    seen = set(keys)
-    stale = [
-        row["match_id"]
-        for key, row in present.items()
-        if key not in seen and row["status"] not in DECIDED_STATUSES and row["cleared_at"] is None
-    ]
-    if stale:
+                refreshed.append({"target": stored["match_id"], **{f"fact_{n}": row[n] for n in MATCH_FACTS}})
+                count["updated" if stored["cleared_at"] is None else "reappeared"] += 1
+        seen = {row["match_key"] for row in property_rows}
+        stale += [
+            (stored["match_id"], property_id)
+            for key, stored in there.items()
+            if key not in seen and stored["status"] not in DECIDED_STATUSES and stored["cleared_at"] is None
+        ]
+    if refreshed:
         connection.execute(
             update(matches)
-            .where(matches.c.match_id.in_(stale), matches.c.cleared_at.is_(None))
+            .where(matches.c.match_id == bindparam("target"))
+            .values(**{name: bindparam(f"fact_{name}") for name in MATCH_FACTS}, cleared_at=None),
+            refreshed,
+        )
+    new = Counter(inserted_keys(connection, matches, new_rows, ["property_id", "night", "match_key"]))
+    for ids in in_chunks([match_id for match_id, _ in stale]):
+        connection.execute(
+            update(matches)
+            .where(matches.c.match_id.in_(ids), matches.c.cleared_at.is_(None))
             .values(cleared_at=now)
         )
-    return MatchSaveCounts(
-        new=new,
-        unchanged=unchanged,
-        updated=updated,
-        reappeared=reappeared,
-        cleared=len(stale),
-        decided=decided,
-    )
+    cleared = Counter(property_id for _, property_id in stale)
+    return {
+        property_id: MatchSaveCounts(
+            new=new[property_id], cleared=cleared[property_id], **counts[property_id]
+        )
+        for property_id in found
+    }
 
 
 def known_matches(
@@ -304,16 +339,12 @@ def _same(stored: Any, found: Any) -> bool:
     return bool(stored == found)
 
 
-def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    """pandas NA/NaN → None and numpy scalars → Python ones, as the DB drivers expect; amounts as ints."""
-    cleaned: dict[str, Any] = {}
-    for name, value in record.items():
-        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
-            cleaned[name] = None
-            continue
-        value = value.item() if hasattr(value, "item") else value
-        cleaned[name] = int(value) if name in _INTEGER_FACTS else value
-    return cleaned
+def _with_integers(record: dict[str, Any]) -> dict[str, Any]:
+    """A found row with its amounts as ints (a float column's 120.0 is stored and compared as 120)."""
+    for name in _INTEGER_FACTS:
+        if record[name] is not None:
+            record[name] = int(record[name])
+    return record
 
 
 def decide(connection: Connection, match_id: int, status: str, by: str, reason: str, now: datetime) -> None:

@@ -11,7 +11,8 @@ is harmless (the finding that named it, cleared, still shows it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -71,6 +72,16 @@ def named_record_ids(findings: pd.DataFrame, matches: pd.DataFrame) -> set[str]:
     return named
 
 
+@dataclass(frozen=True)
+class NightRecords:
+    """One property-night's provider-record frames (the pull and the lookups), the ids its findings and
+    matches name, and the account its records were pulled under."""
+
+    frames: Sequence[pd.DataFrame]
+    named: set[str]
+    provider_account: str | None
+
+
 def save_provider_records(
     connection: Connection,
     property_id: str,
@@ -83,22 +94,40 @@ def save_provider_records(
     run_id: str | None,
     now: datetime,
 ) -> int:
-    """Upsert the ``named`` movements of ``frames`` (the night's pull and lookups, provider-record frames)
-    as the property's ``provider_records`` rows, each with its dashboard link; how many rows were written.
-    Each frame is narrowed to the named ids before anything else (the night's pull is large, ``named``
-    small), and what is left is worked in plain Python."""
-    if not named:
-        return 0
-    ids = list(named)
-    found = [row for frame in frames for row in _named_rows(frame, ids)]
-    rows = [
-        _row(record, property_id, night, provider, provider_account, dashboard_url, run_id, now)
-        for record in folded_records(found)
+    """``save_batch_provider_records`` of one property-night: how many rows were written."""
+    records = {property_id: NightRecords(frames, named, provider_account)}
+    return save_batch_provider_records(connection, night, records, provider, dashboard_url, run_id, now)[
+        property_id
     ]
-    if not rows:
-        return 0
+
+
+def save_batch_provider_records(
+    connection: Connection,
+    night: str,
+    records: Mapping[str, NightRecords],
+    provider: str,
+    dashboard_url: Callable[[RecordAddress], str | None],
+    run_id: str | None,
+    now: datetime,
+) -> dict[str, int]:
+    """Upsert the named movements of each property's frames as its ``provider_records`` rows, each with its
+    dashboard link, in one statement for the batch; how many rows were written per property. Each frame is
+    narrowed to the named ids before anything else (the night's pull is large, ``named`` small), and what
+    is left is worked in plain Python."""
+    rows: list[dict[str, Any]] = []
+    written: dict[str, int] = {}
+    for property_id, night_records in records.items():
+        ids = list(night_records.named)
+        found = [row for frame in night_records.frames if ids for row in _named_rows(frame, ids)]
+        account = night_records.provider_account
+        property_rows = [
+            _row(record, property_id, night, provider, account, dashboard_url, run_id, now)
+            for record in folded_records(found)
+        ]
+        written[property_id] = len(property_rows)
+        rows += property_rows
     upsert(connection, provider_records, rows, KEY, FACTS)
-    return len(rows)
+    return written
 
 
 def _named_rows(frame: pd.DataFrame, ids: list[str]) -> list[dict[str, Any]]:

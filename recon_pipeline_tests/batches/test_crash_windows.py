@@ -4,12 +4,13 @@ is duplicated, nothing is lost, no event takes effect twice. 50 seeded trials pe
 What "acknowledgement" means, per stage:
 
 - Writer (the ``reconcile_batch`` step, which materializes ``adjustments`` for a batch of properties):
-  each property's adjustments transaction (``batches/work.py``) vs the materialization Dagster records
-  for the step (ASSET_MATERIALIZATION, STEP_SUCCESS, RUN_SUCCESS) once the whole batch is done, and vs the
-  batch's ``night_reconciliations`` rows, written just before. A death in between leaves committed rows
-  Dagster never heard of (some properties' or all), under a run that stays STARTED for ever (nothing in
-  the dead process can report it; run monitoring or an operator must fail it). The re-run of the batch
-  finds every committed row there and reports it unchanged; the rows keep the dead run's id.
+  the batch's one write transaction (``batches/work.py``; one per property only when the batch's fails)
+  vs the materialization Dagster records for the step (ASSET_MATERIALIZATION, STEP_SUCCESS, RUN_SUCCESS)
+  once the whole batch is done, and vs the batch's ``night_reconciliations`` rows, written just before. A
+  death in between leaves committed rows Dagster never heard of (every property's; some, where the write
+  fell back), under a run that stays STARTED for ever (nothing in the dead process can report it; run
+  monitoring or an operator must fail it). The re-run of the batch finds every committed row there and
+  reports it unchanged; the rows keep the dead run's id.
 - Processor (``recon_pipeline.events``): an event's one transaction (payment order, booking confirmation,
   stale night, processed mark) vs everything after it: the next events of the claimed batch (still
   ``processing`` under the dead worker's lease), the batches after, the counts it would print. Effect and
@@ -20,8 +21,8 @@ Each trial kills one real process. Trials cycle through three kinds; the rest is
 
 - a checkpoint (``recon_pipeline.checkpoints``) armed by ``crash_points`` at ``*.before_commit`` (all
   written, nothing committed) or at ``*.committed`` (the window). Writer: the batch at random (one to
-  every property of the night), the hit at random among its properties (its run reconciles them one at
-  a time, so the hit names the property that dies). Processor: the hit at random among the trial's 11
+  every property of the night), its one write the hit (all of its properties die uncommitted, or all
+  committed). Processor: the hit at random among the trial's 11
   effectful events, so the death lands at any position of a claimed batch;
 - an external SIGKILL at a random delay: for the writer between the step's start and the end of an
   uninterrupted child's life (medians of three measured first), so deaths land during the pulls,
@@ -365,10 +366,9 @@ def writer_trial(h: WriterHarness, trial: Trial, batch: tuple[str, ...]) -> str:
     """Kill a run of ``batch``, check what the death left per property, re-run the batch, check the end;
     returns where the death landed.
 
-    A checkpoint trial's run reconciles one property at a time (``workers`` 1), so its ``after``-th hit is
-    the ``after``-th property's commit: the properties before it are committed, it and those after are
-    not (before_commit) or it is too (committed). An external kill's run works as the job does (several
-    properties at a time)."""
+    A checkpoint trial's run writes the batch in one transaction, so its one hit is that commit: no property
+    is committed (before_commit) or every one is (committed). An external kill's run works as the job
+    does."""
     planned, what = {p: h.planned[p] for p in batch}, f"{trial.describe()} batch={list(batch)}"
     h.forget_adjustments(batch)
     workers = 1 if trial.point is not None else None
@@ -381,9 +381,9 @@ def writer_trial(h: WriterHarness, trial: Trial, batch: tuple[str, ...]) -> str:
     committed = [p for p in batch if left[p]]
     assert reported is None or committed == list(batch), f"{what}: Dagster was told before the commits"
     if trial.point == ADJUSTMENTS_BEFORE_COMMIT:
-        assert committed == list(batch[: trial.after - 1]), f"{what}: the rolled-back rows are there"
+        assert committed == [], f"{what}: the rolled-back rows are there"
     if trial.point == ADJUSTMENTS_COMMITTED:
-        assert committed == list(batch[: trial.after]), f"{what}: committed rows are missing"
+        assert committed == list(batch), f"{what}: committed rows are missing"
     if trial.point is not None:  # the process died before Dagster, or the outcomes table, heard of it
         record = h.instance.get_run_by_id(run_id)
         assert reported is None and record is not None, what
@@ -435,7 +435,7 @@ def test_writer_killed_around_its_commit_never_duplicates_or_loses_an_adjustment
         for index in range(TRIALS):
             batch = draw_batch(rng, list(everyone))
             trial = draw_trial(
-                rng, seed, index, (ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED), len(batch), window
+                rng, seed, index, (ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED), 1, window
             )
             landed[writer_trial(h, trial, batch)] += 1
     assert sum(landed.values()) == TRIALS
