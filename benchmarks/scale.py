@@ -102,15 +102,22 @@ def findings_check(engine: Engine, world: World, night: date) -> dict[str, Any]:
             .group_by(night_reconciliations.c.status)
         )
         outcomes = {str(status): int(n) for status, n in connection.execute(by_status)}
-    planted = Counter({(p, cat): n for (p, _night, cat), n in world.expected.items()})
-    differing = sorted({p for p, _cat in (found - planted) + (planted - found)})
-    off = sorted((found - planted) + (planted - found))
+        planted = Counter({(p, cat): n for (p, _night, cat), n in world.expected.items()})
+        off = sorted((found - planted) + (planted - found))
+        differing = sorted({p for p, _cat in off})
+        stated = select(discrepancies.c.property_id, discrepancies.c.category, discrepancies.c.detail).where(
+            discrepancies.c.night == night.isoformat(),
+            discrepancies.c.property_id.in_(differing[:2]),
+            discrepancies.c.category.in_({category for _p, category in off}),
+        )
+        sentences = [f"{p} {c}: {detail}" for p, c, detail in connection.execute(stated)][:20]
     return {
         "findings_found": sum(found.values()),
         "findings_planted": sum(planted.values()),
         "properties_differing": len(differing),
         "first_differing": differing[:5],
         "first_differences": [f"{p} {c}: {found[p, c]} found, {planted[p, c]} planted" for p, c in off[:10]],
+        "first_differing_findings": sentences,  # what the first two differing properties' findings say
         "property_nights": outcomes,
     }
 
