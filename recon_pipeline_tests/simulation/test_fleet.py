@@ -49,3 +49,27 @@ def test_fleet_thresholds_follow_the_demo_per_currency() -> None:
     assert set(thresholds) == {prop.property_id for prop in fleet}
     by_currency = {prop.currency: thresholds[prop.property_id] for prop in fleet}
     assert by_currency["INR"] == 50_000_000 and by_currency["USD"] == by_currency["AUD"] == 1_000_000
+
+
+def test_no_posting_without_an_id_has_the_amount_of_a_charge_its_night_left_unbooked() -> None:
+    """The posting planted as missing at the provider (no provider id) never has the amount of one of the
+    charges the night left unbooked: of the same amount, within the night, the matcher rightly suggests
+    them as one movement, and the world would plant two discrepancies where there is one look-alike
+    (fleet00576 and fleet01268 of the 2,000-property fleet drew such a pair)."""
+    fleet = fleet_properties(1_300)
+    world = fleet_world(fleet, NIGHT)
+    booked = {entry["provider_record_id"] for entry in world.ledger_entries if entry["kind"] == "payment"}
+    for prop in ("fleet00576", "fleet01268"):
+        unbooked = {
+            charge["amount"]
+            for charge in world.store.charges
+            if charge["id"].startswith(f"ch_{prop}")  # the world tags its ids with the property
+            and charge["status"] == "succeeded"
+            and charge["id"] not in booked
+        }
+        bare = [
+            entry["amount_minor"]
+            for entry in world.ledger_entries
+            if (entry["property_id"], entry["provider_record_id"], entry["kind"]) == (prop, None, "payment")
+        ]
+        assert unbooked and bare and not unbooked & set(bare), (prop, unbooked, bare)

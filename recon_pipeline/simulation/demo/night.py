@@ -97,8 +97,18 @@ class NightBuilder:
 
     def amount(self) -> int:
         low, high = AMOUNT_RANGE.get(self.prop.currency, DEFAULT_AMOUNT_RANGE)
-        step = 100 if self.prop.currency == "JPY" else 50
-        return self.rng.randrange(low, high, step)
+        return self.rng.randrange(low, high, self.amount_step())
+
+    def amount_step(self) -> int:
+        return 100 if self.prop.currency == "JPY" else 50
+
+    def amount_apart_from(self, taken: set[int]) -> int:
+        """An amount as :meth:`amount` draws it, stepped past those ``taken`` (no further draw, so the rest
+        of the world is as it was)."""
+        amount = self.amount()
+        while amount in taken:
+            amount += self.amount_step()
+        return amount
 
     # ----- the two halves ---------------------------------------------------------------------------
     def payment(
@@ -425,10 +435,12 @@ class NightBuilder:
         self.book_refund(refund, charge, timedelta(seconds=20))
 
     def plant_discrepancies(self, charges: list[dict[str, Any]]) -> None:
+        unbooked_amounts: set[int] = set()
         for _ in range(3):
             charge = self.payment(self.inside(), self.amount())
             self.book_charge(charge, timedelta(seconds=60), with_fee=True)
             self.world.ledger_entries.pop(-2)  # the payment entry goes missing, its fee stays
+            unbooked_amounts.add(charge["amount"])
             self.plant(c.MISSING_IN_LEDGER)
         unbooked = self.refund(
             charges[0],
@@ -441,7 +453,9 @@ class NightBuilder:
             ghost_id = self.next_id(f"{self.ids.charge_prefix}_ghost")
             self.entry("payment", ghost_id, self.amount(), self.inside())
             self.plant(c.MISSING_AT_PROVIDER)
-        self.entry("payment", None, self.amount(), self.inside())
+        # A posting with no provider id, of no unbooked charge's amount: one of the same amount is a
+        # look-alike the matcher rightly suggests pairing (its own discrepancy, not two unrelated ones).
+        self.entry("payment", None, self.amount_apart_from(unbooked_amounts), self.inside())
         self.plant(c.MISSING_AT_PROVIDER)
         for _ in range(2):
             charge = self.payment(self.inside(), self.amount())
