@@ -113,7 +113,7 @@ def test_batch_profile_counts_each_process_cpu_and_finds_what_was_planted() -> N
     assert figures["findings_found"] == figures["findings_planted"] > 0
     assert all(seconds > 0 for seconds in figures["cpu_s"].values()), figures["cpu_s"]
     assert figures["provider_requests"] == sum(figures["provider_requests_by_endpoint"].values()) > 0
-    assert "(finish)" in completed.stderr  # the profile's top 30 over every thread
+    assert "(look_up)" in completed.stderr  # run by the pool's threads: the top 30 is over every thread
 
 
 @pytest.mark.postgres
