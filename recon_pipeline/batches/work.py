@@ -638,39 +638,18 @@ def _commit(
         )
         for property_id, (night, concluded) in by_property.items()
     }
+
+    def each(part: str) -> dict[str, Any]:
+        """One part of every property-night's conclusions, by property."""
+        return {property_id: getattr(concluded, part) for property_id, (_, concluded) in by_property.items()}
+
+    on, run_id, categories = run.night, run.run_id, RECONCILIATION_CATEGORIES
     with engine.begin() as connection:
-        plans = sync_batch_adjustments(
-            connection,
-            run.night,
-            {property_id: concluded.proposals for property_id, (_, concluded) in by_property.items()},
-            now,
-            RECONCILIATION_CATEGORIES,
-        )
-        saved = save_batch_findings(
-            connection,
-            run.night,
-            {property_id: concluded.findings for property_id, (_, concluded) in by_property.items()},
-            run.run_id,
-            now,
-            RECONCILIATION_CATEGORIES,
-        )
-        matched = save_batch_matches(
-            connection,
-            run.night,
-            {property_id: concluded.matches for property_id, (_, concluded) in by_property.items()},
-            run.run_id,
-            now,
-        )
-        save_batch_provider_records(
-            connection, run.night, records, client.name, client.dashboard_url, run.run_id, now
-        )
-        save_batch_takings(
-            connection,
-            run.night,
-            {property_id: concluded.takings for property_id, (_, concluded) in by_property.items()},
-            run.run_id,
-            now,
-        )
+        plans = sync_batch_adjustments(connection, on, each("proposals"), now, categories)
+        saved = save_batch_findings(connection, on, each("findings"), run_id, now, categories)
+        matched = save_batch_matches(connection, on, each("matches"), run_id, now)
+        save_batch_provider_records(connection, on, records, client.name, client.dashboard_url, run_id, now)
+        save_batch_takings(connection, on, each("takings"), run_id, now)
         reached(ADJUSTMENTS_BEFORE_COMMIT)
     reached(ADJUSTMENTS_COMMITTED)  # the crash window: committed, the materialization not yet reported
     return [
