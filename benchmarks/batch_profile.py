@@ -114,6 +114,18 @@ def simulator_process(properties: int, night: date, bookings: int, rps: int) -> 
             process.join(10)
 
 
+def provider_resource(database_url: str, simulator: SimulatorProcess, rps: int) -> ProviderResource:
+    """The production provider resource against the simulator's process, at the deployment's concurrency
+    and the simulator's rate (kept by the rate bucket in ``database_url``)."""
+    return ProviderResource(
+        database_url=database_url,
+        provider="simulator",
+        base_url=simulator.base_url,
+        max_concurrency=MAX_CONCURRENCY,
+        max_rps=rps,
+    )
+
+
 @contextmanager
 def every_thread_profiled() -> Iterator[list[cProfile.Profile]]:
     """cProfile of this thread and of every thread started meanwhile (Python 3.11's cProfile sees only
@@ -182,13 +194,7 @@ def run(
         simulator = stack.enter_context(simulator_process(properties, night, bookings, rps))
         engine = make_engine(recon_url)
         stack.callback(engine.dispose)
-        client = ProviderResource(
-            database_url=recon_url,
-            provider="simulator",
-            base_url=simulator.base_url,
-            max_concurrency=MAX_CONCURRENCY,
-            max_rps=rps,
-        ).adapter()
+        client = provider_resource(recon_url, simulator, rps).adapter()
         batches = plan_batches(prepared.fleet, night, batch_size)
         httpx.post(f"{simulator.base_url}/_simulator/reset-stats", timeout=30)
         if reject is not None:

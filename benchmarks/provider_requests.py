@@ -33,12 +33,11 @@ from typing import Any
 
 import httpx
 
-from benchmarks.batch_profile import MAX_CONCURRENCY, simulator_process
+from benchmarks.batch_profile import provider_resource, simulator_process
 from benchmarks.fleet_setup import fleet_night
 from benchmarks.worlds import LAST_NIGHT
 from recon_pipeline.db import migrations
 from recon_pipeline.db.engine import make_engine
-from recon_pipeline.defs.resources import ProviderResource
 from recon_pipeline.nights import night_window
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.http import ProviderHttp
@@ -112,13 +111,7 @@ def run(postgres_url: str, properties: int, rps: int, requests: int, repeat: int
         simulator = stack.enter_context(
             simulator_process(properties, night, FLEET_BOOKINGS_PER_NIGHT, rps)
         )
-        resource = ProviderResource(
-            database_url=recon_url,
-            provider="simulator",
-            base_url=simulator.base_url,
-            max_concurrency=MAX_CONCURRENCY,
-            max_rps=rps,
-        )
+        resource = provider_resource(recon_url, simulator, rps)
         client, http = resource.adapter(), resource.http()
         scopes = pull_scopes(prepared.fleet, night)
 
