@@ -380,39 +380,43 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
             prepared.append(_prepare(night, _ok(entries), _ok(captured)))
         except Exception as error:
             prepared.append(error)
-    ready = [p for p in prepared if isinstance(p, _Prepared)]
-    matchings = at_once([p.to_match for p in ready], match_nights, "matching")
-    sides = [(m.provider_records, m.ledger) for m in matchings if not isinstance(m, BaseException)]
-    unmatched = iter(at_once(sides, unmatched_ids_of_nights, "unmatched ids"))
-    matched = iter(matchings)
+    matchings = beside(prepared, lambda ready: match_nights([p.to_match for p in ready]), "matching")
+    unmatched = beside(
+        matchings,
+        lambda ready: unmatched_ids_of_nights([(m.provider_records, m.ledger) for m in ready]),
+        "unmatched ids",
+    )
     compared: list[Comparison | BaseException] = []
-    for part in prepared:
-        if isinstance(part, BaseException):
-            compared.append(part)
-            continue
-        matching = next(matched)
-        if isinstance(matching, BaseException):
-            compared.append(matching)
-            continue
-        loose = next(unmatched)
-        if isinstance(loose, BaseException):
+    for part, matching, loose in zip(prepared, matchings, unmatched, strict=True):
+        if isinstance(loose, BaseException):  # the first step's error, kept in its place by the next
             compared.append(loose)
             continue
+        done = _ok(part)
         compared.append(
             Comparison(
-                part.entries,
-                part.tendered,
-                part.own,
-                part.nobody,
-                part.unattributed,
-                part.aliases,
-                matching,
-                part.taken,
-                part.orders,
+                done.entries,
+                done.tendered,
+                done.own,
+                done.nobody,
+                done.unattributed,
+                done.aliases,
+                _ok(matching),
+                done.taken,
+                done.orders,
                 loose,
             )
         )
     return compared
+
+
+def beside(
+    parts: Sequence[P | BaseException], together: Callable[[Sequence[P]], Sequence[R]], what: str
+) -> list[R | BaseException]:
+    """``at_once`` over the parts that are not errors (a night an earlier step failed); each error stays
+    in its place, so a batch's steps chain night by night."""
+    ready = [part for part in parts if not isinstance(part, BaseException)]
+    results = iter(at_once(ready, together, what))
+    return [part if isinstance(part, BaseException) else next(results) for part in parts]
 
 
 def at_once(
@@ -548,19 +552,19 @@ def conclude_all(
 ) -> list[Concluded | BaseException]:
     """The diff over every looked-up night at once (``diff_nights``), then each night's conclusions; a
     night whose input breaks a step fails alone."""
-    ready = [
-        _to_diff(night, *part)
+    paired = [
+        part if isinstance(part, BaseException) else (night, part)
         for night, part in zip(nights, found, strict=True)
-        if not isinstance(part, BaseException)
     ]
-    diffs = iter(at_once(ready, diff_nights, "diff"))
+    diffs = beside(paired, lambda ready: diff_nights([_to_diff(n, *p) for n, p in ready]), "diff")
     concluded: list[Concluded | BaseException] = []
-    for night, part in zip(nights, found, strict=True):
-        if isinstance(part, BaseException):
-            concluded.append(part)
+    for pair, diffed in zip(paired, diffs, strict=True):
+        if isinstance(diffed, BaseException):
+            concluded.append(diffed)
             continue
+        night, (compared, looked_up) = _ok(pair)
         try:
-            concluded.append(conclude(night, *part, _ok(next(diffs)), states, run))
+            concluded.append(conclude(night, compared, looked_up, diffed, states, run))
         except Exception as error:
             concluded.append(error)
     return concluded

@@ -1,11 +1,12 @@
 """A batch's step computed for every night at once (``batches/work.py::at_once``): one night whose input
-breaks the step fails alone, and every other night gets what the step gives it alone."""
+breaks the step fails alone, and every other night gets what the step gives it alone; a night an earlier
+step failed is kept out of the next (``beside``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recon_pipeline.batches.work import at_once
+from recon_pipeline.batches.work import at_once, beside
 
 
 def doubled(parts: Sequence[str]) -> list[int]:
@@ -35,3 +36,15 @@ def test_no_parts_is_no_call() -> None:
         raise AssertionError("called without parts")
 
     assert at_once([], never, "nothing") == []
+
+
+def test_a_step_beside_an_earlier_failure_skips_that_night_and_keeps_its_error_in_place() -> None:
+    earlier = ValueError("night 2's ledger")
+    given: list[list[str]] = []
+
+    def doubled_and_seen(parts: Sequence[str]) -> list[int]:
+        given.append(list(parts))
+        return doubled(parts)
+
+    assert beside(["1", earlier, "3"], doubled_and_seen, "doubling") == [2, earlier, 6]
+    assert given == [["1", "3"]]  # one call, without the failed night
