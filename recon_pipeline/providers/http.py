@@ -81,11 +81,43 @@ class RateLimiter(Protocol):
         ...
 
 
+# How late past its slot a request may still start: one interval, but never under two of the interpreter's
+# thread switches (5 ms each), else at high rates a thread that waited for the GIL would miss most slots.
+LATE_FLOOR_S = 0.01
+# Fresh slots one acquire takes for a thread that keeps waking late; then it starts on the last one, late.
+MAX_MISSED_SLOTS = 8
+
+
+def late_by(interval_s: float) -> float:
+    """How late past its slot a request may start at ``interval_s`` between slots."""
+    return max(interval_s, LATE_FLOOR_S)
+
+
+def start_on_a_slot(
+    next_slot: Callable[[], float], late_s: float, clock: Callable[[], float], sleep: Callable[[float], None]
+) -> float:
+    """Sleep until the slot ``next_slot`` gives (on ``clock``); the seconds slept. A thread that wakes more
+    than ``late_s`` past its slot (a loaded host) takes a fresh one rather than start late beside requests
+    on time, so every request starts within ``late_s`` of a slot and a second never holds more than
+    ``rate · (1 + late_s) + 1`` starts. A missed slot is spent, never given back."""
+    slept = 0.0
+    for _ in range(MAX_MISSED_SLOTS + 1):
+        slot = next_slot()
+        wait = slot - clock()
+        if wait > 0:
+            sleep(wait)
+            slept += wait
+        if clock() - slot <= late_s:
+            break
+    return slept
+
+
 class RequestRateLimiter:
     """At most ``rate`` request starts per second, evenly spaced, across every thread that shares it.
 
     Each ``acquire`` reserves the next free slot (``1 / rate`` after the previous one) under a lock and
-    sleeps until it. No credit builds up while idle: a burst after a pause is paced too. So a provider
+    sleeps until it (``start_on_a_slot``: one that wakes late takes a fresh slot). No credit builds up while
+    idle: a burst after a pause is paced too. So a provider
     limiting to the same rate never answers 429, whatever the threads do, as long as its bucket holds
     the few requests that network jitter can bunch together (the simulator's default holds a second's
     worth).
@@ -108,14 +140,14 @@ class RequestRateLimiter:
 
     def acquire(self) -> float:
         """Wait for this request's slot; returns the seconds waited."""
+        return start_on_a_slot(self._reserve, late_by(self._interval), self._clock, self._sleep)
+
+    def _reserve(self) -> float:
+        """The next free slot, ``1 / rate`` after the previous one and never in the past."""
         with self._lock:
-            now = self._clock()
-            slot = max(now, self._next_slot)
+            slot = max(self._clock(), self._next_slot)
             self._next_slot = slot + self._interval
-        wait = slot - now
-        if wait > 0:
-            self._sleep(wait)
-        return wait
+        return slot
 
     def hold(self, count: int) -> None:
         """Nothing to do: a slot here costs no round trip, so reserving several at once saves nothing."""

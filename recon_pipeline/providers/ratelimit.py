@@ -9,12 +9,15 @@ The bucket is a schedule, not a counter (GCRA without burst, as ``RequestRateLim
 one ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` reserves the next free slot, ``1 / rate`` after the
 previous one, by the database's clock, and the caller sleeps until its slot. It never retries (but for a
 statement whose connection the database dropped, once: ``_Reserver``), holds no lock beyond the
-statement, and idle time builds no credit, so any one-second window holds at most ``rate + 1`` request
-starts whatever the number of processes. Cost: one short statement per request
+statement, and idle time builds no credit. A slot is kept to: a request whose thread wakes from its wait
+later than ``late_s`` past its slot (a loaded host, the GIL) does not start late beside requests that start
+on time; its slot counts as spent and it reserves a fresh one. So every request starts within ``late_s`` of
+a slot, and any one-second window holds at most ``rate · (1 + late_s) + 1`` request starts whatever the
+number of processes (``rate + 2`` where ``late_s`` is one interval). Cost: one short statement per request
 (figures in benchmarks/results.md), or one per batch: a caller about to send ``n`` requests (a page of
 by-id reads) announces them (``SharedRateLimiter.hold``), its first request reserves ``n`` consecutive
 slots in one statement, and the process's next ``n`` requests start at those slots. A held slot is spent
-whether used or not: one not taken within an interval of its time is dropped, never used late, so holding
+whether used or not: one not taken within ``late_s`` of its time is dropped, never used late, so holding
 moves no request off the schedule.
 
 On PostgreSQL the row is shared by every process and machine; the limiter keeps one connection of its
@@ -39,6 +42,7 @@ from sqlalchemy.exc import DBAPIError
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import provider_rate_slots
 from recon_pipeline.providers import provider_named
+from recon_pipeline.providers.http import late_by, start_on_a_slot
 from recon_pipeline.providers.settings import SIMULATOR, ProviderSettings
 
 # statement_timestamp() (PostgreSQL) / julianday('now') (SQLite): one clock for every process; the first
@@ -86,6 +90,7 @@ class SharedRateLimiter:
         # Autocommit: the statement is its own transaction, no BEGIN/COMMIT round trips around it.
         self._engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._interval_s = 1.0 / rate
+        self.late_s = late_by(self._interval_s)
         self._sleep = sleep
         self._clock = clock
         self._sqlite = engine.dialect.name == "sqlite"
@@ -125,28 +130,31 @@ class SharedRateLimiter:
         rest for the next acquires, instead of one statement each. Reserving at the first request, not
         here, keeps the held slots from passing while the caller's threads start.
 
-        A token reserved is a token spent: a held slot not taken within one interval of its time is
+        A token reserved is a token spent: a held slot not taken within ``late_s`` of its time is
         dropped, never used late, so an unused hold costs the deployment at most ``count / rate`` seconds
         of its rate and never lets a request start off the bucket's schedule."""
         with self._held_lock:
             self._pending += count
 
     def acquire(self) -> float:
+        """Wait for this request's slot; the seconds waited. A thread that woke past its slot by more than
+        ``late_s`` takes a fresh slot (at most ``MAX_MISSED_SLOTS`` times) rather than start off schedule."""
+        return start_on_a_slot(self._slot, self.late_s, self._clock, self._sleep)
+
+    def _slot(self) -> float:
+        """A held slot still usable, else the first of freshly reserved ones."""
         slot = self._take_held()
         if slot is None:
             with self._reserving:  # one statement at a time: threads arriving meanwhile take its slots
                 slot = self._take_held()
                 if slot is None:
                     slot = self._reserve_held()
-        wait = slot - self._clock()
-        if wait > 0:
-            self._sleep(wait)
-        return max(0.0, wait)
+        return slot
 
     def _take_held(self) -> float | None:
-        """The earliest held slot still usable (not past by an interval or more), dropping older ones."""
+        """The earliest held slot still usable (not past by ``late_s`` or more), dropping older ones."""
         with self._held_lock:
-            expired = self._clock() - self._interval_s
+            expired = self._clock() - self.late_s
             while self._held:
                 slot = heapq.heappop(self._held)
                 if slot > expired:

@@ -4,10 +4,9 @@
 The acceptance test runs 4 concurrent ``reconcile_night`` runs (real run worker processes launched by the
 daemon) against the simulator with RECON_PROVIDER_MAX_RPS=5 and reads the simulator's own request log:
 no one-second window holds more than 5 requests plus 2 (the bucket has no burst: slots are granted 0.2 s
-apart by the database's clock; the log records arrival in the test process, where a stalled event loop
-on a loaded 2-core machine can push up to two earlier slots into the next window), and the mean rate
-over the whole run is at most 5.1/s. Before the shared bucket each run paced
-itself alone, and the same test counted 18–21 requests in a second.
+apart by the database's clock, and a request starts within one interval of its slot or reserves a fresh
+one, so a second holds at most rate + 2 starts), and the mean rate over the whole run is at most 5.1/s.
+Before the shared bucket each run paced itself alone, and the same test counted 18–21 requests in a second.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from recon_pipeline_tests.support.rate_processes import busiest_second
 from recon_pipeline_tests.support.run_intervals import max_in_progress
 
 MAX_RPS = 5
-JITTER_ALLOWANCE = 2  # the bucket's burst is 0 (no idle credit); up to two late arrivals may join a window
+JITTER_ALLOWANCE = 2  # the bucket's burst is 0 (no idle credit); a start may be up to one interval late
 NIGHTS = (date(2026, 11, 27), date(2026, 11, 28))
 PROPERTIES = (DEMO_PROPERTIES[0], DEMO_PROPERTIES[2])  # 2 nights × 2 properties = 4 runs
 BOOKINGS_PER_NIGHT = 600  # several pages per pull: each run makes enough requests to overlap the others
@@ -132,6 +131,23 @@ def test_a_held_slot_is_spent_even_unused_and_never_used_late(engine: Engine) ->
     time.sleep(5 / rate + 0.1)  # every held slot is now past by more than an interval
     assert holder.acquire() <= 0.05  # a fresh slot, not a stale one
     assert len(statements) == 3
+
+
+def test_a_slot_a_thread_woke_late_for_is_spent_and_a_fresh_one_reserved(engine: Engine) -> None:
+    """A thread the host wakes 0.3 s past its slot does not start then: it reserves again, on the shared
+    schedule, and starts within ``late_s`` of the fresh slot."""
+    rate = 20
+    late = [0.3]
+
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds + (late.pop() if late else 0.0))
+
+    limiter = SharedRateLimiter(engine, "acct", rate, sleep=sleep)
+    statements = _count_reservations(engine)
+    limiter.acquire()
+    limiter.acquire()  # its slot is 1/rate after the first; the thread wakes 0.3 s after that
+    assert len(statements) == 3
+    assert limiter.late_s == 1 / rate
 
 
 def test_a_sqlite_slot_leaves_its_pooled_connection_as_durable_as_it_was(sqlite_url: str) -> None:

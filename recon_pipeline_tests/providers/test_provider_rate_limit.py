@@ -15,7 +15,13 @@ from recon_pipeline.defs.resources import ProviderResource
 from recon_pipeline.errors import ConfigError
 from recon_pipeline.providers import PROVIDER_NAMES, provider_named
 from recon_pipeline.providers.errors import ProviderUnavailable
-from recon_pipeline.providers.http import ProviderHttp, RequestRateLimiter, RetryPolicy
+from recon_pipeline.providers.http import (
+    MAX_MISSED_SLOTS,
+    ProviderHttp,
+    RequestRateLimiter,
+    RetryPolicy,
+    start_on_a_slot,
+)
 from recon_pipeline.providers.ratelimit import SharedRateLimiter, deployment_rate
 from recon_pipeline.providers.stripe.client import PropertyAccount, StripeAdapter
 from recon_pipeline.simulation.host.faults import FaultSwitches
@@ -30,6 +36,7 @@ from recon_pipeline_tests.support.provider_fixtures import (
     simulator_fixture,  # noqa: F401  (fixtures)
     simulator_server_fixture,  # noqa: F401
 )
+from recon_pipeline_tests.support.rate_processes import busiest_second
 
 
 class FakeClock:
@@ -117,6 +124,40 @@ def test_limiter_spaces_request_starts_without_idle_credit() -> None:
     for bad in (0, -1, math.inf, math.nan):
         with pytest.raises(ValueError):
             RequestRateLimiter(bad)
+
+
+def test_a_request_that_wakes_past_its_slot_takes_a_fresh_one_not_a_late_start() -> None:
+    """A thread the host woke 0.7 s late does not start beside the requests that start on time: its slot
+    is spent and it starts on a fresh one, so no second holds more than rate + 2 starts."""
+    clock = FakeClock()
+    oversleep = [0.7]
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds + (oversleep.pop() if oversleep else 0.0)
+
+    limiter = RequestRateLimiter(5, clock=clock, sleep=sleep)
+    starts = []
+    for _ in range(12):
+        limiter.acquire()
+        starts.append(clock.now)
+    assert starts[:3] == pytest.approx([100.0, 100.9, 101.1])  # 100.2 was missed: 100.9 is a fresh slot
+    assert all(later - earlier >= 0.2 - 1e-9 for earlier, later in zip(starts, starts[1:], strict=False))
+    assert busiest_second(starts) <= 5 + 1
+
+
+def test_a_thread_that_keeps_waking_late_starts_after_a_bounded_number_of_fresh_slots() -> None:
+    clock = FakeClock()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.now += seconds + 1.0  # never on time
+
+    def next_slot() -> float:  # other threads keep the bucket's next free slot ahead of this one
+        return clock.now + 0.2
+
+    start_on_a_slot(next_slot, 0.2, clock, sleep)
+    assert len(slept) == 1 + MAX_MISSED_SLOTS  # the first slot and every fresh one, then it starts
 
 
 def test_max_rps_comes_from_the_environment(
