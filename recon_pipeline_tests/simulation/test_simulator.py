@@ -149,6 +149,35 @@ def test_stripe_account_scopes_lists_and_retrievals(simulator: StartSimulator) -
     assert _get(sim, "/v1/payment_intents/pi_c").status_code == 404
 
 
+class _CountedIterations(list):  # type: ignore[type-arg]
+    """A store's list that counts how often it is walked."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_every_account_s_lists_come_from_one_pass_over_the_world_not_one_pass_each() -> None:
+    """A world of many connected accounts: each account's first list reads its own objects, not every
+    object of the world (one scan per account made 10,000 accounts cost the simulator its size squared)."""
+    accounts = [f"acct_{n}" for n in range(50)]
+    charges = _CountedIterations(
+        make_charge(f"ch_{n}_{i}", T0 + i, account=account, property_id=None)
+        for n, account in enumerate(accounts)
+        for i in range(3)
+    )
+    store = SimulatorStore(charges=charges)
+    walked_to_index = _CountedIterations.walks
+    for account in accounts:
+        assert [c["id"] for c in store.view("charges", account).objects] == [
+            f"ch_{accounts.index(account)}_{i}" for i in range(3)
+        ]
+        assert store.view("charges", account, "status", "succeeded").objects
+    assert _CountedIterations.walks - walked_to_index == 1
+
+
 def test_refunds_list_by_charge_and_by_id(simulator: StartSimulator) -> None:
     first, second = make_charge("ch_1", T0), make_charge("ch_2", T0 + 1)
     refunds = [

@@ -124,6 +124,7 @@ class SimulatorStore:
     _views: dict[tuple[str, str | None, str | None], dict[Any, SortedView]] = field(
         init=False, repr=False, compare=False
     )
+    _accounts: dict[str, dict[str | None, list[StripeObject]]] = field(init=False, repr=False, compare=False)
     _transactions: list[StripeObject] | None = field(init=False, repr=False, compare=False)
     _served_transactions: dict[str, StripeObject] = field(init=False, repr=False, compare=False)
 
@@ -142,6 +143,7 @@ class SimulatorStore:
             by_id[kind] = index
         self._by_id = by_id
         self._views = {}
+        self._accounts = {}
         self._transactions = None
 
     def served_balance_transactions(self) -> list[StripeObject]:
@@ -190,10 +192,7 @@ class SimulatorStore:
         key = (kind, account, field_name)
         groups = self._views.get(key)
         if groups is None:
-            objects = (
-                self.served_balance_transactions() if kind == "balance_transactions" else getattr(self, kind)
-            )
-            members = [obj for obj in objects if obj.get("account") == account]
+            members = self._of_account(kind).get(account, [])
             if field_name is None:
                 groups = {None: SortedView.of(members)}
             else:
@@ -203,6 +202,20 @@ class SimulatorStore:
                 groups = {group: SortedView.of(objs) for group, objs in partition.items()}
             self._views[key] = groups
         return groups.get(value) or _EMPTY_VIEW
+
+    def _of_account(self, kind: Kind) -> dict[str | None, list[StripeObject]]:
+        """``kind``'s objects by account, partitioned in one pass the first time any account asks: one
+        scan per account would make a world of many connected accounts cost its size squared."""
+        accounts = self._accounts.get(kind)
+        if accounts is None:
+            objects = (
+                self.served_balance_transactions() if kind == "balance_transactions" else getattr(self, kind)
+            )
+            accounts = {}
+            for obj in objects:
+                accounts.setdefault(obj.get("account"), []).append(obj)
+            self._accounts[kind] = accounts
+        return accounts
 
     def to_json(self, path: str | os.PathLike[str]) -> None:
         settlement = {"settlement_delay_days": self.settlement_delay_days, "settled_fees": self.settled_fees}
