@@ -53,13 +53,13 @@ class FleetNight:
 
 
 def fleet_night(
-    properties: int, night: date, bookings: int, platform_share: float = PLATFORM_SHARE
+    properties: int, night: date, bookings: int, platform_share: float = PLATFORM_SHARE, plant: bool = True
 ) -> FleetNight:
     """The fleet and its night's world, built (deterministic: the same arguments give the same ids);
-    ``platform_share`` 0: every property on its own connected account."""
+    ``platform_share`` 0: every property on its own connected account; ``plant=False``: nothing to find."""
     started = time.perf_counter()
     fleet = fleet_properties(properties, platform_share=platform_share)
-    world = fleet_world(fleet, night, bookings)
+    world = fleet_world(fleet, night, bookings, plant=plant)
     return FleetNight(fleet, world, night, time.perf_counter() - started)
 
 

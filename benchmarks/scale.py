@@ -2,14 +2,15 @@
 deployment with its daemon (issue 13: 2,000 properties in at most 5 minutes on this 2-core machine).
 
     python -m benchmarks.scale --properties 2000 [--batch-size 100] [--max-concurrent-runs 4] \
-        [--rps 100] [--bookings 5] [--connected-accounts] [--timeout-s 900] [--json]
+        [--rps 100] [--bookings 5] [--connected-accounts] [--clean] [--timeout-s 900] [--json]
 
 Setup (timed apart, not in the figure): the fleet's demo world (``recon_pipeline/simulation/demo/fleet.py``:
 eight timezones, a quarter of the properties on the platform account, ~40 provider records per property-night,
-every discrepancy category planted; with ``--connected-accounts`` each property on its own connected account,
-none on the platform's) seeded into a fresh PostgreSQL database; the simulator (always strict: it refuses any
-request Stripe does not document, ``providers/stripe/documented.py``) serving its provider half on loopback,
-with a rate limit of ``--rps`` that the pipeline is told to keep (``RECON_PROVIDER_MAX_RPS``); a fresh Dagster
+every discrepancy category planted, or with ``--clean`` none; with ``--connected-accounts`` each property on
+its own connected account, none on the platform's) seeded into a fresh PostgreSQL database; the simulator
+(always strict: it refuses any request Stripe does not document, ``providers/stripe/documented.py``)
+serving its provider half on loopback, with a rate limit of ``--rps`` that the pipeline is told to keep
+(``RECON_PROVIDER_MAX_RPS``); a fresh Dagster
 database behind deploy/dagster.yaml with at most ``--max-concurrent-runs`` runs (and as many ``provider_api``
 pool slots); the code server, webserver and daemon as in production, schedules and sensors stopped.
 
@@ -175,10 +176,12 @@ def run(
     bookings: int,
     timeout_s: float,
     connected_accounts: bool = False,
+    plant: bool = True,
 ) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "properties": properties,
         "connected_accounts": connected_accounts,
+        "planted": plant,
         "night": night.isoformat(),
         "batch_size": batch_size,
         "max_concurrent_runs": max_concurrent_runs,
@@ -186,7 +189,7 @@ def run(
         "cores": os.cpu_count(),
         "load_before": os.getloadavg()[0],
     }
-    prepared = fleet_night(properties, night, bookings, 0 if connected_accounts else PLATFORM_SHARE)
+    prepared = fleet_night(properties, night, bookings, 0 if connected_accounts else PLATFORM_SHARE, plant)
     fleet, world = prepared.fleet, prepared.world
     figures["world_build_s"] = round(prepared.build_s, 1)
     figures["provider_objects"] = len(world.store.charges) + len(world.store.refunds)
@@ -267,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         help="every property on its own connected account (default: a quarter on the platform's)",
     )
     parser.add_argument(
+        "--clean",
+        action="store_true",
+        help="plant nothing: the pipeline's cost near the provider's floor, a few list requests a property",
+    )
+    parser.add_argument(
         "--timeout-s", type=float, default=900, help="bound on the night's runs (then: what finished)"
     )
     add_postgres_url(parser)
@@ -284,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         args.bookings,
         args.timeout_s,
         args.connected_accounts,
+        not args.clean,
     )
     print(json.dumps(figures, sort_keys=True) if args.json else json.dumps(figures, indent=2, sort_keys=True))
     return 0

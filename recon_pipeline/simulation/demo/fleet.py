@@ -79,9 +79,13 @@ def fleet_world(
     night: date,
     bookings_per_night: int = FLEET_BOOKINGS_PER_NIGHT,
     seed: int = 7,
+    plant: bool = True,
 ) -> World:
-    """The demo world of ``night`` for every property of the fleet (discrepancies planted)."""
-    return build_world({p.property_id: night for p in properties}, bookings_per_night, seed, properties)
+    """The demo world of ``night`` for every property of the fleet (discrepancies planted; ``plant=False``:
+    a clean night, ordinary bookings and timing differences only)."""
+    return build_world(
+        {p.property_id: night for p in properties}, bookings_per_night, seed, properties, plant=plant
+    )
 
 
 def fleet_thresholds(properties: tuple[PropertyRow, ...]) -> dict[str, int]:
