@@ -110,11 +110,36 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
 
 
-def pieces(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataFrame]:
+def pieces(
+    frame: pd.DataFrame, scopes: np.ndarray, count: int, columns: Sequence[pd.Index] | None = None
+) -> list[pd.DataFrame]:
     """The frame's rows per scope (``scopes``: each row's, from 0 to ``count`` - 1), in their order and
-    without the scope column: what each part of a stack would have had alone."""
+    without the scope column: what each part of a stack would have had alone. ``columns``: each part's
+    own columns, in its order (a column another part of the stack had is not its); the parts that share
+    a set are cut from one selection of those columns, not reordered one by one."""
     if SCOPE in frame.columns:
         frame = frame.drop(columns=SCOPE)
+    if columns is None:
+        return _cut(frame, scopes, count)
+    kinds: dict[tuple[object, ...], list[int]] = {}
+    for at, names in enumerate(columns):
+        kinds.setdefault(tuple(names), []).append(at)
+    if len(kinds) == 1 and tuple(frame.columns) in kinds:
+        return _cut(frame, scopes, count)
+    cut: list[pd.DataFrame] = [frame] * count
+    for names, members in kinds.items():
+        selected = frame.iloc[:, frame.columns.get_indexer(list(names))]  # by position: names cost 20x
+        if len(members) == count:
+            return _cut(selected, scopes, count)
+        rows = np.flatnonzero(np.isin(scopes, members))
+        local = np.searchsorted(np.asarray(members), scopes[rows])
+        for at, piece in zip(members, _cut(selected.take(rows), local, len(members)), strict=True):
+            cut[at] = piece
+    return cut
+
+
+def _cut(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataFrame]:
+    """``pieces`` of a frame without the scope column."""
     order = np.argsort(scopes, kind="stable")
     # One copy of the stack, its columns consolidated into a block per dtype: every later selection of a
     # piece then takes a few blocks rather than one per column.

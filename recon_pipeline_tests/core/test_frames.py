@@ -74,3 +74,9 @@ def test_frames_of_different_columns_stack_in_their_order_and_come_back_as_they_
     assert [piece["id"].tolist() for piece in back] == [["a", "b"], ["c"], [], ["a", "b"]]
     assert [list(piece.index) for piece in back] == [[0, 1], [0], [], [0, 1]]
     assert SCOPE not in back[0].columns
+    own = pieces(stacked, stacked[SCOPE].to_numpy(), len(frames), [frame.columns for frame in frames])
+    for piece, frame in zip(own, frames, strict=True):  # each with its own columns, in its order
+        pd.testing.assert_frame_equal(piece, frame.reset_index(drop=True), check_dtype=False)
+    reordered = [without[["amount", "id"]], without]
+    same = pieces(stack(reordered), stack(reordered)[SCOPE].to_numpy(), 2, [f.columns for f in reordered])
+    assert [list(piece.columns) for piece in same] == [["amount", "id"], ["id", "amount"]]

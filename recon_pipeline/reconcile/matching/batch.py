@@ -24,29 +24,17 @@ def split(stacked: StackedOutcome, columns: Sequence[tuple[pd.Index, pd.Index]])
         frames = (stacked.provider_records, stacked.ledger, stacked.matches, stacked.findings)
         return [_outcome(stacked, *frames, 0)]
     count = len(columns)
-    providers = pieces(stacked.provider_records, stacked.provider_records[SCOPE].to_numpy(), count)
-    ledgers = pieces(stacked.ledger, stacked.ledger[SCOPE].to_numpy(), count)
+    provider_columns = [provider for provider, _ in columns]
+    ledger_columns = [ledger for _, ledger in columns]
+    providers = pieces(
+        stacked.provider_records, stacked.provider_records[SCOPE].to_numpy(), count, provider_columns
+    )
+    ledgers = pieces(stacked.ledger, stacked.ledger[SCOPE].to_numpy(), count, ledger_columns)
     matches = pieces(stacked.matches, stacked.match_scopes, count)
     findings = pieces(stacked.findings, stacked.finding_scopes, count)
     return [
-        _outcome(
-            stacked,
-            _with_columns(providers[at], columns[at][0]),
-            _with_columns(ledgers[at], columns[at][1]),
-            matches[at],
-            findings[at],
-            at,
-        )
-        for at in range(count)
+        _outcome(stacked, providers[at], ledgers[at], matches[at], findings[at], at) for at in range(count)
     ]
-
-
-def _with_columns(frame: pd.DataFrame, columns: pd.Index) -> pd.DataFrame:
-    """The frame with its night's own columns in their order (a column another night of the stack had is
-    not its)."""
-    if len(frame.columns) == len(columns) and (frame.columns == columns).all():
-        return frame
-    return frame.iloc[:, frame.columns.get_indexer(columns)]  # by position: a list of names costs 20x
 
 
 def _outcome(
