@@ -24,6 +24,7 @@ from recon_pipeline.db.schema import (
     provider_records,
 )
 from recon_pipeline.db.types import UtcDateTime
+from recon_pipeline.simulation.demo.fleet import FLEET_ZONES, fleet_properties
 from recon_pipeline.simulation.demo.properties import demo_properties
 from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED
 from recon_pipeline_tests.support.pipeline_fixtures import NIGHT, SeededPipeline, seeded
@@ -173,6 +174,29 @@ def test_a_batch_written_at_once_stores_what_its_property_nights_written_one_by_
         statuses = {row[adjustments.c.keys().index("status")] for row in written["adjustments"]}
         assert {"approved", "proposed"} <= statuses and statuses & {"withdrawn", "superseded"}
         assert written["matches"] and written["provider_records"] and written["night_takings"]
+
+
+def test_a_fleet_batch_written_at_once_stores_what_its_property_nights_written_one_by_one_store(
+    database_url: str, twin_url: str
+) -> None:
+    """The fleet's shape (eight timezones, so eight night windows; a quarter of the properties on the
+    platform account, attributed by metadata; every category planted): one batch at once against one
+    property per batch, twice, the PMS moving on between."""
+    fleet = fleet_properties(16)
+    assert {p.timezone for p in fleet} == {zone for zone, _ in FLEET_ZONES}
+    assert any(p.provider_account is None for p in fleet) and any(p.provider_account for p in fleet)
+    with seeded(database_url, properties=fleet) as at_once, seeded(twin_url, properties=fleet) as one_by_one:
+        everyone = tuple(p.property_id for p in fleet)
+        for attempt in ("first", "after the PMS moved on"):
+            succeeded(run(at_once, [everyone], f"at-once-{attempt}"))
+            succeeded(run(one_by_one, [(p,) for p in everyone], f"one-by-one-{attempt}"))
+            assert contents(at_once.engine, stable=True) == contents(one_by_one.engine, stable=True), attempt
+            the_pms_moves_on(at_once.engine)
+            the_pms_moves_on(one_by_one.engine)
+        written = contents(at_once.engine)
+        assert {row[discrepancies.c.keys().index("property_id")] for row in written["discrepancies"]} == set(
+            everyone
+        )
 
 
 def test_a_rerun_of_the_batch_with_no_change_modifies_no_row(database_url: str) -> None:
