@@ -17,7 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 SHARE = 1 / 3  # of one core: on the two-core host, one requester leaves a core and two thirds to the rest
-BURST_S = 2.0  # a dozen ordinary pages or one slow one ahead of the share: a person clicking never waits
+BURST_S = 1.0  # ten ordinary pages ahead of the share: a person clicking through them never waits
 MAX_WAIT_S = 3.0  # the longest a request waits for its requester's share: a slow page, never a stalled one
 OTHERS_S = 60.0  # someone who had a page in the last minute is still at the desk, reading it
 

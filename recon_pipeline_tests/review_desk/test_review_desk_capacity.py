@@ -353,6 +353,32 @@ def test_a_download_waits_its_bound_for_a_turn_while_pages_go_on() -> None:
 
 
 @pytest.mark.fast
+def test_a_requester_over_its_share_waits_holding_no_thread() -> None:
+    """``Workers`` on its own, with one page thread: the admin's page of 0.2 s puts it 0.2 s over a share
+    of half the time with nothing ahead of it, so its next page waits ~0.4 s on the event loop; bea's page,
+    asked meanwhile, takes the one thread and is done first."""
+    workers = Workers(Capacity(threads=1, share=ShareLimits(share=0.5, burst_s=0.0, max_wait_s=1.0)))
+    done: list[str] = []
+
+    async def scenario() -> float:
+        workers.shares.charge("bea", 0.01, time.monotonic())  # bea is at the desk
+        await workers.page(time.sleep, 0.2, requester="admin")
+        started = time.monotonic()
+        async with anyio.create_task_group() as tasks:
+
+            async def admin() -> None:
+                done.append(await workers.page(lambda: "admin", requester="admin"))
+
+            tasks.start_soon(admin)
+            await anyio.sleep(0.05)
+            done.append(await workers.page(lambda: "bea", requester="bea"))
+        return time.monotonic() - started
+
+    assert anyio.run(scenario) >= 0.3
+    assert done == ["bea", "admin"]
+
+
+@pytest.mark.fast
 def test_capacity_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RECON_REVIEW_THREADS", raising=False)
     monkeypatch.delenv("RECON_REVIEW_EXPORTS", raising=False)

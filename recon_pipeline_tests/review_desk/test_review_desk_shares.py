@@ -90,4 +90,4 @@ def test_share_limits_are_checked() -> None:
     for bad in ({"share": 0.0}, {"share": 1.5}, {"burst_s": -1.0}, {"max_wait_s": -0.1}):
         with pytest.raises(ValueError, match="a share is over"):
             ShareLimits(**bad)  # type: ignore[arg-type]
-    assert ShareLimits().most_used_s == pytest.approx(2.0 + 3.0 / 3)
+    assert LIMITS.most_used_s == pytest.approx(1.0 + 0.25 * 4.0)  # enough for a wait of max_wait_s
