@@ -6,8 +6,8 @@ its requests spent in a page thread. What it has used drains at ``share`` second
 bucket: over any stretch of ``t`` seconds a requester gets ``burst_s + share * t`` of page time before
 it waits. Past ``burst_s`` its next request waits until it is back under, at most ``max_wait_s``: what
 is used is counted to ``burst_s + share * max_wait_s`` and no further, so a wait is bounded however long
-a request ran. A requester waits only while someone else had a page in the last ``others_s``: alone on
-the desk, nobody is kept waiting for no one. A requester is forgotten once it has been idle for
+a request ran. A requester waits only while someone else had a page in the last ``others_s``: alone at
+the desk, it never waits, since no one would gain by it. A requester is forgotten once it has been idle for
 ``others_s`` and has nothing left to drain, so memory holds the last ``others_s`` of requesters only.
 """
 
