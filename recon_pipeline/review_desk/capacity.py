@@ -12,6 +12,14 @@ Sign-ins check their password one at a time, in one thread of lower priority (``
 +10 on Linux, per thread): argon2 is ~0.15-0.3 s of the host's cores, so people signing in over and over
 would otherwise take a small host from everyone's pages; below them, a check takes what pages leave.
 
+Threads bound how many requests run at once, not whose: one person's search after search, each cheap, would
+hold a core and the others would wait for it. So each requester (a signed-in session; before sign-in, a
+client address) has a share of the page time (``shares.WorkShares``, ``Capacity.share``): every page's
+wall time in its thread is charged to its requester, and one over its share (a third of a core over time,
+a second ahead of it at most) waits on the event loop before its next request starts, a few seconds at
+most, while anyone else had a page in the last minute. It is never refused, and one under its share, or
+alone, never waits.
+
 The engine's pool is sized from the same numbers (``pool_size``): a connection for every thread and turn,
 and as many again in overflow (a page may open a second while its template reads the saved views), so no
 request waits for a connection that another kind of request holds.
@@ -22,15 +30,18 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+
+from recon_pipeline.review_desk.shares import ShareLimits, WorkShares
 
 THREADS_ENV = "RECON_REVIEW_THREADS"
 EXPORTS_ENV = "RECON_REVIEW_EXPORTS"
@@ -47,11 +58,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Capacity:
-    """How many page threads and download turns the desk has, and how long a download waits for a turn."""
+    """How many page threads and download turns the desk has, how long a download waits for a turn, and
+    each requester's share of the page time."""
 
     threads: int = DEFAULT_THREADS
     exports: int = DEFAULT_EXPORTS
     export_wait_s: float = EXPORT_WAIT_S
+    share: ShareLimits = field(default_factory=ShareLimits)
 
     def __post_init__(self) -> None:
         for name, value in (("threads", self.threads), ("exports", self.exports)):
@@ -82,10 +95,10 @@ def _count(name: str, default: int) -> int:
 
 
 class Workers:
-    """The threads the desk's work runs in: ``page`` for every page, ``export`` for downloads, each bounded
-    by ``Capacity``, and ``hashed`` for a password check; the event loop only reads requests and writes
-    responses. While ``processes`` is open (the app's lifespan), ``in_process`` runs a download's file in
-    one of ``exports`` processes."""
+    """The threads the desk's work runs in: ``page`` for every page (its requester's share of them kept in
+    ``shares``), ``export`` for downloads, each bounded by ``Capacity``, and ``hashed`` for a password
+    check; the event loop only reads requests and writes responses. While ``processes`` is open (the
+    app's lifespan), ``in_process`` runs a download's file in one of ``exports`` processes."""
 
     def __init__(self, capacity: Capacity) -> None:
         self.capacity = capacity
@@ -93,6 +106,7 @@ class Workers:
             HASHES_AT_ONCE, thread_name_prefix="desk-hashing", initializer=_below_pages
         )
         self._pages = anyio.CapacityLimiter(capacity.threads)
+        self.shares = WorkShares(capacity.share)  # used on the event loop only
         self._turns = anyio.Semaphore(capacity.exports)
         self._export_threads = anyio.CapacityLimiter(capacity.exports)
         self._processes: ProcessPoolExecutor | None = None
@@ -103,9 +117,24 @@ class Workers:
         """``work(*args)`` (a password check) in the hashing thread, the caller's page thread waiting."""
         return self._hashing.submit(work, *args).result()
 
-    async def page(self, work: Callable[..., T], *args: object) -> T:
-        """``work(*args)`` in a page thread, once one is free."""
-        return await anyio.to_thread.run_sync(work, *args, limiter=self._pages)
+    async def page(self, work: Callable[..., T], *args: object, requester: str) -> T:
+        """``work(*args)`` in a page thread, once ``requester`` is within its share (``shares``) and a
+        thread is free; the time it spent in the thread is charged to ``requester``."""
+        if wait_s := self.shares.wait_for(requester, time.monotonic()):
+            await anyio.sleep(wait_s)
+        spent = [0.0]
+
+        def timed() -> T:
+            started = time.monotonic()
+            try:
+                return work(*args)
+            finally:
+                spent[0] = time.monotonic() - started
+
+        try:
+            return await anyio.to_thread.run_sync(timed, limiter=self._pages)
+        finally:
+            self.shares.charge(requester, spent[0], time.monotonic())
 
     async def export(self, work: Callable[..., T], *args: object) -> T | None:
         """``work(*args)`` in a download's thread once a turn is free; None when none came free within

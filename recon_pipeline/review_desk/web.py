@@ -8,7 +8,9 @@ user, so an ended session or a deleted user's no longer works), and every action
 
 Every handler is a plain function that blocks (SQL, argon2, rendering); these wrappers are the desk's only
 ``async`` code: they read the form on the event loop and run the rest in a worker thread
-(``capacity.Workers``), so one person's slow page never holds up another's.
+(``capacity.Workers``), so one person's slow page never holds up another's; each page's time there counts
+against its ``requester``'s share (the session, else the client address), so one person's page after page
+slows only that person.
 """
 
 from __future__ import annotations
@@ -98,6 +100,15 @@ def desk_templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
+def requester(request: Request) -> str:
+    """Whose share of page time a request's work counts against (``capacity.Workers.page``): its session's,
+    read from the signed cookie on the event loop; before sign-in, its client address's."""
+    session_id = request.session.get(SESSION_KEY)
+    if isinstance(session_id, str):
+        return f"session:{session_id}"
+    return f"client:{request.client.host if request.client else 'unknown'}"
+
+
 def filled_query(params: Mapping[str, str], page: int | None = None) -> str:
     """A list's filters as a query string for its export and pager links, the blank ones left out;
     ``page`` added for a pager's link."""
@@ -168,7 +179,7 @@ class Desk:
         """``handler`` run in a page thread: a page that needs no sign-in (the sign-in form, home)."""
 
         async def endpoint(request: Request) -> Response:
-            return await self.workers.page(handler, request)
+            return await self.workers.page(handler, request, requester=requester(request))
 
         return endpoint
 
@@ -200,7 +211,7 @@ class Desk:
             refusal = csrf_refusal(request, form)
             if refusal is not None:
                 return refusal
-            return await self.workers.page(handler, request, form)
+            return await self.workers.page(handler, request, form, requester=requester(request))
 
         return endpoint
 

@@ -1,6 +1,7 @@
 """No one waits for another at the desk: every handler runs off the event loop, so a page answers while
 another request is stuck in the database, and downloads take turns of their own, a download beyond them
-refused with a 503 and Retry-After once it has waited its bound.
+refused with a 503 and Retry-After once it has waited its bound; and one person's page after page waits
+for that person's share of the page time while another's page does not.
 
 The stuck request is made, not timed: on PostgreSQL another connection holds an exclusive lock on
 ``discrepancies``, the slow request is seen waiting for it in ``pg_locks``, and only then is the light page
@@ -28,10 +29,12 @@ from sqlalchemy.engine import make_url
 
 from recon_pipeline.db.engine import make_engine
 from recon_pipeline.db.schema import discrepancies
+from recon_pipeline.review_desk import web
 from recon_pipeline.review_desk.app import DeskSettings, review_desk_app
 from recon_pipeline.review_desk.capacity import HASHING_NICENESS, RETRY_AFTER_S, Capacity, Workers
 from recon_pipeline.review_desk.pages import signin as signin_pages
-from recon_pipeline.review_desk.users import authenticate
+from recon_pipeline.review_desk.shares import ShareLimits
+from recon_pipeline.review_desk.users import ReviewUser, authenticate, load_user
 from recon_pipeline.review_desk.web import BUSY_EXPORTS
 from recon_pipeline_tests.support.dagster_processes import wait_until
 from recon_pipeline_tests.support.desk_fixtures import (
@@ -82,11 +85,11 @@ def waiting_on_findings(connection: Connection, count: int) -> bool | None:
 
 
 @contextmanager
-def signed_in_client(base_url: str) -> Iterator[httpx.Client]:
-    """A client signed in as ana; its requests give up after 10 s (a desk whose loop is blocked never
+def signed_in_client(base_url: str, name: str = "ana") -> Iterator[httpx.Client]:
+    """A client signed in as ``name``; its requests give up after 10 s (a desk whose loop is blocked never
     answers the page asked for while the lock is held)."""
     with loopback_client(base_url=base_url, timeout=10) as client:
-        assert sign_in(client).status_code == 303
+        assert sign_in(client, name).status_code == 303
         yield client
 
 
@@ -176,6 +179,53 @@ def test_downloads_take_turns_of_their_own_and_one_too_many_is_a_503(
             assert reader.get("/findings/export.xlsx").status_code == 200  # the turn came back
         finally:
             engine.dispose()
+
+
+SLOW_S = 0.5  # how long each of ana's pages is made to take in a page thread
+
+
+def timed_get(client: httpx.Client, path: str) -> tuple[httpx.Response, float]:
+    started = time.monotonic()
+    response = client.get(path)
+    return response, time.monotonic() - started
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_one_persons_back_to_back_slow_pages_wait_for_their_share_and_anothers_does_not(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page of ana's is made to take ``SLOW_S`` in its thread (her user is loaded slowly), and her
+    share is a quarter of the time, 0.3 s ahead of it: her first page starts at once, the second waits
+    (0.5 - 0.3) / 0.25 = 0.8 s, the third (0.5 - 1.3 × 0.25 + 0.5 - 0.3) / 0.25 = 1.5 s (the first's time
+    drains while the second waits and runs); bea's page, asked while ana's third waits, answers first, and
+    all of them are answered."""
+
+    def slow_for_ana(connection: Connection, name: str) -> ReviewUser | None:
+        if name == "ana":
+            time.sleep(SLOW_S)
+        return load_user(connection, name)
+
+    capacity = Capacity(threads=4, share=ShareLimits(share=0.25, burst_s=0.3, max_wait_s=3.0))
+    with desk_with(database_url, monkeypatch, capacity) as base_url:
+        add_user("bea", "analyst", "p1")
+        with (
+            signed_in_client(base_url, "ana") as ana,
+            signed_in_client(base_url, "bea") as bea,
+            ThreadPoolExecutor(1) as background,
+        ):
+            assert bea.get("/legend").status_code == 200  # bea is at the desk: ana is not alone
+            monkeypatch.setattr(web, "load_user", slow_for_ana)
+            first, first_s = timed_get(ana, "/legend")
+            second, second_s = timed_get(ana, "/legend")
+            third: Future[tuple[httpx.Response, float]] = background.submit(timed_get, ana, "/legend")
+            time.sleep(0.3)  # ana's third is waiting for her share by now (1.5 s)
+            light, light_s = timed_get(bea, "/legend")
+            assert not third.done()
+            third_response, third_s = third.result(timeout=15)
+    assert [page.status_code for page in (first, second, third_response, light)] == [200] * 4
+    assert second_s >= SLOW_S + 0.6  # waited ~0.8 s before it started
+    assert third_s >= SLOW_S + 1.3  # waited ~1.5 s
+    assert light_s < 1.0  # bea's waited for no one; on a quiet host ~20 ms
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -294,12 +344,38 @@ def test_a_download_waits_its_bound_for_a_turn_while_pages_go_on() -> None:
             tasks.start_soon(download)
             await anyio.sleep(0.05)
             results.append(await workers.export(lambda: "never run"))
-            results.append(await workers.page(lambda: "page"))
+            results.append(await workers.page(lambda: "page", requester="ana"))
             release.set()
         results.append(await workers.export(lambda: "next"))
         return results
 
     assert anyio.run(scenario) == [None, "page", "exported", "exported", "next"]
+
+
+@pytest.mark.fast
+def test_a_requester_over_its_share_waits_holding_no_thread() -> None:
+    """``Workers`` on its own, with one page thread: the admin's page of 0.2 s puts it 0.2 s over a share
+    of half the time with nothing ahead of it, so its next page waits ~0.4 s on the event loop; bea's page,
+    asked meanwhile, takes the one thread and is done first."""
+    workers = Workers(Capacity(threads=1, share=ShareLimits(share=0.5, burst_s=0.0, max_wait_s=1.0)))
+    done: list[str] = []
+
+    async def scenario() -> float:
+        workers.shares.charge("bea", 0.01, time.monotonic())  # bea is at the desk
+        await workers.page(time.sleep, 0.2, requester="admin")
+        started = time.monotonic()
+        async with anyio.create_task_group() as tasks:
+
+            async def admin() -> None:
+                done.append(await workers.page(lambda: "admin", requester="admin"))
+
+            tasks.start_soon(admin)
+            await anyio.sleep(0.05)
+            done.append(await workers.page(lambda: "bea", requester="bea"))
+        return time.monotonic() - started
+
+    assert anyio.run(scenario) >= 0.3
+    assert done == ["bea", "admin"]
 
 
 @pytest.mark.fast
