@@ -30,13 +30,24 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, Engine
 
-from recon_pipeline.batches.holds import authorization_findings, hold_booking_ids, hold_payments, open_holds
+from recon_pipeline.batches.at_once import at_once, beside, ok
+from recon_pipeline.batches.holds import authorization_findings, hold_payments, open_holds
+from recon_pipeline.batches.property_nights import (
+    Comparison,
+    Concluded,
+    LookedUp,
+    LookUps,
+    NightInput,
+    PmsInput,
+    RunScope,
+    Target,
+)
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
 from recon_pipeline.frames import SCOPE, pieces
@@ -56,7 +67,6 @@ from recon_pipeline.postings.store import read_posted_adjustments
 from recon_pipeline.properties import PropertyRow, split_valid_properties
 from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
 from recon_pipeline.providers.errors import is_permanent
-from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
 from recon_pipeline.providers.records import empty_provider_records
@@ -87,9 +97,9 @@ from recon_pipeline.reconcile.matching import (
     with_groups,
 )
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
-from recon_pipeline.reconcile.posted import PostedAdjustment, fold_posted_adjustments
+from recon_pipeline.reconcile.posted import fold_posted_adjustments
 from recon_pipeline.reconcile.report import NightReport, build_night_report
-from recon_pipeline.reconcile.takings import NightTakings, Tendered, by_tender, night_takings
+from recon_pipeline.reconcile.takings import Tendered, by_tender, night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 from recon_pipeline.storage.adjustments import WriteCounts, sync_batch_adjustments
 from recon_pipeline.storage.findings import save_batch_findings
@@ -103,9 +113,6 @@ from recon_pipeline.storage.provider_records import (
 )
 
 logger = logging.getLogger(__name__)
-
-P = TypeVar("P")
-R = TypeVar("R")
 
 DEFAULT_WORKERS = 8
 FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
@@ -169,13 +176,6 @@ class BatchResult:
         return sum(getattr(result, part)[name] for result in self.results)
 
 
-@dataclass(frozen=True)
-class Target:
-    row: PropertyRow
-    window: NightWindow
-    account: PropertyAccount
-
-
 def _targets(connection: Connection, request: BatchRequest) -> tuple[list[Target], dict[str, str], list[str]]:
     """The batch's valid properties with their windows and accounts; a one-line error per named property
     that is unknown or invalid; and the invalid rows skipped when the batch is every property."""
@@ -209,20 +209,6 @@ def _targets(connection: Connection, request: BatchRequest) -> tuple[list[Target
         for row in (by_id[property_id] for property_id in wanted if property_id in by_id)
     ]
     return targets, errors, skipped
-
-
-@dataclass(frozen=True)
-class PmsInput:
-    """The batch's night input from the PMS, each table read once for every property (rows by property;
-    each property's frames are built in its own work, so a row it cannot take fails it alone)."""
-
-    ledger: dict[str, list[dict[str, Any]]]
-    captured_orders: dict[str, list[dict[str, Any]]]
-    holds: dict[str, dict[str, str | None]]  # payment id → booking id of the holds to look at
-    posted: dict[str, list[PostedAdjustment]]  # the night's posted adjustments, credited to their entries
-    # matches decided before this run (people's, and the adjacent nights'), as the matcher takes them
-    known: dict[str, list[KnownMatch]]
-    groups: dict[str, dict[str, str]]  # booking id → group id of the bookings in a group
 
 
 def _read_pms_input(engine: Engine, targets: Sequence[Target], night: str) -> PmsInput:
@@ -284,74 +270,6 @@ def _pull_scope(group: Sequence[Target]) -> PropertyAccount:
 
 
 @dataclass(frozen=True)
-class NightInput:
-    """What one property-night is reconciled from: its target, the batch's PMS input, and its account's
-    pulled window (``claimed``, with the owners of the payments that name no property)."""
-
-    target: Target
-    pms: PmsInput
-    claimed: pd.DataFrame
-    owners: dict[str, str]
-
-
-@dataclass(frozen=True)
-class RunScope:
-    """What every property-night of one run shares: the night, the run, the orphans' grace."""
-
-    night: str
-    run_id: str
-    orphan_grace: timedelta
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The night compared before any lookup (pure): the ledger's valid entries by tender, the pull's
-    records split by attribution, the matcher's outcome and the fees it set aside."""
-
-    entries: LedgerSplit
-    tendered: Tendered
-    own: pd.DataFrame
-    nobody: pd.DataFrame  # payments nobody owns, where this property reports them
-    unattributed: int
-    aliases: PaymentAliases
-    matching: MatchOutcome
-    taken: FeesTaken | None
-    orders: pd.DataFrame  # the night's captured payment orders (payment_orders)
-    unmatched: list[str]  # ids of in-night ledger entries no record of the pull matches (to look up)
-
-
-@dataclass(frozen=True)
-class LookedUp:
-    """What the provider and the database said, by id, of the night's loose ends."""
-
-    elsewhere: pd.DataFrame  # records the ledger names that the night's pull lacks
-    unmatched: int  # how many ids were looked up
-    holds: list[AuthorizationHold]
-    hold_bookings: dict[str, str | None]  # payment id → booking id of the holds looked at
-    captured: pd.DataFrame  # the night's captured payments, with the booking their posting names
-
-    def booking_ids(self) -> list[str]:
-        """The bookings whose state the night's conclusions read: the captured payments' and the holds'."""
-        return [*self.captured["booking_id"].dropna(), *hold_booking_ids(self.holds, self.hold_bookings)]
-
-
-@dataclass(frozen=True)
-class Concluded:
-    """The night's results (pure), ready to commit together."""
-
-    comparison: Comparison
-    looked_up: LookedUp
-    diff: DiffResult
-    orphans: pd.DataFrame
-    proposals: list[dict[str, Any]]
-    findings: pd.DataFrame  # the diff's findings and the orphans
-    matches: pd.DataFrame  # tonight's, without the adjacent nights' machine matches
-    matches_by_rule: dict[str, int]
-    takings: NightTakings
-    now: datetime
-
-
-@dataclass(frozen=True)
 class _Prepared:
     """A night's comparison up to the matcher: what the matcher is handed, and the fees set aside."""
 
@@ -377,7 +295,7 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
     prepared: list[_Prepared | BaseException] = []
     for night, entries, captured in zip(nights, ledgers, orders, strict=True):
         try:
-            prepared.append(_prepare(night, _ok(entries), _ok(captured)))
+            prepared.append(_prepare(night, ok(entries), ok(captured)))
         except Exception as error:
             prepared.append(error)
     matchings = beside(prepared, lambda ready: match_nights([p.to_match for p in ready]), "matching")
@@ -391,7 +309,7 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
         if isinstance(loose, BaseException):  # the first step's error, kept in its place by the next
             compared.append(loose)
             continue
-        done = _ok(part)
+        done = ok(part)
         compared.append(
             Comparison(
                 done.entries,
@@ -400,52 +318,13 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
                 done.nobody,
                 done.unattributed,
                 done.aliases,
-                _ok(matching),
+                ok(matching),
                 done.taken,
                 done.orders,
                 loose,
             )
         )
     return compared
-
-
-def beside(
-    parts: Sequence[P | BaseException], together: Callable[[Sequence[P]], Sequence[R]], what: str
-) -> list[R | BaseException]:
-    """``at_once`` over the parts that are not errors (a night an earlier step failed); each error stays
-    in its place, so a batch's steps chain night by night."""
-    ready = [part for part in parts if not isinstance(part, BaseException)]
-    results = iter(at_once(ready, together, what))
-    return [part if isinstance(part, BaseException) else next(results) for part in parts]
-
-
-def at_once(
-    parts: Sequence[P], together: Callable[[Sequence[P]], Sequence[R]], what: str
-) -> list[R | BaseException]:
-    """``together`` over every part at once; should one part's input break it, each part alone, so that
-    the part at fault fails alone (with its error) and the others still get their result."""
-    if not parts:
-        return []
-    try:
-        return list(together(parts))
-    except Exception as error:
-        if len(parts) == 1:
-            return [error]
-        logger.exception("the batch's %s failed at once; computing its nights one by one", what)
-    alone: list[R | BaseException] = []
-    for part in parts:
-        try:
-            alone.extend(together([part]))
-        except Exception as error:
-            alone.append(error)
-    return alone
-
-
-def _ok(result: R | BaseException) -> R:
-    """A part's result, or its error raised (the night fails with it)."""
-    if isinstance(result, BaseException):
-        raise result
-    return result
 
 
 def _ledgers(nights: Sequence[NightInput]) -> list[LedgerSplit]:
@@ -521,9 +400,6 @@ def look_up(client: ProviderClient, night: NightInput, compared: Comparison) -> 
     return compared, LookedUp(elsewhere, len(unmatched), holds, booking_of, captured)
 
 
-LookUps = Sequence[tuple[Comparison, LookedUp] | BaseException]  # per night: looked up, or its error
-
-
 def _booking_states(engine: Engine, found: LookUps) -> dict[str, str]:
     """The bookings every looked-up night's conclusions read, in one statement for the batch (a booking id
     is one booking whichever property asks)."""
@@ -562,7 +438,7 @@ def conclude_all(
         if isinstance(diffed, BaseException):
             concluded.append(diffed)
             continue
-        night, (compared, looked_up) = _ok(pair)
+        night, (compared, looked_up) = ok(pair)
         try:
             concluded.append(conclude(night, compared, looked_up, diffed, states, run))
         except Exception as error:
