@@ -8,10 +8,11 @@ way Apaleo, OPERA and Mews keep them (most postings without the provider's id, s
 look-alike charges, late postings, the three fee bookings, takings the provider never sees, group folios,
 refunds posted as negative payments, reversals), each with its ground truth. Each night's ledger is read as
 the pipeline reads it (``ledger_frame``: brands and tenders in their vocabularies; the rows the contract
-forbids apart, not timed), then reconciled by the pure steps of ``batches/work.py``: the takings set aside
-(``by_tender``), the frames the property's fee booking compares (``fees_for_diff``), ``match_nights`` over
-a batch's property-nights at once as a run does (``--batch``, the pipeline's default batch size; the
-records' groups from ``bookings.group_id``, ``with_groups``), then ``diff_night`` per property-night on its
+forbids apart, not timed), then reconciled by the pure steps of ``batches/compare.py`` and
+``conclude.py``: the takings set aside (``by_tender``), the frames the property's fee booking compares
+(``fees_for_diff``), ``match_nights`` over a batch's property-nights at once as a run does (``--batch``,
+the pipeline's default batch size; the records' groups from ``bookings.group_id``, ``with_groups``),
+then ``diff_night`` per property-night on its
 outputs plus its findings; or with ``--without-matcher`` ``diff_night`` alone, as before the matcher.
 Scored:
 

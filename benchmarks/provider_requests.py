@@ -14,7 +14,7 @@ is its own process's):
   id, held in pages of a hundred as ``fetch_each`` holds them: the request path alone (URL, rate slot,
   httpx, JSON);
 - ``pull``: ``pull_claimed`` of every property-night of the fleet, grouped by account as
-  ``batches/work.py`` groups them: the requests and the turning of their JSON into the provider-record frame.
+  ``batches/pull.py`` groups them: the requests and the turning of their JSON into the provider-record frame.
 
 Each is run ``--repeat`` times (after one warm-up pull); the figures are the lowest CPU per request and per
 property-night (the least disturbed by other processes on a shared machine), with the load average.
@@ -51,7 +51,7 @@ HELD_PAGE = 100  # by-id reads announced to the limiter at once, as a large fetc
 
 
 def pull_scopes(fleet: tuple[PropertyRow, ...], night: date) -> list[tuple[PropertyAccount, Any]]:
-    """One pull per account and window, serving every property on it (``work.py``'s grouping)."""
+    """One pull per account and window, serving every property on it (``batches/pull.py``'s grouping)."""
     groups: dict[tuple[str | None, Any, Any], list[PropertyRow]] = {}
     windows = {}
     for row in fleet:

@@ -586,7 +586,7 @@ review_saved_views = Table(
 # a finding's page shows of the provider's side without asking the provider. ``provider``: the registered
 # provider's name (its dashboard links come from its folder); ``fee_minor``/``net_minor``: the fee the
 # provider took on the movement (negative, as the ledger signs fees) and the amount less it. Upserted in
-# the property-night's transaction (batches/work.py).
+# the property-night's transaction (batches/write.py).
 provider_records = Table(
     "provider_records",
     metadata,

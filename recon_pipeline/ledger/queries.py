@@ -75,7 +75,7 @@ def read_ledger_rows(
 ) -> dict[str, list[dict[str, Any]]]:
     """Each property's ledger rows posted in its night widened by ``margin``, in posting order: one
     statement per :data:`IN_CLAUSE_CHUNK` properties (a batch's input read at once, see
-    ``batches/work.py``). Rows only: each property's frame is built apart (:func:`ledger_frame`), so a
+    ``batches/read.py``). Rows only: each property's frame is built apart (:func:`ledger_frame`), so a
     row that breaks it fails that property alone."""
     wide = {property_id: window.widened(margin) for property_id, window in windows.items()}
     columns = [

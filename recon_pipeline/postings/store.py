@@ -59,7 +59,7 @@ def read_posted_adjustments(
     """Per property (each of ``property_ids``, maybe with none), the ``posted`` adjustments of ``night``
     whose entry the PMS holds, with that entry, whatever night the PMS posted it in: one statement for the
     adjustments and one for their entries per :data:`IN_CLAUSE_CHUNK` properties or entries, as a batch
-    reads its ledger (``batches/work.py``); none when nothing is posted.
+    reads its ledger (``batches/read.py``); none when nothing is posted.
 
     The entry is the one under the PMS's own reference of the posting (``posting_outbox.pms_reference``:
     what an ``http`` PMS such as Apaleo names its charge, and so its ledger row) or, failing that, under

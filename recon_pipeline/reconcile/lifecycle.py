@@ -17,7 +17,7 @@ here once (pure: no database, no Dagster).
 
 ``plan_lifecycle`` turns the rule into a plan for the adjustments. The writers apply it and do not restate
 it: ``save_findings`` (``storage/findings.py``) clears the findings no longer seen, ``sync_adjustments``
-(``storage/adjustments.py``) applies the plan, and ``batches/work.py`` runs both for a batch's
+(``storage/adjustments.py``) applies the plan, and ``batches/write.py`` runs both for a batch's
 property-nights in one transaction under their partitions' locks, so a finding clears in the commit that
 withdraws its proposal.
 

@@ -1,6 +1,6 @@
 """The night's takings, kept: ``night_takings`` rows of a property-night (``reconcile/takings.py``),
-written in the property-night's transaction (``work.py``), so the review desk's night page and the HTML
-report show what the night's run counted without the run.
+written in the property-night's transaction (``batches/write.py``), so the review desk's night page and
+the HTML report show what the night's run counted without the run.
 
 The rows are made equal to the night's lines: a line found with the same figures is not written (a re-run
 with no change modifies no row), one with other figures is updated with the run that changed it, a new one

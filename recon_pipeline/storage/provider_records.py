@@ -1,5 +1,5 @@
 """The provider's side of a night's findings, kept: ``provider_records`` rows for the records its findings
-and matches name, upserted in the property-night's transaction (``work.py``).
+and matches name, upserted in the property-night's transaction (``batches/write.py``).
 
 A finding's page then shows the provider's record as the provider held it at the run (status, time,
 amount, fee, net, settlement, card, a link to the provider's dashboard) without asking the provider, and

@@ -1,4 +1,4 @@
-"""A batch's step computed for every night at once (``batches/work.py::at_once``): one night whose input
+"""A batch's step computed for every night at once (``batches/at_once.py``): one night whose input
 breaks the step fails alone, and every other night gets what the step gives it alone; a night an earlier
 step failed is kept out of the next (``beside``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recon_pipeline.batches.work import at_once, beside
+from recon_pipeline.batches.at_once import at_once, beside
 
 
 def doubled(parts: Sequence[str]) -> list[int]:

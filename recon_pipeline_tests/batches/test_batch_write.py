@@ -1,4 +1,4 @@
-"""The batch's write (``batches/work.py::write``): every table's rows of the batch's property-nights in
+"""The batch's write (``batches/write.py::write``): every table's rows of the batch's property-nights in
 set-based statements in one transaction. It stores exactly what the same property-nights written one by one
 store, through a night's lifecycle (findings cleared and re-opened, proposals withdrawn, superseded and
 topped up after an approval); a re-run with no change modifies no row; and a property-night whose rows the

@@ -4,7 +4,7 @@ is duplicated, nothing is lost, no event takes effect twice. 50 seeded trials pe
 What "acknowledgement" means, per stage:
 
 - Writer (the ``reconcile_batch`` step, which materializes ``adjustments`` for a batch of properties):
-  the batch's one write transaction (``batches/work.py``; one per property only when the batch's fails)
+  the batch's one write transaction (``batches/write.py``; one per property only when the batch's fails)
   vs the materialization Dagster records for the step (ASSET_MATERIALIZATION, STEP_SUCCESS, RUN_SUCCESS)
   once the whole batch is done, and vs the batch's ``night_reconciliations`` rows, written just before. A
   death in between leaves committed rows Dagster never heard of (every property's; some, where the write

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, delete, select
 
-from recon_pipeline.batches import work
+from recon_pipeline.batches import compare
 from recon_pipeline.batches.work import BatchRequest, reconcile_batch
 from recon_pipeline.categories import finding_frame
 from recon_pipeline.db.schema import (
@@ -360,14 +360,14 @@ def test_a_keyed_world_reconciles_exactly_as_before(
     request = BatchRequest(NIGHT_TEXT)
     with ProviderHttp(served.base_url, retry=FAST_RETRY) as http:
         client = StripeAdapter(http)
-        monkeypatch.setattr(work, "match_nights", spied)
+        monkeypatch.setattr(compare, "match_nights", spied)
         batch = reconcile_batch(engine, client, request, "with-matcher")
         assert {o.status for o in batch.outcomes} == {"succeeded"} and len(batch.results) == len(properties)
         with_matcher = _results(engine)
         with engine.begin() as connection:
             for table in (adjustments, discrepancies, matches, night_reconciliations):
                 connection.execute(delete(table))
-        monkeypatch.setattr(work, "match_nights", _identity)
+        monkeypatch.setattr(compare, "match_nights", _identity)
         reconcile_batch(engine, client, request, "diff-alone")
         diff_alone = _results(engine)
 

@@ -1,0 +1,84 @@
+"""Pull a batch's nights from the provider: once per account group (properties that share a provider
+account and the night window), by a bounded pool over one process-wide client whose rate bound is the
+deployment's, the pull split by attribution in each property's night."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from recon_pipeline.batches.property_nights import NightInput, PmsInput, Target
+from recon_pipeline.ledger.queries import load_payment_order_owners
+from recon_pipeline.providers.attribution import unclaimed_payment_ids
+from recon_pipeline.providers.interface import ProviderClient
+from recon_pipeline.providers.objects import PropertyAccount
+
+
+def pull_all(
+    engine: Engine,
+    client: ProviderClient,
+    targets: Sequence[Target],
+    pms: PmsInput | BaseException,
+    workers: int,
+) -> Iterator[tuple[Target, NightInput | BaseException]]:
+    """Each target's night input, or its error, as its account group's pull comes in (by a pool of at most
+    ``workers``); when the batch's PMS read failed, its error for every target, nothing pulled."""
+    if isinstance(pms, BaseException):
+        for target in targets:
+            yield target, pms
+        return
+    groups = _pull_groups(targets)
+    with ThreadPoolExecutor(max_workers=min(workers, len(groups) or 1)) as pool:
+        for group, pulled in zip(groups, pool.map(_pull(engine, client), groups), strict=True):
+            for target in group:
+                if isinstance(pulled, BaseException):
+                    yield target, pulled
+                else:
+                    yield target, NightInput(target, pms, *pulled)
+
+
+def _payment_owners(engine: Engine, claimed: pd.DataFrame) -> dict[str, str]:
+    """Who ``payment_orders`` says owns the pull's payments that name no property (a shared account's):
+    read once for every property the pull serves."""
+    unclaimed = unclaimed_payment_ids(claimed)
+    if not unclaimed:
+        return {}
+    with engine.connect() as connection:
+        return load_payment_order_owners(connection, unclaimed)
+
+
+def _pull(
+    engine: Engine, client: ProviderClient
+) -> Callable[[list[Target]], tuple[pd.DataFrame, dict[str, str]] | BaseException]:
+    """One account group's pull and the owners of its payments that name no property; an incomplete pull,
+    or its owners unread, is the error of every property it serves."""
+
+    def pull(group: list[Target]) -> tuple[pd.DataFrame, dict[str, str]] | BaseException:
+        try:
+            claimed = client.pull_claimed(_pull_scope(group), group[0].window.start, group[0].window.end)
+            return claimed, _payment_owners(engine, claimed)
+        except Exception as error:
+            return error
+
+    return pull
+
+
+def _pull_groups(targets: Sequence[Target]) -> list[list[Target]]:
+    """Targets that one pull serves: same provider account and same window (a shared account's window is
+    read once); a property alone on its account is its own group."""
+    groups: dict[tuple[str | None, datetime, datetime], list[Target]] = {}
+    for target in targets:
+        key = (target.account.provider_account, target.window.start, target.window.end)
+        groups.setdefault(key, []).append(target)
+    return list(groups.values())
+
+
+def _pull_scope(group: Sequence[Target]) -> PropertyAccount:
+    """The account scope of one shared pull: the group's first property, serving all of them."""
+    first = group[0].account
+    return replace(first, pulled_for=tuple(t.row.property_id for t in group) if len(group) > 1 else ())
