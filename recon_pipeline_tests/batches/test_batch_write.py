@@ -151,6 +151,17 @@ def the_pms_moves_on(engine: Engine) -> None:
             )
 
 
+def written_alike(at_once: SeededPipeline, one_by_one: SeededPipeline, everyone: tuple[str, ...]) -> None:
+    """Two runs, the PMS moving on between: every property in one batch in ``at_once``, one property per
+    batch in ``one_by_one``; after each, both databases hold the same rows."""
+    for attempt in ("first", "after the PMS moved on"):
+        succeeded(run(at_once, [everyone], f"at-once-{attempt}"))
+        succeeded(run(one_by_one, [(p,) for p in everyone], f"one-by-one-{attempt}"))
+        assert contents(at_once.engine, stable=True) == contents(one_by_one.engine, stable=True), attempt
+        the_pms_moves_on(at_once.engine)
+        the_pms_moves_on(one_by_one.engine)
+
+
 def test_a_batch_written_at_once_stores_what_its_property_nights_written_one_by_one_store(
     database_url: str, twin_url: str
 ) -> None:
@@ -160,12 +171,7 @@ def test_a_batch_written_at_once_stores_what_its_property_nights_written_one_by_
     ):
         everyone = tuple(p.property_id for p in at_once.properties)
         assert len(everyone) > 1
-        for attempt in ("first", "after the PMS moved on"):
-            succeeded(run(at_once, [everyone], f"at-once-{attempt}"))
-            succeeded(run(one_by_one, [(p,) for p in everyone], f"one-by-one-{attempt}"))
-            assert contents(at_once.engine, stable=True) == contents(one_by_one.engine, stable=True), attempt
-            the_pms_moves_on(at_once.engine)
-            the_pms_moves_on(one_by_one.engine)
+        written_alike(at_once, one_by_one, everyone)
         written = contents(at_once.engine)
         # The lifecycle was exercised: cleared and re-opened findings, withdrawn or superseded proposals,
         # an approval's remainder.
@@ -187,12 +193,7 @@ def test_a_fleet_batch_written_at_once_stores_what_its_property_nights_written_o
     assert any(p.provider_account is None for p in fleet) and any(p.provider_account for p in fleet)
     with seeded(database_url, properties=fleet) as at_once, seeded(twin_url, properties=fleet) as one_by_one:
         everyone = tuple(p.property_id for p in fleet)
-        for attempt in ("first", "after the PMS moved on"):
-            succeeded(run(at_once, [everyone], f"at-once-{attempt}"))
-            succeeded(run(one_by_one, [(p,) for p in everyone], f"one-by-one-{attempt}"))
-            assert contents(at_once.engine, stable=True) == contents(one_by_one.engine, stable=True), attempt
-            the_pms_moves_on(at_once.engine)
-            the_pms_moves_on(one_by_one.engine)
+        written_alike(at_once, one_by_one, everyone)
         written = contents(at_once.engine)
         assert {row[discrepancies.c.keys().index("property_id")] for row in written["discrepancies"]} == set(
             everyone
