@@ -124,18 +124,21 @@ def pieces(
     kinds: dict[tuple[object, ...], list[int]] = {}
     for at, names in enumerate(columns):
         kinds.setdefault(tuple(names), []).append(at)
-    if len(kinds) == 1 and tuple(frame.columns) in kinds:
-        return _cut(frame, scopes, count)
-    cut: list[pd.DataFrame] = [frame] * count
+    if len(kinds) == 1:
+        return _cut(_selected(frame, next(iter(kinds))), scopes, count)
+    cut: dict[int, pd.DataFrame] = {}
     for names, members in kinds.items():
-        selected = frame.iloc[:, frame.columns.get_indexer(list(names))]  # by position: names cost 20x
-        if len(members) == count:
-            return _cut(selected, scopes, count)
         rows = np.flatnonzero(np.isin(scopes, members))
         local = np.searchsorted(np.asarray(members), scopes[rows])
-        for at, piece in zip(members, _cut(selected.take(rows), local, len(members)), strict=True):
-            cut[at] = piece
-    return cut
+        cut.update(zip(members, _cut(_selected(frame, names).take(rows), local, len(members)), strict=True))
+    return [cut[at] for at in range(count)]
+
+
+def _selected(frame: pd.DataFrame, names: tuple[object, ...]) -> pd.DataFrame:
+    """The frame's columns ``names``, in that order (the frame itself when it has just those)."""
+    if tuple(frame.columns) == names:
+        return frame
+    return frame.iloc[:, frame.columns.get_indexer(list(names))]  # by position: names cost 20x
 
 
 def _cut(frame: pd.DataFrame, scopes: np.ndarray, count: int) -> list[pd.DataFrame]:
