@@ -15,7 +15,7 @@ would otherwise take a small host from everyone's pages; below them, a check tak
 Threads bound how many requests run at once, not whose: one person's search after search, each cheap, would
 hold a core and the others would wait for it. So each requester (a signed-in session; before sign-in, a
 client address) has a share of the page time (``shares.WorkShares``, ``Capacity.share``): every page's
-wall time in its thread is charged to its requester, and one over its share (a third of a core over time,
+wall time in its thread is charged to its requester, and one over its share (a fifth of a core over time,
 a second ahead of it at most) waits on the event loop before its next request starts, a few seconds at
 most, while anyone else had a page in the last minute. It is never refused, and one under its share, or
 alone, never waits.

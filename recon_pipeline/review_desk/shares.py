@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-SHARE = 1 / 3  # of one core: on the two-core host, one requester leaves a core and two thirds to the rest
+SHARE = 1 / 5  # of one core: on the two-core host, one requester leaves a core and four fifths to the rest
 BURST_S = 1.0  # ten ordinary pages ahead of the share: a person clicking through them never waits
 MAX_WAIT_S = 3.0  # the longest a request waits for its requester's share: a slow page, never a stalled one
 OTHERS_S = 60.0  # someone who had a page in the last minute is still at the desk, reading it
