@@ -143,6 +143,7 @@ def matched_and_diffed(nights: Sequence[tuple[HotelNight, NightToMatch]]) -> lis
                 outcome.ledger,
                 night.provider_elsewhere,
                 property_currency=night.currency,
+                cuts=outcome.cuts,
             )
             for (night, _), outcome in zip(nights, outcomes, strict=True)
         ]

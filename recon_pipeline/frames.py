@@ -8,6 +8,7 @@ to its contract dtype, and the frame is assembled without re-checking it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -85,13 +86,27 @@ def present(value: object) -> bool:
 SCOPE: Final = "match_scope"
 
 
-def stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+@dataclass(frozen=True, eq=False)
+class Cut:
+    """Where a piece was cut from (``pieces``): its stack, scope column included, and its scope there. A
+    stack of pieces that all name one stack is taken from that stack again (``stack``'s ``cuts``)."""
+
+    stack: pd.DataFrame
+    scope: int
+
+
+def stack(frames: Sequence[pd.DataFrame], cuts: Sequence[Cut | None] = ()) -> pd.DataFrame:
     """The frames one under another, each row with the position of its frame as its scope (a column some
     frame lacks is null in its rows).
 
     Frames of the same columns are concatenated together first: ``pd.concat`` aligns the columns of each
     frame that differs from the first, which over a batch's hundreds of small frames costs more than the
-    work done on the stack."""
+    work done on the stack. ``cuts``: each frame's place in a stack it was cut from, when known; frames
+    that are all pieces of one stack are its rows again, not a new concatenation of hundreds of frames
+    (a scope's rows in their order; the scopes may lie interleaved)."""
+    again = _restacked(cuts) if len(cuts) == len(frames) and frames else None
+    if again is not None:
+        return again
     sizes = [len(frame) for frame in frames]
     scopes = np.repeat(np.arange(len(frames), dtype=np.int64), sizes)
     kinds: dict[tuple[object, ...], list[int]] = {}
@@ -104,6 +119,27 @@ def stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     order = np.concatenate([np.repeat(members, [sizes[at] for at in members]) for members in kinds.values()])
     stacked = pd.concat(parts, ignore_index=True)
     return stacked.take(np.argsort(order, kind="stable")).reset_index(drop=True).assign(**{SCOPE: scopes})
+
+
+def _restacked(cuts: Sequence[Cut | None]) -> pd.DataFrame | None:
+    """The stack every cut names, its scopes renumbered in the cuts' order and the rows of other scopes
+    left out; None unless every cut names the same stack, each scope once."""
+    first = cuts[0]
+    if first is None or any(cut is None or cut.stack is not first.stack for cut in cuts):
+        return None
+    wanted = np.array([cut.scope for cut in cuts if cut is not None], dtype=np.int64)
+    if len(np.unique(wanted)) != len(wanted):
+        return None
+    source = first.stack[SCOPE].to_numpy(dtype=np.int64)
+    if np.array_equal(wanted, np.arange(len(wanted))) and (len(source) == 0 or source.max() < len(wanted)):
+        return first.stack
+    position = np.full(max(int(wanted.max()), int(source.max(initial=0))) + 1, -1, dtype=np.int64)
+    position[wanted] = np.arange(len(wanted), dtype=np.int64)
+    renumbered = position[source]
+    rows = np.flatnonzero(renumbered >= 0)
+    taken = first.stack.take(rows).reset_index(drop=True)
+    taken[SCOPE] = renumbered[rows]
+    return taken
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -16,7 +16,7 @@ from recon_pipeline.ledger.queries import captured_orders_frame, ledger_frames
 from recon_pipeline.ledger.validation import LedgerSplit, split_ledger_records
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.attribution import attribute, reports_unattributed
-from recon_pipeline.reconcile.diff import unmatched_ids_of_nights
+from recon_pipeline.reconcile.diff import NightToDiff, unmatched_ids_of_nights
 from recon_pipeline.reconcile.fees import FeesTaken, fees_for_diff
 from recon_pipeline.reconcile.identity import PaymentAliases, canonical_ledger, payment_aliases
 from recon_pipeline.reconcile.matching import MatchPolicy, NightToMatch, match_nights, with_groups
@@ -56,7 +56,9 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
     matchings = beside(prepared, lambda ready: match_nights([p.to_match for p in ready]), "matching")
     unmatched = beside(
         matchings,
-        lambda ready: unmatched_ids_of_nights([(m.provider_records, m.ledger) for m in ready]),
+        lambda ready: unmatched_ids_of_nights(
+            [NightToDiff(m.provider_records, m.ledger, cuts=m.cuts) for m in ready]
+        ),
         "unmatched ids",
     )
     compared: list[Comparison | BaseException] = []

@@ -59,7 +59,12 @@ def _to_diff(night: NightInput, compared: Comparison, looked_up: LookedUp) -> Ni
     property's tolerance and currency."""
     row, matching = night.target.row, compared.matching
     return NightToDiff(
-        matching.provider_records, matching.ledger, looked_up.elsewhere, row.fx_tolerance, row.currency
+        matching.provider_records,
+        matching.ledger,
+        looked_up.elsewhere,
+        row.fx_tolerance,
+        row.currency,
+        matching.cuts,
     )
 
 

@@ -41,7 +41,7 @@ from recon_pipeline.categories import (
     STATUS_MISMATCH,
     kind_codes,
 )
-from recon_pipeline.frames import SCOPE, pieces, sorted_by, stack
+from recon_pipeline.frames import SCOPE, Cut, pieces, sorted_by, stack
 from recon_pipeline.money import BASIS_POINTS
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.findings import Findings, frame_of
@@ -84,15 +84,16 @@ def unmatched_ledger_record_ids(provider_records: pd.DataFrame, ledger_records: 
     The caller fetches these from the provider by id: a record found there was created in another night
     (a timing difference), a record not found does not exist (missing at the provider).
     """
-    return unmatched_ids_of_nights([(provider_records, ledger_records)])[0]
+    return unmatched_ids_of_nights([NightToDiff(provider_records, ledger_records)])[0]
 
 
-def unmatched_ids_of_nights(nights: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> list[list[str]]:
-    """:func:`unmatched_ledger_record_ids` of many nights (provider records, ledger) at once, stacked."""
+def unmatched_ids_of_nights(nights: Sequence[NightToDiff]) -> list[list[str]]:
+    """:func:`unmatched_ledger_record_ids` of many nights at once, stacked (their provider records and
+    ledgers only)."""
     if not nights:
         return []
-    provider_records = stack([records for records, _ in nights])
-    ledger_records = stack([entries for _, entries in nights])
+    provider_records = stack([night.provider_records for night in nights], _cuts(nights, 0))
+    ledger_records = stack([night.ledger_records for night in nights], _cuts(nights, 1))
     ledger = _LedgerArrays.of(ledger_records)
     provider = _ProviderArrays.of(provider_records)
     keyed = np.flatnonzero(ledger.keyed)
@@ -118,6 +119,8 @@ class NightToDiff:
     provider_elsewhere: pd.DataFrame | None = None
     fx_tolerance_bps: int = 0
     property_currency: str | None = None
+    # where the two frames were cut from, when the matcher ran the night in a stack (``MatchOutcome.cuts``)
+    cuts: tuple[Cut, Cut] | None = None
 
 
 def diff_night(
@@ -154,14 +157,14 @@ def diff_nights(nights: Sequence[NightToDiff]) -> list[DiffResult]:
                 f"fx_tolerance_bps must be from 0 to {BASIS_POINTS}, not {night.fx_tolerance_bps}"
             )
     count = len(nights)
-    provider_records = stack([night.provider_records for night in nights])
+    provider_records = stack([night.provider_records for night in nights], _cuts(nights, 0))
     elsewhere = stack(
         [
             empty_provider_records() if night.provider_elsewhere is None else night.provider_elsewhere
             for night in nights
         ]
     )
-    ledger_records = stack([night.ledger_records for night in nights])
+    ledger_records = stack([night.ledger_records for night in nights], _cuts(nights, 1))
     tolerances = np.array([night.fx_tolerance_bps for night in nights], dtype=np.int64)
     provider = _ProviderArrays.of(provider_records)
     other = _ProviderArrays.of(elsewhere)
@@ -270,6 +273,11 @@ def diff_nights(nights: Sequence[NightToDiff]) -> list[DiffResult]:
         )
         for at in range(count)
     ]
+
+
+def _cuts(nights: Sequence[NightToDiff], side: int) -> list[Cut | None]:
+    """Where each night's provider records (``side`` 0) or ledger (1) were cut from, where known."""
+    return [None if night.cuts is None else night.cuts[side] for night in nights]
 
 
 def _per_scope(scopes: np.ndarray, mask: np.ndarray, count: int) -> np.ndarray:

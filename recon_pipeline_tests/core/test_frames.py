@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from recon_pipeline.frames import SCOPE, pieces, present, stack, typed_frame
+from recon_pipeline.frames import SCOPE, Cut, pieces, present, stack, typed_frame
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
 DTYPES = {"name": "object", "amount": "Int64", "count": "int64", "ok": "bool", "at": "datetime64[ns, UTC]"}
@@ -80,3 +80,34 @@ def test_frames_of_different_columns_stack_in_their_order_and_come_back_as_they_
     reordered = [without[["amount", "id"]], without]
     same = pieces(stack(reordered), stack(reordered)[SCOPE].to_numpy(), 2, [f.columns for f in reordered])
     assert [list(piece.columns) for piece in same] == [["amount", "id"], ["id", "amount"]]
+
+
+def test_pieces_of_one_stack_stack_again_as_that_stack_s_rows_not_a_new_concatenation() -> None:
+    """Pieces that name their place in one stack (``Cut``, as the matcher's outcomes do) stack as that
+    stack's rows: every scope in its order is the stack itself; some scopes, in another order, are its
+    rows of those scopes renumbered; a piece of another stack, or one of unknown place, stacks them anew.
+    Each scope's rows are what ``stack`` of the pieces gives it, whichever way."""
+    source = pd.DataFrame(  # a matcher's stack: two nights' rows interleaved
+        {"id": ["a", "x", "b", "y", "z"], "amount": [1, 7, 2, 8, 9], SCOPE: [0, 2, 0, 2, 2]}
+    )
+    parts = pieces(source, source[SCOPE].to_numpy(), 3)
+    cuts = [Cut(source, scope) for scope in range(3)]
+    assert stack(parts, cuts) is source
+
+    def rows_by_scope(frame: pd.DataFrame) -> dict[int, list[tuple[str, int]]]:
+        found: dict[int, list[tuple[str, int]]] = {}
+        for scope, row_id, amount in zip(frame[SCOPE], frame["id"], frame["amount"], strict=True):
+            found.setdefault(int(scope), []).append((str(row_id), int(amount)))
+        return found
+
+    some = [parts[2], parts[0]]
+    again = stack(some, [cuts[2], cuts[0]])
+    expected = {0: [("x", 7), ("y", 8), ("z", 9)], 1: [("a", 1), ("b", 2)]}
+    assert rows_by_scope(again) == rows_by_scope(stack(some)) == expected
+    assert list(again.index) == list(range(len(again)))
+    other = Cut(source.copy(), 1)
+    for mixed in ([cuts[0], other], [cuts[0], None], [cuts[0], cuts[0]]):
+        anew = stack([parts[0], parts[1]], mixed)
+        assert anew is not source
+        assert rows_by_scope(anew) == {0: [("a", 1), ("b", 2)]}
+    assert stack(parts[:2], cuts[:2])[SCOPE].tolist() == [0, 0]  # the third night's rows left out

@@ -94,8 +94,9 @@ def test_a_batch_diffed_at_once_is_each_night_diffed_alone(batch: list[NightToDi
             night.property_currency,
         )
         _same(result, alone)
-    sides = [(night.provider_records, night.ledger_records) for night in batch]
-    assert unmatched_ids_of_nights(sides) == [unmatched_ledger_record_ids(*side) for side in sides]
+    assert unmatched_ids_of_nights(batch) == [
+        unmatched_ledger_record_ids(night.provider_records, night.ledger_records) for night in batch
+    ]
 
 
 def test_one_id_in_three_nights_pairs_within_each_night_only() -> None:

@@ -4,10 +4,19 @@ of one batch (a rejection, a decided match, a policy and a split belong to their
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
 from benchmarks import matching
+from recon_pipeline.reconcile.diff import (
+    NightToDiff,
+    diff_night,
+    diff_nights,
+    unmatched_ids_of_nights,
+    unmatched_ledger_record_ids,
+)
 from recon_pipeline.reconcile.matching import (
     KnownMatch,
     MatchOutcome,
@@ -52,6 +61,33 @@ def test_a_batch_of_the_labelled_world_matches_each_night_as_it_would_alone() ->
     assert any(outcome.reversed_entries for outcome in alone)
     assert sorted(alone[len(nights) // 2].findings["category"]) == ["ambiguous_match", "suggested_match"]
     _assert_same(alone, match_nights(nights))
+
+
+def test_the_diff_over_the_matcher_s_stack_gives_each_labelled_night_its_own_diff() -> None:
+    """The batch's diff takes the matcher's stack again (``MatchOutcome.cuts``) rather than stacking its
+    pieces: each night's findings, counts and totals, and the ids it looks up, are still what the diff of
+    that night's own frames gives alone."""
+    world = build_hotel_world(12, seed=4, nights_per_property=4)
+    batch = matching.batches(world, len(world.nights))[0]
+    ready = matching.prepared(batch)
+    outcomes = match_nights([to_match for _, to_match in ready])
+    cut_from = {id(cut.stack) for o in outcomes for cut in o.cuts or ()}
+    assert all(o.cuts for o in outcomes) and len(cut_from) == 2  # the matcher's two stacks
+    nights = [
+        NightToDiff(o.provider_records, o.ledger, night.provider_elsewhere, 0, night.currency, o.cuts)
+        for (night, _), o in zip(ready, outcomes, strict=True)
+    ]
+    together = diff_nights(nights)
+    assert sum(len(result.findings) for result in together) > 20
+    for at, (night, result) in enumerate(zip(nights, together, strict=True)):
+        alone = diff_night(
+            night.provider_records, night.ledger_records, night.provider_elsewhere, 0, night.property_currency
+        )
+        pd.testing.assert_frame_equal(result.findings, alone.findings, obj=f"night {at}")
+        assert dataclasses.replace(result, findings=None) == dataclasses.replace(alone, findings=None)
+    assert unmatched_ids_of_nights(nights) == [
+        unmatched_ledger_record_ids(night.provider_records, night.ledger_records) for night in nights
+    ]
 
 
 def _held_night() -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from recon_pipeline.frames import SCOPE, pieces, sorted_by
+from recon_pipeline.frames import SCOPE, Cut, pieces, sorted_by
 from recon_pipeline.reconcile.matching.outcome import MatchOutcome, StackedOutcome, counts_of
 
 
@@ -54,7 +54,8 @@ def _outcome(
         return int(counts[scope]) if scope < len(counts) else 0
 
     reversed_entries = tuple(entry for at, entry in stacked.reversed_entries if at == scope)
+    stacks = (stacked.provider_records, stacked.ledger)
+    cuts = (Cut(stacks[0], scope), Cut(stacks[1], scope)) if all(SCOPE in s.columns for s in stacks) else None
     return MatchOutcome(
-        provider_records, ledger, matches, findings, counts_of(matches), exact, reversed_entries
+        provider_records, ledger, matches, findings, counts_of(matches), exact, reversed_entries, cuts
     )
-

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from recon_pipeline.categories import AMBIGUOUS_MATCH, SUGGESTED_MATCH, finding_frame
-from recon_pipeline.frames import present, typed_frame
+from recon_pipeline.frames import Cut, present, typed_frame
 from recon_pipeline.reconcile.matching.known import Applied
 from recon_pipeline.reconcile.matching.policy import (
     EXACT_ID,
@@ -93,6 +93,9 @@ class MatchOutcome:
     _exact_id: Callable[[], int] = field(repr=False)
     # entries set aside as a reversed pair (+X and −X the PMS posted itself; ``reversals.py``)
     reversed_entries: tuple[str, ...] = ()
+    # where ``provider_records`` and ``ledger`` were cut from, when the night was matched in a stack: a
+    # batch's diff takes the stack again rather than stacking hundreds of pieces (``frames.stack``)
+    cuts: tuple[Cut, Cut] | None = field(default=None, repr=False)
 
     @functools.cached_property
     def counts_by_rule(self) -> dict[str, int]:
