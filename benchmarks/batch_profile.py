@@ -195,7 +195,7 @@ def run(
         engine = make_engine(recon_url)
         stack.callback(engine.dispose)
         client = provider_resource(recon_url, simulator, rps).adapter()
-        batches = plan_batches(prepared.fleet, night, batch_size)
+        batches = plan_batches(prepared.fleet, night, batch_size, one_window_each=False)
         httpx.post(f"{simulator.base_url}/_simulator/reset-stats", timeout=30)
         if reject is not None:
             refusal = {"reject": {"path": reject, "message": REFUSAL}}

@@ -2,7 +2,8 @@
 deployment with its daemon (issue 13: 2,000 properties in at most 5 minutes on this 2-core machine).
 
     python -m benchmarks.scale --properties 2000 [--batch-size 100] [--max-concurrent-runs 4] \
-        [--rps 100] [--bookings 5] [--connected-accounts] [--clean] [--timeout-s 900] [--json]
+        [--rps 100] [--bookings 5] [--connected-accounts] [--clean] [--window-by-window] \
+        [--timeout-s 900] [--json]
 
 Setup (timed apart, not in the figure): the fleet's demo world (``recon_pipeline/simulation/demo/fleet.py``:
 eight timezones, a quarter of the properties on the platform account, ~40 provider records per property-night,
@@ -14,13 +15,14 @@ serving its provider half on loopback, with a rate limit of ``--rps`` that the p
 database behind deploy/dagster.yaml with at most ``--max-concurrent-runs`` runs (and as many ``provider_api``
 pool slots); the code server, webserver and daemon as in production, schedules and sensors stopped.
 
-Timed: the night's batches (``plan_batches`` at ``--batch-size``, as the nightly schedule and ``recon
-reconcile-night`` plan them) queued through the webserver's GraphQL as the launchpad queues runs, then the
-daemon launching them and the runs reconciling, until every run has finished. Reported: wall time,
-runs, properties per second, run durations, the provider requests the simulator served (per
-property-night, by endpoint, refused, and in the busiest second), and the
-findings in the database against what the world planted, property by property, and whether the nightly
-schedule's ticks over the following days request exactly these batches.
+Timed: the night's batches (``plan_batches`` at ``--batch-size``, the night asked for whole as ``recon
+reconcile-night`` and a backfill from the UI plan it, its windows packed together; with
+``--window-by-window`` one window per batch, the batches the nightly schedule requests over the day)
+queued through the webserver's GraphQL as the launchpad queues runs, then the daemon launching them and
+the runs reconciling, until every run has finished. Reported: wall time, runs, properties per second, run
+durations, the provider requests the simulator served (per property-night, by endpoint, refused, and in the
+busiest second), the findings in the database against what the world planted, property by property, and
+the batches the nightly schedule's ticks request for the night (how many, and whether they are these).
 """
 
 from __future__ import annotations
@@ -132,6 +134,15 @@ def by_endpoint(requests_by_path: dict[str, int]) -> dict[str, int]:
     return dict(counts)
 
 
+def per_interval(arrivals: list[float], seconds: float) -> list[int]:
+    """Arrivals per ``seconds`` from the first: where the provider's rate was used and where it sat idle."""
+    if not arrivals:
+        return []
+    first = min(arrivals)
+    counts = Counter(int((at - first) // seconds) for at in arrivals)
+    return [counts[i] for i in range(max(counts) + 1)]
+
+
 def failures(instance: dg.DagsterInstance, records: list[dg.RunRecord]) -> list[str]:
     """Each failed run's batch and the first line of its first error (a step's, else the run's)."""
     found = []
@@ -177,8 +188,10 @@ def run(
     timeout_s: float,
     connected_accounts: bool = False,
     plant: bool = True,
+    window_by_window: bool = False,
 ) -> dict[str, Any]:
     figures: dict[str, Any] = {
+        "window_by_window": window_by_window,
         "properties": properties,
         "connected_accounts": connected_accounts,
         "planted": plant,
@@ -214,10 +227,10 @@ def run(
         deployment.start_daemon()
         figures["deployment_start_s"] = round(time.perf_counter() - startup, 1)
 
-        batches = plan_batches(fleet, night, batch_size)
-        figures["schedule_requests_the_same_batches"] = scheduled_batch_keys(fleet, night, batch_size) == {
-            batch.key for batch in batches
-        }
+        batches = plan_batches(fleet, night, batch_size, one_window_each=window_by_window)
+        scheduled = scheduled_batch_keys(fleet, night, batch_size)
+        figures["schedule_batches"] = len(scheduled)
+        figures["schedule_requests_the_same_batches"] = scheduled == {batch.key for batch in batches}
         started = time.perf_counter()
         run_ids = [
             client.launch_partition_run(night.isoformat(), batch.property_ids, batch_tags(batch))
@@ -244,7 +257,9 @@ def run(
         figures["provider_responses_by_status"] = stats["responses_by_status"]
         figures["provider_refused"] = stats["responses_by_status"].get("400", 0)  # a 404 is a lookup's answer
         log = httpx.get(f"{simulator.base_url}/_simulator/requests", timeout=30).json()["requests"]
-        figures["peak_requests_per_s"] = busiest_second([float(request["at"]) for request in log])
+        arrivals = [float(request["at"]) for request in log]
+        figures["peak_requests_per_s"] = busiest_second(arrivals)
+        figures["requests_per_10_s"] = per_interval(arrivals, 10.0)
         figures["provider_rate_limited"] = stats["rate_limited"]
         figures["provider_requests_by_endpoint"] = by_endpoint(stats["requests_by_path"])
         figures["failures"] = failures(instance, records)
@@ -277,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout-s", type=float, default=900, help="bound on the night's runs (then: what finished)"
     )
+    parser.add_argument(
+        "--window-by-window",
+        action="store_true",
+        help="one night window per batch, as the nightly schedule asks (default: the night whole)",
+    )
     add_postgres_url(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
@@ -293,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         args.timeout_s,
         args.connected_accounts,
         not args.clean,
+        args.window_by_window,
     )
     print(json.dumps(figures, sort_keys=True) if args.json else json.dumps(figures, indent=2, sort_keys=True))
     return 0

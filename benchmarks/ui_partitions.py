@@ -239,7 +239,7 @@ def run(
 ) -> dict[str, Any]:
     fleet = fleet_properties(properties)
     dates = nights_ending(LAST_NIGHT, nights)
-    batches = len(plan_batches(fleet, LAST_NIGHT, batch_size))
+    batches = len(plan_batches(fleet, LAST_NIGHT, batch_size, one_window_each=True))
     figures: dict[str, Any] = {"properties": properties, "nights": nights, "batch_size": batch_size}
     with ExitStack() as stack:
         dagster = stack.enter_context(dagster_on_postgres(admin_url, "recon_ui_bench"))

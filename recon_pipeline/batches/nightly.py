@@ -64,7 +64,7 @@ def nightly_batches(
     return [
         NightlyBatch(batch, f"nightly:{closed.isoformat()}:{batch.key}", back)
         for (closed, night, back), members in sorted(groups.items())
-        for batch in plan_batches(members, night, batch_size)
+        for batch in plan_batches(members, night, batch_size, one_window_each=True)
     ]
 
 

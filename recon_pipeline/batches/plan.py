@@ -1,20 +1,23 @@
 """Which properties one run reconciles: a night's properties cut into batches. Pure: no I/O, no Dagster.
 
-A run per property-night is all fixed overhead (Dagster spends seconds launching a run; a property-night
-is milliseconds of work), so a run reconciles a *batch* of properties of one night. Batches follow two
-rules, then a size:
+A run per property-night is all fixed overhead (a run worker spends seconds of CPU starting: a fresh
+interpreter importing Dagster, pandas and the code location; a property-night is milliseconds of work), so
+a run reconciles a *batch* of properties of one night. Batches follow two rules, then a size:
 
-- **one night window per batch**: its properties' nights start and end at the same instant (same
-  timezone and cutoff). The nightly schedule requests a night as each timezone closes it, so a batch's
-  membership never grows during the day and every tick repeats the same batches (the same run keys);
+- **night windows**: the nightly schedule asks for a night window by window, as each timezone closes it
+  (``one_window_each``): a batch's properties' nights then start and end at the same instant (same
+  timezone and cutoff), so a batch's membership never grows during the day and every tick repeats the
+  same batches (the same run keys). A night asked for whole (a backfill from the UI, a night run,
+  ``recon reconcile-night``, the stale-night sensor) packs its windows together: fewer runs, fewer
+  start-ups, each property still pulled over its own window;
 - **one pull per account window**: properties sharing a provider account (the platform account, whose
   payments are attributed by metadata) are never split, so the account's window is pulled once and
   split by attribution, not once per property;
 - then groups are packed, in property-id order, into batches of at most ``batch_size`` properties (a
   shared-account group larger than that is a batch on its own).
 
-A batch's key names its night, its window's start and a digest of its members: a run key made from it
-dedupes exactly the same work, and a changed membership (a property added) is new work.
+A batch's key names its night, its earliest window's start and a digest of its members: a run key made
+from it dedupes exactly the same work, and a changed membership (a property added) is new work.
 """
 
 from __future__ import annotations
@@ -24,21 +27,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import groupby
+from typing import TypeVar
 
 from recon_pipeline.nights import NightWindow, night_window
 from recon_pipeline.properties import PropertyRow
 
-# Measured faster than 100 for a night of 2,000 properties (benchmarks/results.md, "Partitions and
-# batches: why").
-DEFAULT_BATCH_SIZE = 250
+# A run worker's start costs seconds of CPU whatever it reconciles: 500 was faster than 250 for a night of
+# 2,000 properties asked for whole (4 runs, one wave at the deployment's 4, against 8 in two waves), as 250
+# was than 100 (benchmarks/results.md).
+DEFAULT_BATCH_SIZE = 500
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class NightBatch:
-    """Properties of one night that one run reconciles, all with the same night window."""
+    """Properties of one night that one run reconciles."""
 
     night: date
-    window_start: datetime
+    window_start: datetime  # the earliest of its properties' night windows (the only one, window by window)
     property_ids: tuple[str, ...]
 
     @property
@@ -56,18 +63,21 @@ class _Member:
 
 
 def _account_groups(members: list[_Member]) -> list[list[_Member]]:
-    """Members of one window grouped so a shared account stays whole: a property alone on its account
-    is its own group; properties sharing one (the platform account included) form one group."""
-    by_account: dict[str | None, list[_Member]] = {}
+    """Members grouped so one pull serves a group: a property alone on its account is its own group;
+    properties sharing one (the platform account included) in the same night window form one group."""
+    by_pull: dict[tuple[str | None, datetime, datetime], list[_Member]] = {}
     for member in members:
-        by_account.setdefault(member.account, []).append(member)
-    groups = [group for group in by_account.values() if len(group) > 1]
-    singles = [group for group in by_account.values() if len(group) == 1]
+        by_pull.setdefault((member.account, member.window.start, member.window.end), []).append(member)
+    groups = [group for group in by_pull.values() if len(group) > 1]
+    singles = [group for group in by_pull.values() if len(group) == 1]
     return sorted(groups + singles, key=lambda group: group[0].property_id)
 
 
-def plan_batches(properties: Iterable[PropertyRow], night: date, batch_size: int) -> list[NightBatch]:
-    """The batches that reconcile ``night`` for ``properties`` (validated rows), in a stable order."""
+def plan_batches(
+    properties: Iterable[PropertyRow], night: date, batch_size: int, *, one_window_each: bool
+) -> list[NightBatch]:
+    """The batches that reconcile ``night`` for ``properties`` (validated rows), in a stable order: each of
+    one night window (``one_window_each``, the schedule's) or windows packed together (a whole night)."""
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
     members = sorted(
@@ -77,14 +87,30 @@ def plan_batches(properties: Iterable[PropertyRow], night: date, batch_size: int
         ),
         key=lambda m: (m.window.start, m.window.end, m.property_id),
     )
-    batches: list[NightBatch] = []
-    for (start, _end), same_window in groupby(members, key=lambda m: (m.window.start, m.window.end)):
-        current: list[str] = []
-        for group in _account_groups(list(same_window)):
-            if current and len(current) + len(group) > batch_size:
-                batches.append(NightBatch(night, start, tuple(sorted(current))))
-                current = []
-            current.extend(m.property_id for m in group)
-        if current:
-            batches.append(NightBatch(night, start, tuple(sorted(current))))
-    return batches
+    if one_window_each:
+        parts = [list(same) for _, same in groupby(members, key=lambda m: (m.window.start, m.window.end))]
+    else:
+        parts = [members] if members else []
+    return [batch for part in parts for batch in _packed(night, _account_groups(part), batch_size)]
+
+
+def packed(groups: Iterable[list[T]], size: int) -> list[list[T]]:
+    """Groups packed in order into parts of at most ``size`` items, never cut (a larger group alone)."""
+    parts: list[list[T]] = []
+    current: list[T] = []
+    for group in groups:
+        if current and len(current) + len(group) > size:
+            parts.append(current)
+            current = []
+        current.extend(group)
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _packed(night: date, groups: list[list[_Member]], batch_size: int) -> list[NightBatch]:
+    """Account groups packed in order into batches of at most ``batch_size`` (a larger group alone)."""
+    return [
+        NightBatch(night, min(m.window.start for m in batch), tuple(sorted(m.property_id for m in batch)))
+        for batch in packed(groups, batch_size)
+    ]

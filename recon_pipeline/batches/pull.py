@@ -12,6 +12,7 @@ from datetime import datetime
 import pandas as pd
 from sqlalchemy import Engine
 
+from recon_pipeline.batches.plan import packed
 from recon_pipeline.batches.property_nights import NightInput, PmsInput, Target
 from recon_pipeline.ledger.queries import load_payment_order_owners
 from recon_pipeline.providers.attribution import unclaimed_payment_ids
@@ -66,6 +67,12 @@ def _pull(
             return error
 
     return pull
+
+
+def pull_chunks(targets: Sequence[Target], size: int) -> list[list[Target]]:
+    """The targets in chunks of at most ``size``, in order, a pull's group never cut (a larger one alone):
+    what the batch computes at once while the next chunk is being pulled."""
+    return packed(_pull_groups(targets), size)
 
 
 def _pull_groups(targets: Sequence[Target]) -> list[list[Target]]:

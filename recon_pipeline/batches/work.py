@@ -1,15 +1,17 @@
 """Reconcile a batch of properties of one night: the work a ``reconcile_night`` run does, without Dagster.
 
-A batch goes through named steps, each over all of its property-nights at once, each in a module of its
-own: **read** the targets and the PMS input (``read.py``), **pull** each provider account's window
-(``pull.py``), **compare** (pure: the ledgers and captured payment orders as one frame each, then the
-matcher, run once over the batch; ``compare.py``), **look up** by id what the comparison left loose
-(``look_up.py``), **conclude** (pure: the diff, run once over the batch, then every finding, the orphaned
-captured payments, the proposals, the takings; ``conclude.py``), and **write** the adjustments, the
-findings, the matches, the provider's records they name and the nights' takings in one transaction for the
-batch, each table's rows in set-based statements, so that a finding clears in the commit that withdraws its
-proposal (``write.py``; the rule: ``reconcile/lifecycle.py``; the crash window's checkpoints around its
-commit). What the steps hand each other is in ``property_nights.py``. A step run at once over the batch
+A batch goes through named steps, each in a module of its own: **read** the targets and the PMS input
+(``read.py``), **pull** each provider account's window (``pull.py``), **compare** (pure: the ledgers and
+captured payment orders as one frame each, then the matcher, run once over the chunk; ``compare.py``),
+**look up** by id what the comparison left loose (``look_up.py``), **conclude** (pure: the diff, run once
+over the chunk, then every finding, the orphaned captured payments, the proposals, the takings;
+``conclude.py``), and **write** the adjustments, the findings, the matches, the provider's records they
+name and the nights' takings in one transaction for the chunk, each table's rows in set-based statements,
+so that a finding clears in the commit that withdraws its proposal (``write.py``; the rule:
+``reconcile/lifecycle.py``; the crash window's checkpoints around its commit). The batch is read once; the
+rest runs over chunks of up to ``DEFAULT_CHUNK_SIZE`` property-nights, each pulled while the one before it
+is computed, so the provider's rate, which the deployment's runs share, is not left idle while a run
+computes. What the steps hand each other is in ``property_nights.py``. A step run at once over a chunk
 that one night's input breaks is run night by night (``at_once.py``), so that night fails alone. Every
 result lands in the reconciliation database; the caller gets counts and a report to summarise, nothing
 another host must read from this one's disk.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -36,7 +39,7 @@ from recon_pipeline.batches.compare import compare
 from recon_pipeline.batches.conclude import conclude_all
 from recon_pipeline.batches.look_up import look_up_all
 from recon_pipeline.batches.property_nights import NightInput, RunScope, Target
-from recon_pipeline.batches.pull import pull_all
+from recon_pipeline.batches.pull import pull_all, pull_chunks
 from recon_pipeline.batches.read import read_pms_input, read_targets
 from recon_pipeline.batches.write import PropertyNightResult, write
 from recon_pipeline.providers.errors import is_permanent
@@ -46,6 +49,10 @@ from recon_pipeline.storage.night_outcomes import FAILED, SUCCEEDED, PropertyOut
 logger = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 8
+# Property-nights computed at once while the next chunk's pulls wait on the provider's rate: a batch's
+# steps over the provider (pull, look up) and over the CPU (compare, conclude, write) overlap, so the rate
+# shared by the deployment's runs is not left idle while they compute (benchmarks/results.md).
+DEFAULT_CHUNK_SIZE = 100
 FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
 
 
@@ -58,6 +65,7 @@ class BatchRequest:
     batch_key: str | None = None
     orphan_grace: timedelta = timedelta(minutes=60)
     workers: int = DEFAULT_WORKERS
+    chunk_size: int = DEFAULT_CHUNK_SIZE
 
 
 @dataclass
@@ -158,19 +166,31 @@ def reconcile_batch(
         reconciled = len(batch.outcomes) - len(errors)
         progress(f"{reconciled}/{len(targets)} properties of {request.night} reconciled")
 
-    inputs: list[NightInput] = []
-    for target, pulled in pull_all(engine, client, targets, pms, workers):
-        if isinstance(pulled, BaseException):
-            record(target, pulled)
-        else:
-            inputs.append(pulled)
-    compared = compare(inputs)
-    found, states = look_up_all(engine, client, inputs, compared, workers)
-    concluded = conclude_all(inputs, found, states, run)
-    ready = [(n, c) for n, c in zip(inputs, concluded, strict=True) if not isinstance(c, BaseException)]
-    written = iter(write(engine, client, ready, run))
-    for night, outcome in zip(inputs, concluded, strict=True):
-        record(night.target, outcome if isinstance(outcome, BaseException) else next(written))
+    def pulled(chunk: list[Target]) -> list[tuple[Target, NightInput | BaseException]]:
+        return list(pull_all(engine, client, chunk, pms, workers))
+
+    def reconciled(chunk: list[tuple[Target, NightInput | BaseException]]) -> None:
+        inputs: list[NightInput] = []
+        for target, night_input in chunk:
+            if isinstance(night_input, BaseException):
+                record(target, night_input)
+            else:
+                inputs.append(night_input)
+        compared = compare(inputs)
+        found, states = look_up_all(engine, client, inputs, compared, workers)
+        concluded = conclude_all(inputs, found, states, run)
+        ready = [(n, c) for n, c in zip(inputs, concluded, strict=True) if not isinstance(c, BaseException)]
+        written = iter(write(engine, client, ready, run))
+        for night, outcome in zip(inputs, concluded, strict=True):
+            record(night.target, outcome if isinstance(outcome, BaseException) else next(written))
+
+    # The chunks are pulled one after another, ahead of the computing, which takes each as it comes in.
+    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recon-pull-ahead")
+    try:
+        for pulling in [ahead.submit(pulled, chunk) for chunk in pull_chunks(targets, request.chunk_size)]:
+            reconciled(pulling.result())
+    finally:
+        ahead.shutdown(cancel_futures=True)
     with engine.begin() as connection:
         record_outcomes(connection, batch.outcomes)
     return batch

@@ -39,7 +39,7 @@ def cmd_reconcile_night(args: argparse.Namespace) -> int:
     size = args.batch_size or batch_size()
     with recon_database() as engine, engine.connect() as connection:
         selection = select_properties(list_properties(connection), args.property)
-    batches = plan_batches(selection.valid, parse_night(args.night), size)
+    batches = plan_batches(selection.valid, parse_night(args.night), size, one_window_each=False)
     requests = [batch_run_request(b, b.key, tags={TRIGGER_TAG: CLI_TRIGGER}) for b in batches]
     opened = launch.home_instance() if args.in_process else launch.queued_instance()
     with opened as instance:
@@ -212,7 +212,7 @@ def add_commands(commands: Commands) -> None:
         "--batch-size",
         type=cli_args.count(MAX_BATCH_SIZE),
         metavar="N",
-        help="at most this many properties per run (RECON_BATCH_SIZE, else 250)",
+        help="at most this many properties per run (RECON_BATCH_SIZE, else 500)",
     )
     reconcile.add_argument(
         "--workspace",

@@ -1,9 +1,10 @@
 """How every fan-out asks for work: one ``reconcile_night`` run per batch of a night's properties.
 
 The nightly schedule, the stale-night sensor and ``recon reconcile-night`` all plan with
-``recon_pipeline.batches.plan`` and request runs through :func:`batch_run_request`, so a night is the same
-few dozen runs whoever asks. The batch is the run config of the ``reconcile_batch`` op (so a re-execution
-from the UI reconciles the same properties) and, for the eye and for run filters, tags.
+``recon_pipeline.batches.plan`` and request runs through :func:`batch_run_request`, so a night is a few
+dozen runs whoever asks (the schedule's window by window as they close, the others' windows packed). The
+batch is the run config of the ``reconcile_batch`` op (so a re-execution from the UI reconciles the same
+properties) and, for the eye and for run filters, tags.
 """
 
 from __future__ import annotations

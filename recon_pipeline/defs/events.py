@@ -132,7 +132,7 @@ def stale_nights_sensor(context: dg.SensorEvaluationContext, recon_db: ReconData
         by_night.setdefault(night, []).append(properties[property_id])
     requests = []
     for night, rows in by_night.items():
-        for batch in plan_batches(rows, date.fromisoformat(night), batch_size()):
+        for batch in plan_batches(rows, date.fromisoformat(night), batch_size(), one_window_each=True):
             generations = ",".join(f"{p}:{generation[(p, night)]}" for p in batch.property_ids)
             digest = hashlib.sha256(generations.encode()).hexdigest()[:10]
             requests.append(

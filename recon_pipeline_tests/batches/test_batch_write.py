@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, Table, delete, select, text, update
 
-from recon_pipeline.batches.work import BatchRequest, BatchResult, reconcile_batch
+from recon_pipeline.batches.work import DEFAULT_CHUNK_SIZE, BatchRequest, BatchResult, reconcile_batch
 from recon_pipeline.db.schema import (
     adjustments,
     discrepancies,
@@ -71,10 +71,17 @@ def _volatile(name: str, table: Table) -> bool:
     return name in VOLATILE or isinstance(table.c[name].type, UtcDateTime)
 
 
-def run(pipeline: SeededPipeline, batches: list[tuple[str, ...]], run_id: str) -> list[BatchResult]:
+def run(
+    pipeline: SeededPipeline,
+    batches: list[tuple[str, ...]],
+    run_id: str,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> list[BatchResult]:
     client = pipeline.resources["provider"].adapter()
     return [
-        reconcile_batch(pipeline.engine, client, BatchRequest(NIGHT.isoformat(), batch), run_id)
+        reconcile_batch(
+            pipeline.engine, client, BatchRequest(NIGHT.isoformat(), batch, chunk_size=chunk_size), run_id
+        )
         for batch in batches
     ]
 
@@ -151,15 +158,24 @@ def the_pms_moves_on(engine: Engine) -> None:
             )
 
 
-def written_alike(at_once: SeededPipeline, one_by_one: SeededPipeline, everyone: tuple[str, ...]) -> None:
-    """Two runs, the PMS moving on between: every property in one batch in ``at_once``, one property per
-    batch in ``one_by_one``; after each, both databases hold the same rows."""
+def written_alike(
+    at_once: SeededPipeline,
+    other: SeededPipeline,
+    everyone: tuple[str, ...],
+    chunk_size: int | None = None,
+) -> None:
+    """Two runs, the PMS moving on between: every property in one batch in ``at_once``; in ``other`` one
+    property per batch, or with ``chunk_size`` one batch computed in chunks of that size; after each run,
+    both databases hold the same rows."""
     for attempt in ("first", "after the PMS moved on"):
         succeeded(run(at_once, [everyone], f"at-once-{attempt}"))
-        succeeded(run(one_by_one, [(p,) for p in everyone], f"one-by-one-{attempt}"))
-        assert contents(at_once.engine, stable=True) == contents(one_by_one.engine, stable=True), attempt
+        if chunk_size is None:
+            succeeded(run(other, [(p,) for p in everyone], f"one-by-one-{attempt}"))
+        else:
+            succeeded(run(other, [everyone], f"in-chunks-{attempt}", chunk_size))
+        assert contents(at_once.engine, stable=True) == contents(other.engine, stable=True), attempt
         the_pms_moves_on(at_once.engine)
-        the_pms_moves_on(one_by_one.engine)
+        the_pms_moves_on(other.engine)
 
 
 def test_a_batch_written_at_once_stores_what_its_property_nights_written_one_by_one_store(
@@ -198,6 +214,18 @@ def test_a_fleet_batch_written_at_once_stores_what_its_property_nights_written_o
         assert {row[discrepancies.c.keys().index("property_id")] for row in written["discrepancies"]} == set(
             everyone
         )
+
+
+def test_a_fleet_batch_computed_in_chunks_while_the_next_is_pulled_stores_what_it_stores_at_once(
+    database_url: str, twin_url: str
+) -> None:
+    """The fleet's batch in chunks of 3 property-nights (each pulled while the one before is computed, a
+    shared account's pull never cut: the platform's properties of one window are one chunk however many)
+    stores exactly what the batch computed at once stores, twice, the PMS moving on between."""
+    fleet = fleet_properties(16)
+    everyone = tuple(p.property_id for p in fleet)
+    with seeded(database_url, properties=fleet) as at_once, seeded(twin_url, properties=fleet) as chunked:
+        written_alike(at_once, chunked, everyone, chunk_size=3)
 
 
 def test_a_rerun_of_the_batch_with_no_change_modifies_no_row(database_url: str) -> None:

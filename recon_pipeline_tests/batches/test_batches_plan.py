@@ -27,6 +27,11 @@ def prop(
     )
 
 
+def apart(rows: list[PropertyRow], night: date, size: int) -> list[NightBatch]:
+    """The schedule's plan: one night window per batch."""
+    return plan_batches(rows, night, size, one_window_each=True)
+
+
 def members(batches: list[NightBatch]) -> list[tuple[str, ...]]:
     return [batch.property_ids for batch in batches]
 
@@ -50,7 +55,7 @@ def test_a_batch_holds_one_night_window() -> None:
         prop("tokyo-a", "Asia/Tokyo"),
         prop("denver-a", "America/Denver", "03:00"),
     ]
-    batches = plan_batches(rows, NIGHT, 100)
+    batches = apart(rows, NIGHT, 100)
     assert members(batches) == [("tokyo-a",), ("lisbon-a", "london-a"), ("lisbon-late",), ("denver-a",)]
     assert [b.window_start for b in batches] == [
         datetime(2026, 11, 29, 15, 0, tzinfo=UTC),
@@ -61,7 +66,7 @@ def test_a_batch_holds_one_night_window() -> None:
     assert_one_window_per_batch(batches, {r.property_id: r for r in rows})
     assert all(b.night == NIGHT for b in batches)
     # In summer London is still on Lisbon's offset: the same batch.
-    assert members(plan_batches(rows[:2], date(2026, 7, 1), 100)) == [("lisbon-a", "london-a")]
+    assert members(apart(rows[:2], date(2026, 7, 1), 100)) == [("lisbon-a", "london-a")]
 
 
 def test_a_shared_account_is_never_split_even_past_the_batch_size() -> None:
@@ -70,7 +75,7 @@ def test_a_shared_account_is_never_split_even_past_the_batch_size() -> None:
     platform = [prop(f"plat-{i}", account=None) for i in range(5)]
     shared = [prop(f"chain-{i}", account="acct_chain") for i in range(3)]
     singles = [prop("alone-1"), prop("alone-2"), prop("zz-alone")]
-    batches = plan_batches([*singles, *shared, *platform], NIGHT, 2)
+    batches = apart([*singles, *shared, *platform], NIGHT, 2)
     assert members(batches) == [
         ("alone-1", "alone-2"),
         ("chain-0", "chain-1", "chain-2"),
@@ -79,42 +84,80 @@ def test_a_shared_account_is_never_split_even_past_the_batch_size() -> None:
     ]
     # A shared account across two windows is one group per window (a pull is per window).
     tokyo_platform = prop("plat-tokyo", "Asia/Tokyo", account=None)
-    split = plan_batches([*platform, tokyo_platform], NIGHT, 2)
+    split = apart([*platform, tokyo_platform], NIGHT, 2)
     assert members(split) == [("plat-tokyo",), ("plat-0", "plat-1", "plat-2", "plat-3", "plat-4")]
 
 
 def test_groups_are_packed_up_to_the_batch_size_in_property_id_order() -> None:
     rows = [prop(f"p{i:02d}") for i in range(7, 0, -1)]  # given in reverse order
-    batches = plan_batches(rows, NIGHT, 3)
+    batches = apart(rows, NIGHT, 3)
     assert members(batches) == [("p01", "p02", "p03"), ("p04", "p05", "p06"), ("p07",)]
     # A shared pair packs with the singles before it while it fits, and is never cut to fill a batch.
     pair = [prop("b", account="acct_pair"), prop("d", account="acct_pair")]
-    mixed = plan_batches([prop("a"), *pair, prop("c"), prop("e")], NIGHT, 3)
+    mixed = apart([prop("a"), *pair, prop("c"), prop("e")], NIGHT, 3)
     assert members(mixed) == [("a", "b", "d"), ("c", "e")]
-    assert members(plan_batches([prop("a"), prop("a2"), *pair], NIGHT, 3)) == [("a", "a2"), ("b", "d")]
-    assert members(plan_batches(rows, NIGHT, 1)) == [(f"p{i:02d}",) for i in range(1, 8)]
-    assert plan_batches([], NIGHT, 3) == []
+    assert members(apart([prop("a"), prop("a2"), *pair], NIGHT, 3)) == [("a", "a2"), ("b", "d")]
+    assert members(apart(rows, NIGHT, 1)) == [(f"p{i:02d}",) for i in range(1, 8)]
+    assert apart([], NIGHT, 3) == []
 
 
 def test_a_batch_key_is_stable_for_the_same_members_and_new_when_one_is_added() -> None:
     rows = [prop("a"), prop("b"), prop("c")]
-    [batch] = plan_batches(rows, NIGHT, 10)
-    [same] = plan_batches(list(reversed(rows)), NIGHT, 10)
+    [batch] = apart(rows, NIGHT, 10)
+    [same] = apart(list(reversed(rows)), NIGHT, 10)
     assert batch == same and batch.key == same.key
     assert batch.key.startswith("2026-11-30@0000-3-")
-    [grown] = plan_batches([*rows, prop("d")], NIGHT, 10)
+    [grown] = apart([*rows, prop("d")], NIGHT, 10)
     assert grown.key != batch.key and grown.key.startswith("2026-11-30@0000-4-")
-    [other_night] = plan_batches(rows, NIGHT - timedelta(days=1), 10)
+    [other_night] = apart(rows, NIGHT - timedelta(days=1), 10)
     assert other_night.key != batch.key
-    [fewer] = plan_batches(rows[:2], NIGHT, 10)
-    [swapped] = plan_batches([rows[0], rows[2]], NIGHT, 10)  # same size, other member: another digest
+    [fewer] = apart(rows[:2], NIGHT, 10)
+    [swapped] = apart([rows[0], rows[2]], NIGHT, 10)  # same size, other member: another digest
     assert len({fewer.key, swapped.key, batch.key}) == 3
 
 
 @pytest.mark.parametrize("size", [0, -1])
 def test_a_batch_size_below_one_is_refused(size: int) -> None:
     with pytest.raises(ValueError, match=f"batch size must be at least 1, not {size}"):
-        plan_batches([prop("a")], NIGHT, size)
+        apart([prop("a")], NIGHT, size)
+
+
+def test_a_night_asked_for_whole_packs_its_windows_together() -> None:
+    """A backfill, a night run or ``recon reconcile-night`` asks for every window of the night at once:
+    windows pack together, in property-id order, up to the batch size, so five windows are one run, not
+    five; the batch's window start is its earliest window's."""
+    rows = [
+        prop("lisbon-a"),
+        prop("london-a", "Europe/London"),
+        prop("lisbon-late", cutoff="03:00"),
+        prop("tokyo-a", "Asia/Tokyo"),
+        prop("denver-a", "America/Denver", "03:00"),
+    ]
+    [whole] = plan_batches(rows, NIGHT, 100, one_window_each=False)
+    assert whole.property_ids == ("denver-a", "lisbon-a", "lisbon-late", "london-a", "tokyo-a")
+    assert whole.window_start == datetime(2026, 11, 29, 15, 0, tzinfo=UTC)  # Tokyo's
+    assert whole.key.startswith("2026-11-30@1500-5-")
+    assert members(plan_batches(rows, NIGHT, 2, one_window_each=False)) == [
+        ("denver-a", "lisbon-a"),
+        ("lisbon-late", "london-a"),
+        ("tokyo-a",),
+    ]
+    assert plan_batches(list(reversed(rows)), NIGHT, 100, one_window_each=False) == [whole]
+    assert plan_batches([], NIGHT, 2, one_window_each=False) == []
+
+
+def test_a_packed_night_keeps_each_shared_account_window_whole() -> None:
+    """The platform account in Lisbon and in Tokyo is two pulls, so two groups when windows pack: each
+    never split, the Lisbon one a batch of its own past the batch size; every property once."""
+    platform = [prop(f"plat-{i}", account=None) for i in range(3)]
+    tokyo_platform = prop("plat-tokyo", "Asia/Tokyo", account=None)
+    singles = [prop("alone-1", "America/Denver"), prop("alone-2", "Asia/Tokyo")]
+    batches = plan_batches([*singles, tokyo_platform, *platform], NIGHT, 2, one_window_each=False)
+    assert members(batches) == [("alone-1", "alone-2"), ("plat-0", "plat-1", "plat-2"), ("plat-tokyo",)]
+    packed = plan_batches(WORLD, NIGHT, 4, one_window_each=False)
+    assert sorted(p for batch in packed for p in batch.property_ids) == sorted(ROWS)
+    assert all(len(batch.property_ids) <= 4 for batch in packed)
+    assert len(packed) == 5 < len(apart(WORLD, NIGHT, 4)) == 7  # Denver at 03:00 shares Honolulu's window
 
 
 # Eight timezones, from the first to close a night (Auckland) to the last (Honolulu, and Denver at 03:00),
@@ -191,18 +234,18 @@ def test_a_day_of_ticks_requests_every_property_night_once_with_stable_run_keys(
 def test_once_every_zone_closed_the_night_the_schedule_plans_what_plan_batches_plans() -> None:
     """Between Honolulu and Denver closing Nov 30 (10:00 UTC) and Auckland closing Dec 1 (11:00 UTC),
     every property's latest closed night is Nov 30: the schedule's batches of each requested night are
-    exactly ``plan_batches`` of that night, the same work whoever asks (schedule, sensor, CLI)."""
+    exactly ``plan_batches`` of that night window by window, as the stale-night sensor plans its nights."""
     now = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
     assert {last_closed_night(now, r.timezone, r.night_cutoff) for r in WORLD} == {NIGHT}
     scheduled = nightly_batches(WORLD, now, LOOKBACK, FIRST, SIZE)
     for back in range(LOOKBACK + 1):
         night = NIGHT - timedelta(days=back)
-        planned = plan_batches(WORLD, night, SIZE)
+        planned = apart(WORLD, night, SIZE)
         assert [n.batch for n in scheduled if n.lookback == back] == planned
         assert {n.run_key for n in scheduled if n.lookback == back} == {
             f"nightly:{NIGHT.isoformat()}:{batch.key}" for batch in planned
         }
-    assert len(scheduled) == 4 * len(plan_batches(WORLD, NIGHT, SIZE))
+    assert len(scheduled) == 4 * len(apart(WORLD, NIGHT, SIZE))
 
 
 def test_the_look_back_stops_at_the_first_night() -> None:

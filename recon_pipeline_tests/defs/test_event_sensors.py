@@ -121,7 +121,9 @@ def test_a_late_event_reopens_a_reconciled_night_once_per_generation(database_ur
         result = evaluate(stale_nights_sensor, instance, database_url, None)
         first = reopened(result)
         assert sorted(first) == [KYOTO, RIVERSIDE]
-        [lisbon_batch] = plan_batches([DEMO_PROPERTIES[0]], date(2026, 11, 30), batch_size())
+        [lisbon_batch] = plan_batches(
+            [DEMO_PROPERTIES[0]], date(2026, 11, 30), batch_size(), one_window_each=True
+        )
         [request] = [r for r in result.run_requests or [] if r.run_key == first[RIVERSIDE]]
         assert request.run_key is not None and request.run_key.startswith(f"reopen:{lisbon_batch.key}:")
         assert request.tags == {

@@ -123,7 +123,7 @@ def test_schedule_requests_every_property_night_in_batch_runs(
                 tuple(batch_properties(r.run_config))
                 for r in requests
                 if r.partition_key == night.isoformat()
-            ] == [batch.property_ids for batch in plan_batches(rows, night, 1)]
+            ] == [batch.property_ids for batch in plan_batches(rows, night, 1, one_window_each=True)]
         for request in requests:
             assert request.run_key is not None and request.run_key.startswith("nightly:2026-10-31:")
             night = date.fromisoformat(str(request.partition_key))

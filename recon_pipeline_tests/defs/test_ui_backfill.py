@@ -144,12 +144,16 @@ def test_the_asset_graphs_backfill_of_three_nights_queues_each_nights_batches(
     pg_dagster_world: StartWorld,
 ) -> None:
     """The asset graph's "Materialize all… → Custom" backfill of 3 nights (launchPartitionBackfill with
-    no job and no config, as the UI sends it): each night's run queues the night's batches as the nightly
-    schedule plans them (one window each here: 3 per night), every run carries the provider-bound tag by
+    no job and no config, as the UI sends it): each night's run queues the night's batches at the
+    deployment's batch size, its windows packed together (batches of 2 here: the three properties' three
+    windows are 2 batches a night, one of two windows), every run carries the provider-bound tag by
     itself, and each property-night is reconciled exactly once, by its batch run."""
     started = time.monotonic()
     w = pg_dagster_world(MISSED_NIGHTS, BOOKINGS_PER_NIGHT, DEMO_PROPERTIES, dagster_yaml=DAGSTER_YAML)
+    w.env["RECON_BATCH_SIZE"] = "2"
     world, instance = w.world, w.instance
+    windows = {p.property_id: (p.timezone, p.night_cutoff) for p in DEMO_PROPERTIES}
+    assert len(set(windows.values())) == 3
     nights = world.partition_keys()
     property_ids = sorted(world.property_ids)
     engine = make_engine(w.recon_url)
@@ -168,21 +172,26 @@ def test_the_asset_graphs_backfill_of_three_nights_queues_each_nights_batches(
                 assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
                 assert batch_properties(run.run_config) == []
                 assert run.tags[PROVIDER_BOUND_TAG] == "true"  # set by the run itself
-                assert run.tags[QUEUED_BATCHES_TAG] == "3"
+                assert run.tags[QUEUED_BATCHES_TAG] == "2"
                 assert run.tags[NIGHT_TAG] == run.tags["dagster/partition"]
                 night_of[run.run_id] = run.tags["dagster/partition"]
             assert sorted(night_of.values()) == nights
             reconciled: dict[tuple[str, str], str] = {}
+            sizes: Counter[int] = Counter()
             for record in batch_runs:
                 run = record.dagster_run
                 assert run.status == dg.DagsterRunStatus.SUCCESS
                 assert run.tags[PROVIDER_BOUND_TAG] == "true"
                 night = run.tags["dagster/partition"]
                 assert run.tags[NIGHT_TAG] == night == night_of[run.tags[QUEUED_BY_TAG]]
-                [property_id] = batch_properties(run.run_config)
-                assert run.tags[PROPERTIES_TAG] == "1" and run.tags[BATCH_TAG].startswith(night)
-                assert (property_id, night) not in reconciled
-                reconciled[(property_id, night)] = run.run_id
+                members = batch_properties(run.run_config)
+                assert len({windows[p] for p in members}) == len(members)  # one window each: packed
+                assert run.tags[PROPERTIES_TAG] == str(len(members)) and run.tags[BATCH_TAG].startswith(night)
+                sizes[len(members)] += 1
+                for property_id in members:
+                    assert (property_id, night) not in reconciled
+                    reconciled[(property_id, night)] = run.run_id
+            assert sizes == {2: len(nights), 1: len(nights)}
             assert sorted(reconciled) == sorted((p, n) for p in property_ids for n in nights)
             _assert_only_runs(instance, {*night_of, *reconciled.values()})
             assert set(nights) == instance.get_materialized_partitions(DISCREPANCY_REPORT)

@@ -249,7 +249,7 @@ def celery_night(
             client.wait_for_location(startup_timeout_s, deployment)
             client.stop_all_instigators()  # the nightly schedule would request nights of its own
             deployment.start_daemon()
-            batches = plan_batches(world.world.properties, night, batch_size)
+            batches = plan_batches(world.world.properties, night, batch_size, one_window_each=True)
             started = time.monotonic()
             run_ids = [
                 client.launch_partition_run(night.isoformat(), batch.property_ids, tags=batch_tags(batch))
