@@ -45,16 +45,20 @@ def assert_one_window_per_batch(batches: list[NightBatch], rows: dict[str, Prope
         assert next(iter(windows)).start == batch.window_start
 
 
+# Lisbon and London share a window in winter (same offset, same cutoff); the rest are a window each.
+FIVE_WINDOWS = [
+    prop("lisbon-a"),
+    prop("london-a", "Europe/London"),
+    prop("lisbon-late", cutoff="03:00"),
+    prop("tokyo-a", "Asia/Tokyo"),
+    prop("denver-a", "America/Denver", "03:00"),
+]
+
+
 def test_a_batch_holds_one_night_window() -> None:
     """Lisbon and London share a window in winter (same offset, same cutoff); a later cutoff in Lisbon, or
     another zone, is another window, hence another batch, whatever the batch size."""
-    rows = [
-        prop("lisbon-a"),
-        prop("london-a", "Europe/London"),
-        prop("lisbon-late", cutoff="03:00"),
-        prop("tokyo-a", "Asia/Tokyo"),
-        prop("denver-a", "America/Denver", "03:00"),
-    ]
+    rows = FIVE_WINDOWS
     batches = apart(rows, NIGHT, 100)
     assert members(batches) == [("tokyo-a",), ("lisbon-a", "london-a"), ("lisbon-late",), ("denver-a",)]
     assert [b.window_start for b in batches] == [
@@ -126,13 +130,7 @@ def test_a_night_asked_for_whole_packs_its_windows_together() -> None:
     """A backfill, a night run or ``recon reconcile-night`` asks for every window of the night at once:
     windows pack together, in property-id order, up to the batch size, so five windows are one run, not
     five; the batch's window start is its earliest window's."""
-    rows = [
-        prop("lisbon-a"),
-        prop("london-a", "Europe/London"),
-        prop("lisbon-late", cutoff="03:00"),
-        prop("tokyo-a", "Asia/Tokyo"),
-        prop("denver-a", "America/Denver", "03:00"),
-    ]
+    rows = FIVE_WINDOWS
     [whole] = plan_batches(rows, NIGHT, 100, one_window_each=False)
     assert whole.property_ids == ("denver-a", "lisbon-a", "lisbon-late", "london-a", "tokyo-a")
     assert whole.window_start == datetime(2026, 11, 29, 15, 0, tzinfo=UTC)  # Tokyo's
