@@ -1,6 +1,6 @@
 """Benchmark: what Dagster itself costs per night when nights are backfilled from the UI.
 
-    python -m benchmarks.dagster_cost [--nights 3] [--bookings 10] [--batch-size 250] [--json] \
+    python -m benchmarks.dagster_cost [--nights 3] [--bookings 10] [--batch-size 500] [--json] \
         [--postgres-url URL]
 
 Setup (not timed): the demo's three keyed properties (three timezones, so three batches a night) over
@@ -29,6 +29,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.events import DagsterEventType
 
+from recon_pipeline.batches.plan import DEFAULT_BATCH_SIZE
 from recon_pipeline.defs.assets import reconciliation_assets
 from recon_pipeline.simulation.demo.properties import DEMO_PROPERTIES
 from recon_pipeline_tests.support.dagster_processes import (
@@ -114,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nights", type=int, default=3)
     parser.add_argument("--bookings", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=250)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--postgres-url", help="the scratch databases' server (else RECON_TEST_POSTGRES_URL's, or local)"

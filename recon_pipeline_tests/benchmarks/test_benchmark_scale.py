@@ -15,11 +15,13 @@ from recon_pipeline_tests.support.benchmark_runs import REPO, benchmark_json
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_scale_benchmark_reconciles_a_tiny_fleet_through_the_daemon(postgres_url: str) -> None:
-    # Three properties in three timezones: three night windows, so three batch runs, two at a time.
+    # Three properties in three timezones, window by window as the nightly schedule asks: three night
+    # windows, so three batch runs, two at a time, the very batches the schedule's ticks request.
     figures = benchmark_json(
         "benchmarks.scale",
         "--properties",
         "3",
+        "--window-by-window",
         "--max-concurrent-runs",
         "2",
         "--timeout-s",
@@ -28,6 +30,7 @@ def test_scale_benchmark_reconciles_a_tiny_fleet_through_the_daemon(postgres_url
     )
     print(f"scale benchmark, 3 properties: {figures['wall_s']} s for {figures['runs']} runs")
     assert figures["runs"] == 3 and figures["statuses"] == {"SUCCESS": 3}
+    assert figures["schedule_batches"] == 3 and figures["schedule_requests_the_same_batches"] is True
     assert figures["property_nights"] == {"succeeded": 3}
     assert figures["findings_found"] == figures["findings_planted"] > 0
     assert figures["properties_differing"] == 0
@@ -38,7 +41,8 @@ def test_scale_benchmark_reconciles_a_tiny_fleet_through_the_daemon(postgres_url
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_scale_benchmark_on_connected_accounts_sends_only_what_stripe_documents(postgres_url: str) -> None:
-    # One connected account per property against the strict simulator: nothing refused, all reconciled.
+    # One connected account per property against the strict simulator: nothing refused, all reconciled;
+    # the night asked for whole, its three windows one batch run.
     figures = benchmark_json(
         "benchmarks.scale",
         "--properties",
@@ -56,7 +60,8 @@ def test_scale_benchmark_on_connected_accounts_sends_only_what_stripe_documents(
         f"scale benchmark, 3 connected accounts: {figures['wall_s']} s, "
         f"{figures['requests_per_property_night']} requests a property-night"
     )
-    assert figures["connected_accounts"] is True and figures["statuses"] == {"SUCCESS": 3}
+    assert figures["connected_accounts"] is True and figures["statuses"] == {"SUCCESS": 1}
+    assert figures["runs"] == 1 and figures["schedule_batches"] == 3
     assert figures["property_nights"] == {"succeeded": 3} and figures["provider_refused"] == 0
     assert figures["findings_found"] == figures["findings_planted"] > 0
     assert figures["properties_differing"] == 0
@@ -99,9 +104,11 @@ def test_ui_partitions_benchmark_reads_every_seeded_partition_in_both_designs(po
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_batch_profile_counts_each_process_cpu_and_finds_what_was_planted() -> None:
-    # Its own throwaway cluster (so PostgreSQL's CPU is counted), the simulator in a process of its own.
+    # Its own throwaway cluster (so PostgreSQL's CPU is counted), the simulator in a process of its own;
+    # twelve batches of one, so that the cluster's backends do more than the CPU clock's 10 ms tick.
+    profile = [sys.executable, "-m", "benchmarks.batch_profile", "--properties", "12", "--batch-size", "1"]
     completed = subprocess.run(
-        [sys.executable, "-m", "benchmarks.batch_profile", "--properties", "3", "--json", "--profile"],
+        [*profile, "--json", "--profile"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -109,7 +116,7 @@ def test_batch_profile_counts_each_process_cpu_and_finds_what_was_planted() -> N
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     figures = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert figures["property_nights"] == {"succeeded": 3} and figures["property_nights_succeeded"] == 3
+    assert figures["property_nights"] == {"succeeded": 12} and figures["property_nights_succeeded"] == 12
     assert figures["findings_found"] == figures["findings_planted"] > 0
     assert all(seconds > 0 for seconds in figures["cpu_s"].values()), figures["cpu_s"]
     assert figures["provider_requests"] == sum(figures["provider_requests_by_endpoint"].values()) > 0
@@ -119,8 +126,11 @@ def test_batch_profile_counts_each_process_cpu_and_finds_what_was_planted() -> N
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_dagster_cost_benchmark_counts_a_backfilled_nights_runs_and_events(postgres_url: str) -> None:
-    # One night of three properties in three timezones: the night's run and its three batch runs.
-    figures = benchmark_json("benchmarks.dagster_cost", "--nights", "1", "--bookings", "5", timeout_s=600)
+    # One night of three properties in three timezones, batches of one: the night's run and its three
+    # batch runs.
+    figures = benchmark_json(
+        "benchmarks.dagster_cost", "--nights", "1", "--bookings", "5", "--batch-size", "1", timeout_s=600
+    )
     print(f"dagster cost benchmark, 1 night: {figures}")
     assert figures["runs_per_night"] == 4.0 and figures["batch_runs_per_night"] == 3.0
     assert figures["events_per_batch_run"] > 0 and figures["events_per_property_night"] > 0
