@@ -7,9 +7,10 @@ a run reconciles a *batch* of properties of one night. Batches follow two rules,
 - **night windows**: the nightly schedule asks for a night window by window, as each timezone closes it
   (``one_window_each``): a batch's properties' nights then start and end at the same instant (same
   timezone and cutoff), so a batch's membership never grows during the day and every tick repeats the
-  same batches (the same run keys). A night asked for whole (a backfill from the UI, a night run,
-  ``recon reconcile-night``, the stale-night sensor) packs its windows together: fewer runs, fewer
-  start-ups, each property still pulled over its own window;
+  same batches (the same run keys); the stale-night sensor plans the same way, so that one property's
+  late event does not change another window's run key. A night asked for whole (a backfill from the UI,
+  a night run, ``recon reconcile-night``) packs its windows together: fewer runs, fewer start-ups, each
+  property still pulled over its own window;
 - **one pull per account window**: properties sharing a provider account (the platform account, whose
   payments are attributed by metadata) are never split, so the account's window is pulled once and
   split by attribution, not once per property;

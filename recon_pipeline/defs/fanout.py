@@ -1,7 +1,7 @@
 """A night run launched without properties (the UI's "Materialize" of a night, its backfill of nights, a
-launchpad run with empty config) queues the night's batches, one run each,
-instead of reconciling every property in one run: the schedule's batch size, tags and run-queue limits,
-the night's windows packed together as for any night asked for whole (``batches/plan.py``).
+launchpad run with empty config) queues the night's batches, one run each, instead of reconciling every
+property in one run: the schedule's batch size, tags and run-queue limits, the night's windows packed
+together as for any night asked for whole (``batches/plan.py``).
 
 The batch runs copy the launching run (its job, asset selection, code origin and snapshots) with the batch
 in their run config, and are queued for the daemon like any run. Dagster has no public API to submit a run
@@ -44,7 +44,7 @@ def queues_runs(context: dg.AssetExecutionContext) -> bool:
 
 
 def night_batches(engine: Engine, night: str) -> list[NightBatch]:
-    """The night's valid properties in the schedule's batches."""
+    """The night's valid properties in batches, its windows packed together (the night asked for whole)."""
     with engine.connect() as connection:
         properties, _invalid = split_valid_properties(list_properties(connection))
     return plan_batches(properties, date.fromisoformat(night), batch_size(), one_window_each=False)
