@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import Engine, insert, select
 
 from recon_pipeline import cli
@@ -337,14 +338,14 @@ def test_a_person_signs_in_and_filters_in_chromium(desk: Desk) -> None:
         page.get_by_label("Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
         page.wait_for_url(f"{desk.base_url}/findings")
-        assert page.get_by_role("link", name="r-small").is_visible()
+        expect(page.get_by_role("link", name="r-small")).to_be_visible()
         page.get_by_label("Amount at least").fill("1.00")
         page.get_by_role("button", name="Filter").click()
         page.wait_for_url(re.compile(r".*amount_at_least=1\.00.*"))
         assert page.get_by_role("link", name="r-small").count() == 0
         page.get_by_role("link", name="r-script").click()
         page.wait_for_url(re.compile(rf".*/findings/{desk.ids['r-script']}\?.*"))
-        assert page.get_by_text(SCRIPT).is_visible()  # shown as text, not run
+        expect(page.get_by_text(SCRIPT)).to_be_visible()  # shown as text, not run
         watched.screenshot("review-desk-finding")
         page.get_by_role("button", name="Sign out").click()
         page.wait_for_url(f"{desk.base_url}/signin")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 from sqlalchemy import Engine, insert, select
 
 from recon_pipeline.db.schema import adjustments, discrepancies, posting_outbox, review_audit
@@ -83,7 +83,7 @@ def approve_in_queue(watched: WatchedPage, base_url: str, adjustment_id: str, co
     page.get_by_label(f"Select {adjustment_id}").check()
     page.get_by_role("button", name="Approve selected").click()
     page.wait_for_url(f"{base_url}/adjustments/confirm")
-    assert page.get_by_role("cell", name="25.00 EUR").is_visible()  # the amount is shown before deciding
+    expect(page.get_by_role("cell", name="25.00 EUR")).to_be_visible()  # the amount is shown before deciding
     page.get_by_label("Comment").fill(comment)
     page.get_by_role("button", name="Confirm").click()
     page.wait_for_url(f"{base_url}/adjustments/decide")
@@ -113,7 +113,7 @@ def test_an_analyst_acknowledges_and_exports_and_two_approvers_approve(
         page.get_by_label("Comment").fill(CAUGHT)
         page.get_by_role("button", name="Acknowledge").click()
         page.wait_for_load_state()
-        assert page.get_by_role("cell", name=CAUGHT).first.is_visible()  # in the finding's history
+        expect(page.get_by_role("cell", name=CAUGHT).first).to_be_visible()  # in the finding's history
         watched.screenshot("review-desk-acknowledged")
 
         # Export the filtered list as xlsx and read it back: the rows the page listed, the review kept.
@@ -137,7 +137,7 @@ def test_an_analyst_acknowledges_and_exports_and_two_approvers_approve(
 
         # An analyst sees the queue but has no way to decide.
         page.get_by_role("link", name="Adjustments").click()
-        assert page.get_by_role("link", name=adjustment_id).is_visible()
+        expect(page.get_by_role("link", name=adjustment_id)).to_be_visible()
         assert page.get_by_role("button", name="Approve selected").count() == 0
         sign_out(page, base)
 
@@ -156,7 +156,7 @@ def test_an_analyst_acknowledges_and_exports_and_two_approvers_approve(
         page.get_by_role("link", name="Back to adjustments").click()
         page.get_by_role("link", name="Posting", exact=True).click()  # the queue's tab of approved ones
         decided = page.get_by_role("row").filter(has_text=adjustment_id)
-        assert decided.get_by_text("Approved by alice, bob").is_visible()
+        expect(decided.get_by_text("Approved by alice, bob")).to_be_visible()
         watched.screenshot("review-desk-approved")
         sign_out(page, base)
 

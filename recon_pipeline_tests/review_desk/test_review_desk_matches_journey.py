@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 from sqlalchemy import Engine, select
 
 from recon_pipeline.batches.work import BatchRequest, reconcile_batch
@@ -131,7 +131,9 @@ def test_a_suggestion_confirmed_and_a_pair_by_hand_hold_after_the_night_runs_aga
         page.get_by_label("Reason").fill("terminal sale, same amount ten minutes later")
         page.get_by_role("button", name="Confirm match").click()
         page.wait_for_url(finding_url)
-        assert page.get_by_role("row").filter(has_text=suggested_key).get_by_text("confirmed").is_visible()
+        expect(
+            page.get_by_role("row").filter(has_text=suggested_key).get_by_text("confirmed")
+        ).to_be_visible()
         watched.screenshot("review-desk-suggestion-confirmed")
 
         # The unmatched charge's finding links to the form, filled with its record; the entry is typed.
@@ -144,18 +146,19 @@ def test_a_suggestion_confirmed_and_a_pair_by_hand_hold_after_the_night_runs_aga
         page.get_by_label("Reason").fill("guest's folio posted at check-out")
         page.get_by_role("button", name="Match by hand").click()
         page.wait_for_url(re.compile(r".*/matches/\d+$"))
-        assert page.get_by_text("a person's decision (person)").is_visible()
-        assert page.get_by_role("cell", name="guest's folio posted at check-out").is_visible()
+        expect(page.get_by_text("a person's decision (person)")).to_be_visible()
+        expect(page.get_by_role("cell", name="guest's folio posted at check-out")).to_be_visible()
 
         # The night runs again: the decisions hold, the findings clear, the proposals are withdrawn.
         night.run("run-2")
         page.goto(f"{base}/findings?cleared=no")
-        assert page.get_by_role("cell", name="No findings match.").is_visible()
+        expect(page.get_by_role("cell", name="No findings match.")).to_be_visible()
         page.get_by_role("link", name="Matches", exact=True).click()
         page.wait_for_url(f"{base}/matches")
         for key in (suggested_key, paired_key):
             row = page.get_by_role("row").filter(has_text=key)
-            assert row.get_by_role("cell", name="Confirmed by a person", exact=True).is_visible(), key
+            confirmed = row.get_by_role("cell", name="Confirmed by a person", exact=True)
+            expect(confirmed, message=key).to_be_visible()
         watched.screenshot("review-desk-matches-after-rerun")
         # The cleared findings' pages say their proposals were withdrawn.
         for record_key in (f"{night.unmatched_charge}:payment", f"entry:{UNMATCHED_ENTRY}"):
@@ -163,7 +166,7 @@ def test_a_suggestion_confirmed_and_a_pair_by_hand_hold_after_the_night_runs_aga
             page.get_by_role("link", name=record_key, exact=True).click()
             page.wait_for_url(re.compile(r".*/findings/\d+\?cleared=yes$"))  # the list's query kept
             withdrawn = page.get_by_role("cell", name="Withdrawn (no longer needed)", exact=True)
-            assert withdrawn.is_visible(), record_key
+            expect(withdrawn, message=record_key).to_be_visible()
 
         assert watched.console_errors == [] and watched.page_errors == []
         assert {url.split("/")[2] for url in watched.requested_urls} == {base.split("/")[2]}
