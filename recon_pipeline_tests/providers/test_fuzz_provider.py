@@ -513,8 +513,8 @@ def test_a_by_id_charge_created_out_of_range_is_an_incomplete_pull(provider: Pro
 
 @pytest.mark.parametrize("literal", [long_integer(4_301), deep_nesting(100_000)])
 def test_a_body_python_cannot_decode_is_an_incomplete_pull(provider: Provider, literal: str) -> None:
-    """An integer past Python's 4300-digit limit raises a plain ValueError, deep nesting a RecursionError:
-    both are an invalid body to ProviderHttp, so the pull fails cleanly instead of crashing."""
+    """An integer past a double's range and nesting 100,000 deep are not JSON to the decoder: an invalid
+    body to ProviderHttp, so the pull fails cleanly instead of crashing."""
     script = script_of(one_night(), ensure_ascii=True)
     script.pages[CHARGES] = {
         None: f'{{"object": "list", "data": [], "has_more": false, "x": {literal}}}'.encode()

@@ -871,6 +871,37 @@ def test_a_cookie_the_provider_sets_is_never_sent_back() -> None:
             assert len(http._client.cookies) == 0
 
 
+# What the body server answers, by path: UTF-8 JSON, then what is not JSON between systems (RFC 8259).
+BODIES = {
+    "/v1/utf8": '{"description": "Zimmer 12 · café · 東京", "amount": 9007199254740993}'.encode(),
+    "/v1/nan": b'{"amount": NaN}',
+    "/v1/latin1": '{"description": "café"}'.encode("latin-1"),
+    "/v1/huge": b'{"amount": 1e400}',
+}
+
+
+async def _body_server(scope: dict[str, Any], _receive: Any, send: Any) -> None:
+    """Answers each path of ``BODIES`` with its bytes as ``application/json``, whatever they are."""
+    if scope["type"] != "http":
+        return
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": BODIES[scope["path"]]})
+
+
+def test_a_body_is_json_only_as_utf_8_and_anything_else_is_retried_as_invalid() -> None:
+    """UTF-8 JSON decodes exactly (an integer past a double's precision stays an integer); NaN, Latin-1
+    and a number past a double's range are invalid bodies, retried up to the attempts and then reported."""
+    with (
+        ServerThread(_body_server) as server,
+        ProviderHttp(server.base_url, retry=FAST_RETRY, max_rps=float("inf")) as http,
+    ):
+        assert http.get_json("/v1/utf8") == json.loads(BODIES["/v1/utf8"])
+        for path in ("/v1/nan", "/v1/latin1", "/v1/huge"):
+            with pytest.raises(ProviderUnavailable, match=rf"GET {path} failed after .*invalid body"):
+                http.get_json(path)
+
+
 def test_by_id_reads_share_the_clients_threads_and_a_failure_waits_for_the_started_ones() -> None:
     """``fetch_each`` runs on the client's own threads (started once, not per call, never more than its
     concurrency); the first failure is raised only once the reads already started have ended, as a pool
