@@ -33,7 +33,7 @@ from recon_pipeline.postings.adapter import (
     PostingOutcome,
     PostingResult,
 )
-from recon_pipeline.providers.http import _retry_after_s, tls_context
+from recon_pipeline.providers.http import retry_after_s, tls_context
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class HttpPostingAdapter:
             response = self._client.request(method, path, **kwargs)
             if response.status_code != 429:
                 return response
-            delay = _retry_after_s(response)
+            delay = retry_after_s(response.headers.get("retry-after"))
             delay = DEFAULT_RETRY_AFTER_S if delay is None else delay
             if waited + delay > self._rate_limit_budget_s:
                 return response

@@ -8,13 +8,14 @@ tag the run worker sets at failure and the daemon's ``filter_runs_to_should_retr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import dagster as dg
-import httpx
 import pytest
+import urllib3
 from dagster._core.storage.tags import RETRY_ON_ASSET_OR_OP_FAILURE_TAG, WILL_RETRY_TAG
 from dagster._daemon.auto_run_reexecution.auto_run_reexecution import filter_runs_to_should_retry
 from sqlalchemy import select
@@ -144,8 +145,8 @@ def test_the_refusal_names_the_endpoint_and_message_but_no_query_value_nor_key(
     ids=["stripe", "razorpay", "adyen", "text", "empty"],
 )
 def test_each_providers_error_shape_is_read(body: Any, expected: str) -> None:
-    response = httpx.Response(400, json=body) if isinstance(body, dict) else httpx.Response(400, text=body)
-    assert _provider_message(response) == expected
+    text = json.dumps(body) if isinstance(body, dict) else body
+    assert _provider_message(urllib3.HTTPResponse(text.encode(), status=400)) == expected
 
 
 def test_incomplete_pull_keeps_permanence_and_only_it() -> None:
