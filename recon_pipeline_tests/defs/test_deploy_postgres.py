@@ -44,6 +44,7 @@ def test_deploy_instance_stores_runs_and_materializations_in_postgres(
             monkeypatch.setenv(name, value)
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
     assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+    assert instance.run_coordinator.dequeue_interval_seconds == 1  # type: ignore[attr-defined]
     job = build_definitions().resolve_job_def(JOB_NAME)
     result = job.execute_in_process(
         partition_key=key, instance=instance, run_config=batch_run_config([prop.property_id])
