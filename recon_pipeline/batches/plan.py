@@ -95,18 +95,32 @@ def plan_batches(
     return [batch for part in parts for batch in _packed(night, _account_groups(part), batch_size)]
 
 
-def packed(groups: Iterable[list[T]], size: int) -> list[list[T]]:
-    """Groups packed in order into parts of at most ``size`` items, never cut (a larger group alone)."""
+def packed(groups: Iterable[list[T]], size: int, *, taper: bool = False) -> list[list[T]]:
+    """Groups packed in order into parts of at most ``size`` items, never cut (a larger group alone). With
+    ``taper``, once no more than ``size`` items are left, each part takes at most half of what is left,
+    but never less than a quarter of ``size`` (100: ..., 100, 50, 25, 25)."""
+    groups = list(groups)
+    left = sum(len(group) for group in groups)
     parts: list[list[T]] = []
     current: list[T] = []
+    limit = _limit(left, size, taper)
     for group in groups:
-        if current and len(current) + len(group) > size:
+        if current and len(current) + len(group) > limit:
             parts.append(current)
+            left -= len(current)
             current = []
+            limit = _limit(left, size, taper)
         current.extend(group)
     if current:
         parts.append(current)
     return parts
+
+
+def _limit(left: int, size: int, taper: bool) -> int:
+    """The next part's size, ``left`` items to go (``packed``)."""
+    if not taper or left > size:
+        return size
+    return max(size // 4, (left + 1) // 2, 1)
 
 
 def _packed(night: date, groups: list[list[_Member]], batch_size: int) -> list[NightBatch]:

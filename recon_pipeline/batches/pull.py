@@ -71,8 +71,10 @@ def _pull(
 
 def pull_chunks(targets: Sequence[Target], size: int) -> list[list[Target]]:
     """The targets in chunks of at most ``size``, in order, a pull's group never cut (a larger one alone):
-    what the batch computes at once while the next chunk is being pulled."""
-    return packed(_pull_groups(targets), size)
+    what the batch computes at once while the next chunk is being pulled. The last ``size`` targets come
+    in smaller chunks (``packed``'s taper): the last chunk's computing is the one no pull overlaps, and a
+    night's runs, of one size, all reach it at once, leaving the provider's rate idle."""
+    return packed(_pull_groups(targets), size, taper=True)
 
 
 def _pull_groups(targets: Sequence[Target]) -> list[list[Target]]:

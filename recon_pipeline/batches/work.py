@@ -51,7 +51,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_WORKERS = 8
 # Property-nights computed at once while the next chunk's pulls wait on the provider's rate: a batch's
 # steps over the provider (pull, look up) and over the CPU (compare, conclude, write) overlap, so the rate
-# shared by the deployment's runs is not left idle while they compute (benchmarks/results.md).
+# shared by the deployment's runs is not left idle while they compute; the batch's last ones come in
+# smaller chunks (``pull_chunks``), whose computing no pull overlaps (benchmarks/results.md).
 DEFAULT_CHUNK_SIZE = 100
 FINDING_COUNTS = ("new", "unchanged", "cleared", "reopened")
 

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from recon_pipeline.batches.nightly import NightlyBatch, nightly_batches
-from recon_pipeline.batches.plan import NightBatch, plan_batches
+from recon_pipeline.batches.plan import NightBatch, packed, plan_batches
 from recon_pipeline.nights import last_closed_night, night_window
 from recon_pipeline.properties import PropertyRow
 
@@ -118,6 +118,29 @@ def test_a_batch_key_is_stable_for_the_same_members_and_new_when_one_is_added() 
     [fewer] = apart(rows[:2], NIGHT, 10)
     [swapped] = apart([rows[0], rows[2]], NIGHT, 10)  # same size, other member: another digest
     assert len({fewer.key, swapped.key, batch.key}) == 3
+
+
+@pytest.mark.parametrize(
+    ("groups", "size", "parts"),
+    [
+        ([1] * 500, 100, [100, 100, 100, 100, 50, 25, 25]),  # a batch of 500 in chunks of 100
+        ([1] * 130, 100, [100, 25, 5]),
+        ([1] * 16, 3, [3, 3, 3, 3, 3, 1]),
+        ([1] * 3, 100, [3]),  # never under a quarter of the size
+        ([1, 1, 60, 1, 1], 50, [2, 60, 2]),  # a group larger than a part goes alone, never cut
+        ([], 100, []),
+    ],
+)
+def test_a_tapered_packing_ends_in_smaller_parts(groups: list[int], size: int, parts: list[int]) -> None:
+    """The chunks a batch is computed in: of ``size`` until no more than ``size`` items are left, then
+    each at most half of what is left and at least a quarter of ``size``, groups kept whole and in order."""
+    numbered = [[f"g{n}-{i}" for i in range(length)] for n, length in enumerate(groups)]
+    tapered = packed(numbered, size, taper=True)
+    assert [len(part) for part in tapered] == parts
+    assert [item for part in tapered for item in part] == [item for group in numbered for item in group]
+    assert [len(part) for part in packed(numbered, size)] == [
+        len(part) for part in packed(numbered, size, taper=False)
+    ]
 
 
 @pytest.mark.parametrize("size", [0, -1])
