@@ -12,7 +12,7 @@ is its own process's):
 - ``requests``: bare ``ProviderHttp.get_json`` calls, each property's first page of the night's charges
   (expansion and connected account as ``pull_claimed`` sends them), then ``--requests`` charges read by
   id, held in pages of a hundred as ``fetch_each`` holds them: the request path alone (URL, rate slot,
-  httpx, JSON);
+  urllib3, JSON);
 - ``pull``: ``pull_claimed`` of every property-night of the fleet, grouped by account as
   ``batches/pull.py`` groups them: the requests and the turning of their JSON into the provider-record frame.
 
