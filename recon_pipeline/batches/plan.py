@@ -120,7 +120,7 @@ def _limit(left: int, size: int, taper: bool) -> int:
     """The next part's size, ``left`` items to go (``packed``)."""
     if not taper or left > size:
         return size
-    return max(size // 4, (left + 1) // 2, 1)
+    return max(size // 4, (left + 1) // 2)
 
 
 def _packed(night: date, groups: list[list[_Member]], batch_size: int) -> list[NightBatch]:

@@ -428,7 +428,7 @@ def _provider_message(response: urllib3.BaseHTTPResponse) -> str:
     One reader serves every registered provider's error shape, as they differ only in field names:
     Stripe ``{"error": {"type", "code", "message"}}``, Razorpay ``{"error": {"code", "description"}}``,
     Adyen ``{"status", "errorCode", "errorType", "message"}``; any other body is quoted, cut."""
-    raw = response.data or b""
+    raw = response.data
     try:
         body = orjson.loads(raw)
     except ValueError:

@@ -8,6 +8,7 @@ tag the run worker sets at failure and the daemon's ``filter_runs_to_should_retr
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -146,7 +147,8 @@ def test_the_refusal_names_the_endpoint_and_message_but_no_query_value_nor_key(
 )
 def test_each_providers_error_shape_is_read(body: Any, expected: str) -> None:
     text = json.dumps(body) if isinstance(body, dict) else body
-    assert _provider_message(urllib3.HTTPResponse(text.encode(), status=400)) == expected
+    response = urllib3.HTTPResponse(io.BytesIO(text.encode()), status=400, preload_content=True)  # as read
+    assert _provider_message(response) == expected
 
 
 def test_incomplete_pull_keeps_permanence_and_only_it() -> None:
