@@ -48,9 +48,15 @@ def sorted_by(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
     """The frame's rows in the stable order of the named columns' values, numbered from 0: for the few
     dozen rows of a night, Python's sort of the keys costs a fraction of ``sort_values``'s."""
     keys = list(zip(*(frame[name].tolist() for name in names), strict=True))
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    if order != list(range(len(keys))):
-        return _renumbered(frame.take(order))
+    return rows_at(frame, sorted(range(len(keys)), key=keys.__getitem__))
+
+
+def rows_at(frame: pd.DataFrame, positions: Sequence[int]) -> pd.DataFrame:
+    """The frame's rows at ``positions``, numbered from 0; the frame itself when that is every row in its
+    order and numbering (frames are copy-on-write: sharing one is safe, and a take costs a copy per
+    block)."""
+    if list(positions) != list(range(len(frame))):
+        return _renumbered(frame.take(positions))
     if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
         return frame
     return _renumbered(frame.iloc[:])

@@ -84,11 +84,17 @@ def compare(nights: Sequence[NightInput]) -> list[Comparison | BaseException]:
     return compared
 
 
-def rematched(night: NightInput, compared: Comparison, aliases: PaymentAliases) -> Comparison:
-    """The night compared again when the aliases the lookups added (``aliases``) key some ledger entry by
-    another charge: only then does the matcher, whose input is otherwise the same, see anything new (most
-    lookups find timing differences); else the comparison as it was."""
-    if not _renames(compared.tendered.provider, compared.aliases, aliases):
+def rematched(night: NightInput, compared: Comparison, elsewhere: pd.DataFrame) -> Comparison:
+    """The night compared again when the aliases the records looked up (``elsewhere``) add key some ledger
+    entry by another charge: only then does the matcher, whose input is otherwise the same, see anything
+    new; else the comparison as it was. Most lookups find timing differences of charges the ledger names
+    by their own id: where the ledger names none of the records' intents, no alias is even built."""
+    ledger = compared.tendered.provider
+    named = set(ledger["provider_record_id"].tolist())
+    if named.isdisjoint(elsewhere["payment_intent_id"].tolist()):
+        return compared
+    aliases = payment_aliases(compared.own, elsewhere)
+    if not _renames(ledger, compared.aliases, aliases):
         return compared
     to_match, taken = _to_match(night, compared.tendered, compared.own, aliases)
     return replace(compared, matching=match_nights([to_match])[0], taken=taken)
@@ -124,13 +130,15 @@ def _prepare(night: NightInput, entries: LedgerSplit, orders: pd.DataFrame) -> _
     tendered = by_tender(entries.valid)
     split = attribute(night.claimed, target.account, night.owners)
     own = split.own
-    nobody = split.unattributed if reports_unattributed(target.account) else split.unattributed.iloc[0:0]
+    unattributed = split.unattributed
+    nobody = (
+        unattributed if unattributed.empty or reports_unattributed(target.account) else unattributed.iloc[0:0]
+    )
     # Ledger ids are mapped to charge ids first (identity.py): an entry booked by PaymentIntent or order id
     # is explained by its charge and not looked up.
     aliases = payment_aliases(own)  # the pull's: the lookups add to it only when they found something
     to_match, taken = _to_match(night, tendered, own, aliases)
-    unattributed = len(split.unattributed)
-    return _Prepared(entries, tendered, own, nobody, unattributed, aliases, to_match, taken, orders)
+    return _Prepared(entries, tendered, own, nobody, len(unattributed), aliases, to_match, taken, orders)
 
 
 def _to_match(

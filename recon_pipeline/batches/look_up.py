@@ -16,7 +16,6 @@ from recon_pipeline.ledger.queries import load_booking_statuses
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
-from recon_pipeline.reconcile.identity import payment_aliases
 
 
 def look_up_all(
@@ -57,7 +56,7 @@ def look_up(client: ProviderClient, night: NightInput, compared: Comparison) -> 
         client.fetch_records_by_id(target.account, unmatched) if unmatched else empty_provider_records()
     )
     if len(elsewhere):
-        compared = rematched(night, compared, payment_aliases(compared.own, elsewhere))
+        compared = rematched(night, compared, elsewhere)
     captured = captured_payments(compared.own, compared.orders, compared.aliases)
     # A payment the provider names no booking of (a terminal's) is the booking its folio posting names.
     captured = with_ledger_bookings(captured, matching.ledger)

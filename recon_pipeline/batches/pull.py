@@ -4,7 +4,7 @@ deployment's, the pull split by attribution in each property's night."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -26,43 +26,49 @@ def pull_all(
     targets: Sequence[Target],
     pms: PmsInput | BaseException,
     workers: int,
-) -> Iterator[tuple[Target, NightInput | BaseException]]:
-    """Each target's night input, or its error, as its account group's pull comes in (by a pool of at most
-    ``workers``); when the batch's PMS read failed, its error for every target, nothing pulled."""
+) -> list[tuple[Target, NightInput | BaseException]]:
+    """Each target's night input, or its error: its account group's pull (by a pool of at most ``workers``)
+    and the owners of the pulls' payments that name no property, read in one statement for them all (should
+    the database fail that read, every target fails with it); when the batch's PMS read failed, its error
+    for every target, nothing pulled."""
     if isinstance(pms, BaseException):
-        for target in targets:
-            yield target, pms
-        return
+        return [(target, pms) for target in targets]
     groups = _pull_groups(targets)
     with ThreadPoolExecutor(max_workers=min(workers, len(groups) or 1)) as pool:
-        for group, pulled in zip(groups, pool.map(_pull(engine, client), groups), strict=True):
-            for target in group:
-                if isinstance(pulled, BaseException):
-                    yield target, pulled
-                else:
-                    yield target, NightInput(target, pms, *pulled)
+        pulls = list(pool.map(_pull(client), groups))
+    owners = _payment_owners(engine, [pulled for pulled in pulls if not isinstance(pulled, BaseException)])
+    return [
+        (target, pulled if isinstance(pulled, BaseException) else _input(target, pms, pulled, owners))
+        for group, pulled in zip(groups, pulls, strict=True)
+        for target in group
+    ]
 
 
-def _payment_owners(engine: Engine, claimed: pd.DataFrame) -> dict[str, str]:
-    """Who ``payment_orders`` says owns the pull's payments that name no property (a shared account's):
-    read once for every property the pull serves."""
-    unclaimed = unclaimed_payment_ids(claimed)
+def _input(
+    target: Target, pms: PmsInput, claimed: pd.DataFrame, owners: dict[str, str] | BaseException
+) -> NightInput | BaseException:
+    return owners if isinstance(owners, BaseException) else NightInput(target, pms, claimed, owners)
+
+
+def _payment_owners(engine: Engine, pulls: Sequence[pd.DataFrame]) -> dict[str, str] | BaseException:
+    """Who ``payment_orders`` says owns the pulls' payments that name no property (a shared account's), or
+    the error that kept it unread."""
+    unclaimed = sorted({payment_id for claimed in pulls for payment_id in unclaimed_payment_ids(claimed)})
     if not unclaimed:
         return {}
-    with engine.connect() as connection:
-        return load_payment_order_owners(connection, unclaimed)
+    try:
+        with engine.connect() as connection:
+            return load_payment_order_owners(connection, unclaimed)
+    except Exception as error:
+        return error
 
 
-def _pull(
-    engine: Engine, client: ProviderClient
-) -> Callable[[list[Target]], tuple[pd.DataFrame, dict[str, str]] | BaseException]:
-    """One account group's pull and the owners of its payments that name no property; an incomplete pull,
-    or its owners unread, is the error of every property it serves."""
+def _pull(client: ProviderClient) -> Callable[[list[Target]], pd.DataFrame | BaseException]:
+    """One account group's pull; an incomplete pull is the error of every property it serves."""
 
-    def pull(group: list[Target]) -> tuple[pd.DataFrame, dict[str, str]] | BaseException:
+    def pull(group: list[Target]) -> pd.DataFrame | BaseException:
         try:
-            claimed = client.pull_claimed(_pull_scope(group), group[0].window.start, group[0].window.end)
-            return claimed, _payment_owners(engine, claimed)
+            return client.pull_claimed(_pull_scope(group), group[0].window.start, group[0].window.end)
         except Exception as error:
             return error
 

@@ -168,7 +168,7 @@ def reconcile_batch(
         progress(f"{reconciled}/{len(targets)} properties of {request.night} reconciled")
 
     def pulled(chunk: list[Target]) -> list[tuple[Target, NightInput | BaseException]]:
-        return list(pull_all(engine, client, chunk, pms, workers))
+        return pull_all(engine, client, chunk, pms, workers)
 
     def reconciled(chunk: list[tuple[Target, NightInput | BaseException]]) -> None:
         inputs: list[NightInput] = []

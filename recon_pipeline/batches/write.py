@@ -4,16 +4,19 @@ set-based statements; then each property-night's result and report."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pandas as pd
 from sqlalchemy import Engine
 
 from recon_pipeline.batches.at_once import at_once
 from recon_pipeline.batches.property_nights import Concluded, NightInput, RunScope
 from recon_pipeline.categories import RECONCILIATION_CATEGORIES
 from recon_pipeline.checkpoints import ADJUSTMENTS_BEFORE_COMMIT, ADJUSTMENTS_COMMITTED, reached
+from recon_pipeline.frames import present
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
@@ -111,10 +114,7 @@ def _result(
         looked_up=looked_up.unmatched,
         found_elsewhere=len(looked_up.elsewhere),
         invalid_entries=len(compared.entries.invalid),
-        fees_by_status={
-            str(status): int(n)
-            for status, n in own.loc[own["kind"] == "fee", "status"].value_counts().items()
-        },
+        fees_by_status=_fees_by_status(own),
         matches_by_rule=concluded.matches_by_rule,
         matches_saved=asdict(matched),
         report=build_night_report(
@@ -129,3 +129,14 @@ def _result(
         },
         proposed=len(concluded.proposals),
     )
+
+
+def _fees_by_status(own: pd.DataFrame) -> dict[str, int]:
+    """How many of the night's fee rows are in each status (a null status uncounted), most first: a
+    ``value_counts`` of a few dozen rows costs more than the night's other counts together."""
+    statuses = Counter(
+        str(status)
+        for kind, status in zip(own["kind"].tolist(), own["status"].tolist(), strict=True)
+        if kind == "fee" and present(status)
+    )
+    return dict(statuses.most_common())

@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from recon_pipeline.frames import present
+from recon_pipeline.frames import present, rows_at
 from recon_pipeline.providers.objects import PropertyAccount
 
 PaymentOwners = Mapping[str, str]  # payment_orders: provider_payment_id (ch_/pi_/pay_/order_) -> property_id
@@ -52,9 +51,16 @@ def claimable(claim: str | None, account: PropertyAccount) -> bool:
 def unclaimed_payment_ids(claimed: pd.DataFrame) -> list[str]:
     """Charge and intent ids of the records whose payment names no property: what ``payment_orders``
     is asked about."""
-    rows = claimed[claimed["property_id"].isna()]
-    ids = pd.concat([rows["charge_id"], rows["payment_intent_id"]]).dropna()
-    return sorted(set(ids))
+    columns = (claimed[name].tolist() for name in ("property_id", "charge_id", "payment_intent_id"))
+    return sorted(
+        {
+            payment_id
+            for claim, *payment_ids in zip(*columns, strict=True)
+            if not present(claim)
+            for payment_id in payment_ids
+            if present(payment_id)
+        }
+    )
 
 
 def reports_unattributed(account: PropertyAccount) -> bool:
@@ -68,21 +74,21 @@ def attribute(claimed: pd.DataFrame, account: PropertyAccount, owners: PaymentOw
     alone = account.provider_account is not None and set(account.account_properties) <= {account.property_id}
     fallback = account.property_id if alone else None
     # A night holds a few dozen records: plain Python over the three columns costs less than the
-    # half-dozen Series operations (map, fillna, where) the same rule takes.
+    # half-dozen Series operations (map, fillna, where) the same rule takes, and a pull that is all the
+    # property's (a connected account's) is handed on as it is.
+    claims = claimed["property_id"].tolist()
     owner = [
         claim if present(claim) else _first_owner(owners, charge, intent, fallback)
         for claim, charge, intent in zip(
-            claimed["property_id"].tolist(),
-            claimed["charge_id"].tolist(),
-            claimed["payment_intent_id"].tolist(),
-            strict=True,
+            claims, claimed["charge_id"].tolist(), claimed["payment_intent_id"].tolist(), strict=True
         )
     ]
-    own = np.fromiter((claim == account.property_id for claim in owner), bool, len(owner))
-    nobody = np.fromiter((claim is None for claim in owner), bool, len(owner))
+    own = [at for at, claim in enumerate(owner) if claim == account.property_id]
+    mine = rows_at(claimed, own)
+    if any(claims[at] != account.property_id for at in own):  # given by payment_orders, or alone on it
+        mine = _owned_by(mine, account.property_id)
     return Attribution(
-        own=_owned_by(claimed[own].reset_index(drop=True), account.property_id),
-        unattributed=claimed[nobody].reset_index(drop=True),
+        own=mine, unattributed=rows_at(claimed, [at for at, claim in enumerate(owner) if claim is None])
     )
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from recon_pipeline.frames import SCOPE, Cut, pieces, present, stack, typed_frame
+from recon_pipeline.frames import SCOPE, Cut, pieces, present, rows_at, stack, typed_frame
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
 DTYPES = {"name": "object", "amount": "Int64", "count": "int64", "ok": "bool", "at": "datetime64[ns, UTC]"}
@@ -111,3 +111,16 @@ def test_pieces_of_one_stack_stack_again_as_that_stack_s_rows_not_a_new_concaten
         assert anew is not source
         assert rows_by_scope(anew) == {0: [("a", 1), ("b", 2)]}
     assert stack(parts[:2], cuts[:2])[SCOPE].tolist() == [0, 0]  # the third night's rows left out
+
+
+def test_rows_at_every_position_in_order_is_the_frame_itself_and_any_other_a_renumbered_copy() -> None:
+    frame = typed_frame(
+        {"name": ["a", "b", "c"], "count": [1, 2, 3]}, {"name": "object", "count": "int64"}, 3
+    )
+    assert rows_at(frame, [0, 1, 2]) is frame
+    picked = rows_at(frame, [2, 0])
+    assert picked["name"].tolist() == ["c", "a"] and list(picked.index) == [0, 1]
+    assert rows_at(frame, []).empty and list(rows_at(frame, []).columns) == ["name", "count"]
+    shifted = frame.set_axis([5, 6, 7])
+    again = rows_at(shifted, [0, 1, 2])
+    assert again is not shifted and list(again.index) == [0, 1, 2] and again["count"].tolist() == [1, 2, 3]

@@ -170,6 +170,24 @@ def test_records_frame_has_contract_dtypes() -> None:
     assert len(empty) == 0 and {n: str(d) for n, d in empty.dtypes.items()} == PROVIDER_RECORD_COLUMNS
 
 
+def test_a_distinct_records_frame_is_the_frame_without_its_repeated_rows() -> None:
+    """One record reached by two ids (a charge asked for by its id and by its intent's) comes once; rows
+    differing in one column, an optional one left out against given as None included, are kept apart or
+    together as the frame's ``drop_duplicates`` keeps them."""
+    charge, other = make_charge("ch_1", T0), make_charge("ch_2", T0 + 5)
+    rows = [*charge_rows(charge, "p"), *charge_rows(other, "p"), *charge_rows(charge, "p")]
+    unnamed = {**charge_rows(other, "p")[0], "card_brand": None}
+    unnamed.pop("approval_code", None)
+    rows += [unnamed, {**unnamed, "status": "pending"}, {**unnamed, "approval_code": None}]
+    distinct = records_frame(rows, distinct=True)
+    pd.testing.assert_frame_equal(
+        distinct, records_frame(rows).drop_duplicates(ignore_index=True), check_exact=True
+    )
+    # gone: the charge's repeated payment and fee, and both copies of the other's payment (no card: its
+    # optional columns are null however the row gives them); kept: the one whose status differs
+    assert len(distinct) == len(rows) - 4 and distinct["status"].tolist().count("pending") == 1
+
+
 # --- ProviderHttp ---------------------------------------------------------------------------------------
 
 

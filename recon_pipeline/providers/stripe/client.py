@@ -414,7 +414,7 @@ class StripeAdapter:
             rows += self._following_rows(
                 account, found_refunds, movements, {i: c for i, c in charges.items() if c is not None}
             )
-        return named_by_ledger(records_frame(rows).drop_duplicates(ignore_index=True), account)
+        return named_by_ledger(records_frame(rows, distinct=True), account)
 
     def fetch_charge(self, account: PropertyAccount, charge_id: str) -> StripeObject | None:
         """The charge's current state (balance transaction expanded), or None when Stripe does not know it.
