@@ -24,6 +24,7 @@ from recon_pipeline.reconcile.diff import DiffResult, NightToDiff, diff_nights, 
 from recon_pipeline.reconcile.identity import name_booked_ids
 from recon_pipeline.reconcile.matching import PERSON, KnownMatch, MatchOutcome
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.reconcile.report import build_night_report
 from recon_pipeline.reconcile.takings import night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
 
@@ -77,7 +78,7 @@ def conclude(
     run: RunScope,
 ) -> Concluded:
     """The diff's findings with the matcher's, the invalid entries', the unowned payments' and the
-    holds', the orphaned captured payments, the proposals and the night's takings (``states``: the
+    holds', the orphaned captured payments, the proposals, the night's takings and its report (``states``: the
     bookings the night's captured payments and holds name, maybe more)."""
     row, matching = night.target.row, compared.matching
     result = with_findings(
@@ -91,16 +92,19 @@ def conclude(
     orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
     proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
     tonights, counts = _tonights(matching, night.pms.known[row.property_id])
+    takings = night_takings(
+        compared.tendered, compared.own
+    )  # per tender, and the cards per brand on both sides
     return Concluded(
         compared,
         looked_up,
         result,
         orphans,
         proposals,
-        pd.concat([result.findings, orphans], ignore_index=True),
+        build_night_report(result, orphans, compared.taken, counts, takings),
         tonights,
         counts,
-        night_takings(compared.tendered, compared.own),  # per tender, and the cards per brand on both sides
+        takings,
         now,
     )
 

@@ -21,6 +21,7 @@ from recon_pipeline.reconcile.fees import FeesTaken
 from recon_pipeline.reconcile.identity import PaymentAliases
 from recon_pipeline.reconcile.matching import KnownMatch, MatchOutcome
 from recon_pipeline.reconcile.posted import PostedAdjustment
+from recon_pipeline.reconcile.report import NightReport
 from recon_pipeline.reconcile.takings import NightTakings, Tendered
 
 
@@ -111,8 +112,13 @@ class Concluded:
     diff: DiffResult
     orphans: pd.DataFrame
     proposals: list[dict[str, Any]]
-    findings: pd.DataFrame  # the diff's findings and the orphans
+    report: NightReport  # its findings: the diff's and the orphans, as the night stores them
     matches: pd.DataFrame  # tonight's, without the adjacent nights' machine matches
     matches_by_rule: dict[str, int]
     takings: NightTakings
     now: datetime
+
+    @property
+    def findings(self) -> pd.DataFrame:
+        """The night's findings to store: the diff's and the orphaned captured payments."""
+        return self.report.findings

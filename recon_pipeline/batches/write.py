@@ -21,7 +21,7 @@ from recon_pipeline.nights import NightWindow
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.reconcile.lifecycle import LifecyclePlan
-from recon_pipeline.reconcile.report import NightReport, build_night_report
+from recon_pipeline.reconcile.report import NightReport
 from recon_pipeline.storage.adjustments import WriteCounts, sync_batch_adjustments
 from recon_pipeline.storage.findings import save_batch_findings
 from recon_pipeline.storage.matches import MatchSaveCounts, save_batch_matches
@@ -117,9 +117,7 @@ def _result(
         fees_by_status=_fees_by_status(own),
         matches_by_rule=concluded.matches_by_rule,
         matches_saved=asdict(matched),
-        report=build_night_report(
-            concluded.diff, concluded.orphans, compared.taken, concluded.matches_by_rule, concluded.takings
-        ),
+        report=concluded.report,
         adjustments=plan.counts(),
         findings={
             "new": saved.new,
