@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 
+from recon_pipeline.batches.collector import fewer_collections
 from recon_pipeline.batches.compare import compare
 from recon_pipeline.batches.conclude import conclude_all
 from recon_pipeline.batches.look_up import look_up_all
@@ -128,6 +129,7 @@ def _outcome(
     )
 
 
+@fewer_collections()  # a batch's many short-lived objects: collector.py
 def reconcile_batch(
     engine: Engine,
     client: ProviderClient,
