@@ -92,9 +92,8 @@ def conclude(
     orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
     proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
     tonights, counts = _tonights(matching, night.pms.known[row.property_id])
-    takings = night_takings(
-        compared.tendered, compared.own
-    )  # per tender, and the cards per brand on both sides
+    # per tender, and the cards per brand on both sides
+    takings = night_takings(compared.tendered, compared.own)
     return Concluded(
         compared,
         looked_up,

@@ -47,6 +47,7 @@ def pull_all(
 def _input(
     target: Target, pms: PmsInput, claimed: pd.DataFrame, owners: dict[str, str] | BaseException
 ) -> NightInput | BaseException:
+    """The target's night input from its group's pull, or the error that kept the owners unread."""
     return owners if isinstance(owners, BaseException) else NightInput(target, pms, claimed, owners)
 
 
