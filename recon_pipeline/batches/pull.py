@@ -54,7 +54,7 @@ def _input(
 def _payment_owners(engine: Engine, pulls: Sequence[pd.DataFrame]) -> dict[str, str] | BaseException:
     """Who ``payment_orders`` says owns the pulls' payments that name no property (a shared account's), or
     the error that kept it unread."""
-    unclaimed = sorted({payment_id for claimed in pulls for payment_id in unclaimed_payment_ids(claimed)})
+    unclaimed = [payment_id for claimed in pulls for payment_id in unclaimed_payment_ids(claimed)]
     if not unclaimed:
         return {}
     try:
