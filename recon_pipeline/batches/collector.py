@@ -5,8 +5,10 @@ of them. At CPython's default (a young collection every 700 container allocation
 hundred young ones) the collector ran thousands of times a batch, and its dozen full collections, each
 over every object the process holds, were a fifth of the batch's CPU (benchmarks/results.md). With the
 young threshold at ``YOUNG_THRESHOLD`` while a batch runs it runs an eighth as often, with two full
-collections a batch; the process's peak memory stays within a few percent. The thresholds the process had
-come back when its last running batch ends.
+collections a batch; the process's peak memory stays within a few percent. What the process held before
+the batch (Dagster, pandas, the code location: most of its objects) is frozen for the batch's span
+(``gc.freeze``), so those full collections walk only what the batch made. The thresholds the process had
+come back, and its objects are unfrozen, when its last running batch ends.
 """
 
 from __future__ import annotations
@@ -26,17 +28,22 @@ class _Collector:
         self._lock = threading.Lock()
         self._running = 0
         self._before = gc.get_threshold()
+        self._froze = False
 
     @contextmanager
     def fewer_collections(self) -> Iterator[None]:
         """While it is open, the young generation is collected every ``YOUNG_THRESHOLD`` allocations, not
-        700 (a process already set higher keeps its own); batches running at once in threads share one
-        raise, and the last to end puts the thresholds back."""
+        700 (a process already set higher keeps its own), and the objects the process held when it opened
+        are frozen (unless something else froze some: its freeze is left alone); batches running at once
+        in threads share one raise, and the last to end puts the thresholds back and unfreezes."""
         with self._lock:
             if self._running == 0:
                 self._before = gc.get_threshold()
                 young, *older = self._before
                 gc.set_threshold(max(young, YOUNG_THRESHOLD), *older)
+                self._froze = gc.get_freeze_count() == 0
+                if self._froze:
+                    gc.freeze()
             self._running += 1
         try:
             yield
@@ -44,6 +51,8 @@ class _Collector:
             with self._lock:
                 self._running -= 1
                 if self._running == 0:
+                    if self._froze:
+                        gc.unfreeze()
                     gc.set_threshold(*self._before)
 
 

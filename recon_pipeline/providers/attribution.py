@@ -14,14 +14,14 @@ payment nobody can be given is reported once: by the first property (by id) on t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from recon_pipeline.frames import present, rows_at
-from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.objects import PropertyAccount, Row
 
 PaymentOwners = Mapping[str, str]  # payment_orders: provider_payment_id (ch_/pi_/pay_/order_) -> property_id
 
@@ -107,10 +107,21 @@ def _owned_by(records: pd.DataFrame, property_id: str) -> pd.DataFrame:
 
 def named_by_ledger(claimed: pd.DataFrame, account: PropertyAccount) -> pd.DataFrame:
     """Records a by-id lookup found for ids the property's ledger names: its own, and those nobody else
-    owns (the ledger naming it is the only claim there is); another property's are dropped."""
+    owns (the ledger naming it is the only claim there is); another property's are dropped. An adapter
+    that builds the rows itself takes them so before their frame (``named_rows``)."""
     split = attribute(claimed, account, {})
     nobody = _owned_by(split.unattributed, account.property_id)
     if nobody.empty:
         return split.own
     both = pd.concat([split.own, nobody], ignore_index=True)
     return both.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)
+
+
+def named_rows(rows: Sequence[Row], account: PropertyAccount) -> list[Row]:
+    """``named_by_ledger`` over a lookup's rows before their frame (``records_frame`` orders them): a
+    few records cost less so than the frame's selections, concatenation and sort."""
+    return [
+        row if row["property_id"] == account.property_id else {**row, "property_id": account.property_id}
+        for row in rows
+        if not present(row["property_id"]) or row["property_id"] == account.property_id
+    ]

@@ -66,6 +66,8 @@ def _name(obj: ProviderObject) -> Any:
 
 def field_value(obj: ProviderObject, name: str, types: type | tuple[type, ...], what: str) -> Any:
     value = obj.get(name)
+    if type(value) is types:  # the common case, a bool asked for as a bool included: one comparison
+        return value
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
         expected = " or ".join(t.__name__ for t in _as_tuple(types))
         raise ProviderDataError(f"{what} {_name(obj)!r}: field {name!r} is {value!r}, expected {expected}")

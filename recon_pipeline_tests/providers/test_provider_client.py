@@ -19,7 +19,13 @@ from recon_pipeline.errors import ConfigError
 from recon_pipeline.ledger.records import LEDGER_RECORD_COLUMNS, with_match_keys
 from recon_pipeline.money import normalize_currency
 from recon_pipeline.providers import build_client
-from recon_pipeline.providers.attribution import attribute, reports_unattributed, unclaimed_payment_ids
+from recon_pipeline.providers.attribution import (
+    attribute,
+    named_by_ledger,
+    named_rows,
+    reports_unattributed,
+    unclaimed_payment_ids,
+)
 from recon_pipeline.providers.errors import (
     IncompletePullError,
     ProviderDataError,
@@ -28,7 +34,7 @@ from recon_pipeline.providers.errors import (
     RetryAfterTooLong,
 )
 from recon_pipeline.providers.http import ProviderHttp, RetryPolicy
-from recon_pipeline.providers.objects import fetch_each
+from recon_pipeline.providers.objects import fetch_each, field_value
 from recon_pipeline.providers.razorpay import SETTLEMENT_DAYS_ENV
 from recon_pipeline.providers.razorpay.client import (
     FEE_PROVISIONAL,
@@ -186,6 +192,46 @@ def test_a_distinct_records_frame_is_the_frame_without_its_repeated_rows() -> No
     # gone: the charge's repeated payment and fee, and both copies of the other's payment (no card: its
     # optional columns are null however the row gives them); kept: the one whose status differs
     assert len(distinct) == len(rows) - 4 and distinct["status"].tolist().count("pending") == 1
+
+
+@pytest.mark.parametrize("provider_account", [None, "acct_a"])
+def test_a_lookups_rows_named_by_the_ledger_are_the_frames(provider_account: str | None) -> None:
+    """``named_rows`` before the frame keeps what ``named_by_ledger`` keeps of it, in the same order: the
+    property's own records and nobody's (now the property's), never another property's."""
+    account = PropertyAccount("prop_a", provider_account, ("prop_a", "prop_b"))
+    rows = [
+        *charge_rows(make_charge("ch_3", T0 + 9), "prop_a"),
+        *charge_rows(make_charge("ch_1", T0 + 9), None),
+        *charge_rows(make_charge("ch_2", T0), "prop_b"),
+        *charge_rows(make_charge("ch_0", T0 + 3), None),
+    ]
+    named = records_frame(named_rows(rows, account))
+    pd.testing.assert_frame_equal(named, named_by_ledger(records_frame(rows), account), check_exact=True)
+    assert set(named["property_id"]) == {"prop_a"}
+    assert named["provider_record_id"].unique().tolist() == ["ch_0", "ch_1", "ch_3"]
+
+
+@pytest.mark.parametrize(
+    ("value", "types", "kept"),
+    [
+        (3, int, True),
+        (True, bool, True),
+        (True, int, False),  # a bool is no amount
+        (False, (int, str), False),
+        (True, (int, bool), True),
+        (3, (int, float), True),
+        ("3", int, False),
+        (None, str, False),
+        (type("Id", (str,), {})("ch_1"), str, True),  # a subclass is still its type
+    ],
+)
+def test_a_field_is_kept_only_as_the_type_asked_for(value: object, types: Any, kept: bool) -> None:
+    record = {"id": "ch_1", "amount": value}
+    if kept:
+        assert field_value(record, "amount", types, "charge") is value
+    else:
+        with pytest.raises(ProviderDataError, match=r"charge 'ch_1': field 'amount' is .*, expected"):
+            field_value(record, "amount", types, "charge")
 
 
 # --- ProviderHttp ---------------------------------------------------------------------------------------
@@ -856,17 +902,18 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
         ("/v1/x?a=1", {"b": "c d"}),
         ("/v1/x?a=%7e", None),
         ("/v1/é x", {"q": "é&=", "t": True, "n": None}),
+        ("/v1/charges/ch_1.a~b-c", {"q": "é&= +/%", "t": True, "n": None, "l": (1, "x y")}),
     ],
 )
 def test_request_url_is_the_one_httpx_would_build(
     base_url: str, path: str, params: dict[str, Any] | None
 ) -> None:
-    """``ProviderHttp`` parses each request's URL once itself; it must be byte for byte what httpx's own
-    merge of base URL, path and params gives."""
+    """``ProviderHttp`` builds each request's URL itself (joining a plain path and its query without a
+    parse); it must be byte for byte what httpx's own merge of base URL, path and params gives."""
     with ProviderHttp(base_url, max_rps=float("inf")) as http, httpx.Client(base_url=base_url) as plain:
         built = plain.build_request("GET", path, params=params).url
-        assert str(http._url(path, params)) == str(built)
-        assert http._url(path, params).raw_path == built.raw_path
+        assert http._url(path, params) == str(built)
+        assert httpx.URL(http._url(path, params)).raw_path == built.raw_path
 
 
 async def _cookie_setter(scope: dict[str, Any], _receive: Any, send: Any) -> None:

@@ -58,7 +58,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_rows
 from recon_pipeline.providers.cards import NO_CARD_KEYS, card_keys
 from recon_pipeline.providers.errors import (
     ProviderDataError,
@@ -418,7 +418,7 @@ class RazorpayAdapter:
             wanted = {dispute["id"] for dispute in disputes}
             movements = [m for m in settled.disputes if m.dispute_id in wanted]
             rows += self._dispute_rows(account, night_movements(movements, 0, 2**62), known, disputes)
-        return named_by_ledger(records_frame(rows), account)
+        return records_frame(named_rows(rows, account))
 
     def _order_payments(self, order_id: str) -> list[ProviderObject]:
         """Every payment of the order (``GET /v1/orders/{id}/payments``); none for an order Razorpay does

@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_by_ledger
+from recon_pipeline.providers.attribution import attribute, claim_of, claimable, named_rows
 from recon_pipeline.providers.cards import NO_CARD_KEYS, card_keys
 from recon_pipeline.providers.errors import (
     ProviderDataError,
@@ -414,7 +414,7 @@ class StripeAdapter:
             rows += self._following_rows(
                 account, found_refunds, movements, {i: c for i, c in charges.items() if c is not None}
             )
-        return named_by_ledger(records_frame(rows, distinct=True), account)
+        return records_frame(named_rows(rows, account), distinct=True)
 
     def fetch_charge(self, account: PropertyAccount, charge_id: str) -> StripeObject | None:
         """The charge's current state (balance transaction expanded), or None when Stripe does not know it.
