@@ -11,11 +11,13 @@ from typing import Any
 import pandas as pd
 
 from recon_pipeline.batches.holds import hold_booking_ids
+from recon_pipeline.frames import present
 from recon_pipeline.ledger.validation import LedgerSplit
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.reconcile.captured import Sighting
 from recon_pipeline.reconcile.diff import DiffResult
 from recon_pipeline.reconcile.fees import FeesTaken
 from recon_pipeline.reconcile.identity import PaymentAliases
@@ -93,11 +95,12 @@ class LookedUp:
     unmatched: int  # how many ids were looked up
     holds: list[AuthorizationHold]
     hold_bookings: dict[str, str | None]  # payment id → booking id of the holds looked at
-    captured: pd.DataFrame  # the night's captured payments, with the booking their posting names
+    captured: list[Sighting]  # the night's captured payments, with the booking their posting names
 
     def booking_ids(self) -> list[str]:
         """The bookings whose state the night's conclusions read: the captured payments' and the holds'."""
-        return [*self.captured["booking_id"].dropna(), *hold_booking_ids(self.holds, self.hold_bookings)]
+        booked = [s["booking_id"] for s in self.captured if present(s["booking_id"])]
+        return [*booked, *hold_booking_ids(self.holds, self.hold_bookings)]
 
 
 LookUps = Sequence[tuple[Comparison, LookedUp] | BaseException]  # per night: looked up, or its error

@@ -17,14 +17,14 @@ id each side holds; its ``provider_record_id`` is the id its ``payment_orders`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
 
 from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, finding_frame
-from recon_pipeline.frames import present, records
+from recon_pipeline.frames import present
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 
 CONFIRMED = "confirmed"
@@ -32,14 +32,14 @@ _SOURCE_PREFERENCE = {"provider": 0, "payment_orders": 1}
 
 
 def find_orphaned_captured_payments(
-    captured_payments: pd.DataFrame, statuses: Mapping[str, str], now: datetime, grace: timedelta
+    sightings: Sequence[Mapping[str, Any]], statuses: Mapping[str, str], now: datetime, grace: timedelta
 ) -> pd.DataFrame:
-    """Finding rows (category ``orphaned_captured_payment``) ordered by record_key; ``statuses``: booking
-    id → status of (at least) the payments' bookings.
+    """Finding rows (category ``orphaned_captured_payment``) ordered by record_key, of the captured
+    payments' sightings (``captured.py``); ``statuses``: booking id → status of (at least) the payments'
+    bookings.
 
     A night holds a few dozen sightings: they are walked as Python rows, which costs a fraction of the
     dozen pandas operations (sorts, de-duplications, maps) the same rules take on frames this small."""
-    sightings = records(captured_payments)
     cutoff = pd.Timestamp(now) - grace
     orphans = [
         (payment, state)
@@ -71,11 +71,11 @@ def find_orphaned_captured_payments(
     )
 
 
-def _one_per_payment(sightings: list[dict[str, Any]]) -> dict[object, dict[str, Any]]:
+def _one_per_payment(sightings: Sequence[Mapping[str, Any]]) -> dict[object, Mapping[str, Any]]:
     """Each payment once, as the provider saw it when it did, else as payment_orders recorded it (the
     first such sighting), with the booking the most preferred sighting that names one names."""
-    chosen: dict[object, dict[str, Any]] = {}
-    booked: dict[object, dict[str, Any]] = {}
+    chosen: dict[object, Mapping[str, Any]] = {}
+    booked: dict[object, Mapping[str, Any]] = {}
     for row in sightings:
         payment_id = row["payment_id"]
         held = chosen.get(payment_id)
@@ -90,11 +90,11 @@ def _one_per_payment(sightings: list[dict[str, Any]]) -> dict[object, dict[str, 
     }
 
 
-def _preference(row: dict[str, Any]) -> int:
+def _preference(row: Mapping[str, Any]) -> int:
     return _SOURCE_PREFERENCE.get(row["source"], len(_SOURCE_PREFERENCE))
 
 
-def _payment_order_ids(sightings: list[dict[str, Any]]) -> dict[object, object]:
+def _payment_order_ids(sightings: Sequence[Mapping[str, Any]]) -> dict[object, object]:
     """payment id → the id its payment_orders row holds (the first), for the payments that have one."""
     found: dict[object, object] = {}
     for row in sightings:

@@ -38,7 +38,13 @@ def captured(
     }
 
 
-def payments(*rows: dict[str, Any]) -> pd.DataFrame:
+def payments(*rows: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sightings orphan detection reads (``captured.py``)."""
+    return list(rows)
+
+
+def payment_orders(*rows: dict[str, Any]) -> pd.DataFrame:
+    """Captured ``payment_orders`` rows as the night's comparison hands them on."""
     columns = ["payment_id", "booking_id", "amount_minor", "currency", "captured_at", "source"]
     frame = pd.DataFrame(list(rows), columns=columns)
     return frame.astype({"amount_minor": "int64", "captured_at": "datetime64[ns, UTC]"})
@@ -169,7 +175,7 @@ def test_a_terminal_charge_takes_its_booking_from_the_folio_posting_that_books_i
         }
     )
     filled = with_ledger_bookings(sightings, ledger)
-    assert filled["booking_id"].tolist() == ["bk_confirmed", None, "bk_pending"]
+    assert [sighting["booking_id"] for sighting in filled] == ["bk_confirmed", None, "bk_pending"]
     orphans = find_orphaned_captured_payments(
         filled, bookings(bk_confirmed="confirmed", bk_pending="pending"), NOW, GRACE
     )
@@ -206,7 +212,7 @@ def test_a_payment_held_by_charge_id_on_one_side_and_intent_id_on_the_other_is_o
     created = int((NOW - timedelta(hours=3)).timestamp())
     charge = make_charge(charge_id, created, booking_id="bk_1", payment_intent=intent_id)
     pulled = records_frame(charge_rows(charge, "prop_a"))
-    local = payments(captured(intent_id, "bk_1", timedelta(hours=3), source="payment_orders"))
+    local = payment_orders(captured(intent_id, "bk_1", timedelta(hours=3), source="payment_orders"))
     both = captured_payments(pulled, local, payment_aliases(pulled))
     orphans = find_orphaned_captured_payments(both, bookings(bk_1="confirming"), NOW, GRACE)
     assert orphans["record_key"].tolist() == [f"payment:{charge_id}"]

@@ -34,16 +34,16 @@ def night_report() -> NightReport:
         ),
     )
     orphans = find_orphaned_captured_payments(
-        pd.DataFrame(
+        [
             {
-                "payment_id": ["pi_1"],
-                "booking_id": ["bk_7"],
-                "amount_minor": [45_000],
-                "currency": ["EUR"],
-                "captured_at": [pd.Timestamp(NOW - timedelta(hours=3, minutes=12))],
-                "source": ["provider"],
+                "payment_id": "pi_1",
+                "booking_id": "bk_7",
+                "amount_minor": 45_000,
+                "currency": "EUR",
+                "captured_at": pd.Timestamp(NOW - timedelta(hours=3, minutes=12)),
+                "source": "provider",
             }
-        ),
+        ],
         {"bk_7": "confirming"},
         NOW,
         timedelta(hours=1),
