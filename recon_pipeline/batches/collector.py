@@ -3,12 +3,13 @@
 A batch decodes thousands of provider pages into dicts and lists that live for one pull and builds frames
 of them. At CPython's default (a young collection every 700 container allocations, a full one after a
 hundred young ones) the collector ran thousands of times a batch, and its dozen full collections, each
-over every object the process holds, were a fifth of the batch's CPU (benchmarks/results.md). With the
-young threshold at ``YOUNG_THRESHOLD`` while a batch runs it runs an eighth as often, with two full
-collections a batch; the process's peak memory stays within a few percent. What the process held before
-the batch (Dagster, pandas, the code location: most of its objects) is frozen for the batch's span
-(``gc.freeze``), so those full collections walk only what the batch made. The thresholds the process had
-come back, and its objects are unfrozen, when its last running batch ends.
+over every object the process holds, were a fifth of the batch's CPU (benchmarks/results.md). Reference
+counting frees almost all of what a batch makes as it goes: with the young threshold at
+``YOUNG_THRESHOLD`` while a batch runs, a batch of 500 property-nights makes no collection at all, and the
+process's peak memory does not grow. What the process held before the batch (Dagster, pandas, the code
+location: most of its objects) is frozen for the batch's span (``gc.freeze``), so a collection that does
+come walks only what the batch made. The thresholds the process had come back, and its objects are
+unfrozen, when its last running batch ends.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-YOUNG_THRESHOLD = 50_000
+YOUNG_THRESHOLD = 500_000
 
 
 class _Collector:
