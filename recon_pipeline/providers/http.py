@@ -61,8 +61,10 @@ MAX_RPS_VARIABLE = "RECON_PROVIDER_MAX_RPS"
 DEFAULT_MAX_RETRY_AFTER_S = 30
 PROVIDER_MESSAGE_CHARS = 300  # a provider's error message, cut: the line stays one line in a table
 T = TypeVar("T")
-# A path no URL parse changes: unreserved characters and "/" (an id quoted with "%" takes httpx's parse).
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
+# A path no URL parse changes: segments of unreserved characters, none starting with "." (a dot segment is
+# resolved by a parse) and none empty; an id quoted with "%" takes httpx's parse.
+_SEGMENT = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*"
+_PLAIN_PATH = re.compile(rf"/?(?:{_SEGMENT}(?:/{_SEGMENT})*/?)?")
 
 
 def max_rps_from_env() -> float | None:

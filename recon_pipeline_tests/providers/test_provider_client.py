@@ -903,6 +903,10 @@ def test_a_clean_night_pulls_and_diffs_to_no_finding(
         ("/v1/x?a=%7e", None),
         ("/v1/é x", {"q": "é&=", "t": True, "n": None}),
         ("/v1/charges/ch_1.a~b-c", {"q": "é&= +/%", "t": True, "n": None, "l": (1, "x y")}),
+        ("/v1/charges/..", {"limit": 1}),
+        ("/v1/./x/", {"limit": 1}),
+        ("/v1//x", {"limit": 1}),
+        ("/v1/.well-known", {"limit": 1}),
     ],
 )
 def test_request_url_is_the_one_httpx_would_build(
