@@ -22,8 +22,21 @@ Sighting = dict[str, Any]
 
 
 def captured_payments_from_provider(provider_records: pd.DataFrame) -> list[Sighting]:
-    """Settled payments of the property's own records in the pull, keyed by charge id."""
-    return _from_provider(provider_records)
+    """Settled payments of the property's own records in the pull (those that name a property), keyed by
+    charge id."""
+    at = np.flatnonzero(
+        (provider_records["kind"].to_numpy() == "payment")
+        & provider_records["settled"].to_numpy(dtype=bool)
+        & provider_records["property_id"].notna().to_numpy()
+    )
+    if not len(at):
+        return []
+    ids, bookings, amounts, currencies = (
+        provider_records[name].to_numpy()[at].tolist()
+        for name in ("provider_record_id", "booking_id", "amount_minor", "currency")
+    )
+    captured_at = list(provider_records["created_at"].iloc[at])
+    return _sightings(ids, bookings, amounts, currencies, captured_at, "provider", [None] * len(at))
 
 
 def captured_payments(
@@ -36,48 +49,38 @@ def captured_payments(
     Sightings are plain rows: orphan detection walks them as rows, and a night's few dozen cost less so
     than through a frame built only to be read back."""
     order_ids = payment_orders["payment_id"]
-    names = ("booking_id", "amount_minor", "currency", "captured_at")
-    columns = (payment_orders[name].tolist() for name in names)
-    orders = [
-        {
-            "payment_id": payment_id,
-            "booking_id": booking_id,
-            "amount_minor": amount,
-            "currency": currency,
-            "captured_at": captured_at,
-            "source": "payment_orders",
-            PAYMENT_ORDER_ID: order_id,
-        }
-        for payment_id, order_id, booking_id, amount, currency, captured_at in zip(
-            canonical_ids(order_ids, aliases).tolist(), order_ids.tolist(), *columns, strict=True
-        )
-    ]
-    return _from_provider(provider_records) + orders
-
-
-def _from_provider(provider_records: pd.DataFrame) -> list[Sighting]:
-    """The sightings of the pull: its settled payments that name a property."""
-    at = np.flatnonzero(
-        (provider_records["kind"].to_numpy() == "payment")
-        & provider_records["settled"].to_numpy(dtype=bool)
-        & provider_records["property_id"].notna().to_numpy()
+    bookings, amounts, currencies, captured_at = (
+        payment_orders[name].tolist() for name in ("booking_id", "amount_minor", "currency", "captured_at")
     )
-    if not len(at):
-        return []
-    names = ("provider_record_id", "booking_id", "amount_minor", "currency")
-    columns = [provider_records[name].to_numpy()[at].tolist() for name in names]
+    payment_ids = canonical_ids(order_ids, aliases).tolist()
+    orders = _sightings(
+        payment_ids, bookings, amounts, currencies, captured_at, "payment_orders", order_ids.tolist()
+    )
+    return captured_payments_from_provider(provider_records) + orders
+
+
+def _sightings(
+    payment_ids: list[Any],
+    booking_ids: list[Any],
+    amounts: list[Any],
+    currencies: list[Any],
+    captured_at: list[Any],
+    source: str,
+    order_ids: list[Any],
+) -> list[Sighting]:
+    """One source's sightings from its columns."""
     return [
         {
             "payment_id": payment_id,
             "booking_id": booking_id,
             "amount_minor": amount,
             "currency": currency,
-            "captured_at": captured_at,
-            "source": "provider",
-            PAYMENT_ORDER_ID: None,
+            "captured_at": at,
+            "source": source,
+            PAYMENT_ORDER_ID: order_id,
         }
-        for payment_id, booking_id, amount, currency, captured_at in zip(
-            *columns, list(provider_records["created_at"].iloc[at]), strict=True
+        for payment_id, booking_id, amount, currency, at, order_id in zip(
+            payment_ids, booking_ids, amounts, currencies, captured_at, order_ids, strict=True
         )
     ]
 
