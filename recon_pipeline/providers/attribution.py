@@ -105,21 +105,10 @@ def _owned_by(records: pd.DataFrame, property_id: str) -> pd.DataFrame:
     return records.assign(property_id=pd.Series(property_id, index=records.index, dtype="object"))
 
 
-def named_by_ledger(claimed: pd.DataFrame, account: PropertyAccount) -> pd.DataFrame:
-    """Records a by-id lookup found for ids the property's ledger names: its own, and those nobody else
-    owns (the ledger naming it is the only claim there is); another property's are dropped. An adapter
-    that builds the rows itself takes them so before their frame (``named_rows``)."""
-    split = attribute(claimed, account, {})
-    nobody = _owned_by(split.unattributed, account.property_id)
-    if nobody.empty:
-        return split.own
-    both = pd.concat([split.own, nobody], ignore_index=True)
-    return both.sort_values(["created_at", "provider_record_id", "kind"], ignore_index=True)
-
-
 def named_rows(rows: Sequence[Row], account: PropertyAccount) -> list[Row]:
-    """``named_by_ledger`` over a lookup's rows before their frame (``records_frame`` orders them): a
-    few records cost less so than the frame's selections, concatenation and sort."""
+    """Of the records a by-id lookup found for ids the property's ledger names, its own and those nobody
+    else owns (the ledger naming it is the only claim there is), each now the property's; another
+    property's are dropped. Taken over the rows before their frame (``records_frame`` orders them)."""
     return [
         row if row["property_id"] == account.property_id else {**row, "property_id": account.property_id}
         for row in rows

@@ -35,6 +35,7 @@ from recon_pipeline.providers.errors import (
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ClientSettings
 from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.records import empty_provider_records
 from recon_pipeline.reconcile.diff import diff_night, unmatched_ledger_record_ids
 from recon_pipeline.serving import ServerThread
 from recon_pipeline.simulation.adyen.api import (
@@ -190,6 +191,7 @@ def test_lookup_by_id_and_payment_state(client: AdyenClient) -> None:
         (CH3, "fee", -150, "EUR"),
     }
     assert set(found["property_id"]) == {"P1"}
+    assert found.dtypes.to_dict() == empty_provider_records().dtypes.to_dict()  # the contract's, kept
     state = client.payment_state(MERCHANT, CH1)
     assert state is not None
     assert (state.status, state.amount_minor, state.amount_refunded_minor, state.currency) == (

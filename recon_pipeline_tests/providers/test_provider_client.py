@@ -21,7 +21,6 @@ from recon_pipeline.money import normalize_currency
 from recon_pipeline.providers import build_client
 from recon_pipeline.providers.attribution import (
     attribute,
-    named_by_ledger,
     named_rows,
     reports_unattributed,
     unclaimed_payment_ids,
@@ -195,20 +194,23 @@ def test_a_distinct_records_frame_is_the_frame_without_its_repeated_rows() -> No
 
 
 @pytest.mark.parametrize("provider_account", [None, "acct_a"])
-def test_a_lookups_rows_named_by_the_ledger_are_the_frames(provider_account: str | None) -> None:
-    """``named_rows`` before the frame keeps what ``named_by_ledger`` keeps of it, in the same order: the
-    property's own records and nobody's (now the property's), never another property's."""
-    account = PropertyAccount("prop_a", provider_account, ("prop_a", "prop_b"))
+def test_a_lookup_keeps_the_propertys_own_records_and_nobodys(provider_account: str | None) -> None:
+    """What a by-id lookup keeps of the records the property's ledger names: its own and nobody's (now the
+    property's, the ledger's naming the only claim there is), never another property's, even on a shared
+    account where the property is not the first; in the frame's order."""
+    account = PropertyAccount("prop_b", provider_account, ("prop_a", "prop_b"))
     rows = [
-        *charge_rows(make_charge("ch_3", T0 + 9), "prop_a"),
+        *charge_rows(make_charge("ch_3", T0 + 9), "prop_b"),
         *charge_rows(make_charge("ch_1", T0 + 9), None),
-        *charge_rows(make_charge("ch_2", T0), "prop_b"),
+        *charge_rows(make_charge("ch_2", T0), "prop_a"),
         *charge_rows(make_charge("ch_0", T0 + 3), None),
     ]
     named = records_frame(named_rows(rows, account))
-    pd.testing.assert_frame_equal(named, named_by_ledger(records_frame(rows), account), check_exact=True)
-    assert set(named["property_id"]) == {"prop_a"}
+    assert set(named["property_id"]) == {"prop_b"}
     assert named["provider_record_id"].unique().tolist() == ["ch_0", "ch_1", "ch_3"]
+    kept = [row for row in rows if row["provider_record_id"] != "ch_2"]
+    expected = records_frame([{**row, "property_id": "prop_b"} for row in kept])
+    pd.testing.assert_frame_equal(named, expected, check_exact=True)
 
 
 @pytest.mark.parametrize(

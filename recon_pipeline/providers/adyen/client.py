@@ -42,6 +42,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from recon_pipeline.frames import records
 from recon_pipeline.providers.adyen.dashboard import dashboard_url
 from recon_pipeline.providers.adyen.payouts import (
     batch_of_payout,
@@ -56,13 +57,13 @@ from recon_pipeline.providers.adyen.report import (
     records_of,
     report_file_name,
 )
-from recon_pipeline.providers.attribution import named_by_ledger
+from recon_pipeline.providers.attribution import named_rows
 from recon_pipeline.providers.errors import IncompletePullError, incomplete_pull
 from recon_pipeline.providers.events import PaymentState
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.http import ProviderHttp
 from recon_pipeline.providers.interface import ListedEvents, RecordAddress
-from recon_pipeline.providers.objects import PropertyAccount
+from recon_pipeline.providers.objects import PropertyAccount, records_frame
 from recon_pipeline.providers.payouts import Payout, PayoutTransaction
 
 logger = logging.getLogger(__name__)
@@ -147,18 +148,18 @@ class AdyenClient:
                 if batch.closed_at <= window_start:
                     break
                 batches.append(batch)
-            records = records_of(batches)
-        in_window = records["created_at"].ge(window_start) & records["created_at"].lt(window_end)
-        return records[in_window.to_numpy(dtype=bool)].reset_index(drop=True)
+            recent = records_of(batches)
+        in_window = recent["created_at"].ge(window_start) & recent["created_at"].lt(window_end)
+        return recent[in_window.to_numpy(dtype=bool)].reset_index(drop=True)
 
     def fetch_records_by_id(self, account: PropertyAccount, record_ids: Sequence[str]) -> pd.DataFrame:
         """The rows of the recent batches (``lookup_batches``) whose record id is one of ``record_ids``;
         other ids are absent. Raises IncompletePullError when the reports cannot be read."""
         ids = set(record_ids)
         with incomplete_pull(f"lookup of {len(ids)} records of {account.property_id}"):
-            records = self._recent_records(self._merchant(account))
-        found = records[records["provider_record_id"].isin(ids).to_numpy(dtype=bool)]
-        return named_by_ledger(found.reset_index(drop=True), account)
+            recent = self._recent_records(self._merchant(account))
+        found = recent[recent["provider_record_id"].isin(ids).to_numpy(dtype=bool)]
+        return records_frame(named_rows(records(found), account))
 
     def payment_state(self, provider_account: str | None, payment_id: str) -> PaymentState | None:
         """What the recent settlement batches say of the payment: captured (its Settled line), partially
