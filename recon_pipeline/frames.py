@@ -54,7 +54,9 @@ def sorted_by(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
 def rows_at(frame: pd.DataFrame, positions: Sequence[int]) -> pd.DataFrame:
     """The frame's rows at ``positions``, numbered from 0; the frame itself when that is every row in its
     order and numbering (frames are copy-on-write: sharing one is safe, and a take costs a copy per
-    block)."""
+    block; none is a slice of none, which copies nothing)."""
+    if not len(positions):
+        return _renumbered(frame.iloc[0:0])
     if list(positions) != list(range(len(frame))):
         return _renumbered(frame.take(positions))
     if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:

@@ -120,7 +120,10 @@ def test_rows_at_every_position_in_order_is_the_frame_itself_and_any_other_a_ren
     assert rows_at(frame, [0, 1, 2]) is frame
     picked = rows_at(frame, [2, 0])
     assert picked["name"].tolist() == ["c", "a"] and list(picked.index) == [0, 1]
-    assert rows_at(frame, []).empty and list(rows_at(frame, []).columns) == ["name", "count"]
-    shifted = frame.set_axis([5, 6, 7])
+    none = rows_at(shifted := frame.set_axis([5, 6, 7]), [])
+    assert none.empty and list(none.columns) == ["name", "count"] and none.dtypes.equals(frame.dtypes)
+    assert isinstance(none.index, pd.RangeIndex) and none.index.equals(pd.RangeIndex(0))
+    none.loc[0] = ["d", 4]  # its own frame: what is added to it is not added to the frame
+    assert len(frame) == 3 and len(shifted) == 3
     again = rows_at(shifted, [0, 1, 2])
     assert again is not shifted and list(again.index) == [0, 1, 2] and again["count"].tolist() == [1, 2, 3]
