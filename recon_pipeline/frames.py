@@ -65,11 +65,12 @@ def rows_at(frame: pd.DataFrame, positions: Sequence[int]) -> pd.DataFrame:
 
 
 def records(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The frame's rows as dicts (of ``columns`` only, if given), as ``to_dict("records")`` gives them, read
-    column by column: for the few dozen rows of a night, a third of what ``to_dict`` costs."""
+    """The frame's rows as dicts (of ``columns`` only, if given), each value as its column's ``tolist``
+    gives it (a nullable integer's null is NA, not None as ``to_dict`` has it), read through one object
+    array: for the few dozen rows of a night, a third of what a Series per column costs."""
     names = [str(name) for name in (frame.columns if columns is None else columns)]
-    values = (frame[name].tolist() for name in names)
-    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+    chosen = frame if columns is None else _selected(frame, tuple(columns))
+    return [dict(zip(names, row, strict=True)) for row in chosen.to_numpy(dtype=object).tolist()]
 
 
 def for_database(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,15 @@
 """typed_frame: one pass to the contract dtypes, without pandas 3 inferring its string dtype for text; a
-batch's frames stacked and handed back (stack, pieces)."""
+batch's frames stacked and handed back (stack, pieces); their rows as records."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from recon_pipeline.frames import SCOPE, Cut, pieces, present, rows_at, stack, typed_frame
+from recon_pipeline.frames import SCOPE, Cut, pieces, present, records, rows_at, stack, typed_frame
 from recon_pipeline.providers.records import PROVIDER_RECORD_COLUMNS
 
 DTYPES = {"name": "object", "amount": "Int64", "count": "int64", "ok": "bool", "at": "datetime64[ns, UTC]"}
@@ -127,3 +128,41 @@ def test_rows_at_every_position_in_order_is_the_frame_itself_and_any_other_a_ren
     assert len(frame) == 3 and len(shifted) == 3
     again = rows_at(shifted, [0, 1, 2])
     assert again is not shifted and list(again.index) == [0, 1, 2] and again["count"].tolist() == [1, 2, 3]
+
+
+def test_records_are_the_rows_each_columns_values_give_value_for_value_and_type_for_type() -> None:
+    """Every dtype a contract frame holds, nulls of each kind included (a nullable integer's is NA, as its
+    Series gives it, not None as ``to_dict`` does), in the frame's order or the columns asked for (a
+    subset, reordered); no row, no record."""
+    frame = typed_frame(
+        {
+            "name": ["a", None, "c"],
+            "amount": [1, None, -3],
+            "count": [4, 5, 6],
+            "settled": [True, False, True],
+            "at": [pd.Timestamp("2026-01-02T03:04:05Z"), None, pd.Timestamp("2026-01-03T00:00:00Z")],
+            "rate": [1.5, float("nan"), 0.25],
+        },
+        {
+            "name": "object",
+            "amount": "Int64",
+            "count": "int64",
+            "settled": "bool",
+            "at": "datetime64[ns, UTC]",
+            "rate": "float64",
+        },
+        3,
+    )
+
+    def typed(rows: list[dict[str, Any]]) -> list[list[tuple[str, type, str]]]:
+        return [[(name, type(value), repr(value)) for name, value in row.items()] for row in rows]
+
+    def by_column(names: list[str]) -> list[dict[str, Any]]:
+        columns = [frame[name].tolist() for name in names]
+        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+    assert typed(records(frame)) == typed(by_column(list(frame.columns)))
+    assert records(frame)[1]["amount"] is pd.NA and records(frame)[1]["at"] is pd.NaT
+    asked = ["count", "name", "at"]
+    assert typed(records(frame, asked)) == typed(by_column(asked))
+    assert records(frame.iloc[0:0]) == []
