@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from recon_pipeline.frames import typed_frame
+from recon_pipeline.frames import pieces, typed_frame
 
 KINDS: Final = ("payment", "refund", "fee", "dispute", "dispute_reversal", "adjustment")
 
@@ -111,6 +111,21 @@ def finding_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     if rows == 0:  # most of a night's parts are empty: a copy costs ~1% of building twelve typed columns
         return _empty_finding_frame().copy()
     return typed_frame(columns, FINDING_DTYPES, rows)
+
+
+def finding_frames(parts: Sequence[Mapping[str, Sequence[Any]]]) -> list[pd.DataFrame]:
+    """Each part's ``finding_frame`` (a batch's nights, each its columns), built as one frame and cut into
+    the parts: a batch pays a typed frame's fixed cost, most of what a night's few findings cost, once."""
+    sizes = [max((len(values) for values in part.values()), default=0) for part in parts]
+    if len(parts) < 2 or not any(sizes):
+        return [finding_frame(part) for part in parts]
+    sized = list(zip(parts, sizes, strict=True))
+    columns = {
+        name: [value for part, size in sized for value in part.get(name, [None] * size)]
+        for name in FINDING_COLUMNS
+    }
+    frame = typed_frame(columns, FINDING_DTYPES, sum(sizes))
+    return pieces(frame, np.repeat(np.arange(len(parts), dtype=np.int64), sizes), len(parts))
 
 
 @functools.cache

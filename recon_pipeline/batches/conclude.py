@@ -1,16 +1,16 @@
-"""Conclude a batch's looked-up nights (pure): the diff, run once over the batch, then each night's
-findings, orphaned captured payments, proposals, matches and takings."""
+"""Conclude a batch's looked-up nights (pure): the diff, the holds and the orphaned captured payments, each
+run once over the batch, then each night's findings, proposals, matches and takings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import pandas as pd
 
 from recon_pipeline.batches.at_once import beside, ok
-from recon_pipeline.batches.holds import authorization_findings
+from recon_pipeline.batches.holds import holds_night
 from recon_pipeline.batches.property_nights import (
     Comparison,
     Concluded,
@@ -21,9 +21,10 @@ from recon_pipeline.batches.property_nights import (
 )
 from recon_pipeline.reconcile.adjustments import plan_adjustments
 from recon_pipeline.reconcile.diff import DiffResult, NightToDiff, diff_nights, with_findings
+from recon_pipeline.reconcile.holds import HoldsNight, expiring_authorizations_of_nights
 from recon_pipeline.reconcile.identity import name_booked_ids
 from recon_pipeline.reconcile.matching import PERSON, KnownMatch, MatchOutcome
-from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.reconcile.orphans import orphans_of_nights
 from recon_pipeline.reconcile.report import build_night_report
 from recon_pipeline.reconcile.takings import night_takings
 from recon_pipeline.reconcile.unattributed import unattributed_findings
@@ -35,24 +36,48 @@ def conclude_all(
     states: Mapping[str, str],
     run: RunScope,
 ) -> list[Concluded | BaseException]:
-    """The diff over every looked-up night at once (``diff_nights``), then each night's conclusions; a
-    night whose input breaks a step fails alone."""
+    """The diff, the holds and the orphaned captured payments over every looked-up night at once
+    (``diff_nights``, ``expiring_authorizations_of_nights``, ``orphans_of_nights``), then each night's
+    conclusions; a night whose input breaks a step fails alone."""
+    now = datetime.now(UTC)
     paired = [
         part if isinstance(part, BaseException) else (night, part)
         for night, part in zip(nights, found, strict=True)
     ]
     diffs = beside(paired, lambda ready: diff_nights([_to_diff(n, *p) for n, p in ready]), "diff")
+    holds = beside(
+        paired,
+        lambda ready: expiring_authorizations_of_nights([_holds(n, p[1], states) for n, p in ready]),
+        "holds",
+    )
+    orphans = beside(
+        paired,
+        lambda ready: orphans_of_nights([p[1].captured for _, p in ready], states, now, run.orphan_grace),
+        "orphans",
+    )
     concluded: list[Concluded | BaseException] = []
-    for pair, diffed in zip(paired, diffs, strict=True):
-        if isinstance(diffed, BaseException):
-            concluded.append(diffed)
+    for pair, diffed, expiring, orphaned in zip(paired, diffs, holds, orphans, strict=True):
+        failed = next((p for p in (diffed, expiring, orphaned) if isinstance(p, BaseException)), None)
+        if failed is not None:
+            concluded.append(failed)
             continue
         night, (compared, looked_up) = ok(pair)
+        judged = Judged(ok(diffed), ok(expiring), ok(orphaned))
         try:
-            concluded.append(conclude(night, compared, looked_up, diffed, states, run))
+            concluded.append(conclude(night, compared, looked_up, judged, run, now))
         except Exception as error:
             concluded.append(error)
     return concluded
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What the batch's steps at once made of one night: the diff's result, the holds' findings and the
+    orphaned captured payments."""
+
+    diffed: DiffResult
+    expiring: pd.DataFrame
+    orphans: pd.DataFrame
 
 
 def _to_diff(night: NightInput, compared: Comparison, looked_up: LookedUp) -> NightToDiff:
@@ -69,27 +94,25 @@ def _to_diff(night: NightInput, compared: Comparison, looked_up: LookedUp) -> Ni
     )
 
 
+def _holds(night: NightInput, looked_up: LookedUp, states: Mapping[str, str]) -> HoldsNight:
+    """What judges a night's holds: those read from the provider, the bookings they pay and their states."""
+    target = night.target
+    return holds_night(target.row, target.window, looked_up.holds, looked_up.hold_bookings, states)
+
+
 def conclude(
-    night: NightInput,
-    compared: Comparison,
-    looked_up: LookedUp,
-    result: DiffResult,
-    states: Mapping[str, str],
-    run: RunScope,
+    night: NightInput, compared: Comparison, looked_up: LookedUp, judged: Judged, run: RunScope, now: datetime
 ) -> Concluded:
-    """The diff's findings with the matcher's, the invalid entries', the unowned payments' and the
-    holds', the orphaned captured payments, the proposals, the night's takings and its report (``states``: the
-    bookings the night's captured payments and holds name, maybe more)."""
+    """The diff's findings with the matcher's, the invalid entries', the unowned payments' and the holds',
+    the proposals, the night's takings and its report with the orphaned captured payments."""
     row, matching = night.target.row, compared.matching
     result = with_findings(
-        replace(result, findings=name_booked_ids(result.findings, compared.tendered.provider)),
+        replace(judged.diffed, findings=name_booked_ids(judged.diffed.findings, compared.tendered.provider)),
         matching.findings,
         unattributed_findings(compared.nobody),
         compared.entries.invalid,
-        authorization_findings(row, night.target.window, looked_up.holds, looked_up.hold_bookings, states),
+        judged.expiring,
     )
-    now = datetime.now(UTC)
-    orphans = find_orphaned_captured_payments(looked_up.captured, states, now, run.orphan_grace)
     proposals = plan_adjustments(row.property_id, run.night, result.findings, run.run_id, now)
     tonights, counts = _tonights(matching, night.pms.known[row.property_id])
     # per tender, and the cards per brand on both sides
@@ -98,9 +121,9 @@ def conclude(
         compared,
         looked_up,
         result,
-        orphans,
+        judged.orphans,
         proposals,
-        build_night_report(result, orphans, compared.taken, counts, takings),
+        build_night_report(result, judged.orphans, compared.taken, counts, takings),
         tonights,
         counts,
         takings,

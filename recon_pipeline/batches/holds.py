@@ -5,7 +5,7 @@ night they were made in) and those this property-night reported before (so that 
 event processor has since marked failed, because it lapsed, keeps its finding on a re-run): read for a
 batch's properties at once (``hold_payments``). Each is read from the provider by id, in its current state
 (``open_holds``): never a stale payload. Their bookings' states are read with the night's other bookings
-(``hold_booking_ids``), then judged (``authorization_findings``).
+(``hold_booking_ids``), then judged, a batch's nights at once (``holds_night``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
-import pandas as pd
 from sqlalchemy import Connection
 
 from recon_pipeline.categories import AUTHORIZATION_EXPIRING
@@ -23,7 +22,7 @@ from recon_pipeline.properties import PropertyRow
 from recon_pipeline.providers.holds import AuthorizationHold
 from recon_pipeline.providers.interface import ProviderClient
 from recon_pipeline.providers.objects import PropertyAccount
-from recon_pipeline.reconcile.holds import expiring_authorizations
+from recon_pipeline.reconcile.holds import HoldsNight
 from recon_pipeline.storage.findings import reported_payments
 
 
@@ -49,21 +48,15 @@ def hold_booking_ids(holds: Sequence[AuthorizationHold], booking_of: Mapping[str
     return [b for h in holds if (b := h.booking_id or booking_of.get(h.payment_id)) is not None]
 
 
-def authorization_findings(
+def holds_night(
     row: PropertyRow,
     window: NightWindow,
     holds: Sequence[AuthorizationHold],
     booking_of: Mapping[str, str | None],
     statuses: Mapping[str, str],
-) -> pd.DataFrame:
-    """The property-night's ``authorization_expiring`` findings (a finding frame, maybe empty);
-    ``statuses`` (``load_booking_statuses``) holds at least the states of ``hold_booking_ids``."""
+) -> HoldsNight:
+    """What judges the property-night's holds (``expiring_authorizations_of_nights``: a batch's nights at
+    once); ``statuses`` (``load_booking_statuses``) holds at least the states of ``hold_booking_ids``."""
     next_night = night_window(window.night + timedelta(days=1), row.timezone, row.night_cutoff)
-    return expiring_authorizations(
-        row.property_id,
-        holds,
-        {payment_id: booking for payment_id, booking in booking_of.items() if booking is not None},
-        statuses,
-        window,
-        next_night,
-    )
+    known = {payment_id: booking for payment_id, booking in booking_of.items() if booking is not None}
+    return HoldsNight(row.property_id, holds, known, statuses, window, next_night)

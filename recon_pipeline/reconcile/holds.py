@@ -24,20 +24,35 @@ The finding proposes no adjustment (nothing was posted and nothing is to post un
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
-from recon_pipeline.categories import AUTHORIZATION_EXPIRING, finding_frame
+from recon_pipeline.categories import AUTHORIZATION_EXPIRING, finding_frames
 from recon_pipeline.money import format_minor
 from recon_pipeline.nights import NightWindow
 from recon_pipeline.providers.holds import LAPSED, OPEN, AuthorizationHold
 from recon_pipeline.reconcile.orphans import CONFIRMED
 
 
+@dataclass(frozen=True)
+class HoldsNight:
+    """What judges a property-night's holds: the holds read from the provider, the bookings they pay and
+    those bookings' states, the night and the next one."""
+
+    property_id: str
+    holds: Sequence[AuthorizationHold]
+    booking_of: Mapping[str, str]  # payment id → booking id, as the PMS's ``payment_orders`` know it
+    booking_status: Mapping[str, str]  # booking id → status
+    night: NightWindow
+    next_night: NightWindow
+
+
 def expiring_authorizations(
     property_id: str,
     holds: Sequence[AuthorizationHold],
-    booking_of: dict[str, str],
+    booking_of: Mapping[str, str],
     booking_status: Mapping[str, str],
     night: NightWindow,
     next_night: NightWindow,
@@ -47,31 +62,40 @@ def expiring_authorizations(
     ``booking_of``: payment id → booking id as the PMS's ``payment_orders`` know it (used when the
     provider's metadata names none); ``booking_status``: booking id → status. A hold whose metadata names
     another property is that property's, never this one's."""
+    night_holds = HoldsNight(property_id, holds, booking_of, booking_status, night, next_night)
+    return expiring_authorizations_of_nights([night_holds])[0]
+
+
+def expiring_authorizations_of_nights(nights: Sequence[HoldsNight]) -> list[pd.DataFrame]:
+    """:func:`expiring_authorizations` of many property-nights, their findings built as one frame."""
+    return finding_frames([_expiring(night) for night in nights])
+
+
+def _expiring(night: HoldsNight) -> dict[str, list[Any]]:
+    """The finding columns of one property-night's expiring holds."""
     found = []
-    for hold in sorted({hold.payment_id: hold for hold in holds}.values(), key=lambda h: h.payment_id):
-        booking_id = hold.booking_id or booking_of.get(hold.payment_id)
+    for hold in sorted({hold.payment_id: hold for hold in night.holds}.values(), key=lambda h: h.payment_id):
+        booking_id = hold.booking_id or night.booking_of.get(hold.payment_id)
         if (
             hold.state in (OPEN, LAPSED)
             and hold.capture_before is not None
-            and night.end <= hold.capture_before < next_night.end
-            and hold.property_id in (None, property_id)
+            and night.night.end <= hold.capture_before < night.next_night.end
+            and hold.property_id in (None, night.property_id)
             and booking_id is not None
-            and booking_status.get(booking_id) == CONFIRMED
+            and night.booking_status.get(booking_id) == CONFIRMED
         ):
             found.append((hold, booking_id))
-    return finding_frame(
-        {
-            "category": [AUTHORIZATION_EXPIRING] * len(found),
-            "record_key": [f"{hold.payment_id}:payment" for hold, _ in found],
-            "kind": ["payment"] * len(found),
-            "provider_record_id": [hold.payment_id for hold, _ in found],
-            "booking_id": [booking_id for _, booking_id in found],
-            "provider_amount_minor": [hold.amount_minor for hold, _ in found],
-            "difference_minor": [hold.amount_minor for hold, _ in found],
-            "currency": [hold.currency for hold, _ in found],
-            "detail": [_detail(hold, booking_id, next_night) for hold, booking_id in found],
-        }
-    )
+    return {
+        "category": [AUTHORIZATION_EXPIRING] * len(found),
+        "record_key": [f"{hold.payment_id}:payment" for hold, _ in found],
+        "kind": ["payment"] * len(found),
+        "provider_record_id": [hold.payment_id for hold, _ in found],
+        "booking_id": [booking_id for _, booking_id in found],
+        "provider_amount_minor": [hold.amount_minor for hold, _ in found],
+        "difference_minor": [hold.amount_minor for hold, _ in found],
+        "currency": [hold.currency for hold, _ in found],
+        "detail": [_detail(hold, booking_id, night.next_night) for hold, booking_id in found],
+    }
 
 
 def _detail(hold: AuthorizationHold, booking_id: str, next_night: NightWindow) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, finding_frame
+from recon_pipeline.categories import ORPHANED_CAPTURED_PAYMENT, finding_frames
 from recon_pipeline.frames import present
 from recon_pipeline.reconcile.captured import PAYMENT_ORDER_ID
 
@@ -40,7 +40,25 @@ def find_orphaned_captured_payments(
 
     A night holds a few dozen sightings: they are walked as Python rows, which costs a fraction of the
     dozen pandas operations (sorts, de-duplications, maps) the same rules take on frames this small."""
+    return orphans_of_nights([sightings], statuses, now, grace)[0]
+
+
+def orphans_of_nights(
+    nights: Sequence[Sequence[Mapping[str, Any]]],
+    statuses: Mapping[str, str],
+    now: datetime,
+    grace: timedelta,
+) -> list[pd.DataFrame]:
+    """:func:`find_orphaned_captured_payments` of many nights' sightings (``statuses`` holds at least every
+    night's bookings), their findings built as one frame."""
     cutoff = pd.Timestamp(now) - grace
+    return finding_frames([_orphans(sightings, statuses, cutoff) for sightings in nights])
+
+
+def _orphans(
+    sightings: Sequence[Mapping[str, Any]], statuses: Mapping[str, str], cutoff: pd.Timestamp
+) -> dict[str, list[Any]]:
+    """The finding columns of one night's orphaned captured payments."""
     orphans = [
         (payment, state)
         for payment in sorted(_one_per_payment(sightings).values(), key=lambda row: row["payment_id"])
@@ -50,25 +68,23 @@ def find_orphaned_captured_payments(
     ]
     order_ids = _payment_order_ids(sightings)
     amounts = [int(payment["amount_minor"]) for payment, _state in orphans]
-    return finding_frame(
-        {
-            "category": [ORPHANED_CAPTURED_PAYMENT] * len(orphans),
-            "record_key": [f"payment:{payment['payment_id']}" for payment, _state in orphans],
-            "kind": ["payment"] * len(orphans),
-            "provider_record_id": [
-                order_ids.get(payment["payment_id"], payment["payment_id"]) for payment, _state in orphans
-            ],
-            "booking_id": [_or_none(payment["booking_id"]) for payment, _state in orphans],
-            "provider_amount_minor": amounts,
-            "difference_minor": amounts,
-            "currency": [payment["currency"] for payment, _state in orphans],
-            "detail": [
-                f"captured {payment['captured_at']:%Y-%m-%d %H:%M} UTC; "
-                f"{_booking_state(payment['booking_id'], state)}"
-                for payment, state in orphans
-            ],
-        }
-    )
+    return {
+        "category": [ORPHANED_CAPTURED_PAYMENT] * len(orphans),
+        "record_key": [f"payment:{payment['payment_id']}" for payment, _state in orphans],
+        "kind": ["payment"] * len(orphans),
+        "provider_record_id": [
+            order_ids.get(payment["payment_id"], payment["payment_id"]) for payment, _state in orphans
+        ],
+        "booking_id": [_or_none(payment["booking_id"]) for payment, _state in orphans],
+        "provider_amount_minor": amounts,
+        "difference_minor": amounts,
+        "currency": [payment["currency"] for payment, _state in orphans],
+        "detail": [
+            f"captured {payment['captured_at']:%Y-%m-%d %H:%M} UTC; "
+            f"{_booking_state(payment['booking_id'], state)}"
+            for payment, state in orphans
+        ],
+    }
 
 
 def _one_per_payment(sightings: Sequence[Mapping[str, Any]]) -> dict[object, Mapping[str, Any]]:

@@ -30,7 +30,11 @@ from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.providers.stripe.holds import hold_of_charge, hold_of_payment_intent
 from recon_pipeline.reconcile.captured import captured_payments_from_provider
 from recon_pipeline.reconcile.diff import diff_night
-from recon_pipeline.reconcile.holds import expiring_authorizations
+from recon_pipeline.reconcile.holds import (
+    HoldsNight,
+    expiring_authorizations,
+    expiring_authorizations_of_nights,
+)
 from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
 from recon_pipeline.simulation.demo.world import World
 from recon_pipeline.simulation.host.store import SimulatorStore
@@ -113,6 +117,34 @@ def test_a_hold_lapsing_before_the_next_night_ends_is_one_finding_naming_the_pay
 )
 def test_the_next_night_is_half_open(capture_before: datetime, found: bool) -> None:
     assert len(judged(hold(capture_before))) == int(found)
+
+
+def test_the_holds_of_many_property_nights_judged_at_once_are_each_judged_alone() -> None:
+    """Properties of other timezones and cut-offs, a night with no finding, one hold lapsed, one another
+    property's: each night's frame is what judging it alone gives."""
+    lapsing = datetime(2026, 12, 1, 18, tzinfo=UTC)
+    nights = []
+    for timezone, cutoff, holds, status in (
+        ("UTC", "00:00", [hold(lapsing), hold(lapsing, LAPSED, payment_id="pi_2")], "confirmed"),
+        ("Asia/Tokyo", "04:00", [hold(lapsing)], "confirmed"),
+        ("UTC", "00:00", [hold(lapsing)], "cancelled"),
+        (
+            "America/New_York",
+            "03:00",
+            [hold(lapsing), hold(lapsing, payment_id="pi_3", property_id="prop_b")],
+            "confirmed",
+        ),
+    ):
+        tonight, tomorrow = window_pair(timezone, cutoff)
+        nights.append(HoldsNight(PROPERTY, holds, {}, {BOOKING: status}, tonight, tomorrow))
+    at_once = expiring_authorizations_of_nights(nights)
+    alone = [
+        expiring_authorizations(n.property_id, n.holds, n.booking_of, n.booking_status, n.night, n.next_night)
+        for n in nights
+    ]
+    assert [len(frame) for frame in at_once] == [2, 1, 0, 1]
+    for together, by_itself in zip(at_once, alone, strict=True):
+        pd.testing.assert_frame_equal(together, by_itself, check_exact=True)
 
 
 def test_the_nights_are_the_propertys_own() -> None:

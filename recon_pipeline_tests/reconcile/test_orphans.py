@@ -13,7 +13,7 @@ from recon_pipeline.providers.objects import records_frame
 from recon_pipeline.providers.stripe.client import charge_rows
 from recon_pipeline.reconcile.captured import captured_payments, with_ledger_bookings
 from recon_pipeline.reconcile.identity import payment_aliases
-from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments
+from recon_pipeline.reconcile.orphans import find_orphaned_captured_payments, orphans_of_nights
 from recon_pipeline_tests.support.provider_fixtures import make_charge
 
 NOW = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
@@ -100,6 +100,23 @@ def test_captured_payments_of_unconfirmed_or_unknown_bookings_are_orphans() -> N
     }
     assert orphans["booking_id"].tolist()[-1] is None
     assert str(orphans["ledger_amount_minor"].dtype) == "Int64"
+
+
+def test_many_nights_orphans_found_at_once_are_each_nights_own() -> None:
+    """Nights with orphans, with none and with no sighting at all, one booking's state read for all: each
+    night's frame is what finding its orphans alone gives."""
+    nights = [
+        payments(captured("pi_1", "bk_1", timedelta(hours=3)), captured("pi_2", "bk_2", timedelta(hours=5))),
+        payments(),
+        payments(captured("pi_3", "bk_2", timedelta(hours=2))),
+        payments(captured("pi_4", None, timedelta(days=1)), captured("pi_5", "bk_3", timedelta(minutes=5))),
+    ]
+    statuses = bookings(bk_1="pending", bk_2="confirmed")
+    at_once = orphans_of_nights(nights, statuses, NOW, GRACE)
+    assert [frame["record_key"].tolist() for frame in at_once] == [["payment:pi_1"], [], [], ["payment:pi_4"]]
+    for together, sightings in zip(at_once, nights, strict=True):
+        alone = find_orphaned_captured_payments(sightings, statuses, NOW, GRACE)
+        pd.testing.assert_frame_equal(together, alone, check_exact=True)
 
 
 def test_captures_younger_than_the_grace_period_wait() -> None:
