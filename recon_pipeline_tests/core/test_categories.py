@@ -8,6 +8,7 @@ from recon_pipeline.categories import (
     AMOUNT_MISMATCH,
     AUTHORIZATION_EXPIRING,
     FINDING_COLUMNS,
+    empty_findings,
     finding_frame,
     finding_frames,
 )
@@ -44,3 +45,17 @@ def test_each_part_of_a_batch_is_the_frame_it_would_be_alone() -> None:
     pd.testing.assert_frame_equal(finding_frames([parts[0]])[0], finding_frame(parts[0]))
     assert finding_frames([]) == []
     assert [frame.empty for frame in finding_frames([{}, {}])] == [True, True]
+
+
+def test_an_empty_finding_frame_is_its_holders_own() -> None:
+    """What one holder of an empty finding frame writes to it (a row, a column, its index) is in no other
+    empty finding frame, nor in a batch's empty part."""
+    mine = empty_findings()
+    mine.loc[0] = ["amount_mismatch", "a:payment", "payment", "ch_1", None, None, 1, 1, 0, "EUR", None, "x"]
+    mine["extra"] = [1]
+    mine.index = pd.Index([9])
+    mine.iloc[0, 0] = "changed"
+    for other in (empty_findings(), finding_frame({}), finding_frames([{}, _part(["b:fee"])])[0]):
+        assert other.empty and list(other.columns) == list(FINDING_COLUMNS)
+        assert other.index.equals(pd.RangeIndex(0))
+    pd.testing.assert_frame_equal(empty_findings(), finding_frame({"category": []}), check_exact=True)
